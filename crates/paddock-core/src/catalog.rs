@@ -1,0 +1,626 @@
+//! The catalog of upstream resources (from aggregated discovery) and the explicit policy that
+//! says, per resource, whether a tenant owns it, may read a shared one, or may not touch it.
+//!
+//! Scope always comes from upstream discovery, never from a hand-kept table; only the policy
+//! is hand-kept, and its default is deny.
+
+use std::collections::{BTreeMap, HashMap};
+
+use serde::Deserialize;
+
+use crate::error::TranslateError;
+use crate::tenant::{TenantId, looks_tenant_prefixed};
+
+/// Whether objects of a kind live in a namespace.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Scope {
+    Namespaced,
+    Cluster,
+}
+
+/// What a tenant may do with a resource.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Policy {
+    /// Names/namespaces rewritten, full verbs.
+    TenantOwned,
+    /// Platform objects, names not rewritten, only get/list/watch.
+    SharedReadOnly,
+    /// Refused with 403.
+    Forbidden,
+}
+
+/// One resource as a tenant sees it, with the policy that applies.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResourceInfo {
+    /// The tenant's view of the group ("example.com", not "foofoo-example.com").
+    pub group: String,
+    pub version: String,
+    pub resource: String,
+    pub kind: String,
+    pub scope: Scope,
+    pub policy: Policy,
+    pub verbs: Vec<String>,
+    pub subresources: Vec<String>,
+    /// True when group is "<tid>-<g>" upstream (tenant's own CRD group).
+    pub tenant_crd: bool,
+    /// The group as upstream knows it (equal to `group` except for tenant CRD groups).
+    pub upstream_group: String,
+}
+
+impl ResourceInfo {
+    /// Names of this resource are moved into the tenant's space (`<tid>-<name>`):
+    /// cluster-scoped kinds the tenant owns, except the review kinds, which have no name.
+    pub fn prefixes_name(&self) -> bool {
+        self.scope == Scope::Cluster && self.policy == Policy::TenantOwned && !self.is_review()
+    }
+
+    /// Create-only review objects (access reviews, SelfSubjectReview): never stored, no name,
+    /// no tenant label.
+    pub fn is_review(&self) -> bool {
+        is_review_resource(&self.upstream_group, &self.resource)
+    }
+
+    /// The CRD kind itself.
+    pub fn is_crd(&self) -> bool {
+        self.upstream_group == "apiextensions.k8s.io" && self.resource == "customresourcedefinitions"
+    }
+
+    /// Objects of this kind carry the tenant label upstream.
+    pub fn stamps_label(&self) -> bool {
+        self.prefixes_name()
+    }
+
+    /// `apiVersion` as the tenant writes it.
+    pub fn api_version(&self) -> String {
+        join_api_version(&self.group, &self.version)
+    }
+
+    /// `apiVersion` as upstream knows it.
+    pub fn upstream_api_version(&self) -> String {
+        join_api_version(&self.upstream_group, &self.version)
+    }
+}
+
+pub(crate) fn join_api_version(group: &str, version: &str) -> String {
+    if group.is_empty() { version.to_owned() } else { format!("{group}/{version}") }
+}
+
+/// `"apps/v1"` -> ("apps", "v1"); `"v1"` -> ("", "v1").
+pub fn split_api_version(av: &str) -> (&str, &str) {
+    match av.rsplit_once('/') {
+        Some((g, v)) => (g, v),
+        None => ("", av),
+    }
+}
+
+fn is_review_resource(group: &str, resource: &str) -> bool {
+    matches!(
+        (group, resource),
+        (
+            "authorization.k8s.io",
+            "selfsubjectaccessreviews"
+                | "subjectaccessreviews"
+                | "localsubjectaccessreviews"
+                | "selfsubjectrulesreviews"
+        ) | ("authentication.k8s.io", "selfsubjectreviews" | "tokenreviews")
+    )
+}
+
+/// API groups compiled into kube-apiserver. A tenant may not create a CRD in one of them, and
+/// their names are never prefixed.
+pub const BUILTIN_GROUPS: &[&str] = &[
+    "",
+    "admissionregistration.k8s.io",
+    "apiextensions.k8s.io",
+    "apiregistration.k8s.io",
+    "apps",
+    "authentication.k8s.io",
+    "authorization.k8s.io",
+    "autoscaling",
+    "batch",
+    "certificates.k8s.io",
+    "coordination.k8s.io",
+    "discovery.k8s.io",
+    "events.k8s.io",
+    "extensions",
+    "flowcontrol.apiserver.k8s.io",
+    "internal.apiserver.k8s.io",
+    "networking.k8s.io",
+    "node.k8s.io",
+    "policy",
+    "rbac.authorization.k8s.io",
+    "resource.k8s.io",
+    "scheduling.k8s.io",
+    "storage.k8s.io",
+    "storagemigration.k8s.io",
+];
+
+pub fn is_builtin_group(g: &str) -> bool {
+    BUILTIN_GROUPS.contains(&g)
+}
+
+/// The hand-kept policy for built-in resources. Everything not listed here falls back to:
+/// namespaced built-ins -> TenantOwned, cluster-scoped built-ins -> Forbidden.
+fn builtin_policy(group: &str, resource: &str, scope: Scope) -> Policy {
+    use Policy::*;
+    match (group, resource) {
+        // Cluster-scoped kinds a tenant owns, names prefixed and labelled.
+        ("", "namespaces" | "persistentvolumes")
+        | ("rbac.authorization.k8s.io", "clusterroles" | "clusterrolebindings")
+        | ("apiextensions.k8s.io", "customresourcedefinitions")
+        | (
+            "admissionregistration.k8s.io",
+            "mutatingwebhookconfigurations" | "validatingwebhookconfigurations",
+        ) => TenantOwned,
+        // Review objects: create-only, special body rules.
+        (
+            "authorization.k8s.io",
+            "selfsubjectaccessreviews"
+            | "subjectaccessreviews"
+            | "localsubjectaccessreviews"
+            | "selfsubjectrulesreviews",
+        )
+        | ("authentication.k8s.io", "selfsubjectreviews") => TenantOwned,
+        // TokenReview would validate any tenant's (or the platform's) tokens: refused for now.
+        ("authentication.k8s.io", "tokenreviews") => Forbidden,
+        // Platform objects a tenant may read.
+        ("", "nodes")
+        | ("storage.k8s.io", "storageclasses" | "csidrivers" | "csinodes")
+        | ("scheduling.k8s.io", "priorityclasses")
+        | ("networking.k8s.io", "ingressclasses")
+        | ("node.k8s.io", "runtimeclasses")
+        | ("flowcontrol.apiserver.k8s.io", "flowschemas" | "prioritylevelconfigurations") => {
+            SharedReadOnly
+        }
+        // Explicitly forbidden (also covered by the cluster-scoped default, listed so that the
+        // decision is visible).
+        ("apiregistration.k8s.io", "apiservices")
+        | ("", "componentstatuses")
+        | ("certificates.k8s.io", "certificatesigningrequests")
+        | ("storage.k8s.io", "volumeattachments")
+        | (
+            "admissionregistration.k8s.io",
+            "validatingadmissionpolicies"
+            | "validatingadmissionpolicybindings"
+            | "mutatingadmissionpolicies"
+            | "mutatingadmissionpolicybindings",
+        ) => Forbidden,
+        _ => match scope {
+            Scope::Namespaced => TenantOwned,
+            Scope::Cluster => Forbidden,
+        },
+    }
+}
+
+/// Subresources refused whatever the resource's policy.
+pub fn subresource_forbidden(group: &str, resource: &str, sub: &str) -> bool {
+    // nodes/proxy reaches the kubelet API of a shared node (exec into any pod on it).
+    matches!((group, resource, sub), ("", "nodes", "proxy"))
+}
+
+#[derive(Debug, Clone)]
+struct RawResource {
+    kind: String,
+    scope: Scope,
+    verbs: Vec<String>,
+    subresources: Vec<String>,
+}
+
+#[derive(Debug, Clone, Default)]
+struct RawGroup {
+    /// In upstream preference order.
+    versions: Vec<String>,
+    /// (version, resource) -> resource.
+    resources: BTreeMap<(String, String), RawResource>,
+}
+
+/// Every upstream group, version and resource, plus the policy overrides. Built once from
+/// aggregated discovery and shared behind an `Arc`.
+#[derive(Debug, Clone, Default)]
+pub struct Catalog {
+    groups: BTreeMap<String, RawGroup>,
+    /// (upstream group, kind) -> (resource, scope), from top-level resources.
+    kinds: HashMap<(String, String), (String, Scope)>,
+    /// Policies set by the operator for (upstream group, resource), e.g. a platform CRD
+    /// shared read-only. Only non-tenant groups can be overridden.
+    overrides: HashMap<(String, String), Policy>,
+}
+
+#[derive(Deserialize)]
+struct DiscoveryList {
+    #[serde(default)]
+    items: Vec<DiscoveryGroup>,
+}
+#[derive(Deserialize)]
+struct DiscoveryGroup {
+    #[serde(default)]
+    metadata: DiscoveryMeta,
+    #[serde(default)]
+    versions: Vec<DiscoveryVersion>,
+}
+#[derive(Deserialize, Default)]
+struct DiscoveryMeta {
+    #[serde(default)]
+    name: String,
+}
+#[derive(Deserialize)]
+struct DiscoveryVersion {
+    version: String,
+    #[serde(default)]
+    resources: Vec<DiscoveryResource>,
+}
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct DiscoveryResource {
+    resource: String,
+    #[serde(default)]
+    response_kind: Option<GroupVersionKind>,
+    #[serde(default)]
+    scope: String,
+    #[serde(default)]
+    verbs: Vec<String>,
+    #[serde(default)]
+    subresources: Vec<DiscoverySubresource>,
+}
+#[derive(Deserialize)]
+struct GroupVersionKind {
+    #[serde(default)]
+    kind: String,
+}
+#[derive(Deserialize)]
+struct DiscoverySubresource {
+    subresource: String,
+}
+
+impl Catalog {
+    /// From aggregated discovery documents (apidiscovery.k8s.io/v2 APIGroupDiscoveryList) of
+    /// `/api` and `/apis`, as returned by upstream (JSON bytes).
+    pub fn from_aggregated(core: &[u8], apis: &[u8]) -> Result<Catalog, TranslateError> {
+        let mut c = Catalog::default();
+        for (doc, which) in [(core, "/api"), (apis, "/apis")] {
+            let list: DiscoveryList = serde_json::from_slice(doc).map_err(|e| {
+                TranslateError::Upstream(format!("aggregated discovery of {which}: {e}"))
+            })?;
+            for g in list.items {
+                c.add_group(g);
+            }
+        }
+        Ok(c)
+    }
+
+    fn add_group(&mut self, g: DiscoveryGroup) {
+        let name = g.metadata.name;
+        let entry = self.groups.entry(name.clone()).or_default();
+        for v in g.versions {
+            if !entry.versions.contains(&v.version) {
+                entry.versions.push(v.version.clone());
+            }
+            for r in v.resources {
+                let scope = if r.scope == "Cluster" { Scope::Cluster } else { Scope::Namespaced };
+                let kind = r.response_kind.map(|k| k.kind).unwrap_or_default();
+                self.kinds
+                    .entry((name.clone(), kind.clone()))
+                    .or_insert_with(|| (r.resource.clone(), scope));
+                entry.resources.insert(
+                    (v.version.clone(), r.resource),
+                    RawResource {
+                        kind,
+                        scope,
+                        verbs: r.verbs,
+                        subresources: r.subresources.into_iter().map(|s| s.subresource).collect(),
+                    },
+                );
+            }
+        }
+    }
+
+    /// Sets the policy of a non-tenant upstream group's resource (e.g. share a platform CRD
+    /// read-only). Tenant CRD groups cannot be overridden.
+    pub fn set_policy(&mut self, group: &str, resource: &str, policy: Policy) {
+        self.overrides.insert((group.to_owned(), resource.to_owned()), policy);
+    }
+
+    /// Every upstream group name.
+    pub fn upstream_groups(&self) -> impl Iterator<Item = &str> {
+        self.groups.keys().map(String::as_str)
+    }
+
+    /// Upstream versions of an upstream group, preferred first.
+    pub fn upstream_versions(&self, upstream_group: &str) -> &[String] {
+        self.groups.get(upstream_group).map(|g| g.versions.as_slice()).unwrap_or(&[])
+    }
+
+    /// Does the tenant see this upstream group at all (its own CRD groups, built-in groups,
+    /// platform groups; never another tenant's)? Returns the tenant's name for it.
+    pub fn tenant_group_view(&self, tenant: &TenantId, upstream_group: &str) -> Option<String> {
+        if let Some(g) = tenant.strip(upstream_group) {
+            return Some(g.to_owned());
+        }
+        if looks_tenant_prefixed(upstream_group) {
+            return None;
+        }
+        // A built-in or platform group that a tenant CRD group shadows is not visible.
+        if !is_builtin_group(upstream_group)
+            && self.groups.contains_key(&tenant.upstream_name(upstream_group))
+        {
+            return None;
+        }
+        Some(upstream_group.to_owned())
+    }
+
+    /// The upstream group for a tenant-visible group ("example.com" -> "<tid>-example.com" when
+    /// the tenant owns it; built-in groups unchanged).
+    pub fn upstream_group(&self, tenant: &TenantId, group: &str) -> Option<String> {
+        if is_builtin_group(group) {
+            return self.groups.contains_key(group).then(|| group.to_owned());
+        }
+        let owned = tenant.upstream_name(group);
+        if self.groups.contains_key(&owned) {
+            return Some(owned);
+        }
+        if self.groups.contains_key(group) && !looks_tenant_prefixed(group) {
+            return Some(group.to_owned());
+        }
+        None
+    }
+
+    /// The upstream group to write for a group a tenant names in a rule (RBAC, webhook rules,
+    /// access reviews), whether or not the CRD exists yet: `*` and built-in groups stay,
+    /// platform groups the operator opened stay, every other group is the tenant's own CRD
+    /// group. This does not depend on creation order (KubeZoo's bug).
+    pub fn rule_group_up(&self, tenant: &TenantId, group: &str) -> String {
+        if group == "*" || is_builtin_group(group) {
+            return group.to_owned();
+        }
+        let owned = tenant.upstream_name(group);
+        if self.groups.contains_key(&owned) {
+            return owned;
+        }
+        let opened = self
+            .overrides
+            .iter()
+            .any(|((g, _), p)| g == group && *p != Policy::Forbidden);
+        if opened { group.to_owned() } else { owned }
+    }
+
+    /// Inverse of [`Self::rule_group_up`]: None when the group is another tenant's.
+    pub fn rule_group_down(&self, tenant: &TenantId, upstream: &str) -> Option<String> {
+        if let Some(g) = tenant.strip(upstream) {
+            return Some(g.to_owned());
+        }
+        if looks_tenant_prefixed(upstream) {
+            return None;
+        }
+        Some(upstream.to_owned())
+    }
+
+    /// Look up by the tenant's view (group un-prefixed). `tenant` decides which CRD groups exist.
+    pub fn resolve(
+        &self,
+        tenant: &TenantId,
+        group: &str,
+        version: &str,
+        resource: &str,
+    ) -> Option<ResourceInfo> {
+        let ug = self.upstream_group(tenant, group)?;
+        self.info(tenant, &ug, version, resource)
+    }
+
+    /// Look up by upstream group (as found in upstream objects). None for other tenants' groups.
+    pub fn resolve_upstream(
+        &self,
+        tenant: &TenantId,
+        upstream_group: &str,
+        version: &str,
+        resource: &str,
+    ) -> Option<ResourceInfo> {
+        self.tenant_group_view(tenant, upstream_group)?;
+        self.info(tenant, upstream_group, version, resource)
+    }
+
+    fn info(
+        &self,
+        tenant: &TenantId,
+        ug: &str,
+        version: &str,
+        resource: &str,
+    ) -> Option<ResourceInfo> {
+        let g = self.groups.get(ug)?;
+        let raw = g.resources.get(&(version.to_owned(), resource.to_owned()))?;
+        let tenant_crd = tenant.strip(ug).is_some();
+        let policy = if tenant_crd {
+            Policy::TenantOwned
+        } else if is_builtin_group(ug) {
+            builtin_policy(ug, resource, raw.scope)
+        } else {
+            // Platform CRDs and aggregated APIs: default deny unless the operator opened it.
+            self.overrides
+                .get(&(ug.to_owned(), resource.to_owned()))
+                .copied()
+                .unwrap_or(Policy::Forbidden)
+        };
+        Some(ResourceInfo {
+            group: tenant.strip(ug).unwrap_or(ug).to_owned(),
+            version: version.to_owned(),
+            resource: resource.to_owned(),
+            kind: raw.kind.clone(),
+            scope: raw.scope,
+            policy,
+            verbs: raw.verbs.clone(),
+            subresources: raw.subresources.clone(),
+            tenant_crd,
+            upstream_group: ug.to_owned(),
+        })
+    }
+
+    /// The resource for a kind written by a tenant (`apiVersion` in the tenant's view).
+    pub fn resolve_kind(&self, tenant: &TenantId, api_version: &str, kind: &str) -> Option<ResourceInfo> {
+        let (g, v) = split_api_version(api_version);
+        let ug = self.upstream_group(tenant, g)?;
+        self.resolve_upstream_kind_in(tenant, &ug, v, kind)
+    }
+
+    /// The resource for a kind found upstream (`apiVersion` as upstream writes it).
+    pub fn resolve_upstream_kind(
+        &self,
+        tenant: &TenantId,
+        upstream_api_version: &str,
+        kind: &str,
+    ) -> Option<ResourceInfo> {
+        let (g, v) = split_api_version(upstream_api_version);
+        self.tenant_group_view(tenant, g)?;
+        self.resolve_upstream_kind_in(tenant, g, v, kind)
+    }
+
+    fn resolve_upstream_kind_in(
+        &self,
+        tenant: &TenantId,
+        ug: &str,
+        version: &str,
+        kind: &str,
+    ) -> Option<ResourceInfo> {
+        let (resource, _) = self.kinds.get(&(ug.to_owned(), kind.to_owned()))?;
+        self.info(tenant, ug, version, resource).or_else(|| {
+            // The kind exists in another version of the group: scope and policy do not
+            // depend on the version, so use the preferred one.
+            let g = self.groups.get(ug)?;
+            g.versions.iter().find_map(|v| self.info(tenant, ug, v, resource)).map(|mut i| {
+                i.version = version.to_owned();
+                i
+            })
+        })
+    }
+
+    /// Look up a resource by tenant-view group and resource name in whichever version upstream
+    /// serves it (RBAC and webhook rules name no version).
+    pub fn resolve_any_version(&self, tenant: &TenantId, group: &str, resource: &str) -> Option<ResourceInfo> {
+        let ug = self.upstream_group(tenant, group)?;
+        let g = self.groups.get(&ug)?;
+        g.versions.iter().find_map(|v| self.info(tenant, &ug, v, resource))
+    }
+
+    /// Like [`Self::resolve_any_version`] with an upstream group name.
+    pub fn resolve_upstream_any_version(
+        &self,
+        tenant: &TenantId,
+        upstream_group: &str,
+        resource: &str,
+    ) -> Option<ResourceInfo> {
+        self.tenant_group_view(tenant, upstream_group)?;
+        let g = self.groups.get(upstream_group)?;
+        g.versions.iter().find_map(|v| self.info(tenant, upstream_group, v, resource))
+    }
+
+    /// Every (upstream group, version, resource) known, for discovery filtering.
+    pub fn all_upstream(&self) -> impl Iterator<Item = (&str, &str, &str)> {
+        self.groups.iter().flat_map(|(g, rg)| {
+            rg.resources.keys().map(move |(v, r)| (g.as_str(), v.as_str(), r.as_str()))
+        })
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    pub(crate) fn catalog() -> Catalog {
+        Catalog::from_aggregated(
+            include_bytes!("../testdata/discovery-core.json"),
+            include_bytes!("../testdata/discovery-apis.json"),
+        )
+        .unwrap()
+    }
+
+    fn t() -> TenantId {
+        TenantId::parse("foofoo").unwrap()
+    }
+
+    #[test]
+    fn policy_table() {
+        let c = catalog();
+        let t = t();
+        let p = |g: &str, r: &str| {
+            let v = if g == "" { "v1" } else { c.upstream_versions(&c.upstream_group(&t, g).unwrap())[0].as_str() }.to_owned();
+            c.resolve(&t, g, &v, r).map(|i| i.policy)
+        };
+        use Policy::*;
+        assert_eq!(p("", "pods"), Some(TenantOwned));
+        assert_eq!(p("", "namespaces"), Some(TenantOwned));
+        assert_eq!(p("", "persistentvolumes"), Some(TenantOwned));
+        assert_eq!(p("", "nodes"), Some(SharedReadOnly));
+        assert_eq!(p("", "componentstatuses"), Some(Forbidden));
+        assert_eq!(p("apps", "deployments"), Some(TenantOwned));
+        assert_eq!(p("rbac.authorization.k8s.io", "clusterroles"), Some(TenantOwned));
+        assert_eq!(p("storage.k8s.io", "storageclasses"), Some(SharedReadOnly));
+        assert_eq!(p("storage.k8s.io", "volumeattachments"), Some(Forbidden));
+        assert_eq!(p("scheduling.k8s.io", "priorityclasses"), Some(SharedReadOnly));
+        assert_eq!(p("flowcontrol.apiserver.k8s.io", "flowschemas"), Some(SharedReadOnly));
+        assert_eq!(p("apiregistration.k8s.io", "apiservices"), Some(Forbidden));
+        assert_eq!(p("certificates.k8s.io", "certificatesigningrequests"), Some(Forbidden));
+        assert_eq!(p("authentication.k8s.io", "tokenreviews"), Some(Forbidden));
+        assert_eq!(p("authorization.k8s.io", "selfsubjectaccessreviews"), Some(TenantOwned));
+        assert_eq!(p("admissionregistration.k8s.io", "validatingwebhookconfigurations"), Some(TenantOwned));
+        assert_eq!(p("admissionregistration.k8s.io", "validatingadmissionpolicies"), Some(Forbidden));
+        assert_eq!(p("networking.k8s.io", "ipaddresses"), Some(Forbidden));
+        assert_eq!(p("resource.k8s.io", "resourceclaims"), Some(TenantOwned));
+        // platform CRD: default deny
+        assert_eq!(p("cert-manager.io", "certificates"), Some(Forbidden));
+        // own CRD group
+        let w = c.resolve(&t, "example.com", "v1", "widgets").unwrap();
+        assert_eq!(w.policy, TenantOwned);
+        assert!(w.tenant_crd);
+        assert_eq!(w.group, "example.com");
+        assert_eq!(w.upstream_group, "foofoo-example.com");
+        assert_eq!(w.kind, "Widget");
+        // another tenant's group is invisible
+        assert!(c.resolve(&t, "barbar-example.com", "v1", "widgets").is_none());
+        assert!(c.upstream_group(&t, "barbar-example.com").is_none());
+        assert!(c.resolve(&t, "", "v1", "nosuch").is_none());
+    }
+
+    #[test]
+    fn overrides_open_platform_groups() {
+        let mut c = catalog();
+        c.set_policy("cert-manager.io", "certificates", Policy::SharedReadOnly);
+        let i = c.resolve(&t(), "cert-manager.io", "v1", "certificates").unwrap();
+        assert_eq!(i.policy, Policy::SharedReadOnly);
+        assert_eq!(c.rule_group_up(&t(), "cert-manager.io"), "cert-manager.io");
+    }
+
+    #[test]
+    fn rule_groups_do_not_depend_on_creation_order() {
+        let c = catalog();
+        let t = t();
+        assert_eq!(c.rule_group_up(&t, "apps"), "apps");
+        assert_eq!(c.rule_group_up(&t, "*"), "*");
+        assert_eq!(c.rule_group_up(&t, "example.com"), "foofoo-example.com");
+        assert_eq!(c.rule_group_up(&t, "notyet.io"), "foofoo-notyet.io");
+        assert_eq!(c.rule_group_up(&t, "cert-manager.io"), "foofoo-cert-manager.io");
+        assert_eq!(c.rule_group_down(&t, "foofoo-notyet.io").as_deref(), Some("notyet.io"));
+        assert_eq!(c.rule_group_down(&t, "barbar-x.io"), None);
+    }
+
+    #[test]
+    fn kinds_resolve_in_both_views() {
+        let c = catalog();
+        let t = t();
+        let i = c.resolve_kind(&t, "example.com/v1", "Widget").unwrap();
+        assert_eq!(i.resource, "widgets");
+        let i = c.resolve_upstream_kind(&t, "foofoo-example.com/v1", "Gadget").unwrap();
+        assert_eq!(i.scope, Scope::Cluster);
+        assert!(i.prefixes_name());
+        assert!(c.resolve_upstream_kind(&t, "barbar-example.com/v1", "Widget").is_none());
+        let ns = c.resolve_kind(&t, "v1", "Namespace").unwrap();
+        assert!(ns.prefixes_name() && ns.stamps_label());
+        let ssar = c.resolve_kind(&t, "authorization.k8s.io/v1", "SelfSubjectAccessReview").unwrap();
+        assert!(ssar.is_review() && !ssar.prefixes_name());
+        // autoscaling/v1 HPA resolves although catalog lists v2 first
+        assert!(c.resolve_kind(&t, "autoscaling/v1", "HorizontalPodAutoscaler").is_some());
+    }
+
+    #[test]
+    fn malformed_discovery_is_an_upstream_error() {
+        let e = Catalog::from_aggregated(b"{", b"{}").unwrap_err();
+        assert_eq!(e.http_code(), 502);
+    }
+}

@@ -1,0 +1,913 @@
+//! Incremental JSON framing over arbitrary byte chunks.
+//!
+//! The apiserver streams LIST bodies item by item and watch streams event by event; a response
+//! can be hundreds of megabytes. We never build a DOM of the whole body: the framers here only
+//! track structure (depth, in-string, escape) so that they can hand out complete *values* (one
+//! list item, one watch event) as byte slices, and keep only the incomplete tail between chunks.
+//! Memory is therefore bounded by one chunk plus the largest single value.
+//!
+//! The framers do not validate JSON beyond structure: the producer is the apiserver, and every
+//! value handed out is parsed (or scanned) again by the per-item rewriter, which does validate.
+//! Structural errors that would make framing ambiguous (a stray `}` at the top level, bytes after
+//! the end of the document) are reported, never guessed around.
+
+use std::borrow::Cow;
+use std::ops::Range;
+
+/// Default cap on one framed value (a list item, a watch event, a non-streamed list member).
+/// etcd refuses objects above 1.5 MiB, so anything this large is not a Kubernetes object and we
+/// refuse it rather than buffer without bound.
+pub const DEFAULT_MAX_VALUE: usize = 64 << 20;
+
+/// A structural problem in a response body.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FrameError {
+    #[error("malformed JSON in upstream response: {0}")]
+    Malformed(&'static str),
+    #[error("upstream response ended inside a JSON value")]
+    Truncated,
+    #[error("a single JSON value in the upstream response exceeds {0} bytes")]
+    TooLarge(usize),
+}
+
+/// Resumable scanner for one JSON value. It is fed the bytes of the value starting at its
+/// first (non-whitespace) byte and reports where the value ends. State survives across calls so
+/// a value split over many chunks is scanned exactly once.
+#[derive(Debug, Clone, Default)]
+struct ValueScan {
+    /// Bracket depth; 0 before the first byte.
+    depth: u32,
+    in_str: bool,
+    /// The previous byte (possibly in the previous chunk) was a backslash inside a string.
+    esc: bool,
+    /// Scanning a bare scalar (number, true, false, null).
+    scalar: bool,
+    started: bool,
+}
+
+impl ValueScan {
+    /// Scans `buf[*pos..]`. Returns `Ok(true)` when the value is complete; `*pos` is then one
+    /// past its last byte. Returns `Ok(false)` when more input is needed; `*pos == buf.len()`.
+    #[inline]
+    fn scan(&mut self, buf: &[u8], pos: &mut usize) -> Result<bool, FrameError> {
+        let mut i = *pos;
+        let len = buf.len();
+        if !self.started {
+            if i >= len {
+                return Ok(false);
+            }
+            self.started = true;
+            match buf[i] {
+                b'{' | b'[' => {
+                    self.depth = 1;
+                    i += 1;
+                }
+                b'"' => {
+                    self.in_str = true;
+                    i += 1;
+                }
+                b'-' | b'0'..=b'9' | b't' | b'f' | b'n' => {
+                    self.scalar = true;
+                    i += 1;
+                }
+                _ => return Err(FrameError::Malformed("unexpected byte at start of value")),
+            }
+        }
+        if self.scalar {
+            while i < len {
+                match buf[i] {
+                    b',' | b'}' | b']' | b' ' | b'\t' | b'\r' | b'\n' => {
+                        *pos = i;
+                        return Ok(true);
+                    }
+                    _ => i += 1,
+                }
+            }
+            *pos = i;
+            return Ok(false);
+        }
+        if self.esc {
+            // The escaped byte is the first byte of this chunk; it cannot end the string.
+            if i >= len {
+                return Ok(false);
+            }
+            self.esc = false;
+            i += 1;
+        }
+        loop {
+            if self.in_str {
+                // Strings dominate Kubernetes JSON (keys, managedFields `k:{...}` keys, values),
+                // so find the next quote or backslash with memchr instead of a byte loop.
+                match memchr::memchr2(b'"', b'\\', &buf[i..]) {
+                    None => {
+                        *pos = len;
+                        return Ok(false);
+                    }
+                    Some(k) => {
+                        i += k;
+                        if buf[i] == b'\\' {
+                            if i + 1 < len {
+                                i += 2;
+                            } else {
+                                self.esc = true;
+                                *pos = len;
+                                return Ok(false);
+                            }
+                        } else {
+                            self.in_str = false;
+                            i += 1;
+                            if self.depth == 0 {
+                                *pos = i;
+                                return Ok(true);
+                            }
+                        }
+                    }
+                }
+            } else {
+                // Outside strings only five bytes matter.
+                loop {
+                    if i >= len {
+                        *pos = len;
+                        return Ok(false);
+                    }
+                    let b = buf[i];
+                    i += 1;
+                    match b {
+                        b'"' => {
+                            self.in_str = true;
+                            break;
+                        }
+                        b'{' | b'[' => self.depth += 1,
+                        b'}' | b']' => {
+                            self.depth -= 1;
+                            if self.depth == 0 {
+                                *pos = i;
+                                return Ok(true);
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+            }
+        }
+    }
+
+    /// For a scalar at the very end of the input (only possible for a bare top-level scalar).
+    fn scalar_pending(&self) -> bool {
+        self.started && self.scalar
+    }
+}
+
+#[inline]
+fn is_ws(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\r' | b'\n')
+}
+
+/// One framing event of [`ObjectFramer`]. Slices borrow the framer's buffer and are valid only
+/// during the callback.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Event<'a> {
+    /// The top-level object opened (`{`).
+    Begin,
+    /// A complete top-level member that is not streamed (or a streamed key whose value is not
+    /// an array, such as `"items":null`).
+    Member { key: &'a str, value: &'a [u8] },
+    /// A streamed array member begins (`"items":[`).
+    ArrayStart { key: &'a str },
+    /// One complete element of the streamed array.
+    Element { key: &'a str, value: &'a [u8] },
+    /// The streamed array ended (`]`).
+    ArrayEnd { key: &'a str },
+    /// The top-level object closed.
+    End,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum TopState {
+    /// Before the opening `{`.
+    Start,
+    /// After `{` or `,`: a key (or `}` right after `{`).
+    KeyOrEnd,
+    /// Inside a key string; `key_start` is the offset of its opening quote.
+    InKey,
+    Colon,
+    /// Before a member value.
+    Value,
+    /// Inside a non-streamed member value.
+    InValue,
+    CommaOrEnd,
+    /// Inside a streamed array, before an element (or `]`).
+    ElemOrEnd,
+    InElem,
+    CommaOrArrEnd,
+    Done,
+}
+
+/// Frames one top-level JSON object (a List, a Table) incrementally. Members named in
+/// `streamed` whose value is an array are delivered element by element; every other member is
+/// delivered whole. Keys may come in any order (CR lists put `items` before `metadata`).
+#[derive(Debug)]
+pub struct ObjectFramer {
+    buf: Vec<u8>,
+    /// Scan position in `buf`.
+    pos: usize,
+    state: TopState,
+    /// Offset of the current key's opening quote, or of the current value's first byte.
+    start: usize,
+    key: String,
+    key_esc: bool,
+    streamed: &'static [&'static str],
+    scan: ValueScan,
+    max_value: usize,
+}
+
+impl ObjectFramer {
+    pub fn new(streamed: &'static [&'static str]) -> Self {
+        Self::with_limit(streamed, DEFAULT_MAX_VALUE)
+    }
+
+    pub fn with_limit(streamed: &'static [&'static str], max_value: usize) -> Self {
+        ObjectFramer {
+            buf: Vec::new(),
+            pos: 0,
+            state: TopState::Start,
+            start: 0,
+            key: String::new(),
+            key_esc: false,
+            streamed,
+            scan: ValueScan::default(),
+            max_value,
+        }
+    }
+
+    /// True once the closing `}` has been seen.
+    pub fn is_done(&self) -> bool {
+        self.state == TopState::Done
+    }
+
+    /// Bytes currently retained (for memory accounting in tests and benches).
+    pub fn retained(&self) -> usize {
+        self.buf.capacity()
+    }
+
+    /// Feeds one chunk; calls `sink` for every event completed by it.
+    pub fn feed<E, F>(&mut self, chunk: &[u8], sink: &mut F) -> Result<(), E>
+    where
+        E: From<FrameError>,
+        F: FnMut(Event<'_>) -> Result<(), E>,
+    {
+        self.buf.extend_from_slice(chunk);
+        let keep_from = self.run(sink)?;
+        if keep_from > 0 {
+            // Only the incomplete tail (at most one value) survives; this memmove is what
+            // bounds memory to chunk + largest value.
+            self.buf.drain(..keep_from);
+            self.pos -= keep_from;
+            self.start = self.start.saturating_sub(keep_from);
+        }
+        let pending = match self.state {
+            TopState::InKey | TopState::InValue | TopState::InElem => self.pos - self.start,
+            _ => 0,
+        };
+        if pending > self.max_value {
+            return Err(FrameError::TooLarge(self.max_value).into());
+        }
+        Ok(())
+    }
+
+    /// Declares the end of the body.
+    pub fn finish(&mut self) -> Result<(), FrameError> {
+        if self.state != TopState::Done {
+            return Err(FrameError::Truncated);
+        }
+        Ok(())
+    }
+
+    /// Runs the state machine over `buf[pos..]`; returns how many leading bytes of `buf` are no
+    /// longer needed.
+    fn run<E, F>(&mut self, sink: &mut F) -> Result<usize, E>
+    where
+        E: From<FrameError>,
+        F: FnMut(Event<'_>) -> Result<(), E>,
+    {
+        let len = self.buf.len();
+        loop {
+            match self.state {
+                TopState::Start => {
+                    self.skip_ws();
+                    if self.pos >= len {
+                        return Ok(self.pos);
+                    }
+                    if self.buf[self.pos] != b'{' {
+                        return Err(FrameError::Malformed("expected a JSON object").into());
+                    }
+                    self.pos += 1;
+                    self.state = TopState::KeyOrEnd;
+                    sink(Event::Begin)?;
+                }
+                TopState::KeyOrEnd => {
+                    self.skip_ws();
+                    if self.pos >= len {
+                        return Ok(self.pos);
+                    }
+                    match self.buf[self.pos] {
+                        b'"' => {
+                            self.start = self.pos;
+                            self.pos += 1;
+                            self.key_esc = false;
+                            self.scan = ValueScan {
+                                in_str: true,
+                                started: true,
+                                ..ValueScan::default()
+                            };
+                            self.state = TopState::InKey;
+                        }
+                        b'}' => {
+                            self.pos += 1;
+                            self.state = TopState::Done;
+                            sink(Event::End)?;
+                        }
+                        _ => return Err(FrameError::Malformed("expected a key").into()),
+                    }
+                }
+                TopState::InKey => {
+                    let from = self.pos;
+                    let done = self.scan.scan(&self.buf, &mut self.pos)?;
+                    if memchr::memchr(b'\\', &self.buf[from..self.pos]).is_some() {
+                        self.key_esc = true;
+                    }
+                    if !done {
+                        return Ok(self.start);
+                    }
+                    let raw = &self.buf[self.start..self.pos];
+                    self.key = decode_key(raw, self.key_esc)?.into_owned();
+                    self.state = TopState::Colon;
+                }
+                TopState::Colon => {
+                    self.skip_ws();
+                    if self.pos >= len {
+                        return Ok(self.pos);
+                    }
+                    if self.buf[self.pos] != b':' {
+                        return Err(FrameError::Malformed("expected ':'").into());
+                    }
+                    self.pos += 1;
+                    self.state = TopState::Value;
+                }
+                TopState::Value => {
+                    self.skip_ws();
+                    if self.pos >= len {
+                        return Ok(self.pos);
+                    }
+                    if self.buf[self.pos] == b'[' && self.streamed.contains(&self.key.as_str()) {
+                        self.pos += 1;
+                        self.state = TopState::ElemOrEnd;
+                        sink(Event::ArrayStart { key: &self.key })?;
+                    } else {
+                        self.start = self.pos;
+                        self.scan = ValueScan::default();
+                        self.state = TopState::InValue;
+                    }
+                }
+                TopState::InValue => {
+                    if !self.scan.scan(&self.buf, &mut self.pos)? {
+                        return Ok(self.start);
+                    }
+                    self.state = TopState::CommaOrEnd;
+                    sink(Event::Member {
+                        key: &self.key,
+                        value: &self.buf[self.start..self.pos],
+                    })?;
+                }
+                TopState::CommaOrEnd => {
+                    self.skip_ws();
+                    if self.pos >= len {
+                        return Ok(self.pos);
+                    }
+                    match self.buf[self.pos] {
+                        b',' => self.state = TopState::KeyOrEnd,
+                        b'}' => {
+                            self.state = TopState::Done;
+                            sink(Event::End)?;
+                        }
+                        _ => return Err(FrameError::Malformed("expected ',' or '}'").into()),
+                    }
+                    self.pos += 1;
+                }
+                TopState::ElemOrEnd => {
+                    self.skip_ws();
+                    if self.pos >= len {
+                        return Ok(self.pos);
+                    }
+                    if self.buf[self.pos] == b']' {
+                        self.pos += 1;
+                        self.state = TopState::CommaOrEnd;
+                        sink(Event::ArrayEnd { key: &self.key })?;
+                    } else {
+                        self.start = self.pos;
+                        self.scan = ValueScan::default();
+                        self.state = TopState::InElem;
+                    }
+                }
+                TopState::InElem => {
+                    if !self.scan.scan(&self.buf, &mut self.pos)? {
+                        return Ok(self.start);
+                    }
+                    self.state = TopState::CommaOrArrEnd;
+                    sink(Event::Element {
+                        key: &self.key,
+                        value: &self.buf[self.start..self.pos],
+                    })?;
+                }
+                TopState::CommaOrArrEnd => {
+                    self.skip_ws();
+                    if self.pos >= len {
+                        return Ok(self.pos);
+                    }
+                    match self.buf[self.pos] {
+                        b',' => {
+                            self.pos += 1;
+                            // A `]` right after `,` is malformed; treat it as such.
+                            self.skip_ws();
+                            if self.pos < len && self.buf[self.pos] == b']' {
+                                return Err(FrameError::Malformed("trailing ',' in array").into());
+                            }
+                            self.state = TopState::ElemOrEnd;
+                        }
+                        b']' => {
+                            self.pos += 1;
+                            self.state = TopState::CommaOrEnd;
+                            sink(Event::ArrayEnd { key: &self.key })?;
+                        }
+                        _ => return Err(FrameError::Malformed("expected ',' or ']'").into()),
+                    }
+                }
+                TopState::Done => {
+                    self.skip_ws();
+                    if self.pos < len {
+                        return Err(FrameError::Malformed("data after the end of the object").into());
+                    }
+                    return Ok(self.pos);
+                }
+            }
+        }
+    }
+
+    #[inline]
+    fn skip_ws(&mut self) {
+        while self.pos < self.buf.len() && is_ws(self.buf[self.pos]) {
+            self.pos += 1;
+        }
+    }
+}
+
+/// Decodes a raw JSON string token (with quotes).
+fn decode_key(raw: &[u8], has_escape: bool) -> Result<Cow<'_, str>, FrameError> {
+    let inner = raw
+        .get(1..raw.len().saturating_sub(1))
+        .ok_or(FrameError::Malformed("bad key"))?;
+    if !has_escape {
+        return std::str::from_utf8(inner)
+            .map(Cow::Borrowed)
+            .map_err(|_| FrameError::Malformed("key is not UTF-8"));
+    }
+    serde_json::from_slice::<String>(raw)
+        .map(Cow::Owned)
+        .map_err(|_| FrameError::Malformed("bad key escape"))
+}
+
+/// Frames a stream of whitespace-separated top-level JSON values (a watch stream: one event per
+/// line, but lines are not relied upon; client-go does not rely on them either).
+#[derive(Debug)]
+pub struct StreamFramer {
+    buf: Vec<u8>,
+    pos: usize,
+    /// Offset of the current value's first byte, when inside one.
+    start: Option<usize>,
+    scan: ValueScan,
+    max_value: usize,
+}
+
+impl Default for StreamFramer {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl StreamFramer {
+    pub fn new() -> Self {
+        Self::with_limit(DEFAULT_MAX_VALUE)
+    }
+
+    pub fn with_limit(max_value: usize) -> Self {
+        StreamFramer {
+            buf: Vec::new(),
+            pos: 0,
+            start: None,
+            scan: ValueScan::default(),
+            max_value,
+        }
+    }
+
+    pub fn retained(&self) -> usize {
+        self.buf.capacity()
+    }
+
+    /// Feeds one chunk; calls `sink` with every value completed by it.
+    pub fn feed<E, F>(&mut self, chunk: &[u8], sink: &mut F) -> Result<(), E>
+    where
+        E: From<FrameError>,
+        F: FnMut(&[u8]) -> Result<(), E>,
+    {
+        // Fast path: nothing retained, so scan the chunk in place and copy only its tail.
+        if self.buf.is_empty() {
+            let mut pos = 0;
+            let keep = Self::run(
+                chunk,
+                &mut pos,
+                &mut self.start,
+                &mut self.scan,
+                sink,
+                self.max_value,
+            )?;
+            self.buf.extend_from_slice(&chunk[keep..]);
+            self.pos = pos - keep;
+            self.start = self.start.map(|s| s - keep);
+            return Ok(());
+        }
+        self.buf.extend_from_slice(chunk);
+        let keep = Self::run(
+            &self.buf,
+            &mut self.pos,
+            &mut self.start,
+            &mut self.scan,
+            sink,
+            self.max_value,
+        )?;
+        if keep > 0 {
+            self.buf.drain(..keep);
+            self.pos -= keep;
+            self.start = self.start.map(|s| s - keep);
+        }
+        Ok(())
+    }
+
+    fn run<E, F>(
+        buf: &[u8],
+        pos: &mut usize,
+        start: &mut Option<usize>,
+        scan: &mut ValueScan,
+        sink: &mut F,
+        max_value: usize,
+    ) -> Result<usize, E>
+    where
+        E: From<FrameError>,
+        F: FnMut(&[u8]) -> Result<(), E>,
+    {
+        loop {
+            match *start {
+                None => {
+                    while *pos < buf.len() && is_ws(buf[*pos]) {
+                        *pos += 1;
+                    }
+                    if *pos >= buf.len() {
+                        return Ok(*pos);
+                    }
+                    if buf[*pos] != b'{' {
+                        return Err(FrameError::Malformed("expected a JSON object in stream").into());
+                    }
+                    *start = Some(*pos);
+                    *scan = ValueScan::default();
+                }
+                Some(s) => {
+                    if !scan.scan(buf, pos)? {
+                        if *pos - s > max_value {
+                            return Err(FrameError::TooLarge(max_value).into());
+                        }
+                        return Ok(s);
+                    }
+                    *start = None;
+                    sink(&buf[s..*pos])?;
+                }
+            }
+        }
+    }
+
+    /// Declares the end of the stream; errors if it stopped inside a value.
+    pub fn finish(&mut self) -> Result<(), FrameError> {
+        if self.start.is_some() && !self.scan.scalar_pending() {
+            return Err(FrameError::Truncated);
+        }
+        Ok(())
+    }
+}
+
+/// Lists the members of one complete JSON object held in memory: `(key, value range)` in
+/// document order. Used on already-framed values (a watch event's envelope, an item's
+/// `metadata`) where a DOM would be wasted work.
+pub fn object_members(raw: &[u8]) -> Result<Vec<(Cow<'_, str>, Range<usize>)>, FrameError> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    let len = raw.len();
+    let skip = |i: &mut usize| {
+        while *i < len && is_ws(raw[*i]) {
+            *i += 1;
+        }
+    };
+    skip(&mut i);
+    if i >= len || raw[i] != b'{' {
+        return Err(FrameError::Malformed("expected a JSON object"));
+    }
+    i += 1;
+    skip(&mut i);
+    if i < len && raw[i] == b'}' {
+        return Ok(out);
+    }
+    loop {
+        skip(&mut i);
+        if i >= len || raw[i] != b'"' {
+            return Err(FrameError::Malformed("expected a key"));
+        }
+        let ks = i;
+        let mut scan = ValueScan::default();
+        if !scan.scan(raw, &mut i)? {
+            return Err(FrameError::Truncated);
+        }
+        let kraw = &raw[ks..i];
+        let key = decode_key(kraw, memchr::memchr(b'\\', kraw).is_some())?;
+        skip(&mut i);
+        if i >= len || raw[i] != b':' {
+            return Err(FrameError::Malformed("expected ':'"));
+        }
+        i += 1;
+        skip(&mut i);
+        let vs = i;
+        let mut scan = ValueScan::default();
+        if !scan.scan(raw, &mut i)? && !scan.scalar_pending() {
+            return Err(FrameError::Truncated);
+        }
+        out.push((key, vs..i));
+        skip(&mut i);
+        if i >= len {
+            return Err(FrameError::Truncated);
+        }
+        match raw[i] {
+            b',' => i += 1,
+            b'}' => return Ok(out),
+            _ => return Err(FrameError::Malformed("expected ',' or '}'")),
+        }
+    }
+}
+
+/// Calls `f` with the byte range of every element of one complete JSON array held in memory.
+pub fn array_elements(raw: &[u8]) -> Result<Vec<Range<usize>>, FrameError> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    let len = raw.len();
+    let skip = |i: &mut usize| {
+        while *i < len && is_ws(raw[*i]) {
+            *i += 1;
+        }
+    };
+    skip(&mut i);
+    if i >= len || raw[i] != b'[' {
+        return Err(FrameError::Malformed("expected a JSON array"));
+    }
+    i += 1;
+    skip(&mut i);
+    if i < len && raw[i] == b']' {
+        return Ok(out);
+    }
+    loop {
+        skip(&mut i);
+        let vs = i;
+        let mut scan = ValueScan::default();
+        if !scan.scan(raw, &mut i)? && !scan.scalar_pending() {
+            return Err(FrameError::Truncated);
+        }
+        out.push(vs..i);
+        skip(&mut i);
+        if i >= len {
+            return Err(FrameError::Truncated);
+        }
+        match raw[i] {
+            b',' => i += 1,
+            b']' => return Ok(out),
+            _ => return Err(FrameError::Malformed("expected ',' or ']'")),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, PartialEq)]
+    enum Ev {
+        Member(String, String),
+        Start(String),
+        Elem(String, String),
+        End(String),
+        Done,
+    }
+
+    fn frame(body: &[u8], chunk: usize, streamed: &'static [&'static str]) -> Vec<Ev> {
+        let mut f = ObjectFramer::new(streamed);
+        let mut evs = Vec::new();
+        for c in body.chunks(chunk.max(1)) {
+            f.feed::<FrameError, _>(c, &mut |e| {
+                if e == Event::Begin {
+                    return Ok(());
+                }
+                evs.push(match e {
+                    Event::Begin => unreachable!(),
+                    Event::Member { key, value } => Ev::Member(
+                        key.to_string(),
+                        String::from_utf8_lossy(value).into_owned(),
+                    ),
+                    Event::ArrayStart { key } => Ev::Start(key.to_string()),
+                    Event::Element { key, value } => {
+                        Ev::Elem(key.to_string(), String::from_utf8_lossy(value).into_owned())
+                    }
+                    Event::ArrayEnd { key } => Ev::End(key.to_string()),
+                    Event::End => Ev::Done,
+                });
+                Ok(())
+            })
+            .unwrap();
+        }
+        f.finish().unwrap();
+        evs
+    }
+
+    const LIST: &str = r#"{"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"12"},"items":[{"metadata":{"name":"a","managedFields":[{"fieldsV1":{"f:spec":{"k:{\"name\":\"c]}\"}":{}}}}]}} , {"metadata":{"name":"b\\"}},{"x":[1,2,{"y":"}"}]}]}"#;
+
+    #[test]
+    fn frames_list_in_any_chunking() {
+        let whole = frame(LIST.as_bytes(), LIST.len(), &["items"]);
+        assert_eq!(whole.len(), 9);
+        assert_eq!(whole[0], Ev::Member("kind".into(), "\"PodList\"".into()));
+        assert_eq!(whole[3], Ev::Start("items".into()));
+        assert!(matches!(&whole[4], Ev::Elem(_, v) if v.ends_with("{}}}}]}}")));
+        assert_eq!(
+            whole[5],
+            Ev::Elem("items".into(), r#"{"metadata":{"name":"b\\"}}"#.into())
+        );
+        assert_eq!(whole[8], Ev::Done);
+        for n in 1..20 {
+            assert_eq!(frame(LIST.as_bytes(), n, &["items"]), whole, "chunk {n}");
+        }
+    }
+
+    #[test]
+    fn items_before_metadata_and_scalars() {
+        let body = br#" { "apiVersion" : "v1", "items" : [ ] , "n": -1.5e3, "t":true, "z":null, "metadata":{"continue":"x"} } "#;
+        for n in 1..body.len() {
+            let evs = frame(body, n, &["items"]);
+            assert_eq!(
+                evs,
+                vec![
+                    Ev::Member("apiVersion".into(), "\"v1\"".into()),
+                    Ev::Start("items".into()),
+                    Ev::End("items".into()),
+                    Ev::Member("n".into(), "-1.5e3".into()),
+                    Ev::Member("t".into(), "true".into()),
+                    Ev::Member("z".into(), "null".into()),
+                    Ev::Member("metadata".into(), r#"{"continue":"x"}"#.into()),
+                    Ev::Done,
+                ]
+            );
+        }
+    }
+
+    #[test]
+    fn null_items_is_a_member() {
+        let evs = frame(br#"{"items":null}"#, 3, &["items"]);
+        assert_eq!(evs[0], Ev::Member("items".into(), "null".into()));
+    }
+
+    #[test]
+    fn escaped_key() {
+        let evs = frame(br#"{"it\u0065ms":[1]}"#, 2, &["items"]);
+        assert_eq!(evs[0], Ev::Start("items".into()));
+        assert_eq!(evs[1], Ev::Elem("items".into(), "1".into()));
+    }
+
+    #[test]
+    fn errors() {
+        for bad in [
+            &br#"[1]"#[..],
+            br#"{"a":1}}"#,
+            br#"{"a" 1}"#,
+            br#"{"items":[1,]}"#,
+            br#"{1:2}"#,
+        ] {
+            let mut f = ObjectFramer::new(&["items"]);
+            let r = f.feed::<FrameError, _>(bad, &mut |_| Ok(()));
+            assert!(r.is_err(), "{}", String::from_utf8_lossy(bad));
+        }
+        let mut f = ObjectFramer::new(&["items"]);
+        f.feed::<FrameError, _>(br#"{"items":[{"a":"#, &mut |_| Ok(()))
+            .unwrap();
+        assert_eq!(f.finish(), Err(FrameError::Truncated));
+    }
+
+    #[test]
+    fn too_large() {
+        let mut f = ObjectFramer::with_limit(&["items"], 10);
+        let r = f.feed::<FrameError, _>(br#"{"items":[{"a":"0123456789abcdef"#, &mut |_| Ok(()));
+        assert_eq!(r, Err(FrameError::TooLarge(10)));
+    }
+
+    #[test]
+    fn memory_is_bounded_by_item() {
+        let item = r#"{"metadata":{"name":"x"},"spec":{"a":"0123456789012345678901234567890123456789"}}"#;
+        let mut body = String::from(r#"{"kind":"L","items":["#);
+        for i in 0..2000 {
+            if i > 0 {
+                body.push(',');
+            }
+            body.push_str(item);
+        }
+        body.push_str("]}");
+        let mut f = ObjectFramer::new(&["items"]);
+        let mut n = 0;
+        let mut max = 0;
+        for c in body.as_bytes().chunks(64) {
+            f.feed::<FrameError, _>(c, &mut |e| {
+                if matches!(e, Event::Element { .. }) {
+                    n += 1;
+                }
+                Ok(())
+            })
+            .unwrap();
+            max = max.max(f.retained());
+        }
+        assert_eq!(n, 2000);
+        assert!(max < 1024, "retained {max}");
+    }
+
+    #[test]
+    fn stream_framer() {
+        let s = b"{\"type\":\"ADDED\",\"object\":{\"a\":\"}\\\"\"}}\n{\"type\":\"X\"}{\"b\":1}\n\n";
+        let mut want = Vec::new();
+        StreamFramer::new()
+            .feed::<FrameError, _>(s, &mut |v| {
+                want.push(v.to_vec());
+                Ok(())
+            })
+            .unwrap();
+        assert_eq!(want.len(), 3);
+        for n in 1..s.len() {
+            let mut got = Vec::new();
+            let mut f = StreamFramer::new();
+            for c in s.chunks(n) {
+                f.feed::<FrameError, _>(c, &mut |v| {
+                    got.push(v.to_vec());
+                    Ok(())
+                })
+                .unwrap();
+            }
+            f.finish().unwrap();
+            assert_eq!(got, want, "chunk {n}");
+        }
+        let mut f = StreamFramer::new();
+        f.feed::<FrameError, _>(b"{\"a\":", &mut |_| Ok(())).unwrap();
+        assert_eq!(f.finish(), Err(FrameError::Truncated));
+        assert!(
+            StreamFramer::new()
+                .feed::<FrameError, _>(b"]", &mut |_| Ok(()))
+                .is_err()
+        );
+    }
+
+    #[test]
+    fn members_and_elements() {
+        let raw = br#" {"type" : "ADDED", "object":{"a":[1,"]"]}, "n": 12 } "#;
+        let m = object_members(raw).unwrap();
+        let got: Vec<(String, String)> = m
+            .iter()
+            .map(|(k, r)| {
+                (
+                    k.to_string(),
+                    String::from_utf8_lossy(&raw[r.clone()]).into_owned(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                ("type".into(), "\"ADDED\"".into()),
+                ("object".into(), r#"{"a":[1,"]"]}"#.into()),
+                ("n".into(), "12".into())
+            ]
+        );
+        assert!(object_members(b"{}").unwrap().is_empty());
+        let raw = br#"[ 1 , {"a":"b"}, "c" ]"#;
+        let e = array_elements(raw).unwrap();
+        assert_eq!(e.len(), 3);
+        assert_eq!(&raw[e[1].clone()], br#"{"a":"b"}"#);
+        assert!(array_elements(b"[]").unwrap().is_empty());
+        assert!(object_members(br#"{"a":1"#).is_err());
+    }
+}

@@ -1,0 +1,242 @@
+//! Identities: how a tenant user is impersonated upstream, and how users and groups written in
+//! RBAC subjects and access reviews move in and out of the tenant.
+
+use crate::error::TranslateError;
+use crate::tenant::{NameKind, TENANT_LABEL, TenantId, check_prefixed_len};
+
+const SA_USER: &str = "system:serviceaccount:";
+const SA_GROUP: &str = "system:serviceaccounts:";
+/// Every upstream user of tenant `<tid>` carries `paddock:tenant:<tid>`; only paddock asserts it.
+pub const TENANT_GROUP_PREFIX: &str = "paddock:tenant:";
+
+/// An authenticated caller of paddock.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Identity {
+    /// None for platform admins.
+    pub tenant: Option<TenantId>,
+    pub user: String,
+    pub groups: Vec<String>,
+}
+
+/// What paddock asserts upstream with `Impersonate-User`, `Impersonate-Group` and
+/// `Impersonate-Extra-<key>`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Impersonation {
+    pub user: String,
+    pub groups: Vec<String>,
+    pub extra: Vec<(String, String)>,
+}
+
+/// The group only paddock asserts for tenant `t`.
+pub fn tenant_group(t: &TenantId) -> String {
+    format!("{TENANT_GROUP_PREFIX}{}", t.as_str())
+}
+
+/// `paddock:<tid>:<user>`, groups `paddock:<tid>:<g>`, plus `paddock:tenant:<tid>` and
+/// `system:authenticated`; extra `paddock.io/tenant=<tid>`.
+///
+/// The user and groups come from a certificate paddock's own CA signed, so they are prefixed
+/// as they are: even a certificate group `system:masters` becomes the harmless
+/// `paddock:<tid>:system:masters`.
+pub fn impersonation_for(tenant: &TenantId, user: &str, groups: &[String]) -> Impersonation {
+    let mut gs: Vec<String> = groups.iter().map(|g| tenant_ident(tenant, g)).collect();
+    gs.push(tenant_group(tenant));
+    gs.push("system:authenticated".to_owned());
+    Impersonation {
+        user: tenant_ident(tenant, user),
+        groups: gs,
+        extra: vec![(TENANT_LABEL.to_owned(), tenant.as_str().to_owned())],
+    }
+}
+
+fn tenant_ident(t: &TenantId, s: &str) -> String {
+    format!("paddock:{}:{}", t.as_str(), s)
+}
+
+fn strip_tenant_ident<'a>(t: &TenantId, s: &'a str) -> Option<&'a str> {
+    let rest = s.strip_prefix("paddock:")?.strip_prefix(t.as_str())?.strip_prefix(':')?;
+    if rest.is_empty() { None } else { Some(rest) }
+}
+
+fn check_namespace_segment(ns: &str, what: &str) -> Result<(), TranslateError> {
+    if ns.is_empty() || ns.contains(':') || !crate::request::is_dns_label(ns) {
+        return Err(TranslateError::invalid(format!(
+            "{what}: {ns:?} is not a valid namespace"
+        )));
+    }
+    check_prefixed_len(NameKind::Namespace, ns)
+}
+
+/// A user name a tenant writes (RBAC `User` subject, SAR `spec.user`) -> upstream.
+/// `system:serviceaccount:<ns>:<sa>` maps through its namespace; any other `system:` user and
+/// any `paddock:` identity is refused, since neither can mean something inside the tenant.
+pub fn map_user_up(t: &TenantId, user: &str) -> Result<String, TranslateError> {
+    if user.is_empty() {
+        return Err(TranslateError::invalid("user name must not be empty"));
+    }
+    if let Some(rest) = user.strip_prefix(SA_USER) {
+        let (ns, sa) = rest.split_once(':').ok_or_else(|| {
+            TranslateError::invalid(format!(
+                "user {user:?}: expected system:serviceaccount:<namespace>:<name>"
+            ))
+        })?;
+        check_namespace_segment(ns, user)?;
+        if sa.is_empty() || sa.contains(':') {
+            return Err(TranslateError::invalid(format!(
+                "user {user:?}: expected system:serviceaccount:<namespace>:<name>"
+            )));
+        }
+        return Ok(format!("{SA_USER}{}:{sa}", t.upstream_name(ns)));
+    }
+    if user.starts_with("system:") || user.starts_with("paddock:") {
+        return Err(TranslateError::forbidden(format!(
+            "user {user:?} cannot be used in this cluster: system and paddock identities are reserved"
+        )));
+    }
+    Ok(tenant_ident(t, user))
+}
+
+/// A group a tenant writes -> upstream. `system:serviceaccounts:<ns>` maps through its
+/// namespace; `system:masters`, `system:authenticated`, `system:unauthenticated`, bare
+/// `system:serviceaccounts`, every other `system:` group and every `paddock:` group are refused.
+pub fn map_group_up(t: &TenantId, group: &str) -> Result<String, TranslateError> {
+    if group.is_empty() {
+        return Err(TranslateError::invalid("group name must not be empty"));
+    }
+    if let Some(ns) = group.strip_prefix(SA_GROUP) {
+        check_namespace_segment(ns, group)?;
+        return Ok(format!("{SA_GROUP}{}", t.upstream_name(ns)));
+    }
+    if group.starts_with("system:") || group.starts_with("paddock:") {
+        return Err(TranslateError::forbidden(format!(
+            "group {group:?} cannot be used in this cluster: it has cluster-wide meaning or is reserved"
+        )));
+    }
+    Ok(tenant_ident(t, group))
+}
+
+/// Upstream user -> the tenant's name for it; None when the user is not the tenant's.
+pub fn map_user_down(t: &TenantId, upstream: &str) -> Option<String> {
+    if let Some(rest) = upstream.strip_prefix(SA_USER) {
+        let (ns, sa) = rest.split_once(':')?;
+        let ns = t.strip(ns)?;
+        return Some(format!("{SA_USER}{ns}:{sa}"));
+    }
+    strip_tenant_ident(t, upstream).map(str::to_owned)
+}
+
+/// Upstream group -> the tenant's name for it; None when the group is not one a tenant could
+/// have written (including `paddock:tenant:<tid>` and `system:authenticated`).
+pub fn map_group_down(t: &TenantId, upstream: &str) -> Option<String> {
+    if let Some(ns) = upstream.strip_prefix(SA_GROUP) {
+        let ns = t.strip(ns)?;
+        return Some(format!("{SA_GROUP}{ns}"));
+    }
+    strip_tenant_ident(t, upstream).map(str::to_owned)
+}
+
+/// Groups in a user's *effective* identity (SelfSubjectReview, TokenReview status): like
+/// [`map_group_down`], but the universal groups every caller really has are shown as they are.
+pub fn map_user_info_group_down(t: &TenantId, upstream: &str) -> Option<String> {
+    match upstream {
+        "system:authenticated" | "system:serviceaccounts" => Some(upstream.to_owned()),
+        _ => map_group_down(t, upstream),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t() -> TenantId {
+        TenantId::parse("foofoo").unwrap()
+    }
+
+    #[test]
+    fn impersonation_maps_user_groups_and_extra() {
+        let i = impersonation_for(&t(), "alice", &["dev".into(), "system:masters".into()]);
+        assert_eq!(i.user, "paddock:foofoo:alice");
+        assert_eq!(
+            i.groups,
+            vec![
+                "paddock:foofoo:dev",
+                "paddock:foofoo:system:masters",
+                "paddock:tenant:foofoo",
+                "system:authenticated"
+            ]
+        );
+        assert_eq!(i.extra, vec![("paddock.io/tenant".to_owned(), "foofoo".to_owned())]);
+    }
+
+    #[test]
+    fn user_up_and_down() {
+        let t = t();
+        assert_eq!(map_user_up(&t, "alice").unwrap(), "paddock:foofoo:alice");
+        assert_eq!(
+            map_user_up(&t, "system:serviceaccount:default:builder").unwrap(),
+            "system:serviceaccount:foofoo-default:builder"
+        );
+        for bad in [
+            "system:admin",
+            "system:kube-scheduler",
+            "paddock:barbar:alice",
+            "paddock:foofoo:alice",
+            "system:serviceaccount:default",
+            "system:serviceaccount::x",
+            "",
+        ] {
+            assert!(map_user_up(&t, bad).is_err(), "{bad}");
+        }
+        assert_eq!(map_user_down(&t, "paddock:foofoo:alice").as_deref(), Some("alice"));
+        assert_eq!(
+            map_user_down(&t, "system:serviceaccount:foofoo-default:builder").as_deref(),
+            Some("system:serviceaccount:default:builder")
+        );
+        assert_eq!(map_user_down(&t, "paddock:barbar:alice"), None);
+        assert_eq!(map_user_down(&t, "system:serviceaccount:barbar-default:x"), None);
+        assert_eq!(map_user_down(&t, "system:admin"), None);
+        assert_eq!(map_user_down(&t, "alice"), None);
+    }
+
+    #[test]
+    fn group_up_and_down() {
+        let t = t();
+        assert_eq!(map_group_up(&t, "dev").unwrap(), "paddock:foofoo:dev");
+        assert_eq!(
+            map_group_up(&t, "system:serviceaccounts:ci").unwrap(),
+            "system:serviceaccounts:foofoo-ci"
+        );
+        for bad in [
+            "system:masters",
+            "system:authenticated",
+            "system:unauthenticated",
+            "system:serviceaccounts",
+            "system:nodes",
+            "paddock:tenant:foofoo",
+            "paddock:barbar:dev",
+            "system:serviceaccounts:Bad",
+        ] {
+            let e = map_group_up(&t, bad).unwrap_err();
+            assert!(matches!(e.http_code(), 403 | 422), "{bad}");
+        }
+        assert_eq!(map_group_down(&t, "paddock:foofoo:dev").as_deref(), Some("dev"));
+        assert_eq!(
+            map_group_down(&t, "system:serviceaccounts:foofoo-ci").as_deref(),
+            Some("system:serviceaccounts:ci")
+        );
+        assert_eq!(map_group_down(&t, "paddock:tenant:foofoo"), None);
+        assert_eq!(map_group_down(&t, "system:authenticated"), None);
+        assert_eq!(
+            map_user_info_group_down(&t, "system:authenticated").as_deref(),
+            Some("system:authenticated")
+        );
+        assert_eq!(map_group_down(&t, "paddock:barbar:dev"), None);
+    }
+
+    #[test]
+    fn sa_namespace_length_is_checked() {
+        let long = "a".repeat(57);
+        assert!(map_user_up(&t(), &format!("system:serviceaccount:{long}:x")).is_err());
+        assert!(map_group_up(&t(), &format!("system:serviceaccounts:{long}")).is_err());
+    }
+}

@@ -1,0 +1,1 @@
+//! Protobuf request bodies.

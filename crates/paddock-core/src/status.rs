@@ -1,0 +1,38 @@
+//! `metav1.Status` bodies built by paddock itself (errors it raises before reaching upstream).
+
+use serde_json::json;
+
+/// A `metav1.Status` JSON body: `{"kind":"Status","apiVersion":"v1","metadata":{},
+/// "status":"Failure","message":...,"reason":...,"code":...}`. kubectl prints `message`.
+pub fn status_body(code: u16, reason: &str, message: &str) -> Vec<u8> {
+    let v = json!({
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": if (200..300).contains(&code) { "Success" } else { "Failure" },
+        "message": message,
+        "reason": reason,
+        "code": code,
+    });
+    // Serialising a Value built from strings and integers cannot fail; fall back to a fixed
+    // body rather than panicking if it ever did.
+    serde_json::to_vec(&v).unwrap_or_else(|_| {
+        br#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","code":500}"#
+            .to_vec()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn status_body_shape_and_key_order() {
+        let b = status_body(403, "Forbidden", "no \"quotes\" problem");
+        let s = String::from_utf8(b).unwrap();
+        assert_eq!(
+            s,
+            r#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"no \"quotes\" problem","reason":"Forbidden","code":403}"#
+        );
+    }
+}

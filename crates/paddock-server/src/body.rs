@@ -1,0 +1,137 @@
+//! Body plumbing: the response body type, and the adapter that runs a translation-core
+//! `ChunkRewriter` over an upstream body chunk by chunk (no buffering of lists or watches).
+
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use bytes::Bytes;
+use http_body::{Body, Frame, SizeHint};
+use http_body_util::BodyExt;
+use http_body_util::combinators::UnsyncBoxBody;
+use hyper::body::Incoming;
+use paddock_core::ChunkRewriter;
+
+use crate::error::BoxError;
+
+/// Response body type of the server.
+pub type ResBody = UnsyncBoxBody<Bytes, BoxError>;
+
+/// A complete body.
+pub fn full(b: impl Into<Bytes>) -> ResBody {
+    http_body_util::Full::new(b.into()).map_err(|never| match never {}).boxed_unsync()
+}
+
+/// An empty body.
+pub fn empty() -> ResBody {
+    http_body_util::Empty::new().map_err(|never| match never {}).boxed_unsync()
+}
+
+/// Passes an upstream body through unchanged.
+pub fn passthrough(b: Incoming) -> ResBody {
+    b.map_err(|e| Box::new(e) as BoxError).boxed_unsync()
+}
+
+/// Runs a rewriter over an upstream body. Every non-empty output of `feed` is sent as its own
+/// frame at once, so each watch event reaches the client as soon as it is complete.
+pub struct RewriteBody {
+    inner: Incoming,
+    rewriter: Box<dyn ChunkRewriter>,
+    finished: bool,
+    on_finish: Option<Box<dyn FnOnce() + Send>>,
+}
+
+impl RewriteBody {
+    /// Wraps `inner`; `on_finish` runs once when the body ends or is dropped (e.g. to
+    /// decrement the open-watch gauge).
+    pub fn new(inner: Incoming, rewriter: Box<dyn ChunkRewriter>, on_finish: Option<Box<dyn FnOnce() + Send>>) -> Self {
+        RewriteBody { inner, rewriter, finished: false, on_finish }
+    }
+    /// Boxes it.
+    pub fn boxed(self) -> ResBody {
+        BodyExt::boxed_unsync(self)
+    }
+}
+
+impl Drop for RewriteBody {
+    fn drop(&mut self) {
+        if let Some(f) = self.on_finish.take() {
+            f();
+        }
+    }
+}
+
+impl Body for RewriteBody {
+    type Data = Bytes;
+    type Error = BoxError;
+
+    fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        let this = &mut *self;
+        loop {
+            if this.finished {
+                return Poll::Ready(None);
+            }
+            match Pin::new(&mut this.inner).poll_frame(cx) {
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(Some(Err(e))) => {
+                    this.finished = true;
+                    return Poll::Ready(Some(Err(Box::new(e))));
+                }
+                Poll::Ready(Some(Ok(frame))) => {
+                    let Ok(data) = frame.into_data() else {
+                        // Trailers: Kubernetes sends none; drop them.
+                        continue;
+                    };
+                    let mut out = Vec::new();
+                    if let Err(e) = this.rewriter.feed(&data, &mut out) {
+                        this.finished = true;
+                        tracing::warn!(error = %e, "response rewrite failed mid-stream");
+                        return Poll::Ready(Some(Err(Box::new(e))));
+                    }
+                    if !out.is_empty() {
+                        return Poll::Ready(Some(Ok(Frame::data(Bytes::from(out)))));
+                    }
+                }
+                Poll::Ready(None) => {
+                    this.finished = true;
+                    let mut out = Vec::new();
+                    if let Err(e) = this.rewriter.finish(&mut out) {
+                        tracing::warn!(error = %e, "response rewrite failed at end of body");
+                        return Poll::Ready(Some(Err(Box::new(e))));
+                    }
+                    if let Some(f) = this.on_finish.take() {
+                        f();
+                    }
+                    if !out.is_empty() {
+                        return Poll::Ready(Some(Ok(Frame::data(Bytes::from(out)))));
+                    }
+                    return Poll::Ready(None);
+                }
+            }
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.finished
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        SizeHint::default()
+    }
+}
+
+/// Reads a request body up to `limit` bytes.
+pub async fn collect_limited(body: Incoming, limit: usize) -> Result<Bytes, crate::error::ServerError> {
+    let limited = http_body_util::Limited::new(body, limit);
+    match limited.collect().await {
+        Ok(c) => Ok(c.to_bytes()),
+        Err(e) => {
+            if e.downcast_ref::<http_body_util::LengthLimitError>().is_some() {
+                Err(crate::error::ServerError::TooLarge(format!(
+                    "request body is larger than the limit of {limit} bytes"
+                )))
+            } else {
+                Err(crate::error::ServerError::BadRequest(format!("could not read the request body: {e}")))
+            }
+        }
+    }
+}

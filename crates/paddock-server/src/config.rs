@@ -1,0 +1,149 @@
+//! Server configuration: one typed, validated struct. The binary fills it from flags, the
+//! environment and an optional TOML file; this crate only validates it.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::Deserialize;
+
+/// Which backend keeps tenant records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StoreKind {
+    /// A local file store for one replica (the zero-setup default).
+    Embedded,
+    /// etcd, shared by every replica.
+    Etcd,
+}
+
+impl std::str::FromStr for StoreKind {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "embedded" => Ok(StoreKind::Embedded),
+            "etcd" => Ok(StoreKind::Etcd),
+            other => Err(format!("unknown store {other:?}: expected \"embedded\" or \"etcd\"")),
+        }
+    }
+}
+
+/// Log line format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    /// One JSON object per line (production).
+    Json,
+    /// Human-readable.
+    Text,
+}
+
+/// Everything `paddock serve` needs.
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    /// Address of the tenant-facing TLS listener (loopback in tests).
+    pub listen: SocketAddr,
+    /// Directory with ca.crt, ca.key, serving.crt, serving.key.
+    pub certs_dir: PathBuf,
+    /// Kubeconfig of paddock's own upstream credential.
+    pub upstream_kubeconfig: PathBuf,
+    /// Tenant store backend.
+    pub store: StoreKind,
+    /// Data directory of the embedded store.
+    pub data_dir: PathBuf,
+    /// etcd endpoints (store = etcd).
+    pub etcd_endpoints: Vec<String>,
+    /// Key prefix in etcd.
+    pub etcd_prefix: String,
+    /// Server URL written into the kubeconfigs paddock hands out.
+    pub public_url: String,
+    /// Validity of issued tenant-user certificates.
+    pub cert_validity: Duration,
+    /// Largest request body accepted from a tenant.
+    pub max_body_bytes: usize,
+    /// How often serving/CA certificates are re-read from disk.
+    pub cert_reload_interval: Duration,
+    /// How long in-flight requests may take to finish at shutdown.
+    pub shutdown_grace: Duration,
+}
+
+impl ServerConfig {
+    /// Files the server reads from the certs directory.
+    pub fn ca_cert(&self) -> PathBuf {
+        self.certs_dir.join("ca.crt")
+    }
+    /// The tenant CA's private key.
+    pub fn ca_key(&self) -> PathBuf {
+        self.certs_dir.join("ca.key")
+    }
+    /// Serving certificate of the TLS front end.
+    pub fn serving_cert(&self) -> PathBuf {
+        self.certs_dir.join("serving.crt")
+    }
+    /// Serving key of the TLS front end.
+    pub fn serving_key(&self) -> PathBuf {
+        self.certs_dir.join("serving.key")
+    }
+
+    /// Checks what can be checked before starting; errors name the offending setting.
+    pub fn validate(&self) -> Result<(), String> {
+        if !self.listen.ip().is_loopback() && std::env::var_os("PADDOCK_ALLOW_NON_LOOPBACK").is_none() {
+            // Production binds wider; tests must never. The escape hatch is explicit.
+            return Err(format!(
+                "listen: {} is not a loopback address (set PADDOCK_ALLOW_NON_LOOPBACK=1 to bind it)",
+                self.listen
+            ));
+        }
+        for (key, path) in [
+            ("certs_dir (ca.crt)", self.ca_cert()),
+            ("certs_dir (ca.key)", self.ca_key()),
+            ("certs_dir (serving.crt)", self.serving_cert()),
+            ("certs_dir (serving.key)", self.serving_key()),
+            ("upstream_kubeconfig", self.upstream_kubeconfig.clone()),
+        ] {
+            if !path.is_file() {
+                return Err(format!("{key}: {} does not exist or is not a file", path.display()));
+            }
+        }
+        if self.store == StoreKind::Etcd && self.etcd_endpoints.is_empty() {
+            return Err("etcd_endpoints: store = \"etcd\" needs at least one endpoint".into());
+        }
+        if !self.public_url.starts_with("https://") {
+            return Err(format!("public_url: {:?} must start with https://", self.public_url));
+        }
+        if self.cert_validity < Duration::from_secs(60) {
+            return Err("cert_validity: must be at least 1m".into());
+        }
+        Ok(())
+    }
+}
+
+/// Parses durations such as `90s`, `15m`, `24h`, `30d`.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let s = s.trim();
+    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+    let (num, unit) = s.split_at(split);
+    let n: u64 = num.parse().map_err(|_| format!("invalid duration {s:?}: expected e.g. 30s, 15m, 24h, 7d"))?;
+    let secs = match unit {
+        "s" | "" => n,
+        "m" => n * 60,
+        "h" => n * 3600,
+        "d" => n * 86400,
+        _ => return Err(format!("invalid duration unit in {s:?}: use s, m, h or d")),
+    };
+    Ok(Duration::from_secs(secs))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_parse() {
+        assert_eq!(parse_duration("90s"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_duration("24h"), Ok(Duration::from_secs(86400)));
+        assert_eq!(parse_duration("2d"), Ok(Duration::from_secs(172800)));
+        assert!(parse_duration("1y").is_err());
+        assert!(parse_duration("h").is_err());
+    }
+}

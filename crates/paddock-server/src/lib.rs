@@ -1,0 +1,128 @@
+//! paddock-server: the I/O shell around `paddock-core`. It terminates TLS, authenticates
+//! tenants by client certificate, runs each request through the translation core, talks to
+//! the upstream apiserver as the impersonated tenant user, and serves the admin API.
+
+pub mod admin;
+pub mod auth;
+pub mod body;
+pub mod config;
+pub mod discovery;
+pub mod error;
+pub mod fanout;
+pub mod front;
+pub mod metrics;
+pub mod provision;
+pub mod proxy;
+pub mod router;
+pub mod state;
+pub mod upjson;
+pub mod upstream;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use arc_swap::ArcSwap;
+use paddock_store::{Store, TenantPhase};
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+pub use config::{LogFormat, ServerConfig, StoreKind};
+pub use error::ServerError;
+
+use crate::discovery::CatalogCache;
+use crate::front::ReloadingTls;
+use crate::metrics::Metrics;
+use crate::state::AppState;
+use crate::upstream::{Upstream, UpstreamCredential};
+
+/// Opens the configured store.
+pub async fn open_store(config: &ServerConfig) -> Result<Store, ServerError> {
+    Ok(match config.store {
+        StoreKind::Embedded => Store::open_embedded(&config.data_dir).await?,
+        StoreKind::Etcd => Store::open_etcd(&config.etcd_endpoints, &config.etcd_prefix).await?,
+    })
+}
+
+/// Runs the server until `shutdown` is cancelled. Returns after draining.
+pub async fn run(config: ServerConfig, shutdown: CancellationToken) -> Result<(), ServerError> {
+    config.validate().map_err(ServerError::Config)?;
+    let cred = UpstreamCredential::from_kubeconfig(&config.upstream_kubeconfig)?;
+    let upstream = Upstream::new(cred)?;
+    let ca = paddock_pki::Ca::load(&config.ca_cert(), &config.ca_key())
+        .map_err(|e| ServerError::Config(format!("certs_dir: tenant CA: {e}")))?;
+    let tls = Arc::new(ReloadingTls::load(config.serving_cert(), config.serving_key(), config.ca_cert())?);
+    let store = Arc::new(open_store(&config).await?);
+    let listener = TcpListener::bind(config.listen)
+        .await
+        .map_err(|e| ServerError::Config(format!("listen: cannot bind {}: {e}", config.listen)))?;
+    tracing::info!(listen = %config.listen, upstream = upstream.server(), store = ?config.store, "paddock serving");
+
+    let state = Arc::new(AppState {
+        cache: store.cache(),
+        store,
+        upstream,
+        catalogs: CatalogCache::new(),
+        ca: ArcSwap::from_pointee(ca),
+        metrics: Arc::new(Metrics::new()),
+        shutdown: shutdown.clone(),
+        config,
+    });
+
+    // Bootstrap and discovery retry in the background until they succeed; /readyz reports
+    // when they have.
+    {
+        let state = state.clone();
+        tokio::spawn(async move {
+            let mut delay = Duration::from_millis(200);
+            loop {
+                let boot = provision::bootstrap(&state.upstream).await;
+                let disc = state.catalogs.refresh(&state.upstream).await;
+                match (boot, disc) {
+                    (Ok(()), Ok(_)) => break,
+                    (b, d) => {
+                        tracing::warn!(bootstrap = ?b.err(), discovery = ?d.err(), "upstream not ready; retrying");
+                        tokio::select! {
+                            _ = tokio::time::sleep(delay) => {}
+                            _ = state.shutdown.cancelled() => return,
+                        }
+                        delay = (delay * 2).min(Duration::from_secs(5));
+                    }
+                }
+            }
+            // Finish deletions a crash interrupted.
+            for t in state.cache.tenants() {
+                if t.phase == TenantPhase::Terminating {
+                    tokio::spawn(admin::finish_tenant_deletion(state.clone(), t.id.clone()));
+                }
+            }
+        });
+    }
+    // Periodic work: certificate reload, discovery refresh.
+    {
+        let state = state.clone();
+        let tls = tls.clone();
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(state.config.cert_reload_interval);
+            let mut n: u64 = 0;
+            loop {
+                tokio::select! {
+                    _ = tick.tick() => {}
+                    _ = state.shutdown.cancelled() => return,
+                }
+                if tls.reload_if_changed() {
+                    match paddock_pki::Ca::load(&state.config.ca_cert(), &state.config.ca_key()) {
+                        Ok(ca) => state.ca.store(Arc::new(ca)),
+                        Err(e) => tracing::warn!(error = %e, "tenant CA changed but could not be loaded"),
+                    }
+                }
+                n += 1;
+                if n % 6 == 0
+                    && let Err(e) = state.catalogs.refresh(&state.upstream).await
+                {
+                    tracing::warn!(error = %e, "discovery refresh failed");
+                }
+            }
+        });
+    }
+    front::serve(state, listener, tls).await
+}

@@ -1,0 +1,119 @@
+//! Prometheus metrics. Label cardinality is bounded on purpose: tenant ids appear only on the
+//! request counter (one series per tenant × verb × status class); latency histograms are per
+//! verb only, so 10,000 tenants do not mean 10,000 histograms.
+
+use std::sync::Arc;
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+
+/// Labels of the request counter.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct RequestLabels {
+    /// Tenant id, or `_admin`, or `_anonymous`.
+    pub tenant: String,
+    /// Kubernetes verb (get, list, watch, create, ...).
+    pub verb: String,
+    /// `2xx`, `3xx`, `4xx`, `5xx`.
+    pub code: String,
+}
+
+/// Labels of the latency histogram.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct VerbLabels {
+    /// Kubernetes verb.
+    pub verb: String,
+}
+
+/// Labels of the upstream error counter.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct UpstreamErrorLabels {
+    /// `connect`, `status_5xx`, `rewrite`.
+    pub kind: String,
+}
+
+/// All metrics of one replica.
+pub struct Metrics {
+    registry: Registry,
+    /// Requests served.
+    pub requests: Family<RequestLabels, Counter>,
+    /// Time to response headers, seconds.
+    pub latency: Family<VerbLabels, Histogram>,
+    /// Watches currently open.
+    pub open_watches: Gauge,
+    /// Upstream failures.
+    pub upstream_errors: Family<UpstreamErrorLabels, Counter>,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Metrics {
+    /// Registers every metric.
+    pub fn new() -> Self {
+        let mut registry = Registry::with_prefix("paddock");
+        let requests = Family::<RequestLabels, Counter>::default();
+        let latency = Family::<VerbLabels, Histogram>::new_with_constructor(|| {
+            Histogram::new(exponential_buckets(0.0005, 2.0, 16))
+        });
+        let open_watches = Gauge::default();
+        let upstream_errors = Family::<UpstreamErrorLabels, Counter>::default();
+        registry.register("requests", "Requests served, by tenant, verb and status class", requests.clone());
+        registry.register("request_duration_seconds", "Time until response headers, by verb", latency.clone());
+        registry.register("open_watches", "Watches currently open", open_watches.clone());
+        registry.register("upstream_errors", "Upstream failures by kind", upstream_errors.clone());
+        Metrics { registry, requests, latency, open_watches, upstream_errors }
+    }
+
+    /// OpenMetrics text.
+    pub fn encode(&self) -> String {
+        let mut out = String::new();
+        if prometheus_client::encoding::text::encode(&mut out, &self.registry).is_err() {
+            out.clear();
+        }
+        out
+    }
+
+    /// Records one finished request.
+    pub fn observe(&self, tenant: &str, verb: &str, code: u16, seconds: f64) {
+        let class = match code {
+            200..=299 => "2xx",
+            300..=399 => "3xx",
+            400..=499 => "4xx",
+            _ => "5xx",
+        };
+        self.requests
+            .get_or_create(&RequestLabels { tenant: tenant.to_string(), verb: verb.to_string(), code: class.to_string() })
+            .inc();
+        self.latency.get_or_create(&VerbLabels { verb: verb.to_string() }).observe(seconds);
+    }
+
+    /// Counts an upstream failure.
+    pub fn upstream_error(&self, kind: &str) {
+        self.upstream_errors.get_or_create(&UpstreamErrorLabels { kind: kind.to_string() }).inc();
+    }
+}
+
+/// Decrements the open-watch gauge when dropped.
+pub struct WatchGuard(pub Arc<Metrics>);
+
+impl WatchGuard {
+    /// Increments the gauge.
+    pub fn open(m: Arc<Metrics>) -> Self {
+        m.open_watches.inc();
+        WatchGuard(m)
+    }
+}
+
+impl Drop for WatchGuard {
+    fn drop(&mut self) {
+        self.0.open_watches.dec();
+    }
+}

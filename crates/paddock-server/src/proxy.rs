@@ -1,0 +1,332 @@
+//! The tenant request pipeline: parse, plan (translation core), translate the body, send
+//! upstream as the impersonated tenant user, rewrite the response as a stream.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http::header::{self, HeaderMap, HeaderName, HeaderValue};
+use http::{Method, Request, Response, StatusCode};
+use http_body_util::BodyExt;
+use hyper::body::Incoming;
+use paddock_core::{Plan, ResponseKind, TenantContext, TenantId};
+
+use crate::body::{ResBody, RewriteBody, collect_limited, empty, full, passthrough};
+use crate::error::ServerError;
+use crate::fanout;
+use crate::state::AppState;
+use crate::upstream::UpBody;
+
+/// Request headers that are copied upstream as they are. Everything else is dropped: hop-by-hop
+/// headers, the client's Authorization, and above all any `Impersonate-*` header.
+const FORWARDED_REQUEST_HEADERS: &[HeaderName] = &[header::USER_AGENT, header::CONTENT_ENCODING];
+
+/// Extra request headers forwarded only on upgrade requests (exec, attach, port-forward).
+const UPGRADE_HEADERS: &[&str] = &[
+    "connection",
+    "upgrade",
+    "sec-websocket-key",
+    "sec-websocket-version",
+    "sec-websocket-protocol",
+    "sec-websocket-extensions",
+    "x-stream-protocol-version",
+];
+
+/// Response headers copied back to the client.
+const FORWARDED_RESPONSE_HEADERS: &[&str] = &[
+    "content-type",
+    "audit-id",
+    "cache-control",
+    "x-kubernetes-pf-flowschema-uid",
+    "x-kubernetes-pf-prioritylevel-uid",
+    "retry-after",
+];
+const UPGRADE_RESPONSE_HEADERS: &[&str] =
+    &["connection", "upgrade", "sec-websocket-accept", "sec-websocket-protocol", "x-stream-protocol-version"];
+
+/// Largest discovery or OpenAPI document paddock buffers to filter.
+const MAX_DOCUMENT_BYTES: usize = 128 << 20;
+
+/// Serves one tenant request.
+pub async fn serve_tenant(
+    state: &Arc<AppState>,
+    tenant: &TenantId,
+    user: &str,
+    groups: &[String],
+    req: Request<Incoming>,
+) -> Result<(Response<ResBody>, &'static str), ServerError> {
+    if req.headers().keys().any(|k| k.as_str().starts_with("impersonate-")) {
+        return Err(ServerError::Forbidden(
+            "impersonation (kubectl --as) is not supported through paddock yet; no Impersonate-* header is ever forwarded"
+                .into(),
+        ));
+    }
+    let catalog = state.catalog().await?;
+    let mut ctx = TenantContext { tenant: tenant.clone(), catalog };
+    let method = req.method().as_str().to_string();
+    let path = req.uri().path().to_string();
+    let query = req.uri().query().map(str::to_string);
+    let parsed = paddock_core::parse_request(&method, &path, query.as_deref())?;
+    let mut plan = match paddock_core::plan(&ctx, parsed) {
+        Ok(p) => p,
+        Err(e) if e.http_code() == 404 => {
+            // Maybe a CRD the tenant has just created: re-read discovery once and retry.
+            ctx.catalog = state.catalogs.refresh(&state.upstream).await?;
+            paddock_core::plan(&ctx, paddock_core::parse_request(&method, &path, query.as_deref())?)?
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let accept = req.headers().get(header::ACCEPT).and_then(|v| v.to_str().ok()).map(str::to_string);
+    let if_none_match =
+        req.headers().get(header::IF_NONE_MATCH).and_then(|v| v.to_str().ok()).map(str::to_string);
+    plan.response = paddock_core::response_kind_for(&plan, accept.as_deref());
+    let verb = verb_name(&plan);
+
+    if fanout::is_cluster_wide_namespaced(&plan) {
+        let resp = fanout::serve(state, &ctx, &plan, user, groups, accept.as_deref()).await?;
+        return Ok((resp, verb));
+    }
+
+    let (parts, body) = req.into_parts();
+    let mut up = Request::builder()
+        .method(parts.method.clone())
+        .uri(state.upstream.uri(&plan.upstream_path_and_query)?);
+    let headers = up.headers_mut().ok_or_else(|| ServerError::Internal("request builder".into()))?;
+    copy_request_headers(&parts.headers, headers, plan.upgrade);
+    headers.insert(header::ACCEPT, header_value(&paddock_core::upstream_accept(accept.as_deref()))?);
+    add_impersonation(headers, tenant, user, groups)?;
+
+    let mut client_upgrade = None;
+    let up_body: UpBody = if plan.needs_body_translation {
+        let content_type = parts
+            .headers
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("application/json")
+            .to_string();
+        let raw = collect_limited(body, state.config.max_body_bytes).await?;
+        let (translated, up_ct) = paddock_core::translate_request_body(&ctx, &plan, &content_type, &raw)?;
+        headers.insert(header::CONTENT_TYPE, header_value(&up_ct)?);
+        http_body_util::Full::new(Bytes::from(translated)).map_err(|never| match never {}).boxed_unsync()
+    } else if plan.upgrade {
+        let mut client_req = Request::from_parts(parts, body);
+        client_upgrade = Some(hyper::upgrade::on(&mut client_req));
+        empty_up()
+    } else {
+        // Requests without a body to translate (GET, DELETE without options, CONNECT): the
+        // body, if any (DeleteOptions), is small and carries no names.
+        let raw = collect_limited(body, state.config.max_body_bytes).await?;
+        if raw.is_empty() {
+            empty_up()
+        } else {
+            if let Some(ct) = parts_content_type(headers) {
+                headers.insert(header::CONTENT_TYPE, ct);
+            }
+            http_body_util::Full::new(raw).map_err(|never| match never {}).boxed_unsync()
+        }
+    };
+    let up_req = up.body(up_body).map_err(|e| ServerError::Internal(format!("building upstream request: {e}")))?;
+    let mut resp = match state.upstream.send(up_req, plan.long_running || plan.upgrade).await {
+        Ok(r) => r,
+        Err(e) => {
+            state.metrics.upstream_error("connect");
+            return Err(e);
+        }
+    };
+    let status = resp.status();
+    if status.is_server_error() {
+        state.metrics.upstream_error("status_5xx");
+    }
+    if status.is_success() && is_namespace_create(&plan) {
+        // The tenant's admins get full rights in every namespace of theirs; done before
+        // answering so the namespace is usable at once. The name comes from upstream's answer
+        // (the request may have used generateName or a protobuf body).
+        let ct = resp.headers().get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("").to_string();
+        let raw = collect_limited(resp.into_body(), 1 << 20).await?;
+        if let Some(ns) = serde_json::from_slice::<serde_json::Value>(&raw)
+            .ok()
+            .and_then(|v| v["metadata"]["name"].as_str().map(str::to_string))
+            && ns.starts_with(&tenant.prefix())
+        {
+            crate::provision::ensure_namespace_binding(&state.upstream, tenant, &ns).await?;
+        }
+        let mut rw = paddock_core::response_rewriter(&ctx, &plan, status.as_u16(), &ct);
+        let mut doc = Vec::with_capacity(raw.len());
+        rw.feed(&raw, &mut doc)?;
+        rw.finish(&mut doc)?;
+        let mut out = Response::builder().status(status);
+        if let Some(h) = out.headers_mut() {
+            h.insert(header::CONTENT_TYPE, header_value(&ct)?);
+        }
+        return Ok((out.body(full(doc)).map_err(|e| ServerError::Internal(e.to_string()))?, verb));
+    }
+
+    if plan.upgrade && status == StatusCode::SWITCHING_PROTOCOLS {
+        let Some(client_upgrade) = client_upgrade else {
+            return Err(ServerError::BadRequest("upgrade response without an upgrade request".into()));
+        };
+        let upstream_upgrade = hyper::upgrade::on(&mut resp);
+        tokio::spawn(async move {
+            match (client_upgrade.await, upstream_upgrade.await) {
+                (Ok(c), Ok(u)) => {
+                    let mut c = hyper_util::rt::TokioIo::new(c);
+                    let mut u = hyper_util::rt::TokioIo::new(u);
+                    if let Err(e) = tokio::io::copy_bidirectional(&mut c, &mut u).await {
+                        tracing::debug!(error = %e, "upgraded stream ended");
+                    }
+                }
+                (Err(e), _) | (_, Err(e)) => tracing::warn!(error = %e, "upgrade failed"),
+            }
+        });
+        let mut out = Response::builder().status(status);
+        if let Some(h) = out.headers_mut() {
+            copy_response_headers(resp.headers(), h, UPGRADE_RESPONSE_HEADERS);
+        }
+        return Ok((out.body(empty()).map_err(|e| ServerError::Internal(e.to_string()))?, verb));
+    }
+
+    let content_type =
+        resp.headers().get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("").to_string();
+    let mut out = Response::builder().status(status);
+    let out_headers = out.headers_mut().ok_or_else(|| ServerError::Internal("response builder".into()))?;
+    copy_response_headers(resp.headers(), out_headers, FORWARDED_RESPONSE_HEADERS);
+
+    let buffered = matches!(plan.response, ResponseKind::Discovery | ResponseKind::OpenApi);
+    let body = if matches!(plan.response, ResponseKind::PassThrough) && status.is_success() {
+        passthrough(resp.into_body())
+    } else if buffered && status.is_success() {
+        let raw = collect_limited(resp.into_body(), MAX_DOCUMENT_BYTES).await?;
+        let mut rw = paddock_core::response_rewriter(&ctx, &plan, status.as_u16(), &content_type);
+        let mut doc = Vec::with_capacity(raw.len());
+        rw.feed(&raw, &mut doc)?;
+        rw.finish(&mut doc)?;
+        let etag = format!("\"{}\"", paddock_core::etag(&doc));
+        out_headers.insert(header::ETAG, header_value(&etag)?);
+        out_headers.insert(header::VARY, HeaderValue::from_static("Accept"));
+        if if_none_match.as_deref() == Some(etag.as_str()) {
+            // The ETag is computed over this tenant's document, so a 304 can never hand a
+            // client another tenant's cached view.
+            out_headers.remove(header::CONTENT_TYPE);
+            let resp = out
+                .status(StatusCode::NOT_MODIFIED)
+                .body(empty())
+                .map_err(|e| ServerError::Internal(e.to_string()))?;
+            return Ok((resp, verb));
+        }
+        full(doc)
+    } else {
+        let rw = paddock_core::response_rewriter(&ctx, &plan, status.as_u16(), &content_type);
+        let on_finish: Option<Box<dyn FnOnce() + Send>> = if matches!(plan.response, ResponseKind::Watch | ResponseKind::TableWatch) {
+            let guard = crate::metrics::WatchGuard::open(state.metrics.clone());
+            Some(Box::new(move || drop(guard)))
+        } else {
+            None
+        };
+        RewriteBody::new(resp.into_body(), rw, on_finish).boxed()
+    };
+    let resp = out.body(body).map_err(|e| ServerError::Internal(e.to_string()))?;
+    Ok((resp, verb))
+}
+
+fn parts_content_type(h: &HeaderMap) -> Option<HeaderValue> {
+    h.get(header::CONTENT_TYPE).cloned()
+}
+
+fn empty_up() -> UpBody {
+    http_body_util::Empty::<Bytes>::new().map_err(|never| match never {}).boxed_unsync()
+}
+
+fn header_value(s: &str) -> Result<HeaderValue, ServerError> {
+    HeaderValue::from_str(s).map_err(|_| ServerError::BadRequest(format!("invalid header value {s:?}")))
+}
+
+fn copy_request_headers(from: &HeaderMap, to: &mut HeaderMap, upgrade: bool) {
+    for name in FORWARDED_REQUEST_HEADERS {
+        for v in from.get_all(name) {
+            to.append(name.clone(), v.clone());
+        }
+    }
+    if let Some(ct) = from.get(header::CONTENT_TYPE) {
+        to.insert(header::CONTENT_TYPE, ct.clone());
+    }
+    if upgrade {
+        for name in UPGRADE_HEADERS {
+            for v in from.get_all(*name) {
+                if let Ok(n) = HeaderName::from_bytes(name.as_bytes()) {
+                    to.append(n, v.clone());
+                }
+            }
+        }
+    }
+}
+
+fn copy_response_headers(from: &HeaderMap, to: &mut HeaderMap, names: &[&str]) {
+    for name in names {
+        for v in from.get_all(*name) {
+            if let Ok(n) = HeaderName::from_bytes(name.as_bytes()) {
+                to.append(n, v.clone());
+            }
+        }
+    }
+}
+
+/// Adds paddock's impersonation of the tenant user.
+pub fn add_impersonation(h: &mut HeaderMap, tenant: &TenantId, user: &str, groups: &[String]) -> Result<(), ServerError> {
+    let imp = paddock_core::impersonation_for(tenant, user, groups);
+    h.insert("impersonate-user", header_value(&imp.user)?);
+    for g in &imp.groups {
+        h.append("impersonate-group", header_value(g)?);
+    }
+    for (k, v) in &imp.extra {
+        let name = format!("impersonate-extra-{}", percent_encode_header_key(k));
+        let name = HeaderName::from_bytes(name.as_bytes())
+            .map_err(|_| ServerError::Internal(format!("bad extra key {k:?}")))?;
+        h.append(name, header_value(v)?);
+    }
+    Ok(())
+}
+
+/// Impersonate-Extra keys are percent-encoded (RFC 3986 unreserved chars stay).
+fn percent_encode_header_key(k: &str) -> String {
+    let mut out = String::with_capacity(k.len());
+    for b in k.bytes() {
+        if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+            out.push(b.to_ascii_lowercase() as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+fn is_namespace_create(plan: &Plan) -> bool {
+    matches!(plan.request.verb, paddock_core::Verb::Create)
+        && plan.resource.as_ref().is_some_and(|r| r.group.is_empty() && r.resource == "namespaces")
+}
+
+/// Verb name for logs and metrics.
+pub fn verb_name(plan: &Plan) -> &'static str {
+    use paddock_core::Verb;
+    match plan.request.verb {
+        Verb::Get => "get",
+        Verb::List => "list",
+        Verb::Watch => "watch",
+        Verb::Create => "create",
+        Verb::Update => "update",
+        Verb::Patch => "patch",
+        Verb::Delete => "delete",
+        Verb::DeleteCollection => "deletecollection",
+        Verb::Connect => "connect",
+    }
+}
+
+/// The method as a verb before planning (for errors that happen earlier).
+pub fn method_verb(m: &Method) -> &'static str {
+    match *m {
+        Method::GET => "get",
+        Method::POST => "create",
+        Method::PUT => "update",
+        Method::PATCH => "patch",
+        Method::DELETE => "delete",
+        _ => "other",
+    }
+}

@@ -1,0 +1,92 @@
+//! Top-level dispatch: health endpoints, authentication, then the admin API or the tenant
+//! pipeline. Every error becomes a `Status` here, and every request is logged and counted here.
+
+use std::sync::Arc;
+use std::time::{Instant, SystemTime};
+
+use http::{Request, Response, StatusCode, header};
+use hyper::body::Incoming;
+use paddock_pki::PeerCert;
+
+use crate::auth::{Caller, authenticate};
+use crate::body::{ResBody, full};
+use crate::error::ServerError;
+use crate::state::AppState;
+
+/// Handles one request; never fails (errors are `Status` responses).
+pub async fn handle(state: Arc<AppState>, peer: Option<Arc<PeerCert>>, req: Request<Incoming>) -> Response<ResBody> {
+    let start = Instant::now();
+    let path = req.uri().path().to_string();
+    let method = req.method().clone();
+    match path.as_str() {
+        "/healthz" | "/livez" => return text(StatusCode::OK, "ok"),
+        "/readyz" => {
+            let store = state.cache.is_synced();
+            let discovery = state.catalogs.is_synced();
+            return if store && discovery {
+                text(StatusCode::OK, "ok")
+            } else {
+                text(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    &format!("not ready: store cache synced={store}, upstream discovery synced={discovery}"),
+                )
+            };
+        }
+        _ => {}
+    }
+    let caller = match authenticate(peer.as_ref(), &state.cache, SystemTime::now()) {
+        Ok(c) => c,
+        Err(e) => {
+            let resp = e.into_response();
+            log_request("_anonymous", "-", crate::proxy::method_verb(&method), &path, resp.status().as_u16(), start);
+            state.metrics.observe("_anonymous", crate::proxy::method_verb(&method), resp.status().as_u16(), start.elapsed().as_secs_f64());
+            return resp;
+        }
+    };
+    let (result, verb) = match &caller {
+        Caller::Admin { .. } => (crate::admin::serve_admin(&state, &caller, req).await, crate::proxy::method_verb(&method)),
+        Caller::Tenant { tenant, user, groups, .. } => {
+            if path.starts_with("/apis/paddock.io/") {
+                (crate::admin::serve_tenant_self(&state, tenant, req).await, crate::proxy::method_verb(&method))
+            } else {
+                match crate::proxy::serve_tenant(&state, tenant, user, groups, req).await {
+                    Ok((resp, verb)) => (Ok(resp), verb),
+                    Err(e) => (Err(e), crate::proxy::method_verb(&method)),
+                }
+            }
+        }
+    };
+    let resp = match result {
+        Ok(r) => r,
+        Err(e) => {
+            if matches!(e, ServerError::Internal(_) | ServerError::Upstream(_)) {
+                tracing::warn!(tenant = caller.tenant_label(), error = %e, %path, "request failed");
+            }
+            e.into_response()
+        }
+    };
+    let code = resp.status().as_u16();
+    log_request(caller.tenant_label(), caller.user(), verb, &path, code, start);
+    state.metrics.observe(caller.tenant_label(), verb, code, start.elapsed().as_secs_f64());
+    resp
+}
+
+fn log_request(tenant: &str, user: &str, verb: &str, path: &str, status: u16, start: Instant) {
+    tracing::info!(
+        tenant,
+        user,
+        verb,
+        resource = path,
+        status,
+        latency_ms = start.elapsed().as_secs_f64() * 1000.0,
+        "request"
+    );
+}
+
+/// A plain-text response.
+pub fn text(code: StatusCode, body: &str) -> Response<ResBody> {
+    let mut r = Response::new(full(body.to_string()));
+    *r.status_mut() = code;
+    r.headers_mut().insert(header::CONTENT_TYPE, http::HeaderValue::from_static("text/plain; charset=utf-8"));
+    r
+}

@@ -1,0 +1,45 @@
+//! Shared state of one replica.
+
+use std::sync::Arc;
+
+use arc_swap::ArcSwap;
+use paddock_core::Catalog;
+use paddock_pki::Ca;
+use paddock_store::{Store, StoreCache};
+use tokio_util::sync::CancellationToken;
+
+use crate::config::ServerConfig;
+use crate::discovery::CatalogCache;
+use crate::error::ServerError;
+use crate::metrics::Metrics;
+use crate::upstream::Upstream;
+
+/// Everything a request handler needs.
+pub struct AppState {
+    /// Validated configuration.
+    pub config: ServerConfig,
+    /// Upstream pools and credential.
+    pub upstream: Upstream,
+    /// Tenant store (writes go here).
+    pub store: Arc<Store>,
+    /// Its in-memory cache (every read on the request path goes here).
+    pub cache: StoreCache,
+    /// Discovery catalog.
+    pub catalogs: CatalogCache,
+    /// The tenant CA, reloaded from disk with the serving certificate.
+    pub ca: ArcSwap<Ca>,
+    /// Metrics.
+    pub metrics: Arc<Metrics>,
+    /// Cancelled at shutdown: open watches end cleanly.
+    pub shutdown: CancellationToken,
+}
+
+impl AppState {
+    /// The current catalog, reading discovery if it never was.
+    pub async fn catalog(&self) -> Result<Arc<Catalog>, ServerError> {
+        match self.catalogs.get() {
+            Some(c) => Ok(c),
+            None => self.catalogs.refresh(&self.upstream).await,
+        }
+    }
+}

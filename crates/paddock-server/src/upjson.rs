@@ -1,0 +1,83 @@
+//! Small JSON calls to the upstream apiserver with paddock's own credential (provisioning,
+//! deletion, bootstrap). Not on the tenant request path.
+
+use bytes::Bytes;
+use http::{Method, Request, StatusCode, header};
+use http_body_util::BodyExt;
+use serde_json::Value;
+
+use crate::body::collect_limited;
+use crate::error::ServerError;
+use crate::upstream::{UpBody, Upstream};
+
+/// A JSON answer from upstream.
+pub struct UpAnswer {
+    /// HTTP status.
+    pub status: StatusCode,
+    /// Parsed body (Null when empty or not JSON).
+    pub body: Value,
+}
+
+impl UpAnswer {
+    /// The upstream `Status.message`, for errors.
+    pub fn message(&self) -> String {
+        self.body["message"].as_str().map(str::to_string).unwrap_or_else(|| self.status.to_string())
+    }
+}
+
+/// Sends one request as paddock itself.
+pub async fn call(
+    up: &Upstream,
+    method: Method,
+    path: &str,
+    content_type: Option<&str>,
+    body: Option<&Value>,
+) -> Result<UpAnswer, ServerError> {
+    let bytes = match body {
+        Some(v) => Bytes::from(serde_json::to_vec(v).map_err(|e| ServerError::Internal(e.to_string()))?),
+        None => Bytes::new(),
+    };
+    let mut b = Request::builder().method(method).uri(up.uri(path)?).header(header::ACCEPT, "application/json");
+    if let Some(ct) = content_type {
+        b = b.header(header::CONTENT_TYPE, ct);
+    }
+    let req = b
+        .body(http_body_util::Full::new(bytes).map_err(|never| match never {}).boxed_unsync() as UpBody)
+        .map_err(|e| ServerError::Internal(e.to_string()))?;
+    let resp = up.send(req, false).await?;
+    let status = resp.status();
+    let raw = collect_limited(resp.into_body(), 64 << 20).await?;
+    let body = if raw.is_empty() { Value::Null } else { serde_json::from_slice(&raw).unwrap_or(Value::Null) };
+    Ok(UpAnswer { status, body })
+}
+
+/// Server-side apply of one object (idempotent create-or-update).
+pub async fn apply(up: &Upstream, path: &str, obj: &Value) -> Result<(), ServerError> {
+    let sep = if path.contains('?') { '&' } else { '?' };
+    let p = format!("{path}{sep}fieldManager=paddock&force=true");
+    let a = call(up, Method::PATCH, &p, Some("application/apply-patch+yaml"), Some(obj)).await?;
+    if a.status.is_success() {
+        Ok(())
+    } else {
+        Err(ServerError::Upstream(format!("applying {path} upstream failed ({}): {}", a.status, a.message())))
+    }
+}
+
+/// Deletes one object; a 404 counts as done.
+pub async fn delete(up: &Upstream, path: &str) -> Result<(), ServerError> {
+    let a = call(up, Method::DELETE, path, None, None).await?;
+    if a.status.is_success() || a.status == StatusCode::NOT_FOUND {
+        Ok(())
+    } else {
+        Err(ServerError::Upstream(format!("deleting {path} upstream failed ({}): {}", a.status, a.message())))
+    }
+}
+
+/// Lists objects; returns the items.
+pub async fn list(up: &Upstream, path: &str) -> Result<Vec<Value>, ServerError> {
+    let a = call(up, Method::GET, path, None, None).await?;
+    if !a.status.is_success() {
+        return Err(ServerError::Upstream(format!("listing {path} upstream failed ({}): {}", a.status, a.message())));
+    }
+    Ok(a.body["items"].as_array().cloned().unwrap_or_default())
+}

@@ -1,0 +1,260 @@
+//! The `paddock` binary: `paddock serve` and the admin CLI.
+
+mod admin_client;
+mod kubeconfig;
+mod output;
+mod serve;
+
+use std::path::PathBuf;
+
+use anyhow::Result;
+use clap::{Parser, Subcommand, ValueEnum};
+
+/// paddock: a multi-tenant gateway for the Kubernetes API.
+#[derive(Parser)]
+#[command(name = "paddock", version, about, propagate_version = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Serve tenants' Kubernetes API and the admin API.
+    Serve(Box<serve::ServeArgs>),
+    /// Certificate authority.
+    Ca {
+        #[command(subcommand)]
+        command: CaCommand,
+    },
+    /// Tenants.
+    Tenant {
+        #[command(flatten)]
+        conn: AdminConn,
+        #[command(subcommand)]
+        command: TenantCommand,
+    },
+    /// Tenant users.
+    User {
+        #[command(flatten)]
+        conn: AdminConn,
+        #[command(subcommand)]
+        command: UserCommand,
+    },
+    /// Issued certificates.
+    Cert {
+        #[command(flatten)]
+        conn: AdminConn,
+        #[command(subcommand)]
+        command: CertCommand,
+    },
+    /// Print a kubeconfig for a tenant user (issues a fresh certificate; same as `user issue`).
+    Kubeconfig {
+        #[command(flatten)]
+        conn: AdminConn,
+        #[command(flatten)]
+        issue: IssueArgs,
+    },
+}
+
+#[derive(Subcommand)]
+enum CaCommand {
+    /// Create the tenant CA, the serving certificate and the platform-admin credential.
+    Init {
+        /// Where to write ca.crt, ca.key, serving.crt, serving.key, admin.crt, admin.key, admin.kubeconfig.
+        #[arg(long, env = "PADDOCK_CERTS_DIR", default_value = "certs")]
+        dir: PathBuf,
+        /// Extra DNS names or IPs for the serving certificate (localhost, 127.0.0.1 and ::1 are always in).
+        #[arg(long = "hostname")]
+        hostnames: Vec<String>,
+        /// Server URL written into admin.kubeconfig.
+        #[arg(long, env = "PADDOCK_PUBLIC_URL", default_value = "https://127.0.0.1:8443")]
+        server_url: String,
+        /// Replace an existing CA (every issued certificate stops working).
+        #[arg(long)]
+        force: bool,
+    },
+}
+
+/// How admin commands reach a running paddock.
+#[derive(clap::Args, Clone)]
+pub struct AdminConn {
+    /// Platform-admin kubeconfig (written by `paddock ca init`).
+    #[arg(long = "kubeconfig", env = "PADDOCK_ADMIN_KUBECONFIG", default_value = "certs/admin.kubeconfig", global = true)]
+    pub kubeconfig: PathBuf,
+}
+
+/// Output format.
+#[derive(Clone, Copy, ValueEnum, Default)]
+pub enum Output {
+    /// Aligned columns.
+    #[default]
+    Table,
+    /// JSON.
+    Json,
+    /// YAML.
+    Yaml,
+}
+
+#[derive(Subcommand)]
+enum TenantCommand {
+    /// Create a tenant and print its admin's kubeconfig on stdout.
+    Create {
+        /// Tenant id: 6 characters of [a-z0-9], starting with a letter.
+        id: String,
+        /// Human-readable name.
+        #[arg(long)]
+        display_name: Option<String>,
+        /// Labels, k=v.
+        #[arg(long = "label")]
+        labels: Vec<String>,
+        /// Validity of the admin's certificate (default: the server's).
+        #[arg(long)]
+        validity: Option<String>,
+    },
+    /// List tenants.
+    List {
+        #[arg(short = 'o', long, value_enum, default_value_t)]
+        output: Output,
+    },
+    /// Show one tenant.
+    Get {
+        id: String,
+        #[arg(short = 'o', long, value_enum, default_value_t)]
+        output: Output,
+    },
+    /// Delete a tenant and everything it owns upstream.
+    Delete {
+        id: String,
+        /// Wait until the tenant is gone, showing progress.
+        #[arg(long)]
+        wait: bool,
+        /// How long to wait.
+        #[arg(long, default_value = "300s")]
+        timeout: String,
+    },
+}
+
+/// Who to issue a certificate for.
+#[derive(clap::Args)]
+pub struct IssueArgs {
+    /// Tenant id.
+    pub tenant: String,
+    /// User name (certificate CN).
+    pub user: String,
+    /// Groups (certificate O), repeatable.
+    #[arg(long = "group")]
+    pub groups: Vec<String>,
+    /// Validity, e.g. 24h (default: the server's).
+    #[arg(long)]
+    pub validity: Option<String>,
+    /// Use this PEM CSR instead of generating a key (the kubeconfig then has no key; pair it with yours).
+    #[arg(long)]
+    pub csr: Option<PathBuf>,
+    /// Also write the generated private key here (0600).
+    #[arg(long)]
+    pub key_out: Option<PathBuf>,
+}
+
+#[derive(Subcommand)]
+enum UserCommand {
+    /// Issue a certificate for a tenant user and print a kubeconfig.
+    Issue(IssueArgs),
+}
+
+#[derive(Subcommand)]
+enum CertCommand {
+    /// List issued certificates.
+    List {
+        #[arg(long)]
+        tenant: Option<String>,
+        #[arg(short = 'o', long, value_enum, default_value_t)]
+        output: Output,
+    },
+    /// Revoke a certificate by serial (hex).
+    Revoke { serial: String },
+}
+
+fn main() -> std::process::ExitCode {
+    paddock_pki::install_crypto_provider();
+    let cli = Cli::parse();
+    let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the runtime: {e}");
+            return std::process::ExitCode::FAILURE;
+        }
+    };
+    match rt.block_on(run(cli)) {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(cli: Cli) -> Result<()> {
+    match cli.command {
+        Command::Serve(args) => serve::run(*args).await,
+        Command::Ca { command: CaCommand::Init { dir, hostnames, server_url, force } } => {
+            let out = paddock_pki::init_ca(&dir, &hostnames, force, std::time::SystemTime::now())?;
+            let kc = kubeconfig::admin_kubeconfig(&server_url, &out.ca_cert, &out.admin_cert, &out.admin_key)?;
+            let kc_path = dir.join("admin.kubeconfig");
+            kubeconfig::write_private(&kc_path, kc.as_bytes())?;
+            eprintln!(
+                "wrote {}, {}, {}, {} and {}",
+                out.ca_cert.display(),
+                out.serving_cert.display(),
+                out.admin_cert.display(),
+                kc_path.display(),
+                "the private keys beside them (0600)"
+            );
+            Ok(())
+        }
+        Command::Tenant { conn, command } => {
+            let client = admin_client::AdminClient::new(&conn.kubeconfig)?;
+            match command {
+                TenantCommand::Create { id, display_name, labels, validity } => {
+                    let labels = output::parse_labels(&labels)?;
+                    client.create_tenant(&id, display_name.as_deref(), &labels).await?;
+                    let issue = IssueArgs {
+                        tenant: id.clone(),
+                        user: "admin".into(),
+                        groups: vec![paddock_server::provision::TENANT_ADMIN_GROUP.to_string()],
+                        validity,
+                        csr: None,
+                        key_out: None,
+                    };
+                    let kc = client.issue_kubeconfig(&issue).await?;
+                    print!("{kc}");
+                    eprintln!("tenant {id} created; the kubeconfig above belongs to its admin");
+                    Ok(())
+                }
+                TenantCommand::List { output } => output::print_tenants(&client.list_tenants().await?, output),
+                TenantCommand::Get { id, output } => output::print_tenants(&[client.get_tenant(&id).await?], output),
+                TenantCommand::Delete { id, wait, timeout } => {
+                    let timeout = paddock_server::config::parse_duration(&timeout).map_err(anyhow::Error::msg)?;
+                    client.delete_tenant(&id, wait, timeout).await
+                }
+            }
+        }
+        Command::User { conn, command: UserCommand::Issue(args) } | Command::Kubeconfig { conn, issue: args } => {
+            let client = admin_client::AdminClient::new(&conn.kubeconfig)?;
+            let kc = client.issue_kubeconfig(&args).await?;
+            print!("{kc}");
+            Ok(())
+        }
+        Command::Cert { conn, command } => {
+            let client = admin_client::AdminClient::new(&conn.kubeconfig)?;
+            match command {
+                CertCommand::List { tenant, output } => output::print_certs(&client.list_certs(tenant.as_deref()).await?, output),
+                CertCommand::Revoke { serial } => {
+                    client.revoke(&serial).await?;
+                    eprintln!("certificate {serial} revoked");
+                    Ok(())
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,97 @@
+//! Output for people (aligned tables) and for scripts (`-o json|yaml`).
+
+use anyhow::{Result, bail};
+use serde_json::Value;
+
+use crate::Output;
+
+/// `k=v` pairs.
+pub fn parse_labels(labels: &[String]) -> Result<serde_json::Map<String, Value>> {
+    let mut m = serde_json::Map::new();
+    for l in labels {
+        let Some((k, v)) = l.split_once('=') else { bail!("label {l:?} is not k=v") };
+        m.insert(k.to_string(), Value::String(v.to_string()));
+    }
+    Ok(m)
+}
+
+fn table(headers: &[&str], rows: Vec<Vec<String>>) -> String {
+    let mut widths: Vec<usize> = headers.iter().map(|h| h.len()).collect();
+    for r in &rows {
+        for (i, c) in r.iter().enumerate() {
+            widths[i] = widths[i].max(c.len());
+        }
+    }
+    let mut out = String::new();
+    let line = |cells: Vec<String>, out: &mut String| {
+        let parts: Vec<String> = cells.iter().enumerate().map(|(i, c)| format!("{c:<w$}", w = widths[i])).collect();
+        out.push_str(parts.join("   ").trim_end());
+        out.push('\n');
+    };
+    line(headers.iter().map(|h| h.to_string()).collect(), &mut out);
+    for r in rows {
+        line(r, &mut out);
+    }
+    out
+}
+
+fn s(v: &Value) -> String {
+    match v {
+        Value::Null => "<none>".into(),
+        Value::String(x) => x.clone(),
+        other => other.to_string(),
+    }
+}
+
+fn structured(items: &[Value], output: Output) -> Result<bool> {
+    let v = if items.len() == 1 { items[0].clone() } else { Value::Array(items.to_vec()) };
+    match output {
+        Output::Json => println!("{}", serde_json::to_string_pretty(&v)?),
+        Output::Yaml => print!("{}", serde_norway::to_string(&v)?),
+        Output::Table => return Ok(false),
+    }
+    Ok(true)
+}
+
+/// Tenants.
+pub fn print_tenants(items: &[Value], output: Output) -> Result<()> {
+    if structured(items, output)? {
+        return Ok(());
+    }
+    let rows = items
+        .iter()
+        .map(|t| {
+            vec![
+                s(&t["metadata"]["name"]),
+                s(&t["status"]["phase"]),
+                s(&t["spec"]["displayName"]),
+                s(&t["metadata"]["creationTimestamp"]),
+                t["status"]["progress"].as_str().unwrap_or("").to_string(),
+            ]
+        })
+        .collect();
+    print!("{}", table(&["NAME", "PHASE", "DISPLAY NAME", "CREATED", "PROGRESS"], rows));
+    Ok(())
+}
+
+/// Certificates.
+pub fn print_certs(items: &[Value], output: Output) -> Result<()> {
+    if structured(items, output)? {
+        return Ok(());
+    }
+    let rows = items
+        .iter()
+        .map(|c| {
+            vec![
+                s(&c["metadata"]["name"]),
+                s(&c["spec"]["tenant"]),
+                s(&c["spec"]["user"]),
+                c["spec"]["groups"].as_array().map(|g| g.iter().map(s).collect::<Vec<_>>().join(",")).unwrap_or_default(),
+                s(&c["status"]["notAfter"]),
+                if c["status"]["revoked"].as_bool() == Some(true) { "yes".into() } else { "no".into() },
+            ]
+        })
+        .collect();
+    print!("{}", table(&["SERIAL", "TENANT", "USER", "GROUPS", "NOT AFTER", "REVOKED"], rows));
+    Ok(())
+}

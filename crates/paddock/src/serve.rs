@@ -1,0 +1,193 @@
+//! `paddock serve`: flags beat environment variables beat the TOML file beat defaults.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use paddock_server::config::parse_duration;
+use paddock_server::{LogFormat, ServerConfig, StoreKind};
+use serde::Deserialize;
+use tokio_util::sync::CancellationToken;
+
+/// Flags of `paddock serve`; each also reads `PADDOCK_<NAME>`.
+#[derive(clap::Args, Default)]
+pub struct ServeArgs {
+    /// TOML config file (see config/paddock.toml).
+    #[arg(long, env = "PADDOCK_CONFIG")]
+    pub config: Option<PathBuf>,
+    /// Listen address.
+    #[arg(long, env = "PADDOCK_LISTEN")]
+    pub listen: Option<String>,
+    /// Directory with ca.crt, ca.key, serving.crt, serving.key.
+    #[arg(long, env = "PADDOCK_CERTS_DIR")]
+    pub certs_dir: Option<PathBuf>,
+    /// Kubeconfig of paddock's own upstream credential.
+    #[arg(long, env = "PADDOCK_UPSTREAM_KUBECONFIG")]
+    pub upstream_kubeconfig: Option<PathBuf>,
+    /// Tenant store: embedded or etcd.
+    #[arg(long, env = "PADDOCK_STORE")]
+    pub store: Option<String>,
+    /// Data directory of the embedded store.
+    #[arg(long, env = "PADDOCK_DATA_DIR")]
+    pub data_dir: Option<PathBuf>,
+    /// etcd endpoints, comma-separated.
+    #[arg(long, env = "PADDOCK_ETCD_ENDPOINTS", value_delimiter = ',')]
+    pub etcd_endpoints: Option<Vec<String>>,
+    /// Key prefix in etcd.
+    #[arg(long, env = "PADDOCK_ETCD_PREFIX")]
+    pub etcd_prefix: Option<String>,
+    /// Server URL written into kubeconfigs.
+    #[arg(long, env = "PADDOCK_PUBLIC_URL")]
+    pub public_url: Option<String>,
+    /// Validity of issued certificates, e.g. 720h.
+    #[arg(long, env = "PADDOCK_CERT_VALIDITY")]
+    pub cert_validity: Option<String>,
+    /// Largest request body, bytes.
+    #[arg(long, env = "PADDOCK_MAX_BODY_BYTES")]
+    pub max_body_bytes: Option<usize>,
+    /// Log format: json or text.
+    #[arg(long, env = "PADDOCK_LOG_FORMAT")]
+    pub log_format: Option<String>,
+    /// Grace period for in-flight requests at shutdown, e.g. 10s.
+    #[arg(long, env = "PADDOCK_SHUTDOWN_GRACE")]
+    pub shutdown_grace: Option<String>,
+}
+
+/// The TOML file. Unknown keys are an error that names the key.
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct FileConfig {
+    listen: Option<String>,
+    certs_dir: Option<PathBuf>,
+    upstream_kubeconfig: Option<PathBuf>,
+    store: Option<String>,
+    data_dir: Option<PathBuf>,
+    etcd_endpoints: Option<Vec<String>>,
+    etcd_prefix: Option<String>,
+    public_url: Option<String>,
+    cert_validity: Option<String>,
+    max_body_bytes: Option<usize>,
+    log_format: Option<String>,
+    shutdown_grace: Option<String>,
+}
+
+fn load_file(path: &Path) -> Result<FileConfig> {
+    let text = std::fs::read_to_string(path).with_context(|| format!("config: cannot read {}", path.display()))?;
+    toml::from_str(&text).map_err(|e| anyhow::anyhow!("config {}: {}", path.display(), e.message().to_string() + &span_hint(&text, e.span())))
+}
+
+fn span_hint(text: &str, span: Option<std::ops::Range<usize>>) -> String {
+    match span {
+        Some(r) => {
+            let line = text[..r.start.min(text.len())].lines().count().max(1);
+            format!(" (line {line})")
+        }
+        None => String::new(),
+    }
+}
+
+/// Merges flags/env over the file over defaults, and validates.
+pub fn resolve(args: &ServeArgs) -> Result<(ServerConfig, LogFormat)> {
+    let file = match &args.config {
+        Some(p) => load_file(p)?,
+        None => FileConfig::default(),
+    };
+    // Relative paths in the file are relative to the file.
+    let base = args.config.as_ref().and_then(|p| p.parent().map(Path::to_path_buf)).unwrap_or_default();
+    let rel = |p: PathBuf| if p.is_absolute() { p } else { base.join(p) };
+
+    let listen_s = args.listen.clone().or(file.listen).unwrap_or_else(|| "127.0.0.1:8443".into());
+    let listen: SocketAddr = listen_s.parse().with_context(|| format!("listen: {listen_s:?} is not an address:port"))?;
+    let store_s = args.store.clone().or(file.store).unwrap_or_else(|| "embedded".into());
+    let store: StoreKind = store_s.parse().map_err(|e: String| anyhow::anyhow!("store: {e}"))?;
+    let log_s = args.log_format.clone().or(file.log_format).unwrap_or_else(|| "json".into());
+    let log_format = match log_s.as_str() {
+        "json" => LogFormat::Json,
+        "text" => LogFormat::Text,
+        other => bail!("log_format: {other:?} is not json or text"),
+    };
+    let dur = |key: &str, v: Option<String>, d: &str| -> Result<Duration> {
+        let s = v.unwrap_or_else(|| d.to_string());
+        parse_duration(&s).map_err(|e| anyhow::anyhow!("{key}: {e}"))
+    };
+    let config = ServerConfig {
+        listen,
+        certs_dir: args.certs_dir.clone().or(file.certs_dir.map(&rel)).unwrap_or_else(|| "certs".into()),
+        upstream_kubeconfig: args
+            .upstream_kubeconfig
+            .clone()
+            .or(file.upstream_kubeconfig.map(&rel))
+            .context("upstream_kubeconfig: required (flag --upstream-kubeconfig, env PADDOCK_UPSTREAM_KUBECONFIG, or the config file)")?,
+        store,
+        data_dir: args.data_dir.clone().or(file.data_dir.map(&rel)).unwrap_or_else(|| ".paddock/data".into()),
+        etcd_endpoints: args.etcd_endpoints.clone().or(file.etcd_endpoints).unwrap_or_default(),
+        etcd_prefix: args.etcd_prefix.clone().or(file.etcd_prefix).unwrap_or_else(|| "/paddock".into()),
+        public_url: args.public_url.clone().or(file.public_url).unwrap_or_else(|| format!("https://{listen}")),
+        cert_validity: dur("cert_validity", args.cert_validity.clone().or(file.cert_validity), "720h")?,
+        max_body_bytes: args.max_body_bytes.or(file.max_body_bytes).unwrap_or(3 * 1024 * 1024),
+        cert_reload_interval: Duration::from_secs(5),
+        shutdown_grace: dur("shutdown_grace", args.shutdown_grace.clone().or(file.shutdown_grace), "10s")?,
+    };
+    config.validate().map_err(anyhow::Error::msg)?;
+    Ok((config, log_format))
+}
+
+fn init_logging(format: LogFormat) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,hyper=warn,h2=warn,rustls=warn,tonic=warn"));
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    match format {
+        LogFormat::Json => builder.json().flatten_event(true).with_current_span(false).init(),
+        LogFormat::Text => builder.init(),
+    }
+}
+
+/// Runs the server until SIGINT or SIGTERM.
+pub async fn run(args: ServeArgs) -> Result<()> {
+    let (config, log_format) = resolve(&args)?;
+    init_logging(log_format);
+    let token = CancellationToken::new();
+    let t2 = token.clone();
+    tokio::spawn(async move {
+        let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::error!(error = %e, "cannot install the SIGTERM handler");
+                return;
+            }
+        };
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = term.recv() => {}
+        }
+        tracing::info!("shutdown requested");
+        t2.cancel();
+    });
+    paddock_server::run(config, token).await?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unknown_key_is_named() {
+        let dir = tempfile_dir();
+        let p = dir.join("bad.toml");
+        std::fs::write(&p, "listen = \"127.0.0.1:1\"\nlisten_adress = \"x\"\n").ok();
+        let args = ServeArgs { config: Some(p), ..Default::default() };
+        let err = match resolve(&args) {
+            Ok(_) => String::new(),
+            Err(e) => format!("{e:#}"),
+        };
+        assert!(err.contains("listen_adress"), "{err}");
+    }
+
+    fn tempfile_dir() -> PathBuf {
+        let d = std::env::temp_dir().join(format!("paddock-serve-test-{}", std::process::id()));
+        std::fs::create_dir_all(&d).ok();
+        d
+    }
+}

@@ -1,0 +1,19 @@
+//! paddock's end-to-end harness: a real control plane on loopback (tests/testbed), paddock as a
+//! real process, the pinned kubectl and the `kube` crate as clients, scenarios as data.
+//!
+//! - [`testbed::ControlPlane`]: build.sh + up.sh in a temp dir; down.sh on drop; a reaper tears
+//!   it down if the test process dies.
+//! - [`paddock::Paddock`]: `paddock ca init` + `paddock serve`, tenants via the CLI.
+//! - [`kubectl::Kubectl`]: kubectl with one kubeconfig; failures show command, output, log tail.
+//! - [`scenario`]: `tests/e2e/scenarios/*.yaml` and their runner.
+
+pub mod kube_client;
+pub mod kubectl;
+pub mod paddock;
+pub mod process;
+pub mod scenario;
+pub mod testbed;
+
+pub use kubectl::Kubectl;
+pub use paddock::{Paddock, StoreKind};
+pub use testbed::ControlPlane;

@@ -1,0 +1,319 @@
+//! paddock as a real child process (crates/paddock/CLI.md), in front of a [`ControlPlane`].
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+
+use crate::kubectl::Kubectl;
+use crate::process::{self, Output, describe, free_port, indent, tail_file, truncate};
+use crate::testbed::{ControlPlane, workspace_root};
+
+/// Which tenant store paddock runs with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StoreKind {
+    /// The control plane's second etcd (the production store).
+    Etcd,
+    /// The embedded single-replica store in a data dir.
+    Embedded,
+}
+
+/// The `paddock` binary: `$PADDOCK_BIN`, else `<target>/debug/paddock`, built with
+/// `cargo build -p paddock` first (a no-op when it is up to date) unless `PADDOCK_E2E_NO_BUILD=1`.
+pub fn paddock_binary() -> Result<PathBuf> {
+    if let Ok(p) = std::env::var("PADDOCK_BIN") {
+        return Ok(PathBuf::from(p));
+    }
+    let root = workspace_root();
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .map(|t| if t.is_relative() { root.join(t) } else { t })
+        .unwrap_or_else(|| root.join("target"));
+    let bin = target.join("debug").join("paddock");
+    let no_build = std::env::var("PADDOCK_E2E_NO_BUILD").is_ok_and(|v| v == "1");
+    if !no_build || !bin.is_file() {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let mut cmd = Command::new(cargo);
+        cmd.current_dir(&root)
+            .args(["build", "-p", "paddock", "--bin", "paddock"]);
+        let out = process::run(&mut cmd, None, Duration::from_secs(30 * 60))?;
+        if !out.success() {
+            bail!(
+                "cargo build -p paddock failed (exit {:?}):\n{}",
+                out.code,
+                process::tail_lines(&out.stderr, 60)
+            );
+        }
+    }
+    if !bin.is_file() {
+        bail!("{} does not exist after cargo build", bin.display());
+    }
+    Ok(bin)
+}
+
+/// A running `paddock serve`, killed on drop.
+pub struct Paddock {
+    bin: PathBuf,
+    dir: PathBuf,
+    url: String,
+    log: PathBuf,
+    child: Mutex<Option<Child>>,
+    tenants: Mutex<BTreeMap<String, PathBuf>>,
+    pub startup: Duration,
+}
+
+impl Paddock {
+    /// `paddock ca init`, then `paddock serve` against `cp`'s apiserver (with paddock's etcd for
+    /// [`StoreKind::Etcd`]); waits for `/readyz` (at most 60 s).
+    pub fn start(cp: &ControlPlane, store: StoreKind) -> Result<Self> {
+        Self::start_named(cp, store, "paddock")
+    }
+
+    /// Like [`Paddock::start`], with its own directory name under the test bed (for replicas).
+    pub fn start_named(cp: &ControlPlane, store: StoreKind, name: &str) -> Result<Self> {
+        let bin = paddock_binary()?;
+        let dir = cp.dir().join(name);
+        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+        let port = free_port()?;
+        let url = format!("https://127.0.0.1:{port}");
+        let certs = dir.join("certs");
+        let log = cp.dir().join("logs").join(format!("{name}.log"));
+
+        let mut init = Command::new(&bin);
+        init.args(["ca", "init", "--dir"])
+            .arg(&certs)
+            .args(["--server-url", &url]);
+        let out = process::run(&mut init, None, Duration::from_secs(60))?;
+        if !out.success() {
+            bail!("{}", cli_failure(&describe(&init), &out, None));
+        }
+
+        let mut serve = Command::new(&bin);
+        serve
+            .arg("serve")
+            .args(["--listen", &format!("127.0.0.1:{port}")])
+            .arg("--certs-dir")
+            .arg(&certs)
+            .arg("--upstream-kubeconfig")
+            .arg(cp.admin_kubeconfig())
+            .args(["--public-url", &url])
+            .args(["--log-format", "json"]);
+        match store {
+            StoreKind::Etcd => {
+                serve.args([
+                    "--store",
+                    "etcd",
+                    "--etcd-endpoints",
+                    cp.paddock_etcd_endpoints()?,
+                    "--etcd-prefix",
+                    "/paddock-e2e",
+                ]);
+            }
+            StoreKind::Embedded => {
+                serve
+                    .args(["--store", "embedded", "--data-dir"])
+                    .arg(dir.join("data"));
+            }
+        }
+        for (k, _) in std::env::vars() {
+            if k.starts_with("PADDOCK_") {
+                serve.env_remove(k);
+            }
+        }
+        serve.env("RUST_LOG", std::env::var("PADDOCK_E2E_RUST_LOG").unwrap_or_else(|_| "info".into()));
+        let logf = File::create(&log).with_context(|| format!("creating {}", log.display()))?;
+        let logf2 = logf.try_clone()?;
+        serve
+            .stdin(Stdio::null())
+            .stdout(Stdio::from(logf))
+            .stderr(Stdio::from(logf2));
+        let line = describe(&serve);
+        let t0 = Instant::now();
+        let child = serve
+            .spawn()
+            .with_context(|| format!("cannot start {line}"))?;
+        // The reaper of the test bed stops it too if this test process is killed.
+        cp.record_pid(name, child.id())?;
+        let mut me = Self {
+            bin,
+            dir,
+            url,
+            log,
+            child: Mutex::new(Some(child)),
+            tenants: Mutex::new(BTreeMap::new()),
+            startup: Duration::ZERO,
+        };
+        me.wait_ready(Duration::from_secs(60))
+            .with_context(|| format!("paddock did not become ready: {line}"))?;
+        me.startup = t0.elapsed();
+        Ok(me)
+    }
+
+    fn wait_ready(&self, timeout: Duration) -> Result<()> {
+        let certs = self.dir.join("certs");
+        let deadline = Instant::now() + timeout;
+        let mut last = String::new();
+        loop {
+            if let Some(status) = self.exited() {
+                bail!(
+                    "paddock exited ({status}) during startup; tail of {}:\n{}",
+                    self.log.display(),
+                    indent(&tail_file(&self.log, 40), "    | ")
+                );
+            }
+            let mut curl = Command::new("curl");
+            curl.args(["-sS", "--max-time", "3", "--cacert"])
+                .arg(certs.join("ca.crt"))
+                .arg("--cert")
+                .arg(certs.join("admin.crt"))
+                .arg("--key")
+                .arg(certs.join("admin.key"))
+                .arg(format!("{}/readyz", self.url));
+            let out = process::run(&mut curl, None, Duration::from_secs(5))?;
+            if out.success() && out.stdout.trim() == "ok" {
+                return Ok(());
+            }
+            last = format!("{}{}", out.stdout.trim(), out.stderr.trim());
+            if Instant::now() >= deadline {
+                bail!(
+                    "/readyz not ok after {:?} (last answer: {last}); tail of {}:\n{}",
+                    timeout,
+                    self.log.display(),
+                    indent(&tail_file(&self.log, 40), "    | ")
+                );
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+
+    /// `Some(status)` if the process has exited.
+    pub fn exited(&self) -> Option<String> {
+        let mut g = self.child.lock().ok()?;
+        let child = g.as_mut()?;
+        match child.try_wait() {
+            Ok(Some(s)) => Some(s.to_string()),
+            Ok(None) => None,
+            Err(e) => Some(e.to_string()),
+        }
+    }
+
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    pub fn log_path(&self) -> &Path {
+        &self.log
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The platform admin's kubeconfig written by `paddock ca init`.
+    pub fn admin_kubeconfig(&self) -> PathBuf {
+        self.dir.join("certs").join("admin.kubeconfig")
+    }
+
+    /// Runs an admin command of the paddock CLI (`tenant ...`, `user ...`, `cert ...`) with the
+    /// platform-admin kubeconfig; returns what happened.
+    pub fn cli_raw(&self, args: &[String], timeout: Duration) -> Result<(String, Output)> {
+        let mut cmd = Command::new(&self.bin);
+        cmd.args(args).arg("--kubeconfig").arg(self.admin_kubeconfig());
+        for (k, _) in std::env::vars() {
+            if k.starts_with("PADDOCK_") {
+                cmd.env_remove(k);
+            }
+        }
+        let line = describe(&cmd);
+        let out = process::run(&mut cmd, None, timeout)?;
+        Ok((line, out))
+    }
+
+    /// Runs an admin command and requires success; returns stdout.
+    pub fn cli(&self, args: &[&str]) -> Result<String> {
+        let args: Vec<String> = args.iter().map(|s| (*s).to_owned()).collect();
+        let (line, out) = self.cli_raw(&args, Duration::from_secs(60))?;
+        if !out.success() {
+            bail!("{}", cli_failure(&line, &out, Some(&self.log)));
+        }
+        Ok(out.stdout)
+    }
+
+    /// The tenant admin's kubeconfig for `id`, creating the tenant on first use
+    /// (`paddock tenant create <id>`).
+    pub fn tenant(&self, id: &str) -> Result<PathBuf> {
+        let mut tenants = self
+            .tenants
+            .lock()
+            .map_err(|_| anyhow::anyhow!("tenant cache poisoned"))?;
+        if let Some(p) = tenants.get(id) {
+            return Ok(p.clone());
+        }
+        let kubeconfig = self.cli(&["tenant", "create", id])?;
+        let dir = self.dir.join("tenants");
+        std::fs::create_dir_all(&dir)?;
+        let path = dir.join(format!("{id}.kubeconfig"));
+        std::fs::write(&path, kubeconfig).with_context(|| format!("writing {}", path.display()))?;
+        tenants.insert(id.to_owned(), path.clone());
+        Ok(path)
+    }
+
+    /// kubectl as `id`'s tenant admin (creating the tenant on first use).
+    pub fn kubectl_tenant(&self, id: &str) -> Result<Kubectl> {
+        let kc = self.tenant(id)?;
+        Ok(Kubectl::new(kc)?
+            .cache_dir(self.dir.join("kubectl-cache").join(id))
+            .log(&self.log))
+    }
+
+    /// kubectl as paddock's platform admin (the admin API, `tenants.paddock.io`).
+    pub fn kubectl_admin(&self) -> Result<Kubectl> {
+        Ok(Kubectl::new(self.admin_kubeconfig())?
+            .cache_dir(self.dir.join("kubectl-cache").join("_admin"))
+            .log(&self.log))
+    }
+
+    /// Stops paddock: TERM, then KILL after 5 s.
+    pub fn stop(&self) {
+        let Ok(mut g) = self.child.lock() else {
+            return;
+        };
+        if let Some(mut child) = g.take() {
+            if let Ok(None) = child.try_wait() {
+                process::signal(child.id(), "TERM");
+                if let Ok((None, _)) = process::wait_timeout(&mut child, Duration::from_secs(5)) {
+                    let _ = child.kill();
+                }
+            }
+            let _ = child.wait();
+        }
+    }
+}
+
+impl Drop for Paddock {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+fn cli_failure(line: &str, out: &Output, log: Option<&Path>) -> String {
+    let mut s = format!(
+        "paddock CLI failed\n  command: {line}\n  exit: {:?}{}\n  stdout:\n{}\n  stderr:\n{}\n",
+        out.code,
+        if out.timed_out { " (timed out)" } else { "" },
+        indent(&truncate(&out.stdout, 3000), "    | "),
+        indent(&truncate(&out.stderr, 3000), "    | ")
+    );
+    if let Some(log) = log {
+        s.push_str(&format!(
+            "  tail of {}:\n{}\n",
+            log.display(),
+            indent(&tail_file(log, 30), "    | ")
+        ));
+    }
+    s
+}

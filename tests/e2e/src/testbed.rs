@@ -1,0 +1,236 @@
+//! The local control plane: tests/testbed/build.sh + up.sh/down.sh driven from Rust.
+
+use std::collections::BTreeMap;
+use std::fs::OpenOptions;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+
+use crate::kubectl::Kubectl;
+use crate::process::{self, indent, proc_start_time, tail_lines};
+
+/// The workspace root (this crate lives in `<root>/tests/e2e`).
+pub fn workspace_root() -> PathBuf {
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    manifest
+        .parent()
+        .and_then(Path::parent)
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| manifest.to_path_buf())
+}
+
+/// `tests/testbed` in the workspace.
+pub fn testbed_scripts() -> PathBuf {
+    workspace_root().join("tests").join("testbed")
+}
+
+/// Parses `KEY=VALUE` / `KEY='VALUE'` lines (what build.sh --print-env and up.sh's env file hold).
+pub fn parse_env(text: &str) -> BTreeMap<String, String> {
+    text.lines()
+        .filter_map(|l| {
+            let l = l.trim();
+            if l.is_empty() || l.starts_with('#') {
+                return None;
+            }
+            let (k, v) = l.split_once('=')?;
+            let v = v
+                .strip_prefix('\'')
+                .and_then(|v| v.strip_suffix('\''))
+                .unwrap_or(v);
+            Some((k.trim().to_owned(), v.to_owned()))
+        })
+        .collect()
+}
+
+/// Builds (or finds in the cache) the control-plane binaries; returns their bin directories
+/// (`PADDOCK_K8S_BIN`, `PADDOCK_ETCD_BIN`, `PADDOCK_KWOK_BIN`, with `e2e` also `PADDOCK_E2E_BIN`).
+pub fn build_binaries(e2e: bool) -> Result<BTreeMap<String, String>> {
+    let mut cmd = Command::new("bash");
+    cmd.arg(testbed_scripts().join("build.sh")).arg("--print-env");
+    if e2e {
+        cmd.arg("--e2e");
+    }
+    // A cold build takes 20-40 min on 2 cores; bounded nonetheless.
+    let out = process::run(&mut cmd, None, Duration::from_secs(100 * 60))?;
+    if !out.success() {
+        bail!(
+            "tests/testbed/build.sh failed (exit {:?}{}):\n{}",
+            out.code,
+            if out.timed_out { ", timed out" } else { "" },
+            tail_lines(&out.stderr, 60)
+        );
+    }
+    Ok(parse_env(&out.stdout))
+}
+
+/// A running control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok
+/// with two nodes, and paddock's etcd) in a temp dir. Dropping it runs down.sh.
+pub struct ControlPlane {
+    dir: PathBuf,
+    env: BTreeMap<String, String>,
+    keep: bool,
+    pub startup: Duration,
+}
+
+impl ControlPlane {
+    /// Starts a fresh control plane. The test process is the owner: if it dies, up.sh's reaper
+    /// tears everything down and removes the directory.
+    /// `PADDOCK_E2E_KEEP=1` keeps it running after the test (no reaper; stop it with down.sh).
+    pub fn start() -> Result<Self> {
+        let bins = build_binaries(false)?;
+        let keep = std::env::var("PADDOCK_E2E_KEEP").is_ok_and(|v| v == "1");
+        let dir = tempfile::Builder::new()
+            .prefix("paddock-testbed-")
+            .tempdir()
+            .context("creating the test bed directory")?
+            .keep();
+        let t0 = Instant::now();
+        let mut cmd = Command::new("bash");
+        cmd.arg(testbed_scripts().join("up.sh")).arg(&dir);
+        if !keep {
+            cmd.arg("--owner-pid").arg(std::process::id().to_string());
+        }
+        for (k, v) in &bins {
+            cmd.env(k, v);
+        }
+        let out = process::run(&mut cmd, None, Duration::from_secs(180))?;
+        let startup = t0.elapsed();
+        if !out.success() {
+            // up.sh tears down on failure; make sure, then report.
+            let _ = run_down(&dir);
+            bail!(
+                "tests/testbed/up.sh failed (exit {:?}{}):\n{}",
+                out.code,
+                if out.timed_out { ", timed out" } else { "" },
+                tail_lines(&out.stderr, 80)
+            );
+        }
+        eprintln!("{}", indent(out.stderr.trim_end(), "  "));
+        let env_text = std::fs::read_to_string(dir.join("env"))
+            .with_context(|| format!("reading {}/env", dir.display()))?;
+        let env = parse_env(&env_text);
+        if keep {
+            eprintln!(
+                "PADDOCK_E2E_KEEP=1: the control plane stays up in {}; stop it with tests/testbed/down.sh {}",
+                dir.display(),
+                dir.display()
+            );
+        }
+        Ok(Self {
+            dir,
+            env,
+            keep,
+            startup,
+        })
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// A value from `<dir>/env`.
+    pub fn var(&self, key: &str) -> Result<&str> {
+        self.env
+            .get(key)
+            .map(String::as_str)
+            .with_context(|| format!("{key} missing from {}/env", self.dir.display()))
+    }
+
+    pub fn env(&self) -> &BTreeMap<String, String> {
+        &self.env
+    }
+
+    pub fn admin_kubeconfig(&self) -> PathBuf {
+        self.dir.join("admin.kubeconfig")
+    }
+
+    pub fn apiserver_url(&self) -> Result<&str> {
+        self.var("APISERVER_URL")
+    }
+
+    pub fn paddock_etcd_endpoints(&self) -> Result<&str> {
+        self.var("PADDOCK_ETCD_ENDPOINTS")
+    }
+
+    /// kubectl (the pinned one) as the upstream cluster admin.
+    pub fn kubectl_admin(&self) -> Result<Kubectl> {
+        Ok(Kubectl::new(self.admin_kubeconfig())?.cache_dir(self.dir.join("kubectl-cache/admin")))
+    }
+
+    /// PIDs recorded in `<dir>/pids` that still run (same start time as recorded).
+    pub fn live_pids(&self) -> Vec<(String, u32)> {
+        live_recorded_pids(&self.dir)
+    }
+
+    /// Records an extra process so that down.sh (and the reaper) stop it too.
+    pub fn record_pid(&self, name: &str, pid: u32) -> Result<()> {
+        let start = proc_start_time(pid).unwrap_or_else(|| "0".into());
+        let mut f = OpenOptions::new()
+            .append(true)
+            .open(self.dir.join("pids"))
+            .context("opening the pids file")?;
+        writeln!(f, "{name} {pid} {start}").context("writing the pids file")?;
+        Ok(())
+    }
+
+    /// Stops everything and removes the directory now; returns what was still alive afterwards.
+    pub fn stop(mut self) -> Result<Vec<(String, u32)>> {
+        self.keep = false;
+        let recorded = read_pids(&self.dir);
+        run_down(&self.dir)?;
+        let left = recorded
+            .into_iter()
+            .filter(|(_, pid, start)| proc_start_time(*pid).as_deref() == Some(start.as_str()))
+            .map(|(n, p, _)| (n, p))
+            .collect();
+        // Drop does nothing more: the directory is gone.
+        Ok(left)
+    }
+}
+
+impl Drop for ControlPlane {
+    fn drop(&mut self) {
+        if self.keep || !self.dir.exists() {
+            return;
+        }
+        if let Err(e) = run_down(&self.dir) {
+            eprintln!("tearing down {}: {e:#}", self.dir.display());
+        }
+    }
+}
+
+fn run_down(dir: &Path) -> Result<()> {
+    let mut cmd = Command::new("bash");
+    cmd.arg(testbed_scripts().join("down.sh")).arg(dir);
+    let out = process::run(&mut cmd, None, Duration::from_secs(60))?;
+    if !out.success() {
+        bail!("down.sh failed: {}{}", out.stdout, out.stderr);
+    }
+    Ok(())
+}
+
+/// `(name, pid, start time)` lines of `<dir>/pids`.
+pub fn read_pids(dir: &Path) -> Vec<(String, u32, String)> {
+    std::fs::read_to_string(dir.join("pids"))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| {
+            let mut it = l.split_whitespace();
+            let name = it.next()?.to_owned();
+            let pid = it.next()?.parse().ok()?;
+            let start = it.next()?.to_owned();
+            Some((name, pid, start))
+        })
+        .collect()
+}
+
+fn live_recorded_pids(dir: &Path) -> Vec<(String, u32)> {
+    read_pids(dir)
+        .into_iter()
+        .filter(|(_, pid, start)| proc_start_time(*pid).as_deref() == Some(start.as_str()))
+        .map(|(n, p, _)| (n, p))
+        .collect()
+}

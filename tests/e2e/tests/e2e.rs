@@ -1,0 +1,125 @@
+//! The end-to-end suite: ONE control plane and ONE paddock (etcd store) for the whole run; every
+//! scenario of tests/e2e/scenarios/*.yaml runs against them, then the code-level checks (the
+//! `kube` crate as a second client). Prints a per-scenario summary; fails if any scenario failed.
+//!
+//! `PADDOCK_E2E_SCENARIOS=ns,configmap` runs only scenarios whose name contains one of the words.
+//! On failure the logs of every component are copied to target/e2e-logs/.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use paddock_e2e::scenario::{self, Env, Outcome, Status};
+use paddock_e2e::testbed::workspace_root;
+use paddock_e2e::{ControlPlane, Paddock, StoreKind, kube_client};
+
+fn selected(name: &str) -> bool {
+    match std::env::var("PADDOCK_E2E_SCENARIOS") {
+        Ok(f) if !f.trim().is_empty() => f.split(',').any(|w| name.contains(w.trim())),
+        _ => true,
+    }
+}
+
+fn code_scenario(name: &str, f: impl FnOnce() -> Result<()>) -> Outcome {
+    let t0 = Instant::now();
+    let r = f();
+    Outcome {
+        name: name.to_owned(),
+        status: if r.is_ok() {
+            Status::Passed
+        } else {
+            Status::Failed
+        },
+        steps_passed: usize::from(r.is_ok()),
+        steps_total: 1,
+        elapsed: t0.elapsed(),
+        failure: r.err().map(|e| format!("{e:#}")),
+        cleanup_problems: Vec::new(),
+    }
+}
+
+fn save_logs(cp: &ControlPlane) -> Result<()> {
+    let dest = workspace_root().join("target").join("e2e-logs");
+    let _ = std::fs::remove_dir_all(&dest);
+    std::fs::create_dir_all(&dest)?;
+    for e in std::fs::read_dir(cp.dir().join("logs"))? {
+        let p = e?.path();
+        if let Some(n) = p.file_name() {
+            std::fs::copy(&p, dest.join(n))?;
+        }
+    }
+    eprintln!("component logs copied to {}", dest.display());
+    Ok(())
+}
+
+#[test]
+fn scenarios() -> Result<()> {
+    let cp = ControlPlane::start().context("starting the control plane")?;
+    eprintln!("control plane up in {:.1}s", cp.startup.as_secs_f64());
+    let paddock = Paddock::start(&cp, StoreKind::Etcd);
+    match &paddock {
+        Ok(p) => eprintln!("paddock ready at {} in {:.1}s", p.url(), p.startup.as_secs_f64()),
+        Err(e) => eprintln!("\n!!!! paddock did not start; its scenarios will fail:\n{e:#}\n"),
+    }
+    let env = Env {
+        cp: &cp,
+        paddock: paddock.as_ref().map_err(|e| format!("{e:#}")),
+    };
+
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios");
+    let all = scenario::load_dir(&dir)?;
+    let mut outcomes = Vec::new();
+    for sc in all.iter().filter(|s| selected(&s.name)) {
+        eprintln!("---- scenario {} ({})", sc.name, sc.description.trim());
+        let o = env.run(sc);
+        if let Some(f) = &o.failure
+            && o.status == Status::Failed
+        {
+            eprintln!("FAILED {}: {f}", sc.name);
+        }
+        outcomes.push(o);
+    }
+
+    if selected("kube-client") {
+        eprintln!("---- scenario kube-client (the kube crate as a second client)");
+        let o = code_scenario("kube-client", || {
+            let p = paddock
+                .as_ref()
+                .map_err(|e| anyhow::anyhow!("paddock is not running: {e:#}"))?;
+            let kc = p.tenant("kubers")?;
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()?;
+            rt.block_on(async {
+                tokio::time::timeout(
+                    Duration::from_secs(60),
+                    kube_client::tenant_roundtrip(&kc, "from-kube-rs", &[]),
+                )
+                .await
+                .context("timed out")?
+            })?;
+            // Upstream: the object lived in kubers-default and is gone now.
+            let up = cp.kubectl_admin()?;
+            let ns = up.run(&["get", "ns", "kubers-default", "-o", "name"])?;
+            if ns.trim() != "namespace/kubers-default" {
+                bail!("upstream namespace kubers-default missing: {ns}");
+            }
+            Ok(())
+        });
+        if let Some(f) = &o.failure {
+            eprintln!("FAILED kube-client: {f}");
+        }
+        outcomes.push(o);
+    }
+
+    let failed = scenario::print_summary(&outcomes);
+    if failed > 0 {
+        if let Ok(p) = &paddock {
+            p.stop();
+        }
+        let _ = save_logs(&cp);
+        bail!("{failed} of {} scenarios failed", outcomes.len());
+    }
+    Ok(())
+}

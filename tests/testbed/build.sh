@@ -1,0 +1,165 @@
+#!/usr/bin/env bash
+# Build (or reuse from cache) the binaries of the local control plane:
+#   kube-apiserver, kube-controller-manager, kube-scheduler  (k8s.io/kubernetes via a wrapper module)
+#   etcd                                                       (go.etcd.io/etcd/server/v3 via a wrapper module)
+#   kwok                                                       (sigs.k8s.io/kwok, go install)
+#   e2e-apimachinery.test (only with --e2e)                    (slim conformance binary)
+# Everything comes from the Go module proxy. The cache lives outside the repo:
+#   ${PADDOCK_TESTBED_CACHE:-$HOME/.cache/paddock-testbed}/<component>-<version>/bin
+# Only missing parts are rebuilt. Prints the bin directories as shell assignments on stdout
+# when called with --print-env.
+set -euo pipefail
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# shellcheck source=versions.env
+source "$HERE/versions.env"
+CACHE="${PADDOCK_TESTBED_CACHE:-$HOME/.cache/paddock-testbed}"
+WANT_E2E=0; PRINT_ENV=0
+for a in "$@"; do
+  case "$a" in
+    --e2e) WANT_E2E=1 ;;
+    --print-env) PRINT_ENV=1 ;;
+    *) echo "build.sh: unknown argument $a" >&2; exit 2 ;;
+  esac
+done
+log() { echo "[testbed-build] $*" >&2; }
+die() { echo "[testbed-build] ERROR: $*" >&2; exit 1; }
+
+export GOTOOLCHAIN=local CGO_ENABLED=0 GOFLAGS="-trimpath -buildvcs=false"
+K8S_DIR="$CACHE/k8s-$K8S_VERSION"; ETCD_DIR="$CACHE/etcd-$ETCD_VERSION"; KWOK_DIR="$CACHE/kwok-$KWOK_VERSION"
+E2E_DIR="$CACHE/e2e-$K8S_VERSION"
+
+need_go() {
+  command -v go >/dev/null 2>&1 || die "the Go toolchain is not on PATH; install Go >= 1.24 (needed to build the test control plane)"
+  if ! go mod download -json "sigs.k8s.io/kwok@$KWOK_VERSION" >/dev/null 2>"$CACHE/.proxy-check.err"; then
+    cat "$CACHE/.proxy-check.err" >&2
+    die "the Go module proxy ($(go env GOPROXY)) is not reachable; cannot build the control plane"
+  fi
+}
+
+timed() { # timed LABEL cmd...
+  local t0=$SECONDS; "${@:2}"; log "$1 took $((SECONDS - t0)) s"
+}
+
+# The wrapper module: k8s.io/kubernetes cannot be consumed as a dependency without a replace line
+# for every staging module it requires at v0.0.0 (its own replaces point into its tree and are
+# ignored for dependencies); each maps to the published tag v0.<minor>.<patch> of the release.
+k8s_wrapper_gomod() { # k8s_wrapper_gomod MODULE_NAME   (in the current directory)
+  local stg kmod m
+  stg="v0.${K8S_VERSION#v1.}"
+  cat > go.mod <<GOMOD
+module $1
+
+go 1.24.0
+
+godebug default=go1.24
+
+require k8s.io/kubernetes $K8S_VERSION
+GOMOD
+  kmod=$(go mod download -json "k8s.io/kubernetes@$K8S_VERSION" | python3 -c 'import json,sys;print(json.load(sys.stdin)["GoMod"])')
+  for m in $(awk '$1 ~ /^k8s\.io\// && $2 == "v0.0.0" {print $1}' "$kmod"); do
+    go mod edit -replace="$m=$m@$stg"
+  done
+}
+# Version stamps as upstream's hack/lib/version.sh sets them: /version must say v1.33.z with
+# major/minor (kubectl's version dispatch and the "server version" conformance test need them).
+k8s_ldflags() {
+  local minor ldf="-s -w" p
+  minor=$(echo "$K8S_VERSION" | cut -d. -f2)
+  for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    ldf="$ldf -X $p.gitVersion=$K8S_VERSION -X $p.gitMajor=1 -X $p.gitMinor=$minor -X $p.gitTreeState=clean -X $p.buildDate=2026-01-01T00:00:00Z"
+  done
+  echo "$ldf"
+}
+
+build_k8s() {
+  [ -x "$K8S_DIR/bin/kube-apiserver" ] && [ -x "$K8S_DIR/bin/kube-controller-manager" ] && [ -x "$K8S_DIR/bin/kube-scheduler" ] && return 0
+  log "building kube-apiserver, kube-controller-manager, kube-scheduler $K8S_VERSION into $K8S_DIR (cold: ~15-25 min on 2 cores)"
+  mkdir -p "$K8S_DIR/src" "$K8S_DIR/bin"; cd "$K8S_DIR/src"
+  k8s_wrapper_gomod local.test/paddock-testbed
+  cat > tools.go <<'GOSRC'
+//go:build tools
+
+package tools
+
+import (
+	_ "k8s.io/kubernetes/cmd/kube-apiserver/app"
+	_ "k8s.io/kubernetes/cmd/kube-controller-manager/app"
+	_ "k8s.io/kubernetes/cmd/kube-scheduler/app"
+)
+GOSRC
+  go mod tidy
+  go build -tags=selinux,notest,grpcnotrace -ldflags "$(k8s_ldflags)" -o "$K8S_DIR/bin/" \
+    k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kube-scheduler
+  "$K8S_DIR/bin/kube-apiserver" --version >&2
+}
+
+build_etcd() {
+  [ -x "$ETCD_DIR/bin/etcd" ] && return 0
+  log "building etcd $ETCD_VERSION into $ETCD_DIR"
+  mkdir -p "$ETCD_DIR/src" "$ETCD_DIR/bin"; cd "$ETCD_DIR/src"
+  cat > go.mod <<GOMOD
+module local.test/paddock-etcd
+
+go 1.23.0
+
+require go.etcd.io/etcd/server/v3 $ETCD_VERSION
+GOMOD
+  cat > main.go <<'GOSRC'
+package main
+
+import (
+	"os"
+
+	"go.etcd.io/etcd/server/v3/etcdmain"
+)
+
+func main() { etcdmain.Main(os.Args) }
+GOSRC
+  go mod tidy
+  go build -ldflags "-s -w" -o "$ETCD_DIR/bin/etcd" .
+  "$ETCD_DIR/bin/etcd" --version >&2
+}
+
+build_kwok() {
+  [ -x "$KWOK_DIR/bin/kwok" ] && return 0
+  log "building kwok $KWOK_VERSION into $KWOK_DIR"
+  mkdir -p "$KWOK_DIR/bin"
+  GOBIN="$KWOK_DIR/bin" go install -ldflags "-s -w" "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION"
+  "$KWOK_DIR/bin/kwok" --version >&2 || true
+}
+
+build_e2e() {
+  [ -x "$E2E_DIR/bin/e2e-apimachinery.test" ] && return 0
+  log "building the slim api-machinery conformance binary $K8S_VERSION into $E2E_DIR (cold: ~10-20 min on 2 cores)"
+  # A module of its own (same replaces as the server build), so the servers' go.mod stays as is.
+  mkdir -p "$E2E_DIR/src/e2e" "$E2E_DIR/bin"; cd "$E2E_DIR/src"
+  k8s_wrapper_gomod local.test/paddock-e2e
+  cp "$HERE/e2e_main_test.go" e2e/e2e_test.go
+  printf '// Package e2e holds only the conformance suite entry point (e2e_test.go).\npackage e2e\n' > e2e/doc.go
+  go mod tidy
+  go test -c -vet=off -tags=selinux,notest -ldflags "$(k8s_ldflags)" -o "$E2E_DIR/bin/e2e-apimachinery.test" ./e2e
+  "$E2E_DIR/bin/e2e-apimachinery.test" --version >&2
+}
+
+mkdir -p "$CACHE"
+if [ ! -x "$K8S_DIR/bin/kube-apiserver" ] || [ ! -x "$ETCD_DIR/bin/etcd" ] || [ ! -x "$KWOK_DIR/bin/kwok" ] \
+   || { [ "$WANT_E2E" = 1 ] && [ ! -x "$E2E_DIR/bin/e2e-apimachinery.test" ]; }; then
+  need_go
+fi
+# Serialise concurrent builders (two test runs on one machine) on one lock.
+exec 9>"$CACHE/.build.lock"
+if ! flock -n 9; then
+  log "another build holds $CACHE/.build.lock; waiting for it (up to 90 min)"
+  flock -w 5400 9 || die "timed out waiting for the build lock $CACHE/.build.lock"
+fi
+timed etcd build_etcd
+timed kwok build_kwok
+timed kubernetes build_k8s
+[ "$WANT_E2E" = 1 ] && timed e2e build_e2e
+if [ "$PRINT_ENV" = 1 ]; then
+  echo "PADDOCK_K8S_BIN=$K8S_DIR/bin"
+  echo "PADDOCK_ETCD_BIN=$ETCD_DIR/bin"
+  echo "PADDOCK_KWOK_BIN=$KWOK_DIR/bin"
+  [ "$WANT_E2E" = 1 ] && echo "PADDOCK_E2E_BIN=$E2E_DIR/bin"
+fi
+log "cache: $(du -sh "$CACHE" 2>/dev/null | cut -f1) in $CACHE"

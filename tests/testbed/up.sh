@@ -1,0 +1,322 @@
+#!/usr/bin/env bash
+# Start a local Kubernetes control plane on loopback, everything under one directory:
+#   etcd (upstream store), kube-apiserver, kube-controller-manager, kube-scheduler,
+#   kwok with two untainted simulated nodes, and a second etcd for paddock's own store.
+#
+#   tests/testbed/up.sh <dir> [--owner-pid PID]
+#
+# <dir> must not exist or be empty. Writes <dir>/env (shell assignments) and
+# <dir>/admin.kubeconfig; logs of each component go to <dir>/logs/. Every server listens
+# on 127.0.0.1 only, on free ports chosen at start. Every process is recorded by PID in
+# <dir>/pids; tests/testbed/down.sh <dir> stops them and removes <dir>.
+# With --owner-pid, a small reaper runs down.sh as soon as PID exits (test run killed).
+# Binaries: $PADDOCK_K8S_BIN, $PADDOCK_ETCD_BIN, $PADDOCK_KWOK_BIN, else build.sh --print-env.
+set -euo pipefail
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+T0=$(date +%s%N)
+
+DIR=""; OWNER=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --owner-pid) OWNER="${2:?--owner-pid needs a PID}"; shift 2 ;;
+    --owner-pid=*) OWNER="${1#*=}"; shift ;;
+    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+    -*) echo "up.sh: unknown flag $1" >&2; exit 2 ;;
+    *) [ -z "$DIR" ] || { echo "up.sh: more than one directory given" >&2; exit 2; }; DIR="$1"; shift ;;
+  esac
+done
+[ -n "$DIR" ] || { echo "usage: up.sh <dir> [--owner-pid PID]" >&2; exit 2; }
+if [ -n "$OWNER" ] && ! kill -0 "$OWNER" 2>/dev/null; then
+  echo "up.sh: owner pid $OWNER is not running" >&2; exit 2
+fi
+
+log() { echo "[testbed-up +$(( ($(date +%s%N) - T0) / 1000000 ))ms] $*" >&2; }
+die() { echo "[testbed-up] ERROR: $*" >&2; exit 1; }
+
+# ---------------------------------------------------------------------------------------------
+# binaries
+if [ -z "${PADDOCK_K8S_BIN:-}" ] || [ -z "${PADDOCK_ETCD_BIN:-}" ] || [ -z "${PADDOCK_KWOK_BIN:-}" ]; then
+  eval "$("$HERE/build.sh" --print-env)"
+fi
+for b in "$PADDOCK_K8S_BIN/kube-apiserver" "$PADDOCK_K8S_BIN/kube-controller-manager" \
+         "$PADDOCK_K8S_BIN/kube-scheduler" "$PADDOCK_ETCD_BIN/etcd" "$PADDOCK_KWOK_BIN/kwok"; do
+  [ -x "$b" ] || die "missing binary $b (run tests/testbed/build.sh)"
+done
+KUBECTL="${KUBECTL:-}"
+if [ -z "$KUBECTL" ]; then
+  k="$(command -v kubectl || true)"
+  if [ -n "$k" ] && [ -x "$(dirname "$(readlink -f "$k")")/kubectl.1.33" ]; then
+    KUBECTL="$(dirname "$(readlink -f "$k")")/kubectl.1.33"
+  else
+    KUBECTL="$k"
+  fi
+fi
+[ -n "$KUBECTL" ] && [ -x "$KUBECTL" ] || die "kubectl not found (set KUBECTL=...)"
+
+# ---------------------------------------------------------------------------------------------
+# directory, pid bookkeeping, reaper
+mkdir -p "$DIR"
+DIR="$(cd "$DIR" && pwd)"
+[ -z "$(ls -A "$DIR")" ] || die "$DIR is not empty"
+mkdir -p "$DIR/logs" "$DIR/pki"
+touch "$DIR/.paddock-testbed"          # down.sh removes only directories carrying this marker
+: > "$DIR/pids"
+
+starttime() { # field 22 of /proc/PID/stat (after the parenthesised comm, which may hold spaces)
+  local s; s="$(cat "/proc/$1/stat" 2>/dev/null)" || return 1
+  s="${s##*) }"; echo "$s" | awk '{print $20}'
+}
+record() { # record NAME PID
+  echo "$1 $2 $(starttime "$2" || echo 0)" >> "$DIR/pids"
+}
+record up.sh $$
+
+OK=0
+cleanup() {
+  local rc=$?
+  if [ "$OK" != 1 ]; then
+    echo "[testbed-up] startup failed (rc=$rc); tearing down $DIR" >&2
+    for f in "$DIR"/logs/*.log; do
+      [ -f "$f" ] && [ "$(basename "$f")" != pki.log ] || continue
+      echo "----- tail of $f" >&2; tail -n 15 "$f" >&2
+    done
+    [ "${PADDOCK_TESTBED_KEEP_ON_FAILURE:-0}" = 1 ] || "$HERE/down.sh" "$DIR" >&2 || true
+  fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM HUP
+
+if [ -n "$OWNER" ]; then
+  OWNER_START="$(starttime "$OWNER")"
+  # The reaper gets its own session so that a Ctrl-C or kill of the test run's group does not
+  # take it down with the owner; it tears everything down once the owner is gone.
+  setsid bash "$HERE/reaper.sh" "$OWNER" "$OWNER_START" "$DIR" </dev/null >>"$DIR/logs/reaper.log" 2>&1 &
+  record reaper $!
+fi
+
+alive_or_die() { # alive_or_die NAME PID
+  kill -0 "$2" 2>/dev/null || { tail -n 40 "$DIR/logs/$1.log" >&2 || true; die "$1 (pid $2) exited during startup; log: $DIR/logs/$1.log"; }
+}
+start() { # start NAME BINARY ARGS... ; sets PID_<NAME>
+  local name=$1; shift
+  [ -f "$DIR/.paddock-testbed" ] || die "$DIR was torn down during startup"
+  # setsid: every component leads its own process group, recorded by PID; down.sh signals the group.
+  setsid "$@" </dev/null >"$DIR/logs/$name.log" 2>&1 &
+  local pid=$!
+  record "$name" "$pid"
+  printf -v "PID_${name//-/_}" '%s' "$pid"
+}
+wait_for() { # wait_for DESCRIPTION TIMEOUT_S PROCNAME PID cmd...
+  local what=$1 timeout=$2 name=$3 pid=$4; shift 4
+  local deadline=$(( $(date +%s) + timeout ))
+  until "$@" >/dev/null 2>&1; do
+    alive_or_die "$name" "$pid"
+    [ "$(date +%s)" -lt "$deadline" ] || die "timed out after ${timeout}s waiting for $what; log: $DIR/logs/$name.log"
+    sleep 0.2
+  done
+}
+
+# ---------------------------------------------------------------------------------------------
+# free ports on 127.0.0.1 (all bound at once, then released)
+read -r P_ETCD P_ETCD_PEER P_PETCD P_PETCD_PEER P_API P_KCM P_SCHED < <(python3 - <<'PY'
+import socket
+socks = []
+for _ in range(7):
+    s = socket.socket(); s.bind(("127.0.0.1", 0)); socks.append(s)
+print(" ".join(str(s.getsockname()[1]) for s in socks))
+for s in socks: s.close()
+PY
+)
+[ -n "$P_SCHED" ] || die "could not pick free ports"
+
+# ---------------------------------------------------------------------------------------------
+# PKI (openssl): cluster CA, front-proxy CA, serving cert, client certs, service-account keys
+P="$DIR/pki"
+(
+  cd "$P"
+  exec 2>"$DIR/logs/pki.log"
+  ca() { openssl req -x509 -newkey rsa:2048 -nodes -keyout "$1.key" -out "$1.crt" -days 3650 -subj "/CN=$2" \
+           -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign,cRLSign,digitalSignature"; }
+  leaf() { # leaf NAME CA CN ORG EKU SANS
+    local n=$1 ca=$2 cn=$3 o=$4 eku=$5 sans=$6 subj="/CN=$3"
+    [ -n "$o" ] && subj="/O=$o/CN=$cn"
+    openssl req -newkey rsa:2048 -nodes -keyout "$n.key" -out "$n.csr" -subj "$subj"
+    { echo "basicConstraints=critical,CA:FALSE"; echo "keyUsage=critical,digitalSignature,keyEncipherment"
+      echo "extendedKeyUsage=$eku"; [ -n "$sans" ] && echo "subjectAltName=$sans"; } > "$n.ext"
+    openssl x509 -req -in "$n.csr" -CA "$ca.crt" -CAkey "$ca.key" -CAcreateserial -days 3650 -sha256 \
+      -extfile "$n.ext" -out "$n.crt"
+    rm -f "$n.csr" "$n.ext"
+  }
+  ca ca testbed-ca
+  ca front-proxy-ca testbed-front-proxy-ca
+  leaf apiserver ca kube-apiserver "" serverAuth \
+    "DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local,IP:127.0.0.1,IP:10.96.0.1"
+  leaf admin ca admin system:masters clientAuth ""                       # cluster-admin
+  leaf kube-controller-manager ca system:kube-controller-manager "" clientAuth ""
+  leaf kube-scheduler ca system:kube-scheduler "" clientAuth ""
+  leaf front-proxy-client front-proxy-ca front-proxy-client "" clientAuth ""
+  openssl genrsa -out sa.key 2048 && openssl rsa -in sa.key -pubout -out sa.pub
+) || die "PKI generation failed; see $DIR/logs/pki.log"
+log "PKI generated"
+
+APISERVER_URL="https://127.0.0.1:$P_API"
+kubeconfig() { # kubeconfig FILE CERTNAME USER
+  cat > "$1" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: testbed
+  cluster:
+    server: $APISERVER_URL
+    certificate-authority-data: $(base64 -w0 "$P/ca.crt")
+users:
+- name: $3
+  user:
+    client-certificate-data: $(base64 -w0 "$P/$2.crt")
+    client-key-data: $(base64 -w0 "$P/$2.key")
+contexts:
+- name: testbed
+  context: {cluster: testbed, user: $3}
+current-context: testbed
+EOF
+  chmod 600 "$1"
+}
+kubeconfig "$DIR/admin.kubeconfig" admin admin
+kubeconfig "$DIR/kube-controller-manager.kubeconfig" kube-controller-manager system:kube-controller-manager
+kubeconfig "$DIR/kube-scheduler.kubeconfig" kube-scheduler system:kube-scheduler
+K=("$KUBECTL" --kubeconfig="$DIR/admin.kubeconfig" --request-timeout=10s)
+
+# ---------------------------------------------------------------------------------------------
+# etcd x2: the upstream's store and paddock's own store
+etcd_start() { # etcd_start NAME CLIENT_PORT PEER_PORT
+  start "$1" "$PADDOCK_ETCD_BIN/etcd" --name="$1" --data-dir="$DIR/$1" \
+    --listen-client-urls="http://127.0.0.1:$2" --advertise-client-urls="http://127.0.0.1:$2" \
+    --listen-peer-urls="http://127.0.0.1:$3" --initial-advertise-peer-urls="http://127.0.0.1:$3" \
+    --initial-cluster="$1=http://127.0.0.1:$3" --initial-cluster-state=new \
+    --initial-cluster-token="$1-$(basename "$DIR")" \
+    --auto-compaction-mode=periodic --auto-compaction-retention=5m --quota-backend-bytes=2147483648 \
+    --unsafe-no-fsync --log-level=warn
+}
+etcd_start etcd "$P_ETCD" "$P_ETCD_PEER"
+etcd_start paddock-etcd "$P_PETCD" "$P_PETCD_PEER"
+wait_for "etcd /health" 30 etcd "$PID_etcd" curl -sf --max-time 2 "http://127.0.0.1:$P_ETCD/health"
+log "etcd ready on 127.0.0.1:$P_ETCD"
+
+# ---------------------------------------------------------------------------------------------
+# kube-apiserver
+start kube-apiserver "$PADDOCK_K8S_BIN/kube-apiserver" \
+  --etcd-servers="http://127.0.0.1:$P_ETCD" \
+  --bind-address=127.0.0.1 --secure-port="$P_API" \
+  --advertise-address=127.0.0.1 --endpoint-reconciler-type=none \
+  --tls-cert-file="$P/apiserver.crt" --tls-private-key-file="$P/apiserver.key" \
+  --client-ca-file="$P/ca.crt" \
+  --service-account-issuer=https://kubernetes.default.svc.cluster.local \
+  --service-account-key-file="$P/sa.pub" --service-account-signing-key-file="$P/sa.key" \
+  --service-cluster-ip-range=10.96.0.0/16 \
+  --authorization-mode=Node,RBAC \
+  --enable-admission-plugins=NodeRestriction \
+  --allow-privileged=true \
+  --requestheader-client-ca-file="$P/front-proxy-ca.crt" \
+  --requestheader-allowed-names=front-proxy-client \
+  --requestheader-username-headers=X-Remote-User \
+  --requestheader-group-headers=X-Remote-Group \
+  --requestheader-extra-headers-prefix=X-Remote-Extra- \
+  --proxy-client-cert-file="$P/front-proxy-client.crt" --proxy-client-key-file="$P/front-proxy-client.key" \
+  --kubelet-preferred-address-types=InternalIP \
+  --v=1
+wait_for "kube-apiserver /readyz" 90 kube-apiserver "$PID_kube_apiserver" \
+  curl -sf --max-time 3 --cacert "$P/ca.crt" --cert "$P/admin.crt" --key "$P/admin.key" "$APISERVER_URL/readyz"
+log "kube-apiserver ready at $APISERVER_URL"
+
+# ---------------------------------------------------------------------------------------------
+# paddock's etcd should be up by now
+wait_for "paddock-etcd /health" 30 paddock-etcd "$PID_paddock_etcd" curl -sf --max-time 2 "http://127.0.0.1:$P_PETCD/health"
+
+# kube-controller-manager, kube-scheduler, kwok
+start kube-controller-manager "$PADDOCK_K8S_BIN/kube-controller-manager" \
+  --kubeconfig="$DIR/kube-controller-manager.kubeconfig" \
+  --authentication-kubeconfig="$DIR/kube-controller-manager.kubeconfig" \
+  --authorization-kubeconfig="$DIR/kube-controller-manager.kubeconfig" \
+  --bind-address=127.0.0.1 --secure-port="$P_KCM" --leader-elect=false \
+  --service-account-private-key-file="$P/sa.key" --root-ca-file="$P/ca.crt" \
+  --cluster-signing-cert-file="$P/ca.crt" --cluster-signing-key-file="$P/ca.key" \
+  --use-service-account-credentials=true --controllers='*' --v=1
+start kube-scheduler "$PADDOCK_K8S_BIN/kube-scheduler" \
+  --kubeconfig="$DIR/kube-scheduler.kubeconfig" \
+  --authentication-kubeconfig="$DIR/kube-scheduler.kubeconfig" \
+  --authorization-kubeconfig="$DIR/kube-scheduler.kubeconfig" \
+  --bind-address=127.0.0.1 --secure-port="$P_SCHED" --leader-elect=false --v=1
+cat > "$DIR/kwok.yaml" <<'EOF'
+apiVersion: config.kwok.x-k8s.io/v1alpha1
+kind: KwokConfiguration
+options: {}
+EOF
+# No --server-address: kwok serves no kubelet endpoint. Node IP 127.0.0.1 keeps anything that
+# tries to reach a "kubelet" (logs, exec, port-forward) on loopback, where it fails fast.
+start kwok "$PADDOCK_KWOK_BIN/kwok" \
+  --config="$DIR/kwok.yaml" --kubeconfig="$DIR/admin.kubeconfig" \
+  --manage-all-nodes=true --node-ip=127.0.0.1 --cidr=10.0.0.1/24 --node-lease-duration-seconds=40
+
+for i in 0 1; do
+  cat <<EOF
+---
+apiVersion: v1
+kind: Node
+metadata:
+  name: kwok-node-$i
+  annotations:
+    node.alpha.kubernetes.io/ttl: "0"
+    kwok.x-k8s.io/node: fake
+  labels:
+    kubernetes.io/hostname: kwok-node-$i
+    kubernetes.io/os: linux
+    kubernetes.io/arch: amd64
+    type: kwok
+status:
+  capacity: {cpu: "32", memory: 256Gi, pods: "110"}
+  allocatable: {cpu: "32", memory: 256Gi, pods: "110"}
+EOF
+done > "$DIR/nodes.yaml"
+"${K[@]}" create -f "$DIR/nodes.yaml" >/dev/null || die "creating the kwok nodes failed"
+nodes_ready() {
+  [ "$("${K[@]}" get nodes -o 'jsonpath={range .items[*]}{.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}' \
+        | grep -c '^True$')" = 2 ]
+}
+wait_for "2 Ready kwok nodes" 60 kwok "$PID_kwok" nodes_ready
+alive_or_die kube-controller-manager "$PID_kube_controller_manager"
+alive_or_die kube-scheduler "$PID_kube_scheduler"
+# The namespace 'default' needs its ServiceAccount (made by the controller manager) before pods.
+wait_for "serviceaccount default/default" 60 kube-controller-manager "$PID_kube_controller_manager" \
+  "${K[@]}" -n default get serviceaccount default
+log "kwok nodes Ready"
+
+# ---------------------------------------------------------------------------------------------
+q() { printf "%s='%s'\n" "$1" "$2"; }
+{
+  q TESTBED_DIR "$DIR"
+  q ADMIN_KUBECONFIG "$DIR/admin.kubeconfig"
+  q APISERVER_URL "$APISERVER_URL"
+  q APISERVER_PORT "$P_API"
+  q APISERVER_CA "$P/ca.crt"
+  q ETCD_ENDPOINTS "http://127.0.0.1:$P_ETCD"
+  q ETCD_DATA_DIR "$DIR/etcd"
+  q PADDOCK_ETCD_ENDPOINTS "http://127.0.0.1:$P_PETCD"
+  q PADDOCK_ETCD_DATA_DIR "$DIR/paddock-etcd"
+  q KCM_PORT "$P_KCM"
+  q SCHEDULER_PORT "$P_SCHED"
+  q FRONT_PROXY_CA "$P/front-proxy-ca.crt"
+  q FRONT_PROXY_CLIENT_CERT "$P/front-proxy-client.crt"
+  q FRONT_PROXY_CLIENT_KEY "$P/front-proxy-client.key"
+  q KUBECTL "$KUBECTL"
+  q PID_ETCD "$PID_etcd"
+  q PID_PADDOCK_ETCD "$PID_paddock_etcd"
+  q PID_KUBE_APISERVER "$PID_kube_apiserver"
+  q PID_KUBE_CONTROLLER_MANAGER "$PID_kube_controller_manager"
+  q PID_KUBE_SCHEDULER "$PID_kube_scheduler"
+  q PID_KWOK "$PID_kwok"
+  q OWNER_PID "$OWNER"
+  q STARTUP_MS "$(( ($(date +%s%N) - T0) / 1000000 ))"
+} > "$DIR/env"
+OK=1
+log "control plane up in $DIR (env: $DIR/env)"
