@@ -1,5 +1,5 @@
 # paddock: the two commands a newcomer needs are `make demo` and `make test`.
-.PHONY: demo test testbed-build conformance testbed-up testbed-down fmt lint
+.PHONY: demo test testbed-build conformance conformance-fast testbed-up testbed-down fmt lint
 
 ## Build paddock, start a local control plane (unless PADDOCK_UPSTREAM_KUBECONFIG is set),
 ## start paddock, create tenant demo01 and print the kubectl line to use it.
@@ -13,6 +13,25 @@ test:
 ## Build (or reuse from cache) the control plane binaries.
 testbed-build:
 	bash tests/testbed/build.sh
+
+## The node-free [sig-api-machinery] [Conformance] tests, directly and through paddock as a
+## tenant; report in target/conformance/report.md. Fails if a test passes directly but not
+## through paddock.
+conformance:
+	bash tests/testbed/conformance.sh
+
+## A handful of quick conformance tests (a few minutes), both ways.
+conformance-fast:
+	bash tests/testbed/conformance.sh --fast --report target/conformance/fast.md
+
+## A local control plane on loopback in $(TESTBED_DIR) (see docs/testing.md); `. $(TESTBED_DIR)/env`.
+TESTBED_DIR ?= .paddock/testbed
+testbed-up:
+	bash tests/testbed/up.sh $(TESTBED_DIR)
+	@echo "control plane up: . $(TESTBED_DIR)/env; kubectl --kubeconfig $(TESTBED_DIR)/admin.kubeconfig get nodes"
+
+testbed-down:
+	bash tests/testbed/down.sh $(TESTBED_DIR)
 
 fmt:
 	cargo fmt --all

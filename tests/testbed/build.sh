@@ -88,9 +88,12 @@ import (
 )
 GOSRC
   go mod tidy
-  go build -tags=selinux,notest,grpcnotrace -ldflags "$(k8s_ldflags)" -o "$K8S_DIR/bin/" \
+  # Build into bin.tmp and move into place: bin/ only ever holds complete binaries.
+  rm -rf "$K8S_DIR/bin.tmp"; mkdir -p "$K8S_DIR/bin.tmp"
+  go build -tags=selinux,notest,grpcnotrace -ldflags "$(k8s_ldflags)" -o "$K8S_DIR/bin.tmp/" \
     k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kube-scheduler
-  "$K8S_DIR/bin/kube-apiserver" --version >&2
+  "$K8S_DIR/bin.tmp/kube-apiserver" --version >&2
+  mv -f "$K8S_DIR/bin.tmp/"* "$K8S_DIR/bin/" && rmdir "$K8S_DIR/bin.tmp"
 }
 
 build_etcd() {
@@ -116,16 +119,19 @@ import (
 func main() { etcdmain.Main(os.Args) }
 GOSRC
   go mod tidy
-  go build -ldflags "-s -w" -o "$ETCD_DIR/bin/etcd" .
-  "$ETCD_DIR/bin/etcd" --version >&2
+  go build -ldflags "-s -w" -o "$ETCD_DIR/bin/etcd.tmp" .
+  "$ETCD_DIR/bin/etcd.tmp" --version >&2
+  mv -f "$ETCD_DIR/bin/etcd.tmp" "$ETCD_DIR/bin/etcd"
 }
 
 build_kwok() {
   [ -x "$KWOK_DIR/bin/kwok" ] && return 0
   log "building kwok $KWOK_VERSION into $KWOK_DIR"
   mkdir -p "$KWOK_DIR/bin"
-  GOBIN="$KWOK_DIR/bin" go install -ldflags "-s -w" "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION"
-  "$KWOK_DIR/bin/kwok" --version >&2 || true
+  rm -rf "$KWOK_DIR/bin.tmp"
+  GOBIN="$KWOK_DIR/bin.tmp" go install -ldflags "-s -w" "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION"
+  "$KWOK_DIR/bin.tmp/kwok" --version >&2
+  mv -f "$KWOK_DIR/bin.tmp/kwok" "$KWOK_DIR/bin/kwok" && rmdir "$KWOK_DIR/bin.tmp"
 }
 
 build_e2e() {
@@ -134,12 +140,37 @@ build_e2e() {
   # A module of its own (same replaces as the server build), so the servers' go.mod stays as is.
   mkdir -p "$E2E_DIR/src/e2e" "$E2E_DIR/bin"; cd "$E2E_DIR/src"
   k8s_wrapper_gomod local.test/paddock-e2e
+  # see versions.env: the matching sample-apiserver tag is not served by the proxy
+  if ! go mod download "k8s.io/sample-apiserver@v0.${K8S_VERSION#v1.}" >/dev/null 2>&1; then
+    log "k8s.io/sample-apiserver@v0.${K8S_VERSION#v1.} is not available from the proxy; pinning $E2E_SAMPLE_APISERVER_VERSION"
+    go mod edit -replace="k8s.io/sample-apiserver=k8s.io/sample-apiserver@$E2E_SAMPLE_APISERVER_VERSION"
+  fi
   cp "$HERE/e2e_main_test.go" e2e/e2e_test.go
   printf '// Package e2e holds only the conformance suite entry point (e2e_test.go).\npackage e2e\n' > e2e/doc.go
   go mod tidy
-  go test -c -vet=off -tags=selinux,notest -ldflags "$(k8s_ldflags)" -o "$E2E_DIR/bin/e2e-apimachinery.test" ./e2e
-  "$E2E_DIR/bin/e2e-apimachinery.test" --version >&2
+  go test -c -vet=off -tags=selinux,notest -ldflags "$(k8s_ldflags)" -o "$E2E_DIR/bin/e2e-apimachinery.test.tmp" ./e2e
+  "$E2E_DIR/bin/e2e-apimachinery.test.tmp" --version >&2
+  mv -f "$E2E_DIR/bin/e2e-apimachinery.test.tmp" "$E2E_DIR/bin/e2e-apimachinery.test"
 }
+
+print_env() {
+  echo "PADDOCK_K8S_BIN=$K8S_DIR/bin"
+  echo "PADDOCK_ETCD_BIN=$ETCD_DIR/bin"
+  echo "PADDOCK_KWOK_BIN=$KWOK_DIR/bin"
+  if [ "$WANT_E2E" = 1 ]; then echo "PADDOCK_E2E_BIN=$E2E_DIR/bin"; fi
+}
+all_present() {
+  [ -x "$K8S_DIR/bin/kube-apiserver" ] && [ -x "$K8S_DIR/bin/kube-controller-manager" ] \
+    && [ -x "$K8S_DIR/bin/kube-scheduler" ] && [ -x "$ETCD_DIR/bin/etcd" ] && [ -x "$KWOK_DIR/bin/kwok" ] \
+    && { [ "$WANT_E2E" = 0 ] || [ -x "$E2E_DIR/bin/e2e-apimachinery.test" ]; }
+}
+# Fast path: everything asked for is cached (binaries are moved into place only when complete),
+# so there is no need to wait for the lock of a build of something else.
+if all_present; then
+  [ "$PRINT_ENV" = 1 ] && print_env
+  log "all binaries cached in $CACHE"
+  exit 0
+fi
 
 mkdir -p "$CACHE"
 if [ ! -x "$K8S_DIR/bin/kube-apiserver" ] || [ ! -x "$ETCD_DIR/bin/etcd" ] || [ ! -x "$KWOK_DIR/bin/kwok" ] \
@@ -156,10 +187,5 @@ timed etcd build_etcd
 timed kwok build_kwok
 timed kubernetes build_k8s
 [ "$WANT_E2E" = 1 ] && timed e2e build_e2e
-if [ "$PRINT_ENV" = 1 ]; then
-  echo "PADDOCK_K8S_BIN=$K8S_DIR/bin"
-  echo "PADDOCK_ETCD_BIN=$ETCD_DIR/bin"
-  echo "PADDOCK_KWOK_BIN=$KWOK_DIR/bin"
-  [ "$WANT_E2E" = 1 ] && echo "PADDOCK_E2E_BIN=$E2E_DIR/bin"
-fi
+if [ "$PRINT_ENV" = 1 ]; then print_env; fi
 log "cache: $(du -sh "$CACHE" 2>/dev/null | cut -f1) in $CACHE"

@@ -54,4 +54,7 @@ stop kwok kube-scheduler kube-controller-manager
 stop kube-apiserver
 stop etcd paddock-etcd
 stop                     # anything else recorded (e.g. by the harness)
-rm -rf "$DIR"
+# The marker goes last, so that a concurrent down.sh (up.sh's failure trap and the reaper can
+# race) still recognises the directory while it is being emptied.
+find "$DIR" -mindepth 1 -maxdepth 1 ! -name .paddock-testbed -exec rm -rf {} + 2>/dev/null
+rm -f "$DIR/.paddock-testbed"; rmdir "$DIR" 2>/dev/null || rm -rf "$DIR"

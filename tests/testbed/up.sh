@@ -30,6 +30,10 @@ if [ -n "$OWNER" ] && ! kill -0 "$OWNER" 2>/dev/null; then
   echo "up.sh: owner pid $OWNER is not running" >&2; exit 2
 fi
 
+# No component may reach anything but loopback: drop any proxy settings of the environment, so
+# that nothing is sent to an egress proxy either (Go honours HTTPS_PROXY for non-loopback hosts).
+unset http_proxy https_proxy HTTP_PROXY HTTPS_PROXY all_proxy ALL_PROXY no_proxy NO_PROXY
+
 log() { echo "[testbed-up +$(( ($(date +%s%N) - T0) / 1000000 ))ms] $*" >&2; }
 die() { echo "[testbed-up] ERROR: $*" >&2; exit 1; }
 
@@ -205,6 +209,26 @@ log "etcd ready on 127.0.0.1:$P_ETCD"
 
 # ---------------------------------------------------------------------------------------------
 # kube-apiserver
+# Egress guard: every connection the apiserver would open to the "cluster" (webhooks and
+# aggregated APIs by Service, kubelets for logs/exec/port-forward, i.e. pod, service and node
+# IPs) or to a "controlplane" URL (webhooks by URL, authn/authz/audit webhooks) goes through a
+# konnectivity-style HTTP CONNECT proxy on a unix socket that does not exist, so it fails at
+# once instead of leaving the machine. Only etcd is dialled directly.
+cat > "$DIR/egress-selector.yaml" <<EOF
+apiVersion: apiserver.k8s.io/v1beta1
+kind: EgressSelectorConfiguration
+egressSelections:
+- name: cluster
+  connection:
+    proxyProtocol: HTTPConnect
+    transport: {uds: {udsName: $DIR/no-egress.sock}}
+- name: controlplane
+  connection:
+    proxyProtocol: HTTPConnect
+    transport: {uds: {udsName: $DIR/no-egress.sock}}
+- name: etcd
+  connection: {proxyProtocol: Direct}
+EOF
 start kube-apiserver "$PADDOCK_K8S_BIN/kube-apiserver" \
   --etcd-servers="http://127.0.0.1:$P_ETCD" \
   --bind-address=127.0.0.1 --secure-port="$P_API" \
@@ -224,6 +248,7 @@ start kube-apiserver "$PADDOCK_K8S_BIN/kube-apiserver" \
   --requestheader-extra-headers-prefix=X-Remote-Extra- \
   --proxy-client-cert-file="$P/front-proxy-client.crt" --proxy-client-key-file="$P/front-proxy-client.key" \
   --kubelet-preferred-address-types=InternalIP \
+  --egress-selector-config-file="$DIR/egress-selector.yaml" \
   --v=1
 wait_for "kube-apiserver /readyz" 90 kube-apiserver "$PID_kube_apiserver" \
   curl -sf --max-time 3 --cacert "$P/ca.crt" --cert "$P/admin.crt" --key "$P/admin.key" "$APISERVER_URL/readyz"

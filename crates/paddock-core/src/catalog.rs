@@ -62,7 +62,8 @@ impl ResourceInfo {
 
     /// The CRD kind itself.
     pub fn is_crd(&self) -> bool {
-        self.upstream_group == "apiextensions.k8s.io" && self.resource == "customresourcedefinitions"
+        self.upstream_group == "apiextensions.k8s.io"
+            && self.resource == "customresourcedefinitions"
     }
 
     /// Objects of this kind carry the tenant label upstream.
@@ -82,7 +83,11 @@ impl ResourceInfo {
 }
 
 pub(crate) fn join_api_version(group: &str, version: &str) -> String {
-    if group.is_empty() { version.to_owned() } else { format!("{group}/{version}") }
+    if group.is_empty() {
+        version.to_owned()
+    } else {
+        format!("{group}/{version}")
+    }
 }
 
 /// `"apps/v1"` -> ("apps", "v1"); `"v1"` -> ("", "v1").
@@ -102,7 +107,10 @@ fn is_review_resource(group: &str, resource: &str) -> bool {
                 | "subjectaccessreviews"
                 | "localsubjectaccessreviews"
                 | "selfsubjectrulesreviews"
-        ) | ("authentication.k8s.io", "selfsubjectreviews" | "tokenreviews")
+        ) | (
+            "authentication.k8s.io",
+            "selfsubjectreviews" | "tokenreviews"
+        )
     )
 }
 
@@ -296,7 +304,11 @@ impl Catalog {
                 entry.versions.push(v.version.clone());
             }
             for r in v.resources {
-                let scope = if r.scope == "Cluster" { Scope::Cluster } else { Scope::Namespaced };
+                let scope = if r.scope == "Cluster" {
+                    Scope::Cluster
+                } else {
+                    Scope::Namespaced
+                };
                 let kind = r.response_kind.map(|k| k.kind).unwrap_or_default();
                 self.kinds
                     .entry((name.clone(), kind.clone()))
@@ -317,7 +329,8 @@ impl Catalog {
     /// Sets the policy of a non-tenant upstream group's resource (e.g. share a platform CRD
     /// read-only). Tenant CRD groups cannot be overridden.
     pub fn set_policy(&mut self, group: &str, resource: &str, policy: Policy) {
-        self.overrides.insert((group.to_owned(), resource.to_owned()), policy);
+        self.overrides
+            .insert((group.to_owned(), resource.to_owned()), policy);
     }
 
     /// Every upstream group name.
@@ -327,7 +340,10 @@ impl Catalog {
 
     /// Upstream versions of an upstream group, preferred first.
     pub fn upstream_versions(&self, upstream_group: &str) -> &[String] {
-        self.groups.get(upstream_group).map(|g| g.versions.as_slice()).unwrap_or(&[])
+        self.groups
+            .get(upstream_group)
+            .map(|g| g.versions.as_slice())
+            .unwrap_or(&[])
     }
 
     /// Does the tenant see this upstream group at all (its own CRD groups, built-in groups,
@@ -341,7 +357,9 @@ impl Catalog {
         }
         // A built-in or platform group that a tenant CRD group shadows is not visible.
         if !is_builtin_group(upstream_group)
-            && self.groups.contains_key(&tenant.upstream_name(upstream_group))
+            && self
+                .groups
+                .contains_key(&tenant.upstream_name(upstream_group))
         {
             return None;
         }
@@ -426,7 +444,9 @@ impl Catalog {
         resource: &str,
     ) -> Option<ResourceInfo> {
         let g = self.groups.get(ug)?;
-        let raw = g.resources.get(&(version.to_owned(), resource.to_owned()))?;
+        let raw = g
+            .resources
+            .get(&(version.to_owned(), resource.to_owned()))?;
         let tenant_crd = tenant.strip(ug).is_some();
         let policy = if tenant_crd {
             Policy::TenantOwned
@@ -454,7 +474,12 @@ impl Catalog {
     }
 
     /// The resource for a kind written by a tenant (`apiVersion` in the tenant's view).
-    pub fn resolve_kind(&self, tenant: &TenantId, api_version: &str, kind: &str) -> Option<ResourceInfo> {
+    pub fn resolve_kind(
+        &self,
+        tenant: &TenantId,
+        api_version: &str,
+        kind: &str,
+    ) -> Option<ResourceInfo> {
         let (g, v) = split_api_version(api_version);
         let ug = self.upstream_group(tenant, g)?;
         self.resolve_upstream_kind_in(tenant, &ug, v, kind)
@@ -484,19 +509,29 @@ impl Catalog {
             // The kind exists in another version of the group: scope and policy do not
             // depend on the version, so use the preferred one.
             let g = self.groups.get(ug)?;
-            g.versions.iter().find_map(|v| self.info(tenant, ug, v, resource)).map(|mut i| {
-                i.version = version.to_owned();
-                i
-            })
+            g.versions
+                .iter()
+                .find_map(|v| self.info(tenant, ug, v, resource))
+                .map(|mut i| {
+                    i.version = version.to_owned();
+                    i
+                })
         })
     }
 
     /// Look up a resource by tenant-view group and resource name in whichever version upstream
     /// serves it (RBAC and webhook rules name no version).
-    pub fn resolve_any_version(&self, tenant: &TenantId, group: &str, resource: &str) -> Option<ResourceInfo> {
+    pub fn resolve_any_version(
+        &self,
+        tenant: &TenantId,
+        group: &str,
+        resource: &str,
+    ) -> Option<ResourceInfo> {
         let ug = self.upstream_group(tenant, group)?;
         let g = self.groups.get(&ug)?;
-        g.versions.iter().find_map(|v| self.info(tenant, &ug, v, resource))
+        g.versions
+            .iter()
+            .find_map(|v| self.info(tenant, &ug, v, resource))
     }
 
     /// Like [`Self::resolve_any_version`] with an upstream group name.
@@ -508,13 +543,17 @@ impl Catalog {
     ) -> Option<ResourceInfo> {
         self.tenant_group_view(tenant, upstream_group)?;
         let g = self.groups.get(upstream_group)?;
-        g.versions.iter().find_map(|v| self.info(tenant, upstream_group, v, resource))
+        g.versions
+            .iter()
+            .find_map(|v| self.info(tenant, upstream_group, v, resource))
     }
 
     /// Every (upstream group, version, resource) known, for discovery filtering.
     pub fn all_upstream(&self) -> impl Iterator<Item = (&str, &str, &str)> {
         self.groups.iter().flat_map(|(g, rg)| {
-            rg.resources.keys().map(move |(v, r)| (g.as_str(), v.as_str(), r.as_str()))
+            rg.resources
+                .keys()
+                .map(move |(v, r)| (g.as_str(), v.as_str(), r.as_str()))
         })
     }
 }
@@ -540,7 +579,12 @@ pub(crate) mod tests {
         let c = catalog();
         let t = t();
         let p = |g: &str, r: &str| {
-            let v = if g == "" { "v1" } else { c.upstream_versions(&c.upstream_group(&t, g).unwrap())[0].as_str() }.to_owned();
+            let v = if g.is_empty() {
+                "v1"
+            } else {
+                c.upstream_versions(&c.upstream_group(&t, g).unwrap())[0].as_str()
+            }
+            .to_owned();
             c.resolve(&t, g, &v, r).map(|i| i.policy)
         };
         use Policy::*;
@@ -550,17 +594,44 @@ pub(crate) mod tests {
         assert_eq!(p("", "nodes"), Some(SharedReadOnly));
         assert_eq!(p("", "componentstatuses"), Some(Forbidden));
         assert_eq!(p("apps", "deployments"), Some(TenantOwned));
-        assert_eq!(p("rbac.authorization.k8s.io", "clusterroles"), Some(TenantOwned));
+        assert_eq!(
+            p("rbac.authorization.k8s.io", "clusterroles"),
+            Some(TenantOwned)
+        );
         assert_eq!(p("storage.k8s.io", "storageclasses"), Some(SharedReadOnly));
         assert_eq!(p("storage.k8s.io", "volumeattachments"), Some(Forbidden));
-        assert_eq!(p("scheduling.k8s.io", "priorityclasses"), Some(SharedReadOnly));
-        assert_eq!(p("flowcontrol.apiserver.k8s.io", "flowschemas"), Some(SharedReadOnly));
+        assert_eq!(
+            p("scheduling.k8s.io", "priorityclasses"),
+            Some(SharedReadOnly)
+        );
+        assert_eq!(
+            p("flowcontrol.apiserver.k8s.io", "flowschemas"),
+            Some(SharedReadOnly)
+        );
         assert_eq!(p("apiregistration.k8s.io", "apiservices"), Some(Forbidden));
-        assert_eq!(p("certificates.k8s.io", "certificatesigningrequests"), Some(Forbidden));
+        assert_eq!(
+            p("certificates.k8s.io", "certificatesigningrequests"),
+            Some(Forbidden)
+        );
         assert_eq!(p("authentication.k8s.io", "tokenreviews"), Some(Forbidden));
-        assert_eq!(p("authorization.k8s.io", "selfsubjectaccessreviews"), Some(TenantOwned));
-        assert_eq!(p("admissionregistration.k8s.io", "validatingwebhookconfigurations"), Some(TenantOwned));
-        assert_eq!(p("admissionregistration.k8s.io", "validatingadmissionpolicies"), Some(Forbidden));
+        assert_eq!(
+            p("authorization.k8s.io", "selfsubjectaccessreviews"),
+            Some(TenantOwned)
+        );
+        assert_eq!(
+            p(
+                "admissionregistration.k8s.io",
+                "validatingwebhookconfigurations"
+            ),
+            Some(TenantOwned)
+        );
+        assert_eq!(
+            p(
+                "admissionregistration.k8s.io",
+                "validatingadmissionpolicies"
+            ),
+            Some(Forbidden)
+        );
         assert_eq!(p("networking.k8s.io", "ipaddresses"), Some(Forbidden));
         assert_eq!(p("resource.k8s.io", "resourceclaims"), Some(TenantOwned));
         // platform CRD: default deny
@@ -573,7 +644,10 @@ pub(crate) mod tests {
         assert_eq!(w.upstream_group, "foofoo-example.com");
         assert_eq!(w.kind, "Widget");
         // another tenant's group is invisible
-        assert!(c.resolve(&t, "barbar-example.com", "v1", "widgets").is_none());
+        assert!(
+            c.resolve(&t, "barbar-example.com", "v1", "widgets")
+                .is_none()
+        );
         assert!(c.upstream_group(&t, "barbar-example.com").is_none());
         assert!(c.resolve(&t, "", "v1", "nosuch").is_none());
     }
@@ -582,7 +656,9 @@ pub(crate) mod tests {
     fn overrides_open_platform_groups() {
         let mut c = catalog();
         c.set_policy("cert-manager.io", "certificates", Policy::SharedReadOnly);
-        let i = c.resolve(&t(), "cert-manager.io", "v1", "certificates").unwrap();
+        let i = c
+            .resolve(&t(), "cert-manager.io", "v1", "certificates")
+            .unwrap();
         assert_eq!(i.policy, Policy::SharedReadOnly);
         assert_eq!(c.rule_group_up(&t(), "cert-manager.io"), "cert-manager.io");
     }
@@ -595,8 +671,14 @@ pub(crate) mod tests {
         assert_eq!(c.rule_group_up(&t, "*"), "*");
         assert_eq!(c.rule_group_up(&t, "example.com"), "foofoo-example.com");
         assert_eq!(c.rule_group_up(&t, "notyet.io"), "foofoo-notyet.io");
-        assert_eq!(c.rule_group_up(&t, "cert-manager.io"), "foofoo-cert-manager.io");
-        assert_eq!(c.rule_group_down(&t, "foofoo-notyet.io").as_deref(), Some("notyet.io"));
+        assert_eq!(
+            c.rule_group_up(&t, "cert-manager.io"),
+            "foofoo-cert-manager.io"
+        );
+        assert_eq!(
+            c.rule_group_down(&t, "foofoo-notyet.io").as_deref(),
+            Some("notyet.io")
+        );
         assert_eq!(c.rule_group_down(&t, "barbar-x.io"), None);
     }
 
@@ -606,16 +688,26 @@ pub(crate) mod tests {
         let t = t();
         let i = c.resolve_kind(&t, "example.com/v1", "Widget").unwrap();
         assert_eq!(i.resource, "widgets");
-        let i = c.resolve_upstream_kind(&t, "foofoo-example.com/v1", "Gadget").unwrap();
+        let i = c
+            .resolve_upstream_kind(&t, "foofoo-example.com/v1", "Gadget")
+            .unwrap();
         assert_eq!(i.scope, Scope::Cluster);
         assert!(i.prefixes_name());
-        assert!(c.resolve_upstream_kind(&t, "barbar-example.com/v1", "Widget").is_none());
+        assert!(
+            c.resolve_upstream_kind(&t, "barbar-example.com/v1", "Widget")
+                .is_none()
+        );
         let ns = c.resolve_kind(&t, "v1", "Namespace").unwrap();
         assert!(ns.prefixes_name() && ns.stamps_label());
-        let ssar = c.resolve_kind(&t, "authorization.k8s.io/v1", "SelfSubjectAccessReview").unwrap();
+        let ssar = c
+            .resolve_kind(&t, "authorization.k8s.io/v1", "SelfSubjectAccessReview")
+            .unwrap();
         assert!(ssar.is_review() && !ssar.prefixes_name());
         // autoscaling/v1 HPA resolves although catalog lists v2 first
-        assert!(c.resolve_kind(&t, "autoscaling/v1", "HorizontalPodAutoscaler").is_some());
+        assert!(
+            c.resolve_kind(&t, "autoscaling/v1", "HorizontalPodAutoscaler")
+                .is_some()
+        );
     }
 
     #[test]

@@ -177,10 +177,10 @@ impl<'a> Filter<'a> {
                     None => (full.as_str(), None),
                 };
                 let mut vis = resource_vis(self.tenant, self.catalog, ug, ver, parent);
-                if let Some(sub) = sub {
-                    if subresource_forbidden(ug, parent, sub) {
-                        vis = Vis::Hidden;
-                    }
+                if let Some(sub) = sub
+                    && subresource_forbidden(ug, parent, sub)
+                {
+                    vis = Vis::Hidden;
                 }
                 if vis == Vis::Hidden {
                     continue;
@@ -242,10 +242,11 @@ impl<'a> Filter<'a> {
         let Some(name) = self.group_name(&upstream) else {
             return false;
         };
-        if let Some(meta) = item.get_mut("metadata").and_then(Value::as_object_mut) {
-            if !upstream.is_empty() {
-                meta.insert("name".into(), Value::String(name));
-            }
+        // The core group has no name (`metadata: {}`); leave it without one.
+        if let Some(meta) = item.get_mut("metadata").and_then(Value::as_object_mut)
+            && !upstream.is_empty()
+        {
+            meta.insert("name".into(), Value::String(name));
         }
         let Some(versions) = item.get_mut("versions").and_then(Value::as_array_mut) else {
             return false;
@@ -270,10 +271,10 @@ impl<'a> Filter<'a> {
         let Some(o) = r.as_object_mut() else {
             return false;
         };
-        if let Some(rk) = o.get_mut("responseKind").and_then(Value::as_object_mut) {
-            if !self.rename_group_field(rk, "group") {
-                return false;
-            }
+        if let Some(rk) = o.get_mut("responseKind").and_then(Value::as_object_mut)
+            && !self.rename_group_field(rk, "group")
+        {
+            return false;
         }
         if vis == Vis::ReadOnly && !restrict_verbs(o) {
             return false;
@@ -287,10 +288,10 @@ impl<'a> Filter<'a> {
                 let Some(so) = s.as_object_mut() else {
                     return false;
                 };
-                if let Some(rk) = so.get_mut("responseKind").and_then(Value::as_object_mut) {
-                    if !self.rename_group_field(rk, "group") {
-                        return false;
-                    }
+                if let Some(rk) = so.get_mut("responseKind").and_then(Value::as_object_mut)
+                    && !self.rename_group_field(rk, "group")
+                {
+                    return false;
                 }
                 vis != Vis::ReadOnly || restrict_verbs(so)
             });
@@ -335,7 +336,10 @@ fn str_of_v<'v>(v: &'v Value, k: &str) -> &'v str {
 /// Sets `groupVersion` and `version` of a GroupVersionForDiscovery.
 fn set_gv(v: &mut Value, group: &str, version: &str) {
     if let Some(o) = v.as_object_mut() {
-        o.insert("groupVersion".into(), Value::String(join_gv(group, version)));
+        o.insert(
+            "groupVersion".into(),
+            Value::String(join_gv(group, version)),
+        );
         o.insert("version".into(), Value::String(version.to_owned()));
     }
 }
@@ -431,7 +435,10 @@ mod tests {
             .map(|r| r["name"].as_str().unwrap())
             .collect();
         assert_eq!(names, ["pods", "pods/log", "nodes"]);
-        assert_eq!(out["resources"][2]["verbs"], json!(["get", "list", "watch"]));
+        assert_eq!(
+            out["resources"][2]["verbs"],
+            json!(["get", "list", "watch"])
+        );
 
         let doc = json!({"kind":"APIResourceList","apiVersion":"v1","groupVersion":"foofoo-example.com/v1","resources":[
             {"name":"widgets","singularName":"widget","namespaced":true,"kind":"Widget","verbs":["get"]}]});
@@ -440,7 +447,8 @@ mod tests {
         assert_eq!(out["resources"][0]["name"], "widgets");
 
         let t = TenantId::parse("foofoo").unwrap();
-        let doc = br#"{"kind":"APIResourceList","groupVersion":"barbar-example.com/v1","resources":[]}"#;
+        let doc =
+            br#"{"kind":"APIResourceList","groupVersion":"barbar-example.com/v1","resources":[]}"#;
         assert!(discovery_down(&t, &catalog(), doc).is_err());
         let doc = br#"{"kind":"APIGroup","name":"barbar-example.com","versions":[]}"#;
         assert!(discovery_down(&t, &catalog(), doc).is_err());
@@ -481,7 +489,10 @@ mod tests {
         let r = &out["items"][0]["versions"][0]["resources"];
         assert_eq!(r.as_array().unwrap().len(), 1);
         assert_eq!(r[0]["verbs"], json!(["get", "list", "watch"]));
-        assert_eq!(r[0]["subresources"], json!([{"subresource":"status","verbs":["get"]}]));
+        assert_eq!(
+            r[0]["subresources"],
+            json!([{"subresource":"status","verbs":["get"]}])
+        );
         assert!(out["items"][0]["metadata"].get("name").is_none());
     }
 

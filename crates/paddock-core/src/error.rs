@@ -109,9 +109,21 @@ mod tests {
             (TranslateError::bad("x"), 400, "BadRequest"),
             (TranslateError::forbidden("x"), 403, "Forbidden"),
             (TranslateError::not_found("x"), 404, "NotFound"),
-            (TranslateError::MethodNotAllowed("x".into()), 405, "MethodNotAllowed"),
-            (TranslateError::TooLarge("x".into()), 413, "RequestEntityTooLarge"),
-            (TranslateError::UnsupportedMediaType("x".into()), 415, "UnsupportedMediaType"),
+            (
+                TranslateError::MethodNotAllowed("x".into()),
+                405,
+                "MethodNotAllowed",
+            ),
+            (
+                TranslateError::TooLarge("x".into()),
+                413,
+                "RequestEntityTooLarge",
+            ),
+            (
+                TranslateError::UnsupportedMediaType("x".into()),
+                415,
+                "UnsupportedMediaType",
+            ),
             (TranslateError::invalid("x"), 422, "Invalid"),
             (TranslateError::Internal("x".into()), 500, "InternalError"),
         ];

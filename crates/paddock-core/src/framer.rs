@@ -445,7 +445,9 @@ impl ObjectFramer {
                 TopState::Done => {
                     self.skip_ws();
                     if self.pos < len {
-                        return Err(FrameError::Malformed("data after the end of the object").into());
+                        return Err(
+                            FrameError::Malformed("data after the end of the object").into()
+                        );
                     }
                     return Ok(self.pos);
                 }
@@ -574,7 +576,9 @@ impl StreamFramer {
                         return Ok(*pos);
                     }
                     if buf[*pos] != b'{' {
-                        return Err(FrameError::Malformed("expected a JSON object in stream").into());
+                        return Err(
+                            FrameError::Malformed("expected a JSON object in stream").into()
+                        );
                     }
                     *start = Some(*pos);
                     *scan = ValueScan::default();
@@ -605,7 +609,10 @@ impl StreamFramer {
 /// Lists the members of one complete JSON object held in memory: `(key, value range)` in
 /// document order. Used on already-framed values (a watch event's envelope, an item's
 /// `metadata`) where a DOM would be wasted work.
-pub fn object_members(raw: &[u8]) -> Result<Vec<(Cow<'_, str>, Range<usize>)>, FrameError> {
+/// `(key, value range)` of one member.
+pub type MemberSpan<'a> = (Cow<'a, str>, Range<usize>);
+
+pub fn object_members(raw: &[u8]) -> Result<Vec<MemberSpan<'_>>, FrameError> {
     let mut out = Vec::new();
     let mut i = 0;
     let len = raw.len();
@@ -721,10 +728,9 @@ mod tests {
                 }
                 evs.push(match e {
                     Event::Begin => unreachable!(),
-                    Event::Member { key, value } => Ev::Member(
-                        key.to_string(),
-                        String::from_utf8_lossy(value).into_owned(),
-                    ),
+                    Event::Member { key, value } => {
+                        Ev::Member(key.to_string(), String::from_utf8_lossy(value).into_owned())
+                    }
                     Event::ArrayStart { key } => Ev::Start(key.to_string()),
                     Event::Element { key, value } => {
                         Ev::Elem(key.to_string(), String::from_utf8_lossy(value).into_owned())
@@ -821,7 +827,8 @@ mod tests {
 
     #[test]
     fn memory_is_bounded_by_item() {
-        let item = r#"{"metadata":{"name":"x"},"spec":{"a":"0123456789012345678901234567890123456789"}}"#;
+        let item =
+            r#"{"metadata":{"name":"x"},"spec":{"a":"0123456789012345678901234567890123456789"}}"#;
         let mut body = String::from(r#"{"kind":"L","items":["#);
         for i in 0..2000 {
             if i > 0 {
@@ -872,7 +879,8 @@ mod tests {
             assert_eq!(got, want, "chunk {n}");
         }
         let mut f = StreamFramer::new();
-        f.feed::<FrameError, _>(b"{\"a\":", &mut |_| Ok(())).unwrap();
+        f.feed::<FrameError, _>(b"{\"a\":", &mut |_| Ok(()))
+            .unwrap();
         assert_eq!(f.finish(), Err(FrameError::Truncated));
         assert!(
             StreamFramer::new()

@@ -54,7 +54,10 @@ fn tenant_ident(t: &TenantId, s: &str) -> String {
 }
 
 fn strip_tenant_ident<'a>(t: &TenantId, s: &'a str) -> Option<&'a str> {
-    let rest = s.strip_prefix("paddock:")?.strip_prefix(t.as_str())?.strip_prefix(':')?;
+    let rest = s
+        .strip_prefix("paddock:")?
+        .strip_prefix(t.as_str())?
+        .strip_prefix(':')?;
     if rest.is_empty() { None } else { Some(rest) }
 }
 
@@ -165,7 +168,10 @@ mod tests {
                 "system:authenticated"
             ]
         );
-        assert_eq!(i.extra, vec![("paddock.io/tenant".to_owned(), "foofoo".to_owned())]);
+        assert_eq!(
+            i.extra,
+            vec![("paddock.io/tenant".to_owned(), "foofoo".to_owned())]
+        );
     }
 
     #[test]
@@ -187,13 +193,19 @@ mod tests {
         ] {
             assert!(map_user_up(&t, bad).is_err(), "{bad}");
         }
-        assert_eq!(map_user_down(&t, "paddock:foofoo:alice").as_deref(), Some("alice"));
+        assert_eq!(
+            map_user_down(&t, "paddock:foofoo:alice").as_deref(),
+            Some("alice")
+        );
         assert_eq!(
             map_user_down(&t, "system:serviceaccount:foofoo-default:builder").as_deref(),
             Some("system:serviceaccount:default:builder")
         );
         assert_eq!(map_user_down(&t, "paddock:barbar:alice"), None);
-        assert_eq!(map_user_down(&t, "system:serviceaccount:barbar-default:x"), None);
+        assert_eq!(
+            map_user_down(&t, "system:serviceaccount:barbar-default:x"),
+            None
+        );
         assert_eq!(map_user_down(&t, "system:admin"), None);
         assert_eq!(map_user_down(&t, "alice"), None);
     }
@@ -219,7 +231,10 @@ mod tests {
             let e = map_group_up(&t, bad).unwrap_err();
             assert!(matches!(e.http_code(), 403 | 422), "{bad}");
         }
-        assert_eq!(map_group_down(&t, "paddock:foofoo:dev").as_deref(), Some("dev"));
+        assert_eq!(
+            map_group_down(&t, "paddock:foofoo:dev").as_deref(),
+            Some("dev")
+        );
         assert_eq!(
             map_group_down(&t, "system:serviceaccounts:foofoo-ci").as_deref(),
             Some("system:serviceaccounts:ci")

@@ -122,8 +122,7 @@ fn write_key(out: &mut Vec<u8>, key: &str) {
 /// Writes `s` as a JSON string. Keys and names from upstream never need escaping; the general
 /// path goes through serde_json so that anything odd is still valid JSON.
 pub fn push_json_str(out: &mut Vec<u8>, s: &str) {
-    if s
-        .bytes()
+    if s.bytes()
         .all(|b| b >= 0x20 && b != b'"' && b != b'\\' && b < 0x7f)
     {
         out.push(b'"');

@@ -5,7 +5,9 @@ use std::sync::Arc;
 
 use percent_encoding::{AsciiSet, CONTROLS, percent_decode_str, utf8_percent_encode};
 
-use crate::catalog::{Catalog, Policy, ResourceInfo, Scope, split_api_version, subresource_forbidden};
+use crate::catalog::{
+    Catalog, Policy, ResourceInfo, Scope, split_api_version, subresource_forbidden,
+};
 use crate::error::TranslateError;
 use crate::tenant::{NAMESPACE_NAME_LABEL, NameKind, TENANT_LABEL, TenantId, check_prefixed_len};
 
@@ -23,13 +25,21 @@ pub enum ApiPath {
     /// `/apis`
     Apis,
     /// `/apis/<g>`
-    ApiGroup { group: String },
+    ApiGroup {
+        group: String,
+    },
     /// `/api/v1` (group ""), `/apis/<g>/<v>`
-    ApiGroupVersion { group: String, version: String },
+    ApiGroupVersion {
+        group: String,
+        version: String,
+    },
     OpenApiV2,
     OpenApiV3Root,
     /// `/openapi/v3/apis/<g>/<v>`, `/openapi/v3/api/v1` (group "")
-    OpenApiV3 { group: String, version: String },
+    OpenApiV3 {
+        group: String,
+        version: String,
+    },
     Resource(ResourcePath),
 }
 
@@ -184,7 +194,8 @@ pub(crate) fn is_dns_label(s: &str) -> bool {
     let b = s.as_bytes();
     !b.is_empty()
         && b.len() <= 63
-        && b.iter().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
+        && b.iter()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
         && b[0] != b'-'
         && b[b.len() - 1] != b'-'
 }
@@ -209,9 +220,15 @@ pub fn parse_request(
         .unwrap_or_default();
     let method = method.to_ascii_uppercase();
     let Some(rel) = path.strip_prefix('/') else {
-        return Err(TranslateError::bad(format!("path {path:?} must start with /")));
+        return Err(TranslateError::bad(format!(
+            "path {path:?} must start with /"
+        )));
     };
-    let raw: Vec<&str> = if rel.is_empty() { Vec::new() } else { rel.split('/').collect() };
+    let raw: Vec<&str> = if rel.is_empty() {
+        Vec::new()
+    } else {
+        rel.split('/').collect()
+    };
 
     let non_resource = |p: ApiPath| -> Result<ParsedRequest, TranslateError> {
         if method != "GET" && method != "HEAD" {
@@ -219,7 +236,11 @@ pub fn parse_request(
                 "{method} is not allowed on {path}"
             )));
         }
-        Ok(ParsedRequest { path: p, verb: Verb::Get, query: query.clone() })
+        Ok(ParsedRequest {
+            path: p,
+            verb: Verb::Get,
+            query: query.clone(),
+        })
     };
 
     // Everything up to a proxy remainder is decoded; a trailing slash is tolerated except
@@ -230,24 +251,34 @@ pub fn parse_request(
         "version" if raw.len() == 1 => return non_resource(ApiPath::Version),
         "healthz" | "livez" | "readyz" => return non_resource(ApiPath::Healthz),
         "openapi" => {
-            let segs: Vec<String> =
-                raw[1..].iter().filter(|s| !s.is_empty()).map(|s| decode_segment(s)).collect::<Result<_, _>>()?;
+            let segs: Vec<String> = raw[1..]
+                .iter()
+                .filter(|s| !s.is_empty())
+                .map(|s| decode_segment(s))
+                .collect::<Result<_, _>>()?;
             let segs: Vec<&str> = segs.iter().map(String::as_str).collect();
             return match segs.as_slice() {
                 ["v2"] => non_resource(ApiPath::OpenApiV2),
                 ["v3"] => non_resource(ApiPath::OpenApiV3Root),
-                ["v3", "api", v] => {
-                    non_resource(ApiPath::OpenApiV3 { group: String::new(), version: (*v).to_owned() })
-                }
+                ["v3", "api", v] => non_resource(ApiPath::OpenApiV3 {
+                    group: String::new(),
+                    version: (*v).to_owned(),
+                }),
                 ["v3", "apis", g, v] => non_resource(ApiPath::OpenApiV3 {
                     group: (*g).to_owned(),
                     version: (*v).to_owned(),
                 }),
-                _ => Err(TranslateError::not_found(format!("the server could not find {path}"))),
+                _ => Err(TranslateError::not_found(format!(
+                    "the server could not find {path}"
+                ))),
             };
         }
         "api" | "apis" => {}
-        _ => return Err(TranslateError::not_found(format!("the server could not find {path}"))),
+        _ => {
+            return Err(TranslateError::not_found(format!(
+                "the server could not find {path}"
+            )));
+        }
     }
 
     let core = first == "api";
@@ -258,7 +289,10 @@ pub fn parse_request(
             Some(v) => {
                 let v = decode_segment(v)?;
                 if raw.len() == 2 || (raw.len() == 3 && raw[2].is_empty()) {
-                    return non_resource(ApiPath::ApiGroupVersion { group: String::new(), version: v });
+                    return non_resource(ApiPath::ApiGroupVersion {
+                        group: String::new(),
+                        version: v,
+                    });
                 }
                 (String::new(), v, 2)
             }
@@ -276,7 +310,10 @@ pub fn parse_request(
             Some(v) => {
                 let v = decode_segment(v)?;
                 if raw.len() == 3 || (raw.len() == 4 && raw[3].is_empty()) {
-                    return non_resource(ApiPath::ApiGroupVersion { group: g, version: v });
+                    return non_resource(ApiPath::ApiGroupVersion {
+                        group: g,
+                        version: v,
+                    });
                 }
                 (g, v, 3)
             }
@@ -296,7 +333,10 @@ pub fn parse_request(
     let (namespace, resource, name, subresource, tail) = {
         // Decode only the structural segments (at most 6); the remainder stays raw.
         let take = rest.len().min(6);
-        decoded = rest[..take].iter().map(|s| decode_segment(s)).collect::<Result<_, _>>()?;
+        decoded = rest[..take]
+            .iter()
+            .map(|s| decode_segment(s))
+            .collect::<Result<_, _>>()?;
         let d: Vec<&str> = decoded.iter().map(String::as_str).collect();
         let ns_form = d.first() == Some(&"namespaces");
         let ns_subresources = ["status", "finalize"];
@@ -307,18 +347,32 @@ pub fn parse_request(
             // /namespaces/<ns>/<resource>[/<name>[/<sub>[/<proxy path>]]]
             (Some(d[1]), d[2], d.get(3).copied(), d.get(4).copied(), 5)
         } else {
-            (None, d.first().copied().unwrap_or(""), d.get(1).copied(), d.get(2).copied(), 3)
+            (
+                None,
+                d.first().copied().unwrap_or(""),
+                d.get(1).copied(),
+                d.get(2).copied(),
+                3,
+            )
         }
     };
-    let proxy_path = if rest.len() > tail { Some(rest[tail..].join("/")) } else { None };
+    let proxy_path = if rest.len() > tail {
+        Some(rest[tail..].join("/"))
+    } else {
+        None
+    };
     if resource.is_empty() {
-        return Err(TranslateError::not_found(format!("the server could not find {path}")));
+        return Err(TranslateError::not_found(format!(
+            "the server could not find {path}"
+        )));
     }
     check_path_name(resource, "resource")?;
-    if let Some(ns) = namespace {
-        if !is_dns_label(ns) {
-            return Err(TranslateError::bad(format!("invalid namespace {ns:?} in path")));
-        }
+    if let Some(ns) = namespace
+        && !is_dns_label(ns)
+    {
+        return Err(TranslateError::bad(format!(
+            "invalid namespace {ns:?} in path"
+        )));
     }
     if let Some(n) = name {
         check_path_name(n, "name")?;
@@ -327,10 +381,14 @@ pub fn parse_request(
         check_path_name(s, "subresource")?;
     }
     if proxy_path.is_some() && subresource != Some("proxy") {
-        return Err(TranslateError::not_found(format!("the server could not find {path}")));
+        return Err(TranslateError::not_found(format!(
+            "the server could not find {path}"
+        )));
     }
     if subresource.is_some() && name.is_none() {
-        return Err(TranslateError::not_found(format!("the server could not find {path}")));
+        return Err(TranslateError::not_found(format!(
+            "the server could not find {path}"
+        )));
     }
     // A proxy path with a trailing slash `pods/x/proxy/` keeps an empty remainder.
     let proxy_path = match proxy_path {
@@ -344,9 +402,8 @@ pub fn parse_request(
     let watch = legacy_watch || query_flag(&query, "watch");
     let connect = subresource.is_some_and(|s| CONNECT_SUBRESOURCES.contains(&s));
     let named = name.is_some();
-    let not_allowed = || {
-        TranslateError::MethodNotAllowed(format!("{method} is not allowed on {path}"))
-    };
+    let not_allowed =
+        || TranslateError::MethodNotAllowed(format!("{method} is not allowed on {path}"));
     let verb = if connect {
         Verb::Connect
     } else {
@@ -584,7 +641,9 @@ pub fn plan(ctx: &TenantContext, req: ParsedRequest) -> Result<Plan, TranslateEr
 fn check_plain_query(q: &[(String, String)]) -> Result<Vec<(String, String)>, TranslateError> {
     for (k, _) in q {
         if !KNOWN_QUERY.contains(&k.as_str()) {
-            return Err(TranslateError::bad(format!("unknown query parameter {k:?}")));
+            return Err(TranslateError::bad(format!(
+                "unknown query parameter {k:?}"
+            )));
         }
     }
     Ok(q.to_vec())
@@ -600,7 +659,10 @@ fn plan_resource(
     let verb = p.request.verb;
     let not_found =
         || TranslateError::not_found("the server could not find the requested resource");
-    let info = ctx.catalog.resolve(t, &r.group, &r.version, &r.resource).ok_or_else(not_found)?;
+    let info = ctx
+        .catalog
+        .resolve(t, &r.group, &r.version, &r.resource)
+        .ok_or_else(not_found)?;
     let gr = if info.group.is_empty() {
         info.resource.clone()
     } else {
@@ -627,7 +689,10 @@ fn plan_resource(
             verb.as_str()
         )));
     }
-    if r.subresource.is_none() && !info.verbs.is_empty() && !info.verbs.iter().any(|v| v == verb.as_str()) {
+    if r.subresource.is_none()
+        && !info.verbs.is_empty()
+        && !info.verbs.iter().any(|v| v == verb.as_str())
+    {
         return Err(TranslateError::MethodNotAllowed(format!(
             "{gr} does not support {}",
             verb.as_str()
@@ -775,8 +840,8 @@ fn translate_query(
     }
     let mut out = Vec::with_capacity(q.len() + 1);
     let mut saw_label = false;
-    let add_tenant_term = info.stamps_label()
-        && matches!(verb, Verb::List | Verb::Watch | Verb::DeleteCollection);
+    let add_tenant_term =
+        info.stamps_label() && matches!(verb, Verb::List | Verb::Watch | Verb::DeleteCollection);
     for (k, v) in q {
         match k.as_str() {
             "labelSelector" => {
@@ -789,11 +854,18 @@ fn translate_query(
             }
             "fieldSelector" => out.push((k.clone(), translate_field_selector(ctx, info, v)?)),
             k2 if KNOWN_QUERY.contains(&k2) => out.push((k.clone(), v.clone())),
-            _ => return Err(TranslateError::bad(format!("unknown query parameter {k:?}"))),
+            _ => {
+                return Err(TranslateError::bad(format!(
+                    "unknown query parameter {k:?}"
+                )));
+            }
         }
     }
     if add_tenant_term && !saw_label {
-        out.push(("labelSelector".to_owned(), ctx.tenant.tenant_label_selector()));
+        out.push((
+            "labelSelector".to_owned(),
+            ctx.tenant.tenant_label_selector(),
+        ));
     }
     Ok(out)
 }
@@ -841,7 +913,9 @@ pub fn translate_label_selector(
     for raw in split_top_level(sel) {
         let term = raw.trim();
         if term.is_empty() {
-            return Err(TranslateError::bad(format!("invalid label selector {sel:?}: empty term")));
+            return Err(TranslateError::bad(format!(
+                "invalid label selector {sel:?}: empty term"
+            )));
         }
         let parsed = parse_label_term(term)
             .ok_or_else(|| TranslateError::bad(format!("invalid label selector term {term:?}")))?;
@@ -881,7 +955,12 @@ impl LabelTerm<'_> {
     fn render(&self, vals: &[String]) -> String {
         match self.op {
             "in" | "notin" => format!("{} {} ({})", self.key, self.op, vals.join(",")),
-            op => format!("{}{}{}", self.key, op, vals.first().map(String::as_str).unwrap_or("")),
+            op => format!(
+                "{}{}{}",
+                self.key,
+                op,
+                vals.first().map(String::as_str).unwrap_or("")
+            ),
         }
     }
 }
@@ -893,25 +972,43 @@ fn parse_label_term(term: &str) -> Option<LabelTerm<'_>> {
             return None;
         }
         let head: Vec<&str> = term[..open].split_whitespace().collect();
-        let [key, op] = head.as_slice() else { return None };
+        let [key, op] = head.as_slice() else {
+            return None;
+        };
         if *op != "in" && *op != "notin" {
             return None;
         }
-        let values = term[open + 1..close].split(',').map(str::trim).filter(|v| !v.is_empty()).collect();
+        let values = term[open + 1..close]
+            .split(',')
+            .map(str::trim)
+            .filter(|v| !v.is_empty())
+            .collect();
         return Some(LabelTerm { key, op, values });
     }
     for op in ["!=", "==", "=", ">", "<"] {
         if let Some((k, v)) = term.split_once(op) {
-            return Some(LabelTerm { key: k.trim(), op, values: vec![v.trim()] });
+            return Some(LabelTerm {
+                key: k.trim(),
+                op,
+                values: vec![v.trim()],
+            });
         }
     }
     if let Some(k) = term.strip_prefix('!') {
-        return Some(LabelTerm { key: k.trim(), op: "!", values: vec![] });
+        return Some(LabelTerm {
+            key: k.trim(),
+            op: "!",
+            values: vec![],
+        });
     }
     if term.contains(char::is_whitespace) {
         return None;
     }
-    Some(LabelTerm { key: term, op: "", values: vec![] })
+    Some(LabelTerm {
+        key: term,
+        op: "",
+        values: vec![],
+    })
 }
 
 fn split_unescaped(s: &str, sep: char) -> Vec<String> {
@@ -955,7 +1052,9 @@ fn unescape_field(v: &str) -> String {
 }
 
 fn escape_field(v: &str) -> String {
-    v.replace('\\', "\\\\").replace(',', "\\,").replace('=', "\\=")
+    v.replace('\\', "\\\\")
+        .replace(',', "\\,")
+        .replace('=', "\\=")
 }
 
 /// Rewrites a field selector: `metadata.name` of cluster-scoped kinds, `metadata.namespace`,
@@ -989,8 +1088,15 @@ pub fn translate_field_selector(
     }
     // The kind of the referenced object decides whether its name is prefixed.
     let ref_info = |prefix: &str| -> Option<ResourceInfo> {
-        let kind = terms.iter().find(|x| x.key == format!("{prefix}.kind"))?.value.clone();
-        let av = terms.iter().find(|x| x.key == format!("{prefix}.apiVersion")).map(|x| x.value.clone());
+        let kind = terms
+            .iter()
+            .find(|x| x.key == format!("{prefix}.kind"))?
+            .value
+            .clone();
+        let av = terms
+            .iter()
+            .find(|x| x.key == format!("{prefix}.apiVersion"))
+            .map(|x| x.value.clone());
         resolve_ref_kind(ctx, av.as_deref(), &kind)
     };
     let involved = ref_info("involvedObject");
@@ -1007,11 +1113,21 @@ pub fn translate_field_selector(
                     check_prefixed_len(NameKind::Namespace, v)?;
                     t.upstream_name(v)
                 }
-                "involvedObject.name" if involved.as_ref().is_some_and(ResourceInfo::prefixes_name) => {
-                    involved.as_ref().map(|i| name_up(t, i, v)).transpose()?.unwrap_or_default()
+                "involvedObject.name"
+                    if involved.as_ref().is_some_and(ResourceInfo::prefixes_name) =>
+                {
+                    involved
+                        .as_ref()
+                        .map(|i| name_up(t, i, v))
+                        .transpose()?
+                        .unwrap_or_default()
                 }
                 "regarding.name" if regarding.as_ref().is_some_and(ResourceInfo::prefixes_name) => {
-                    regarding.as_ref().map(|i| name_up(t, i, v)).transpose()?.unwrap_or_default()
+                    regarding
+                        .as_ref()
+                        .map(|i| name_up(t, i, v))
+                        .transpose()?
+                        .unwrap_or_default()
                 }
                 "involvedObject.apiVersion" | "regarding.apiVersion" => api_version_up(ctx, v),
                 _ => v.clone(),
@@ -1080,11 +1196,20 @@ pub fn upstream_accept(client_accept: Option<&str>) -> String {
         .map(str::trim)
         .filter(|r| !r.is_empty())
         .filter(|r| {
-            let mt = r.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
+            let mt = r
+                .split(';')
+                .next()
+                .unwrap_or("")
+                .trim()
+                .to_ascii_lowercase();
             !(mt.contains("protobuf") || mt.contains("cbor"))
         })
         .collect();
-    if kept.is_empty() { "application/json".to_owned() } else { kept.join(",") }
+    if kept.is_empty() {
+        "application/json".to_owned()
+    } else {
+        kept.join(",")
+    }
 }
 
 /// How to treat the response, given the client's Accept: `as=Table` turns lists, objects and
@@ -1094,7 +1219,8 @@ pub fn response_kind_for(plan: &Plan, accept: Option<&str>) -> ResponseKind {
         a.split(',').any(|r| {
             let mut parts = r.split(';').map(str::trim);
             let mt = parts.next().unwrap_or("");
-            (mt.contains("json") || mt == "*/*") && parts.any(|p| p.eq_ignore_ascii_case("as=Table"))
+            (mt.contains("json") || mt == "*/*")
+                && parts.any(|p| p.eq_ignore_ascii_case("as=Table"))
         })
     });
     match plan.response {
@@ -1110,7 +1236,10 @@ mod tests {
     use crate::catalog::tests::catalog;
 
     fn ctx() -> TenantContext {
-        TenantContext { tenant: TenantId::parse("foofoo").unwrap(), catalog: Arc::new(catalog()) }
+        TenantContext {
+            tenant: TenantId::parse("foofoo").unwrap(),
+            catalog: Arc::new(catalog()),
+        }
     }
 
     fn pr(method: &str, path: &str, q: Option<&str>) -> ParsedRequest {
@@ -1143,26 +1272,58 @@ mod tests {
         assert_eq!(pr("GET", "/apis", None).path, ApiPath::Apis);
         assert_eq!(
             pr("GET", "/api/v1", None).path,
-            ApiPath::ApiGroupVersion { group: "".into(), version: "v1".into() }
+            ApiPath::ApiGroupVersion {
+                group: "".into(),
+                version: "v1".into()
+            }
         );
-        assert_eq!(pr("GET", "/apis/apps", None).path, ApiPath::ApiGroup { group: "apps".into() });
+        assert_eq!(
+            pr("GET", "/apis/apps", None).path,
+            ApiPath::ApiGroup {
+                group: "apps".into()
+            }
+        );
         assert_eq!(
             pr("GET", "/apis/apps/v1", None).path,
-            ApiPath::ApiGroupVersion { group: "apps".into(), version: "v1".into() }
+            ApiPath::ApiGroupVersion {
+                group: "apps".into(),
+                version: "v1".into()
+            }
         );
         assert_eq!(pr("GET", "/openapi/v2", None).path, ApiPath::OpenApiV2);
         assert_eq!(pr("GET", "/openapi/v3", None).path, ApiPath::OpenApiV3Root);
         assert_eq!(
             pr("GET", "/openapi/v3/apis/apps/v1", None).path,
-            ApiPath::OpenApiV3 { group: "apps".into(), version: "v1".into() }
+            ApiPath::OpenApiV3 {
+                group: "apps".into(),
+                version: "v1".into()
+            }
         );
         assert_eq!(
             pr("GET", "/openapi/v3/api/v1", None).path,
-            ApiPath::OpenApiV3 { group: "".into(), version: "v1".into() }
+            ApiPath::OpenApiV3 {
+                group: "".into(),
+                version: "v1".into()
+            }
         );
-        assert_eq!(parse_request("POST", "/apis", None).unwrap_err().http_code(), 405);
-        assert_eq!(parse_request("GET", "/metrics", None).unwrap_err().http_code(), 404);
-        assert_eq!(parse_request("GET", "/debug/pprof", None).unwrap_err().http_code(), 404);
+        assert_eq!(
+            parse_request("POST", "/apis", None)
+                .unwrap_err()
+                .http_code(),
+            405
+        );
+        assert_eq!(
+            parse_request("GET", "/metrics", None)
+                .unwrap_err()
+                .http_code(),
+            404
+        );
+        assert_eq!(
+            parse_request("GET", "/debug/pprof", None)
+                .unwrap_err()
+                .http_code(),
+            404
+        );
     }
 
     #[test]
@@ -1176,33 +1337,81 @@ mod tests {
         let p = pr("GET", "/api/v1/namespaces/default/pods/web", None);
         assert_eq!(p.verb, Verb::Get);
         assert_eq!(res(&p).name.as_deref(), Some("web"));
-        assert_eq!(pr("POST", "/api/v1/namespaces/default/pods", None).verb, Verb::Create);
-        assert_eq!(pr("PUT", "/api/v1/namespaces/default/pods/web", None).verb, Verb::Update);
-        assert_eq!(pr("PATCH", "/api/v1/namespaces/default/pods/web", None).verb, Verb::Patch);
-        assert_eq!(pr("DELETE", "/api/v1/namespaces/default/pods/web", None).verb, Verb::Delete);
-        assert_eq!(pr("DELETE", "/api/v1/namespaces/default/pods", None).verb, Verb::DeleteCollection);
-        assert_eq!(parse_request("POST", "/api/v1/namespaces/default/pods/web", None).unwrap_err().http_code(), 405);
-        assert_eq!(parse_request("PUT", "/api/v1/namespaces/default/pods", None).unwrap_err().http_code(), 405);
+        assert_eq!(
+            pr("POST", "/api/v1/namespaces/default/pods", None).verb,
+            Verb::Create
+        );
+        assert_eq!(
+            pr("PUT", "/api/v1/namespaces/default/pods/web", None).verb,
+            Verb::Update
+        );
+        assert_eq!(
+            pr("PATCH", "/api/v1/namespaces/default/pods/web", None).verb,
+            Verb::Patch
+        );
+        assert_eq!(
+            pr("DELETE", "/api/v1/namespaces/default/pods/web", None).verb,
+            Verb::Delete
+        );
+        assert_eq!(
+            pr("DELETE", "/api/v1/namespaces/default/pods", None).verb,
+            Verb::DeleteCollection
+        );
+        assert_eq!(
+            parse_request("POST", "/api/v1/namespaces/default/pods/web", None)
+                .unwrap_err()
+                .http_code(),
+            405
+        );
+        assert_eq!(
+            parse_request("PUT", "/api/v1/namespaces/default/pods", None)
+                .unwrap_err()
+                .http_code(),
+            405
+        );
         // namespaces are cluster-scoped
         let p = pr("GET", "/api/v1/namespaces/default", None);
         let r = res(&p);
-        assert_eq!((r.resource.as_str(), r.name.as_deref(), r.namespace.as_deref()), ("namespaces", Some("default"), None));
+        assert_eq!(
+            (
+                r.resource.as_str(),
+                r.name.as_deref(),
+                r.namespace.as_deref()
+            ),
+            ("namespaces", Some("default"), None)
+        );
         let p = pr("PUT", "/api/v1/namespaces/default/finalize", None);
         assert_eq!(res(&p).subresource.as_deref(), Some("finalize"));
         assert_eq!(res(&p).resource, "namespaces");
         let p = pr("GET", "/api/v1/namespaces/default/status", None);
         assert_eq!(res(&p).subresource.as_deref(), Some("status"));
         // group resources and subresources
-        let p = pr("GET", "/apis/apps/v1/namespaces/default/deployments/web/scale", None);
+        let p = pr(
+            "GET",
+            "/apis/apps/v1/namespaces/default/deployments/web/scale",
+            None,
+        );
         assert_eq!(res(&p).subresource.as_deref(), Some("scale"));
         assert_eq!(res(&p).group, "apps");
-        let p = pr("GET", "/api/v1/namespaces/default/pods/web/log", Some("follow=true&container=c"));
+        let p = pr(
+            "GET",
+            "/api/v1/namespaces/default/pods/web/log",
+            Some("follow=true&container=c"),
+        );
         assert_eq!(p.verb, Verb::Get);
         for sub in ["exec", "attach", "portforward", "proxy"] {
-            let p = pr("POST", &format!("/api/v1/namespaces/default/pods/web/{sub}"), None);
+            let p = pr(
+                "POST",
+                &format!("/api/v1/namespaces/default/pods/web/{sub}"),
+                None,
+            );
             assert_eq!(p.verb, Verb::Connect, "{sub}");
         }
-        let p = pr("GET", "/api/v1/namespaces/default/services/web:80/proxy/a/b%20c", Some("x=1"));
+        let p = pr(
+            "GET",
+            "/api/v1/namespaces/default/services/web:80/proxy/a/b%20c",
+            Some("x=1"),
+        );
         assert_eq!(p.verb, Verb::Connect);
         assert_eq!(res(&p).proxy_path.as_deref(), Some("a/b%20c"));
         assert_eq!(res(&p).name.as_deref(), Some("web:80"));
@@ -1220,26 +1429,51 @@ mod tests {
 
     #[test]
     fn plan_namespaced_paths() {
-        assert_eq!(up_path("GET", "/api/v1/namespaces/default/pods/web", None), "/api/v1/namespaces/foofoo-default/pods/web");
         assert_eq!(
-            up_path("GET", "/apis/apps/v1/namespaces/kube-system/deployments", Some("limit=500")),
+            up_path("GET", "/api/v1/namespaces/default/pods/web", None),
+            "/api/v1/namespaces/foofoo-default/pods/web"
+        );
+        assert_eq!(
+            up_path(
+                "GET",
+                "/apis/apps/v1/namespaces/kube-system/deployments",
+                Some("limit=500")
+            ),
             "/apis/apps/v1/namespaces/foofoo-kube-system/deployments?limit=500"
         );
         assert_eq!(
             up_path("GET", "/api/v1/watch/namespaces/default/pods", None),
             "/api/v1/watch/namespaces/foofoo-default/pods"
         );
-        let p = up("GET", "/api/v1/namespaces/default/pods/web/log", Some("follow=true")).unwrap();
+        let p = up(
+            "GET",
+            "/api/v1/namespaces/default/pods/web/log",
+            Some("follow=true"),
+        )
+        .unwrap();
         assert!(p.long_running);
         assert_eq!(p.response, ResponseKind::PassThrough);
-        let p = up("POST", "/api/v1/namespaces/default/pods/web/exec", Some("command=sh&command=-c&stdin=true&tty=true")).unwrap();
+        let p = up(
+            "POST",
+            "/api/v1/namespaces/default/pods/web/exec",
+            Some("command=sh&command=-c&stdin=true&tty=true"),
+        )
+        .unwrap();
         assert!(p.upgrade && p.long_running);
         assert_eq!(
             p.upstream_path_and_query,
             "/api/v1/namespaces/foofoo-default/pods/web/exec?command=sh&command=-c&stdin=true&tty=true"
         );
-        let p = up("GET", "/api/v1/namespaces/default/services/web:80/proxy/x/y", Some("anything=1")).unwrap();
-        assert_eq!(p.upstream_path_and_query, "/api/v1/namespaces/foofoo-default/services/web:80/proxy/x/y?anything=1");
+        let p = up(
+            "GET",
+            "/api/v1/namespaces/default/services/web:80/proxy/x/y",
+            Some("anything=1"),
+        )
+        .unwrap();
+        assert_eq!(
+            p.upstream_path_and_query,
+            "/api/v1/namespaces/foofoo-default/services/web:80/proxy/x/y?anything=1"
+        );
         assert!(!p.upgrade && p.long_running);
     }
 
@@ -1254,37 +1488,82 @@ mod tests {
 
     #[test]
     fn plan_cluster_scoped_names() {
-        assert_eq!(up_path("GET", "/api/v1/namespaces/default", None), "/api/v1/namespaces/foofoo-default");
-        assert_eq!(up_path("PUT", "/api/v1/namespaces/default/finalize", None), "/api/v1/namespaces/foofoo-default/finalize");
         assert_eq!(
-            up_path("GET", "/apis/rbac.authorization.k8s.io/v1/clusterroles/reader", None),
+            up_path("GET", "/api/v1/namespaces/default", None),
+            "/api/v1/namespaces/foofoo-default"
+        );
+        assert_eq!(
+            up_path("PUT", "/api/v1/namespaces/default/finalize", None),
+            "/api/v1/namespaces/foofoo-default/finalize"
+        );
+        assert_eq!(
+            up_path(
+                "GET",
+                "/apis/rbac.authorization.k8s.io/v1/clusterroles/reader",
+                None
+            ),
             "/apis/rbac.authorization.k8s.io/v1/clusterroles/foofoo-reader"
         );
         assert_eq!(
-            up_path("GET", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.example.com", None),
+            up_path(
+                "GET",
+                "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.example.com",
+                None
+            ),
             "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.foofoo-example.com"
         );
         assert_eq!(
-            up_path("GET", "/apis/example.com/v1/namespaces/default/widgets/w1", None),
+            up_path(
+                "GET",
+                "/apis/example.com/v1/namespaces/default/widgets/w1",
+                None
+            ),
             "/apis/foofoo-example.com/v1/namespaces/foofoo-default/widgets/w1"
         );
-        assert_eq!(up_path("GET", "/apis/example.com/v1/gadgets/g1", None), "/apis/foofoo-example.com/v1/gadgets/foofoo-g1");
-        assert_eq!(up_path("GET", "/api/v1/persistentvolumes/pv1", None), "/api/v1/persistentvolumes/foofoo-pv1");
+        assert_eq!(
+            up_path("GET", "/apis/example.com/v1/gadgets/g1", None),
+            "/apis/foofoo-example.com/v1/gadgets/foofoo-g1"
+        );
+        assert_eq!(
+            up_path("GET", "/api/v1/persistentvolumes/pv1", None),
+            "/api/v1/persistentvolumes/foofoo-pv1"
+        );
         // shared: names untouched
-        assert_eq!(up_path("GET", "/api/v1/nodes/node-1", None), "/api/v1/nodes/node-1");
-        assert_eq!(up_path("GET", "/apis/storage.k8s.io/v1/storageclasses/standard", None), "/apis/storage.k8s.io/v1/storageclasses/standard");
+        assert_eq!(
+            up_path("GET", "/api/v1/nodes/node-1", None),
+            "/api/v1/nodes/node-1"
+        );
+        assert_eq!(
+            up_path(
+                "GET",
+                "/apis/storage.k8s.io/v1/storageclasses/standard",
+                None
+            ),
+            "/apis/storage.k8s.io/v1/storageclasses/standard"
+        );
         // RBAC names with colons survive
         assert_eq!(
-            up_path("GET", "/apis/rbac.authorization.k8s.io/v1/clusterroles/system:thing", None),
+            up_path(
+                "GET",
+                "/apis/rbac.authorization.k8s.io/v1/clusterroles/system:thing",
+                None
+            ),
             "/apis/rbac.authorization.k8s.io/v1/clusterroles/foofoo-system:thing"
         );
     }
 
     #[test]
     fn plan_tenant_label_on_cluster_scoped_collections() {
-        assert_eq!(up_path("GET", "/api/v1/namespaces", None), "/api/v1/namespaces?labelSelector=paddock.io%2Ftenant%3Dfoofoo");
         assert_eq!(
-            up_path("GET", "/apis/rbac.authorization.k8s.io/v1/clusterroles", Some("labelSelector=app%3Dx&watch=true")),
+            up_path("GET", "/api/v1/namespaces", None),
+            "/api/v1/namespaces?labelSelector=paddock.io%2Ftenant%3Dfoofoo"
+        );
+        assert_eq!(
+            up_path(
+                "GET",
+                "/apis/rbac.authorization.k8s.io/v1/clusterroles",
+                Some("labelSelector=app%3Dx&watch=true")
+            ),
             "/apis/rbac.authorization.k8s.io/v1/clusterroles?labelSelector=app%3Dx%2Cpaddock.io%2Ftenant%3Dfoofoo&watch=true"
         );
         assert_eq!(
@@ -1293,41 +1572,157 @@ mod tests {
         );
         // not for namespaced kinds, shared kinds, or gets
         assert_eq!(up_path("GET", "/api/v1/nodes", None), "/api/v1/nodes");
-        assert_eq!(up_path("GET", "/api/v1/namespaces/default/pods", None), "/api/v1/namespaces/foofoo-default/pods");
-        let e = up("GET", "/api/v1/namespaces", Some("labelSelector=paddock.io%2Ftenant%3Dbarbar")).unwrap_err();
+        assert_eq!(
+            up_path("GET", "/api/v1/namespaces/default/pods", None),
+            "/api/v1/namespaces/foofoo-default/pods"
+        );
+        let e = up(
+            "GET",
+            "/api/v1/namespaces",
+            Some("labelSelector=paddock.io%2Ftenant%3Dbarbar"),
+        )
+        .unwrap_err();
         assert_eq!(e.http_code(), 403);
-        let e = up("GET", "/api/v1/pods", Some("labelSelector=!paddock.io%2Ftenant")).unwrap_err();
+        let e = up(
+            "GET",
+            "/api/v1/pods",
+            Some("labelSelector=!paddock.io%2Ftenant"),
+        )
+        .unwrap_err();
         assert_eq!(e.http_code(), 403);
     }
 
     #[test]
     fn plan_policy_errors() {
-        assert_eq!(up("GET", "/apis/apiregistration.k8s.io/v1/apiservices", None).unwrap_err().http_code(), 403);
-        assert_eq!(up("POST", "/apis/certificates.k8s.io/v1/certificatesigningrequests", None).unwrap_err().http_code(), 403);
-        assert_eq!(up("POST", "/apis/authentication.k8s.io/v1/tokenreviews", None).unwrap_err().http_code(), 403);
-        assert_eq!(up("GET", "/apis/cert-manager.io/v1/namespaces/default/certificates", None).unwrap_err().http_code(), 403);
-        assert_eq!(up("GET", "/api/v1/nodes/n1/proxy/metrics", None).unwrap_err().http_code(), 403);
-        assert_eq!(up("DELETE", "/api/v1/nodes/n1", None).unwrap_err().http_code(), 403);
-        assert_eq!(up("PATCH", "/api/v1/nodes/n1", None).unwrap_err().http_code(), 403);
-        assert_eq!(up("POST", "/apis/storage.k8s.io/v1/storageclasses", None).unwrap_err().http_code(), 403);
-        assert_eq!(up("GET", "/api/v1/nosuch", None).unwrap_err().http_code(), 404);
-        assert_eq!(up("GET", "/apis/barbar-example.com/v1/namespaces/default/widgets", None).unwrap_err().http_code(), 404);
-        assert_eq!(up("GET", "/apis/nosuch.io/v1/things", None).unwrap_err().http_code(), 404);
-        assert_eq!(up("GET", "/api/v1/namespaces/default/pods/web/nosub", None).unwrap_err().http_code(), 404);
-        assert_eq!(up("GET", "/api/v1/namespaces/default/nodes", None).unwrap_err().http_code(), 404);
-        assert_eq!(up("DELETE", "/api/v1/pods", None).unwrap_err().http_code(), 403);
-        assert_eq!(up("GET", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", None).unwrap_err().http_code(), 405);
-        assert_eq!(up("GET", "/api/v1/namespaces/default/pods", Some("bogus=1")).unwrap_err().http_code(), 400);
+        assert_eq!(
+            up("GET", "/apis/apiregistration.k8s.io/v1/apiservices", None)
+                .unwrap_err()
+                .http_code(),
+            403
+        );
+        assert_eq!(
+            up(
+                "POST",
+                "/apis/certificates.k8s.io/v1/certificatesigningrequests",
+                None
+            )
+            .unwrap_err()
+            .http_code(),
+            403
+        );
+        assert_eq!(
+            up("POST", "/apis/authentication.k8s.io/v1/tokenreviews", None)
+                .unwrap_err()
+                .http_code(),
+            403
+        );
+        assert_eq!(
+            up(
+                "GET",
+                "/apis/cert-manager.io/v1/namespaces/default/certificates",
+                None
+            )
+            .unwrap_err()
+            .http_code(),
+            403
+        );
+        assert_eq!(
+            up("GET", "/api/v1/nodes/n1/proxy/metrics", None)
+                .unwrap_err()
+                .http_code(),
+            403
+        );
+        assert_eq!(
+            up("DELETE", "/api/v1/nodes/n1", None)
+                .unwrap_err()
+                .http_code(),
+            403
+        );
+        assert_eq!(
+            up("PATCH", "/api/v1/nodes/n1", None)
+                .unwrap_err()
+                .http_code(),
+            403
+        );
+        assert_eq!(
+            up("POST", "/apis/storage.k8s.io/v1/storageclasses", None)
+                .unwrap_err()
+                .http_code(),
+            403
+        );
+        assert_eq!(
+            up("GET", "/api/v1/nosuch", None).unwrap_err().http_code(),
+            404
+        );
+        assert_eq!(
+            up(
+                "GET",
+                "/apis/barbar-example.com/v1/namespaces/default/widgets",
+                None
+            )
+            .unwrap_err()
+            .http_code(),
+            404
+        );
+        assert_eq!(
+            up("GET", "/apis/nosuch.io/v1/things", None)
+                .unwrap_err()
+                .http_code(),
+            404
+        );
+        assert_eq!(
+            up("GET", "/api/v1/namespaces/default/pods/web/nosub", None)
+                .unwrap_err()
+                .http_code(),
+            404
+        );
+        assert_eq!(
+            up("GET", "/api/v1/namespaces/default/nodes", None)
+                .unwrap_err()
+                .http_code(),
+            404
+        );
+        assert_eq!(
+            up("DELETE", "/api/v1/pods", None).unwrap_err().http_code(),
+            403
+        );
+        assert_eq!(
+            up(
+                "GET",
+                "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
+                None
+            )
+            .unwrap_err()
+            .http_code(),
+            405
+        );
+        assert_eq!(
+            up("GET", "/api/v1/namespaces/default/pods", Some("bogus=1"))
+                .unwrap_err()
+                .http_code(),
+            400
+        );
         // nodes status can be read
-        assert_eq!(up_path("GET", "/api/v1/nodes/n1/status", None), "/api/v1/nodes/n1/status");
+        assert_eq!(
+            up_path("GET", "/api/v1/nodes/n1/status", None),
+            "/api/v1/nodes/n1/status"
+        );
     }
 
     #[test]
     fn plan_cluster_wide_list_of_namespaced_kind() {
-        let p = up("GET", "/api/v1/pods", Some("fieldSelector=metadata.namespace%3Ddefault")).unwrap();
+        let p = up(
+            "GET",
+            "/api/v1/pods",
+            Some("fieldSelector=metadata.namespace%3Ddefault"),
+        )
+        .unwrap();
         assert!(p.cluster_wide);
         assert_eq!(p.response, ResponseKind::List);
-        assert_eq!(p.upstream_path_and_query, "/api/v1/pods?fieldSelector=metadata.namespace%3Dfoofoo-default");
+        assert_eq!(
+            p.upstream_path_and_query,
+            "/api/v1/pods?fieldSelector=metadata.namespace%3Dfoofoo-default"
+        );
         let p = up("GET", "/api/v1/pods", Some("watch=1")).unwrap();
         assert_eq!(p.response, ResponseKind::Watch);
         assert!(p.cluster_wide && p.long_running);
@@ -1336,50 +1731,110 @@ mod tests {
     #[test]
     fn field_selectors() {
         let c = ctx();
-        let ns = c.catalog.resolve(&c.tenant, "", "v1", "namespaces").unwrap();
+        let ns = c
+            .catalog
+            .resolve(&c.tenant, "", "v1", "namespaces")
+            .unwrap();
         let pods = c.catalog.resolve(&c.tenant, "", "v1", "pods").unwrap();
         let events = c.catalog.resolve(&c.tenant, "", "v1", "events").unwrap();
-        let crds = c.catalog.resolve(&c.tenant, "apiextensions.k8s.io", "v1", "customresourcedefinitions").unwrap();
+        let crds = c
+            .catalog
+            .resolve(
+                &c.tenant,
+                "apiextensions.k8s.io",
+                "v1",
+                "customresourcedefinitions",
+            )
+            .unwrap();
         let f = |i: &ResourceInfo, s: &str| translate_field_selector(&c, i, s).unwrap();
         assert_eq!(f(&ns, "metadata.name=foo"), "metadata.name=foofoo-foo");
         assert_eq!(f(&pods, "metadata.name=foo"), "metadata.name=foo");
-        assert_eq!(f(&pods, "metadata.namespace!=default,spec.nodeName=n1"), "metadata.namespace!=foofoo-default,spec.nodeName=n1");
-        assert_eq!(f(&pods, "status.phase==Running"), "status.phase==Running");
-        assert_eq!(f(&crds, "metadata.name=widgets.example.com"), "metadata.name=widgets.foofoo-example.com");
         assert_eq!(
-            f(&events, "involvedObject.name=foo,involvedObject.namespace=,involvedObject.kind=Namespace,involvedObject.uid=u1"),
+            f(&pods, "metadata.namespace!=default,spec.nodeName=n1"),
+            "metadata.namespace!=foofoo-default,spec.nodeName=n1"
+        );
+        assert_eq!(f(&pods, "status.phase==Running"), "status.phase==Running");
+        assert_eq!(
+            f(&crds, "metadata.name=widgets.example.com"),
+            "metadata.name=widgets.foofoo-example.com"
+        );
+        assert_eq!(
+            f(
+                &events,
+                "involvedObject.name=foo,involvedObject.namespace=,involvedObject.kind=Namespace,involvedObject.uid=u1"
+            ),
             "involvedObject.name=foofoo-foo,involvedObject.namespace=,involvedObject.kind=Namespace,involvedObject.uid=u1"
         );
         assert_eq!(
-            f(&events, "involvedObject.name=web,involvedObject.namespace=default,involvedObject.kind=Pod"),
+            f(
+                &events,
+                "involvedObject.name=web,involvedObject.namespace=default,involvedObject.kind=Pod"
+            ),
             "involvedObject.name=web,involvedObject.namespace=foofoo-default,involvedObject.kind=Pod"
         );
-        assert_eq!(f(&events, "involvedObject.name=n1,involvedObject.kind=Node"), "involvedObject.name=n1,involvedObject.kind=Node");
         assert_eq!(
-            f(&events, "regarding.name=g1,regarding.kind=Gadget,regarding.apiVersion=example.com/v1"),
+            f(&events, "involvedObject.name=n1,involvedObject.kind=Node"),
+            "involvedObject.name=n1,involvedObject.kind=Node"
+        );
+        assert_eq!(
+            f(
+                &events,
+                "regarding.name=g1,regarding.kind=Gadget,regarding.apiVersion=example.com/v1"
+            ),
             "regarding.name=foofoo-g1,regarding.kind=Gadget,regarding.apiVersion=foofoo-example.com/v1"
         );
-        assert_eq!(f(&events, "regarding.namespace=x"), "regarding.namespace=foofoo-x");
+        assert_eq!(
+            f(&events, "regarding.namespace=x"),
+            "regarding.namespace=foofoo-x"
+        );
         assert!(translate_field_selector(&c, &pods, "nonsense").is_err());
     }
 
     #[test]
     fn label_selectors_for_namespace_names() {
         let c = ctx();
-        let ns = c.catalog.resolve(&c.tenant, "", "v1", "namespaces").unwrap();
+        let ns = c
+            .catalog
+            .resolve(&c.tenant, "", "v1", "namespaces")
+            .unwrap();
         let pods = c.catalog.resolve(&c.tenant, "", "v1", "pods").unwrap();
         let l = |i: &ResourceInfo, s: &str| translate_label_selector(&c, i, s).unwrap();
-        assert_eq!(l(&ns, "kubernetes.io/metadata.name=default"), "kubernetes.io/metadata.name=foofoo-default");
-        assert_eq!(l(&ns, "kubernetes.io/metadata.name==a"), "kubernetes.io/metadata.name==foofoo-a");
-        assert_eq!(l(&ns, "kubernetes.io/metadata.name!=a"), "kubernetes.io/metadata.name!=foofoo-a");
+        assert_eq!(
+            l(&ns, "kubernetes.io/metadata.name=default"),
+            "kubernetes.io/metadata.name=foofoo-default"
+        );
+        assert_eq!(
+            l(&ns, "kubernetes.io/metadata.name==a"),
+            "kubernetes.io/metadata.name==foofoo-a"
+        );
+        assert_eq!(
+            l(&ns, "kubernetes.io/metadata.name!=a"),
+            "kubernetes.io/metadata.name!=foofoo-a"
+        );
         assert_eq!(
             l(&ns, "kubernetes.io/metadata.name in (a, b),env notin (x,y)"),
             "kubernetes.io/metadata.name in (foofoo-a,foofoo-b),env notin (x,y)"
         );
-        assert_eq!(l(&ns, "kubernetes.io/metadata.name notin (a)"), "kubernetes.io/metadata.name notin (foofoo-a)");
-        assert_eq!(l(&ns, "kubernetes.io/metadata.name,!x,y>3"), "kubernetes.io/metadata.name,!x,y>3");
-        assert_eq!(l(&pods, "kubernetes.io/metadata.name=a"), "kubernetes.io/metadata.name=a");
-        assert!(translate_label_selector(&c, &ns, &format!("kubernetes.io/metadata.name={}", "a".repeat(57))).is_err());
+        assert_eq!(
+            l(&ns, "kubernetes.io/metadata.name notin (a)"),
+            "kubernetes.io/metadata.name notin (foofoo-a)"
+        );
+        assert_eq!(
+            l(&ns, "kubernetes.io/metadata.name,!x,y>3"),
+            "kubernetes.io/metadata.name,!x,y>3"
+        );
+        assert_eq!(
+            l(&pods, "kubernetes.io/metadata.name=a"),
+            "kubernetes.io/metadata.name=a"
+        );
+        assert!(
+            translate_label_selector(
+                &c,
+                &ns,
+                &format!("kubernetes.io/metadata.name={}", "a".repeat(57))
+            )
+            .is_err()
+        );
         assert!(translate_label_selector(&c, &ns, "a,,b").is_err());
     }
 
@@ -1391,9 +1846,15 @@ mod tests {
             format!("/api/v1/namespaces/foofoo-default/pods?{q}")
         );
         let q = "dryRun=All&fieldManager=kubectl&fieldValidation=Strict&force=true";
-        assert_eq!(up_path("PATCH", "/api/v1/namespaces/default/pods/x", Some(q)), format!("/api/v1/namespaces/foofoo-default/pods/x?{q}"));
+        assert_eq!(
+            up_path("PATCH", "/api/v1/namespaces/default/pods/x", Some(q)),
+            format!("/api/v1/namespaces/foofoo-default/pods/x?{q}")
+        );
         let q = "propagationPolicy=Foreground&gracePeriodSeconds=0";
-        assert_eq!(up_path("DELETE", "/api/v1/namespaces/default/pods/x", Some(q)), format!("/api/v1/namespaces/foofoo-default/pods/x?{q}"));
+        assert_eq!(
+            up_path("DELETE", "/api/v1/namespaces/default/pods/x", Some(q)),
+            format!("/api/v1/namespaces/foofoo-default/pods/x?{q}")
+        );
     }
 
     #[test]
@@ -1401,34 +1862,71 @@ mod tests {
         let p = up("GET", "/apis/example.com/v1", None).unwrap();
         assert_eq!(p.upstream_path_and_query, "/apis/foofoo-example.com/v1");
         assert_eq!(p.response, ResponseKind::Discovery);
-        assert_eq!(up_path("GET", "/apis/example.com", None), "/apis/foofoo-example.com");
+        assert_eq!(
+            up_path("GET", "/apis/example.com", None),
+            "/apis/foofoo-example.com"
+        );
         assert_eq!(up_path("GET", "/api/v1", None), "/api/v1");
         assert_eq!(up_path("GET", "/apis", None), "/apis");
-        assert_eq!(up("GET", "/apis/barbar-example.com", None).unwrap_err().http_code(), 404);
-        assert_eq!(up("GET", "/apis/apps/v7", None).unwrap_err().http_code(), 404);
+        assert_eq!(
+            up("GET", "/apis/barbar-example.com", None)
+                .unwrap_err()
+                .http_code(),
+            404
+        );
+        assert_eq!(
+            up("GET", "/apis/apps/v7", None).unwrap_err().http_code(),
+            404
+        );
         let p = up("GET", "/openapi/v3/apis/example.com/v1", Some("hash=ABC")).unwrap();
-        assert_eq!(p.upstream_path_and_query, "/openapi/v3/apis/foofoo-example.com/v1?hash=ABC");
+        assert_eq!(
+            p.upstream_path_and_query,
+            "/openapi/v3/apis/foofoo-example.com/v1?hash=ABC"
+        );
         assert_eq!(p.response, ResponseKind::OpenApi);
-        assert_eq!(up_path("GET", "/openapi/v3/api/v1", None), "/openapi/v3/api/v1");
+        assert_eq!(
+            up_path("GET", "/openapi/v3/api/v1", None),
+            "/openapi/v3/api/v1"
+        );
         assert_eq!(up_path("GET", "/openapi/v2", None), "/openapi/v2");
-        assert_eq!(up("GET", "/version", None).unwrap().response, ResponseKind::PassThrough);
+        assert_eq!(
+            up("GET", "/version", None).unwrap().response,
+            ResponseKind::PassThrough
+        );
     }
 
     #[test]
     fn accept_negotiation() {
         assert_eq!(upstream_accept(None), "application/json");
-        assert_eq!(upstream_accept(Some("application/vnd.kubernetes.protobuf,application/json")), "application/json");
-        assert_eq!(upstream_accept(Some("application/vnd.kubernetes.protobuf")), "application/json");
-        assert_eq!(upstream_accept(Some("application/cbor")), "application/json");
+        assert_eq!(
+            upstream_accept(Some("application/vnd.kubernetes.protobuf,application/json")),
+            "application/json"
+        );
+        assert_eq!(
+            upstream_accept(Some("application/vnd.kubernetes.protobuf")),
+            "application/json"
+        );
+        assert_eq!(
+            upstream_accept(Some("application/cbor")),
+            "application/json"
+        );
         let table = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json";
         assert_eq!(upstream_accept(Some(table)), table);
-        let disc = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json";
+        let disc =
+            "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json";
         assert_eq!(upstream_accept(Some(disc)), disc);
         assert_eq!(
-            upstream_accept(Some("application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json")),
+            upstream_accept(Some(
+                "application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
+            )),
             "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
         );
-        assert_eq!(upstream_accept(Some("application/com.github.proto-openapi.spec.v2@v1.0+protobuf")), "application/json");
+        assert_eq!(
+            upstream_accept(Some(
+                "application/com.github.proto-openapi.spec.v2@v1.0+protobuf"
+            )),
+            "application/json"
+        );
     }
 
     #[test]
@@ -1439,13 +1937,21 @@ mod tests {
         assert_eq!(response_kind_for(&p, table), ResponseKind::Table);
         let p = up("GET", "/api/v1/namespaces/default/pods", Some("watch=true")).unwrap();
         assert_eq!(response_kind_for(&p, table), ResponseKind::TableWatch);
-        assert_eq!(response_kind_for(&p, Some("application/json")), ResponseKind::Watch);
+        assert_eq!(
+            response_kind_for(&p, Some("application/json")),
+            ResponseKind::Watch
+        );
         let p = up("GET", "/api/v1/namespaces/default/pods/x", None).unwrap();
         assert_eq!(response_kind_for(&p, table), ResponseKind::Table);
         assert_eq!(response_kind_for(&p, None), ResponseKind::Object);
         let p = up("GET", "/apis", None).unwrap();
         assert_eq!(response_kind_for(&p, table), ResponseKind::Discovery);
-        let p = up("POST", "/api/v1/namespaces/default/pods/x/portforward", None).unwrap();
+        let p = up(
+            "POST",
+            "/api/v1/namespaces/default/pods/x/portforward",
+            None,
+        )
+        .unwrap();
         assert_eq!(response_kind_for(&p, None), ResponseKind::PassThrough);
     }
 }

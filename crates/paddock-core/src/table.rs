@@ -63,12 +63,14 @@ pub fn row_down(
     row: &mut Value,
 ) -> Result<Disposition, TranslateError> {
     let Some(row) = row.as_object_mut() else {
-        return Err(TranslateError::Upstream("table row is not an object".into()));
+        return Err(TranslateError::Upstream(
+            "table row is not an object".into(),
+        ));
     };
     let has_object = row.get("object").is_some_and(Value::is_object);
     let (mut name, mut namespace) = (None, None);
-    if has_object {
-        if let Some(obj) = row.get_mut("object") {
+    if has_object && let Some(obj) = row.get_mut("object") {
+        {
             if row_object_down(ctx, scope, obj)? == Disposition::Drop {
                 return Ok(Disposition::Drop);
             }
@@ -97,17 +99,17 @@ pub fn row_down(
         }
     }
     for (i, cell) in cells.iter_mut().enumerate() {
-        if Some(i) == cols.name {
-            if let Some(n) = &name {
-                *cell = Value::String(n.clone());
-                continue;
-            }
+        if Some(i) == cols.name
+            && let Some(n) = &name
+        {
+            *cell = Value::String(n.clone());
+            continue;
         }
-        if Some(i) == cols.namespace {
-            if let Some(ns) = &namespace {
-                *cell = Value::String(ns.clone());
-                continue;
-            }
+        if Some(i) == cols.namespace
+            && let Some(ns) = &namespace
+        {
+            *cell = Value::String(ns.clone());
+            continue;
         }
         if let Value::String(s) = cell {
             let t = text_down(ctx, s);
@@ -204,11 +206,9 @@ pub fn table_down(
         return Err(TranslateError::Upstream("table is not an object".into()));
     };
     let mut defs_here = false;
-    if let Some(defs) = t.get("columnDefinitions") {
-        if let Some(c) = Columns::from_defs(defs) {
-            state.columns = Some(c);
-            defs_here = true;
-        }
+    if let Some(c) = t.get("columnDefinitions").and_then(Columns::from_defs) {
+        state.columns = Some(c);
+        defs_here = true;
     }
     if let Some(meta) = t.get_mut("metadata").and_then(Value::as_object_mut) {
         meta.remove("remainingItemCount");

@@ -16,7 +16,9 @@ pub const TENANT_ID_LEN: usize = 6;
 
 /// Why a string is not a tenant id.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("invalid tenant id {0:?}: must be exactly 6 characters of [a-z0-9], starting with a letter")]
+#[error(
+    "invalid tenant id {0:?}: must be exactly 6 characters of [a-z0-9], starting with a letter"
+)]
 pub struct TenantIdError(pub String);
 
 /// A validated tenant id: exactly 6 of `[a-z0-9]`, first a letter.
@@ -94,7 +96,8 @@ fn is_tenant_id(s: &str) -> bool {
     let b = s.as_bytes();
     b.len() == TENANT_ID_LEN
         && b[0].is_ascii_lowercase()
-        && b.iter().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
+        && b.iter()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
 }
 
 /// Would `upstream` (any name) belong to *some* tenant's prefix form `^[a-z][a-z0-9]{5}-`?
@@ -176,7 +179,9 @@ mod tests {
     fn tenant_id_valid_and_invalid() {
         assert!(TenantId::parse("foofoo").is_ok());
         assert!(TenantId::parse("a12345").is_ok());
-        for bad in ["tenant", "", "foo", "foofoo1", "1foofo", "Foofoo", "foo-fo", "fo_foo", "fööfoo"] {
+        for bad in [
+            "tenant", "", "foo", "foofoo1", "1foofo", "Foofoo", "foo-fo", "fo_foo", "fööfoo",
+        ] {
             assert!(TenantId::parse(bad).is_err(), "{bad}");
         }
     }
@@ -209,7 +214,10 @@ mod tests {
         assert!(check_prefixed_len(NameKind::Namespace, &"a".repeat(56)).is_ok());
         let e = check_prefixed_len(NameKind::Namespace, &"a".repeat(57)).unwrap_err();
         assert_eq!(e.http_code(), 422);
-        assert!(e.message().contains("namespace names may be at most 56 characters"));
+        assert!(
+            e.message()
+                .contains("namespace names may be at most 56 characters")
+        );
         assert!(check_prefixed_len(NameKind::DnsSubdomain, &"a".repeat(246)).is_ok());
         assert!(check_prefixed_len(NameKind::DnsSubdomain, &"a".repeat(247)).is_err());
         assert!(check_prefixed_len(NameKind::LabelValue, &"a".repeat(57)).is_err());

@@ -53,9 +53,18 @@ pub(crate) fn read_tlv(input: &[u8]) -> Result<(Tlv<'_>, &[u8]), PkiError> {
         .checked_add(len)
         .ok_or_else(|| bad("length overflow"))?;
     let whole = input.get(..end).ok_or_else(|| bad("truncated element"))?;
-    let content = whole.get(header..).ok_or_else(|| bad("truncated element"))?;
+    let content = whole
+        .get(header..)
+        .ok_or_else(|| bad("truncated element"))?;
     let rest = input.get(end..).ok_or_else(|| bad("truncated element"))?;
-    Ok((Tlv { tag, whole, content }, rest))
+    Ok((
+        Tlv {
+            tag,
+            whole,
+            content,
+        },
+        rest,
+    ))
 }
 
 /// All TLVs in `content`, in order.

@@ -37,9 +37,9 @@ use std::sync::{Arc, OnceLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use rcgen::{
-    BasicConstraints, CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose,
-    IsCa, Issuer, KeyPair, KeyUsagePurpose, PKCS_ECDSA_P256_SHA256, PublicKeyData,
-    SerialNumber, SigningKey,
+    BasicConstraints, CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose, IsCa,
+    Issuer, KeyPair, KeyUsagePurpose, PKCS_ECDSA_P256_SHA256, PublicKeyData, SerialNumber,
+    SigningKey,
 };
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, CertificateSigningRequestDer};
@@ -136,9 +136,7 @@ impl Subject {
             check_name("group", g)?;
         }
         if let Some(t) = &self.tenant {
-            check_tenant(t).map_err(|e| {
-                PkiError::InvalidSubject(format!("tenant: {e}"))
-            })?;
+            check_tenant(t).map_err(|e| PkiError::InvalidSubject(format!("tenant: {e}")))?;
         }
         Ok(())
     }
@@ -232,9 +230,8 @@ pub fn parse_peer_cert(der: &[u8]) -> Result<PeerCert, PkiError> {
         (None, _) => None,
         (Some(ou), None) => {
             let t = attr_str(ou, "OU")?;
-            check_tenant(&t).map_err(|e| {
-                PkiError::X509(format!("certificate OU (tenant): {e}"))
-            })?;
+            check_tenant(&t)
+                .map_err(|e| PkiError::X509(format!("certificate OU (tenant): {e}")))?;
             Some(t)
         }
         (Some(_), Some(_)) => {
@@ -394,7 +391,9 @@ impl Ca {
             ));
         }
         if !x509.is_ca() {
-            return Err(PkiError::X509("the CA certificate is not a CA (basicConstraints)".into()));
+            return Err(PkiError::X509(
+                "the CA certificate is not a CA (basicConstraints)".into(),
+            ));
         }
         let not_after = from_unix(x509.validity().not_after.timestamp());
         let issuer = Issuer::from_ca_cert_der(&cert_der, key)?;
@@ -484,7 +483,9 @@ impl Ca {
         now: SystemTime,
     ) -> Result<IssuedCert, PkiError> {
         if validity.as_secs() == 0 {
-            return Err(PkiError::InvalidSubject("validity must be at least 1s".into()));
+            return Err(PkiError::InvalidSubject(
+                "validity must be at least 1s".into(),
+            ));
         }
         let (not_before, not_after) = self.window(validity, now);
         if not_after <= not_before {

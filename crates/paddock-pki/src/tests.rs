@@ -101,7 +101,13 @@ fn serving_certificate_names() {
             other => format!("{other}"),
         })
         .collect();
-    for want in ["localhost", "paddock.example.com", "127.0.0.1", "::1", "10.1.2.3"] {
+    for want in [
+        "localhost",
+        "paddock.example.com",
+        "127.0.0.1",
+        "::1",
+        "10.1.2.3",
+    ] {
         assert!(names.iter().any(|n| n == want), "{want} not in {names:?}");
     }
 }
@@ -142,8 +148,7 @@ fn sign_csr_and_parse_back() {
         key.subject_public_key_info().as_slice()
     );
     // and is signed by the CA
-    let (_, ca_cert) =
-        x509_parser::certificate::X509Certificate::from_der(ca.cert_der()).unwrap();
+    let (_, ca_cert) = x509_parser::certificate::X509Certificate::from_der(ca.cert_der()).unwrap();
     cert.verify_signature(Some(ca_cert.public_key())).unwrap();
     assert!(!cert.is_ca());
 
@@ -193,10 +198,7 @@ fn csr_with_bad_signature_is_refused() {
 
     // change the signed content (a byte of the CN "alice" -> "alicf") without re-signing
     let mut tampered = der.clone();
-    let pos = tampered
-        .windows(5)
-        .position(|w| w == b"alice")
-        .unwrap();
+    let pos = tampered.windows(5).position(|w| w == b"alice").unwrap();
     tampered[pos + 4] = b'f';
     let err = ca
         .sign_csr(
@@ -334,7 +336,8 @@ struct Handshake {
 }
 
 fn handshake(out: &CaInitOutput, client_cert: Option<(&str, &str)>) -> Handshake {
-    let server_cfg = Arc::new(server_config(&out.serving_cert, &out.serving_key, &out.ca_cert).unwrap());
+    let server_cfg =
+        Arc::new(server_config(&out.serving_cert, &out.serving_key, &out.ca_cert).unwrap());
     let ca_pem = fs::read(&out.ca_cert).unwrap();
     let client_cfg = upstream_client_config(
         &ca_pem,
@@ -395,9 +398,7 @@ fn expired_cert_of_our_ca_passes_the_handshake() {
     let (_dir, out, ca) = setup();
     let now = SystemTime::now();
     // issued 3 days ago for 1 day: expired 2 days ago
-    let (key, cert) = ca
-        .issue_new(&tenant_subject(), DAY, now - 3 * DAY)
-        .unwrap();
+    let (key, cert) = ca.issue_new(&tenant_subject(), DAY, now - 3 * DAY).unwrap();
     let hs = handshake(&out, Some((&cert.cert_pem, &key)));
     hs.result.unwrap();
     let peer = peer_of(&hs.server).unwrap();
@@ -410,9 +411,7 @@ fn expired_cert_of_our_ca_passes_the_handshake() {
 fn not_yet_valid_cert_of_our_ca_passes_the_handshake() {
     let (_dir, out, ca) = setup();
     let now = SystemTime::now();
-    let (key, cert) = ca
-        .issue_new(&tenant_subject(), DAY, now + 2 * DAY)
-        .unwrap();
+    let (key, cert) = ca.issue_new(&tenant_subject(), DAY, now + 2 * DAY).unwrap();
     let hs = handshake(&out, Some((&cert.cert_pem, &key)));
     hs.result.unwrap();
     let peer = peer_of(&hs.server).unwrap();
@@ -516,14 +515,23 @@ fn openssl_interop() {
             cmd.args(["-pkeyopt", "ec_paramgen_curve:P-256"]);
         }
         let st = cmd
-            .args(["-subj", "/CN=ignored/O=system:masters", "-addext", "subjectAltName=DNS:x"])
+            .args([
+                "-subj",
+                "/CN=ignored/O=system:masters",
+                "-addext",
+                "subjectAltName=DNS:x",
+            ])
             .arg("-keyout")
             .arg(&key)
             .arg("-out")
             .arg(&csr)
             .output()
             .unwrap();
-        assert!(st.status.success(), "{}", String::from_utf8_lossy(&st.stderr));
+        assert!(
+            st.status.success(),
+            "{}",
+            String::from_utf8_lossy(&st.stderr)
+        );
         let issued = ca
             .sign_csr(
                 &fs::read_to_string(&csr).unwrap(),
@@ -547,7 +555,9 @@ fn openssl_interop() {
             String::from_utf8_lossy(&v.stderr)
         );
         let s = Command::new("openssl")
-            .args(["x509", "-noout", "-subject", "-serial", "-nameopt", "RFC2253", "-in"])
+            .args([
+                "x509", "-noout", "-subject", "-serial", "-nameopt", "RFC2253", "-in",
+            ])
             .arg(&crt)
             .output()
             .unwrap();
@@ -557,7 +567,8 @@ fn openssl_interop() {
         assert!(text.contains("O=devs") && text.contains("O=ops"), "{text}");
         assert!(!text.contains("system:masters"), "{text}");
         assert!(
-            text.to_lowercase().contains(&format!("serial={}", issued.serial_hex)),
+            text.to_lowercase()
+                .contains(&format!("serial={}", issued.serial_hex)),
             "{text}"
         );
     }

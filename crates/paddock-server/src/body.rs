@@ -18,12 +18,12 @@ pub type ResBody = UnsyncBoxBody<Bytes, BoxError>;
 
 /// A complete body.
 pub fn full(b: impl Into<Bytes>) -> ResBody {
-    http_body_util::Full::new(b.into()).map_err(|never| match never {}).boxed_unsync()
+    http_body_util::Full::new(b.into()).map_err(|never| -> BoxError { match never {} }).boxed_unsync()
 }
 
 /// An empty body.
 pub fn empty() -> ResBody {
-    http_body_util::Empty::new().map_err(|never| match never {}).boxed_unsync()
+    http_body_util::Empty::new().map_err(|never| -> BoxError { match never {} }).boxed_unsync()
 }
 
 /// Passes an upstream body through unchanged.
@@ -134,4 +134,14 @@ pub async fn collect_limited(body: Incoming, limit: usize) -> Result<Bytes, crat
             }
         }
     }
+}
+
+/// A complete upstream request body.
+pub fn full_up(b: impl Into<Bytes>) -> crate::upstream::UpBody {
+    http_body_util::Full::new(b.into()).map_err(|never| -> BoxError { match never {} }).boxed_unsync()
+}
+
+/// An empty upstream request body.
+pub fn empty_up() -> crate::upstream::UpBody {
+    http_body_util::Empty::new().map_err(|never| -> BoxError { match never {} }).boxed_unsync()
 }

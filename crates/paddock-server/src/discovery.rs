@@ -9,13 +9,12 @@ use std::time::{Duration, Instant};
 use arc_swap::ArcSwapOption;
 use bytes::Bytes;
 use http::{Method, Request};
-use http_body_util::BodyExt;
 use paddock_core::Catalog;
 use tokio::sync::Mutex;
 
 use crate::body::collect_limited;
 use crate::error::ServerError;
-use crate::upstream::{UpBody, Upstream};
+use crate::upstream::Upstream;
 
 const AGGREGATED_V2: &str = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
 const MIN_REFRESH_INTERVAL: Duration = Duration::from_secs(1);
@@ -73,7 +72,7 @@ async fn fetch(upstream: &Upstream, path: &str) -> Result<Bytes, ServerError> {
         .method(Method::GET)
         .uri(upstream.uri(path)?)
         .header(http::header::ACCEPT, AGGREGATED_V2)
-        .body(http_body_util::Empty::<Bytes>::new().map_err(|never| match never {}).boxed_unsync() as UpBody)
+        .body(crate::body::empty_up())
         .map_err(|e| ServerError::Internal(e.to_string()))?;
     let resp = upstream.send(req, false).await?;
     let status = resp.status();

@@ -80,6 +80,7 @@ fn store_code(e: &paddock_store::StoreError) -> (u16, &'static str) {
         S::AlreadyExists(..) => (409, "AlreadyExists"),
         S::NotFound(..) => (404, "NotFound"),
         S::Unavailable(..) => (503, "ServiceUnavailable"),
+        S::Invalid(..) => (400, "BadRequest"),
         _ => (500, "InternalError"),
     }
 }

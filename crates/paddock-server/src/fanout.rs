@@ -20,7 +20,6 @@ use crate::body::{ResBody, collect_limited};
 use crate::error::{BoxError, ServerError};
 use crate::proxy::add_impersonation;
 use crate::state::AppState;
-use crate::upstream::UpBody;
 
 const MAX_NAMESPACE_LIST_BYTES: usize = 256 << 20;
 
@@ -41,7 +40,7 @@ pub async fn tenant_namespaces(state: &AppState, ctx: &TenantContext) -> Result<
         .method(Method::GET)
         .uri(state.upstream.uri(&path)?)
         .header(header::ACCEPT, "application/json")
-        .body(empty_up())
+        .body(crate::body::empty_up())
         .map_err(|e| ServerError::Internal(e.to_string()))?;
     let resp = state.upstream.send(req, false).await?;
     let status = resp.status();
@@ -83,9 +82,6 @@ fn form_urlencoded_byte_serialize(s: &str) -> String {
     out
 }
 
-fn empty_up() -> UpBody {
-    http_body_util::Empty::<Bytes>::new().map_err(|never| match never {}).boxed_unsync()
-}
 
 /// The tenant's request path with `/namespaces/<ns>` inserted.
 fn namespaced_path(plan: &Plan, ns: &str) -> Option<String> {
@@ -153,7 +149,7 @@ async fn send_one(
         .method(Method::GET)
         .uri(state.upstream.uri(&p.upstream_path_and_query)?)
         .header(header::ACCEPT, accept)
-        .body(empty_up())
+        .body(crate::body::empty_up())
         .map_err(|e| ServerError::Internal(e.to_string()))?;
     add_impersonation(req.headers_mut(), tenant, user, groups)?;
     state.upstream.send(req, long).await

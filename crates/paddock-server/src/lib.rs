@@ -65,6 +65,7 @@ pub async fn run(config: ServerConfig, shutdown: CancellationToken) -> Result<()
         ca: ArcSwap::from_pointee(ca),
         metrics: Arc::new(Metrics::new()),
         shutdown: shutdown.clone(),
+        bootstrapped: std::sync::atomic::AtomicBool::new(false),
         config,
     });
 
@@ -78,7 +79,10 @@ pub async fn run(config: ServerConfig, shutdown: CancellationToken) -> Result<()
                 let boot = provision::bootstrap(&state.upstream).await;
                 let disc = state.catalogs.refresh(&state.upstream).await;
                 match (boot, disc) {
-                    (Ok(()), Ok(_)) => break,
+                    (Ok(()), Ok(_)) => {
+                        state.bootstrapped.store(true, std::sync::atomic::Ordering::Release);
+                        break;
+                    }
                     (b, d) => {
                         tracing::warn!(bootstrap = ?b.err(), discovery = ?d.err(), "upstream not ready; retrying");
                         tokio::select! {

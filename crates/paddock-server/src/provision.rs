@@ -71,7 +71,8 @@ pub fn guard_policy() -> Value {
                 "resourceRules": [{
                     "apiGroups": ["*"], "apiVersions": ["*"],
                     "operations": ["CREATE", "UPDATE", "DELETE"],
-                    "resources": ["*", "*/*"]
+                    // "*/*": every resource and every subresource.
+                    "resources": ["*/*"]
                 }],
                 "excludeResourceRules": [{
                     "apiGroups": ["authorization.k8s.io", "authentication.k8s.io"], "apiVersions": ["*"],

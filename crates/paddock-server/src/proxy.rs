@@ -3,10 +3,8 @@
 
 use std::sync::Arc;
 
-use bytes::Bytes;
 use http::header::{self, HeaderMap, HeaderName, HeaderValue};
 use http::{Method, Request, Response, StatusCode};
-use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use paddock_core::{Plan, ResponseKind, TenantContext, TenantId};
 
@@ -106,22 +104,22 @@ pub async fn serve_tenant(
         let raw = collect_limited(body, state.config.max_body_bytes).await?;
         let (translated, up_ct) = paddock_core::translate_request_body(&ctx, &plan, &content_type, &raw)?;
         headers.insert(header::CONTENT_TYPE, header_value(&up_ct)?);
-        http_body_util::Full::new(Bytes::from(translated)).map_err(|never| match never {}).boxed_unsync()
+        crate::body::full_up(translated)
     } else if plan.upgrade {
         let mut client_req = Request::from_parts(parts, body);
         client_upgrade = Some(hyper::upgrade::on(&mut client_req));
-        empty_up()
+        crate::body::empty_up()
     } else {
         // Requests without a body to translate (GET, DELETE without options, CONNECT): the
         // body, if any (DeleteOptions), is small and carries no names.
         let raw = collect_limited(body, state.config.max_body_bytes).await?;
         if raw.is_empty() {
-            empty_up()
+            crate::body::empty_up()
         } else {
             if let Some(ct) = parts_content_type(headers) {
                 headers.insert(header::CONTENT_TYPE, ct);
             }
-            http_body_util::Full::new(raw).map_err(|never| match never {}).boxed_unsync()
+            crate::body::full_up(raw)
         }
     };
     let up_req = up.body(up_body).map_err(|e| ServerError::Internal(format!("building upstream request: {e}")))?;
@@ -231,9 +229,6 @@ fn parts_content_type(h: &HeaderMap) -> Option<HeaderValue> {
     h.get(header::CONTENT_TYPE).cloned()
 }
 
-fn empty_up() -> UpBody {
-    http_body_util::Empty::<Bytes>::new().map_err(|never| match never {}).boxed_unsync()
-}
 
 fn header_value(s: &str) -> Result<HeaderValue, ServerError> {
     HeaderValue::from_str(s).map_err(|_| ServerError::BadRequest(format!("invalid header value {s:?}")))

@@ -23,12 +23,15 @@ pub async fn handle(state: Arc<AppState>, peer: Option<Arc<PeerCert>>, req: Requ
         "/readyz" => {
             let store = state.cache.is_synced();
             let discovery = state.catalogs.is_synced();
-            return if store && discovery {
+            let boot = state.bootstrapped.load(std::sync::atomic::Ordering::Acquire);
+            return if store && discovery && boot {
                 text(StatusCode::OK, "ok")
             } else {
                 text(
                     StatusCode::SERVICE_UNAVAILABLE,
-                    &format!("not ready: store cache synced={store}, upstream discovery synced={discovery}"),
+                    &format!(
+                        "not ready: store cache synced={store}, upstream discovery synced={discovery}, upstream bootstrap done={boot}"
+                    ),
                 )
             };
         }

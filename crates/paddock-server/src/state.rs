@@ -32,6 +32,8 @@ pub struct AppState {
     pub metrics: Arc<Metrics>,
     /// Cancelled at shutdown: open watches end cleanly.
     pub shutdown: CancellationToken,
+    /// Set once the platform-wide upstream objects (guard, roles) are installed.
+    pub bootstrapped: std::sync::atomic::AtomicBool,
 }
 
 impl AppState {

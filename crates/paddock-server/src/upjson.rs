@@ -3,12 +3,11 @@
 
 use bytes::Bytes;
 use http::{Method, Request, StatusCode, header};
-use http_body_util::BodyExt;
 use serde_json::Value;
 
 use crate::body::collect_limited;
 use crate::error::ServerError;
-use crate::upstream::{UpBody, Upstream};
+use crate::upstream::Upstream;
 
 /// A JSON answer from upstream.
 pub struct UpAnswer {
@@ -42,7 +41,7 @@ pub async fn call(
         b = b.header(header::CONTENT_TYPE, ct);
     }
     let req = b
-        .body(http_body_util::Full::new(bytes).map_err(|never| match never {}).boxed_unsync() as UpBody)
+        .body(crate::body::full_up(bytes))
         .map_err(|e| ServerError::Internal(e.to_string()))?;
     let resp = up.send(req, false).await?;
     let status = resp.status();

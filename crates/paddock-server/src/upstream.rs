@@ -170,12 +170,13 @@ pub struct Upstream {
     long: Client<HttpsConnector<HttpConnector>, UpBody>,
 }
 
-fn connector(cred: &UpstreamCredential, alpn: Vec<Vec<u8>>, h2: bool) -> Result<HttpsConnector<HttpConnector>, ServerError> {
+fn connector(cred: &UpstreamCredential, h2: bool) -> Result<HttpsConnector<HttpConnector>, ServerError> {
     let tls = paddock_pki::upstream_client_config(
         &cred.ca_pem,
         cred.client_cert_pem.as_deref(),
         cred.client_key_pem.as_deref(),
-        alpn,
+        // hyper-rustls sets ALPN itself from the enabled HTTP versions.
+        Vec::new(),
     )
     .map_err(|e| ServerError::Config(format!("upstream TLS: {e}")))?;
     let mut http = HttpConnector::new();
@@ -189,8 +190,8 @@ fn connector(cred: &UpstreamCredential, alpn: Vec<Vec<u8>>, h2: bool) -> Result<
 impl Upstream {
     /// Builds both pools.
     pub fn new(cred: UpstreamCredential) -> Result<Self, ServerError> {
-        let short_conn = connector(&cred, vec![b"h2".to_vec(), b"http/1.1".to_vec()], true)?;
-        let long_conn = connector(&cred, vec![b"http/1.1".to_vec()], false)?;
+        let short_conn = connector(&cred, true)?;
+        let long_conn = connector(&cred, false)?;
         let short = Client::builder(TokioExecutor::new())
             .pool_idle_timeout(Duration::from_secs(90))
             .http2_keep_alive_interval(Some(Duration::from_secs(30)))

@@ -161,7 +161,8 @@ fn write_atomic(dir: &Path, state: &State) -> Result<(), StoreError> {
         opts.mode(0o600);
     }
     let mut f = opts.open(&tmp).map_err(|e| io(&tmp, "cannot write", e))?;
-    f.write_all(&bytes).map_err(|e| io(&tmp, "cannot write", e))?;
+    f.write_all(&bytes)
+        .map_err(|e| io(&tmp, "cannot write", e))?;
     f.sync_all().map_err(|e| io(&tmp, "cannot fsync", e))?;
     drop(f);
     if let Err(e) = fs::rename(&tmp, &path) {
@@ -257,6 +258,7 @@ impl EmbeddedStore {
     }
 
     pub(crate) async fn get_tenant(&self, id: &str) -> Result<Option<TenantRecord>, StoreError> {
+        check_tenant_id(id)?;
         Ok(self.inner.state.lock().tenants.get(id).cloned())
     }
 
@@ -349,7 +351,10 @@ mod tests {
         let t = tenant("foofoo");
         store.create_tenant(&t).await.unwrap();
         // the cache is updated synchronously
-        assert_eq!(cache.tenant("foofoo").unwrap().display_name, "Tenant foofoo");
+        assert_eq!(
+            cache.tenant("foofoo").unwrap().display_name,
+            "Tenant foofoo"
+        );
         assert!(rx.has_changed().unwrap());
         let err = store.create_tenant(&t).await.unwrap_err();
         assert!(matches!(err, StoreError::AlreadyExists(_)), "{err}");
@@ -359,7 +364,10 @@ mod tests {
         t2.phase = TenantPhase::Terminating;
         t2.progress = Some("deleting namespaces".into());
         store.put_tenant(&t2).await.unwrap();
-        assert_eq!(cache.tenant("foofoo").unwrap().phase, TenantPhase::Terminating);
+        assert_eq!(
+            cache.tenant("foofoo").unwrap().phase,
+            TenantPhase::Terminating
+        );
         assert_eq!(store.get_tenant("foofoo").await.unwrap(), Some(t2.clone()));
 
         let err = store.put_tenant(&tenant("barbar")).await.unwrap_err();
@@ -389,8 +397,14 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open_embedded(dir.path()).await.unwrap();
         let cache = store.cache();
-        store.record_cert(&cert("0A0B", Some("foofoo"))).await.unwrap();
-        store.record_cert(&cert("0c0d", Some("barbar"))).await.unwrap();
+        store
+            .record_cert(&cert("0A0B", Some("foofoo")))
+            .await
+            .unwrap();
+        store
+            .record_cert(&cert("0c0d", Some("barbar")))
+            .await
+            .unwrap();
         store.record_cert(&cert("0e0f", None)).await.unwrap();
         assert!(!cache.is_revoked("0a0b"));
 
@@ -423,7 +437,10 @@ mod tests {
         {
             let store = Store::open_embedded(dir.path()).await.unwrap();
             store.create_tenant(&tenant("foofoo")).await.unwrap();
-            store.record_cert(&cert("0a0b", Some("foofoo"))).await.unwrap();
+            store
+                .record_cert(&cert("0a0b", Some("foofoo")))
+                .await
+                .unwrap();
             store.revoke_cert("0a0b").await.unwrap();
 
             let err = Store::open_embedded(dir.path()).await.unwrap_err();

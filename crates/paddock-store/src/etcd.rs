@@ -29,6 +29,8 @@ const KEEPALIVE_TIMEOUT: Duration = Duration::from_secs(5);
 const READ_YOUR_WRITES: Duration = Duration::from_secs(1);
 const BACKOFF_MIN: Duration = Duration::from_millis(100);
 const BACKOFF_MAX: Duration = Duration::from_secs(5);
+/// Keys per range request when listing.
+const PAGE: i64 = 500;
 /// Attempts of the compare-and-swap in `revoke_cert` under concurrent writers.
 const CAS_ATTEMPTS: usize = 5;
 
@@ -106,12 +108,18 @@ impl Shared {
         match e {
             E::GRpcStatus(ref s) => match s.code() as i32 {
                 GRPC_CANCELLED | GRPC_UNKNOWN | GRPC_DEADLINE_EXCEEDED | GRPC_UNAVAILABLE => {
-                    self.unavailable(s.message())
+                    self.unavailable(status_chain(&e))
                 }
-                _ => StoreError::Backend(format!("etcd at {}: {e}", self.endpoints)),
+                _ => {
+                    StoreError::Backend(format!("etcd at {}: {}", self.endpoints, status_chain(&e)))
+                }
             },
-            E::TransportError(_) | E::IoError(_) => self.unavailable(e),
-            other => StoreError::Backend(format!("etcd at {}: {other}", self.endpoints)),
+            E::TransportError(_) | E::IoError(_) => self.unavailable(error_chain(&e)),
+            other => StoreError::Backend(format!(
+                "etcd at {}: {}",
+                self.endpoints,
+                error_chain(&other)
+            )),
         }
     }
 
@@ -123,10 +131,9 @@ impl Shared {
         match tokio::time::timeout(REQUEST_TIMEOUT, fut).await {
             Ok(Ok(v)) => Ok(v),
             Ok(Err(e)) => Err(self.map_err(e)),
-            Err(_) => Err(self.unavailable(format!(
-                "no answer within {}s",
-                REQUEST_TIMEOUT.as_secs()
-            ))),
+            Err(_) => {
+                Err(self.unavailable(format!("no answer within {}s", REQUEST_TIMEOUT.as_secs())))
+            }
         }
     }
 
@@ -144,18 +151,46 @@ impl Shared {
         }
     }
 
+    /// Every key-value under `prefix`, read in pages of [`PAGE`] at one revision (so a large
+    /// store never hits the gRPC message size limit and the result is consistent).
+    async fn range_all(&self, prefix: &str) -> Result<(Vec<KeyValue>, i64), StoreError> {
+        let end = prefix_end(prefix.as_bytes());
+        let mut kv = self.client.kv_client();
+        let mut start = prefix.as_bytes().to_vec();
+        let mut revision = 0;
+        let mut out = Vec::new();
+        loop {
+            let mut opts = GetOptions::new().with_range(end.clone()).with_limit(PAGE);
+            if revision > 0 {
+                opts = opts.with_revision(revision);
+            }
+            let mut resp = self.call(kv.get(start.clone(), Some(opts))).await?;
+            if revision == 0 {
+                revision = resp.header().map(|h| h.revision()).unwrap_or(0);
+            }
+            let more = resp.more();
+            let kvs = resp.take_kvs();
+            let last = kvs.last().map(|k| k.key().to_vec());
+            out.extend(kvs);
+            match (more, last) {
+                (true, Some(mut k)) => {
+                    k.push(0);
+                    start = k;
+                }
+                _ => break,
+            }
+        }
+        Ok((out, revision))
+    }
+
     /// Reads everything under the prefix: (snapshot, revision).
     async fn list(&self) -> Result<(Snapshot, i64), StoreError> {
-        let mut kv = self.client.kv_client();
-        let resp = self
-            .call(kv.get(self.all_prefix(), Some(GetOptions::new().with_prefix())))
-            .await?;
-        let revision = resp.header().map(|h| h.revision()).unwrap_or(0);
+        let (kvs, revision) = self.range_all(&self.all_prefix()).await?;
         let mut snap = Snapshot {
             tenants: HashMap::new(),
             revoked: HashSet::new(),
         };
-        for kv in resp.kvs() {
+        for kv in &kvs {
             self.apply_put(&mut snap, kv);
         }
         Ok((snap, revision))
@@ -215,16 +250,14 @@ impl Shared {
         let opts = WatchOptions::new()
             .with_prefix()
             .with_start_revision(start_revision);
-        let mut stream = match tokio::time::timeout(
-            REQUEST_TIMEOUT,
-            wc.watch(self.all_prefix(), Some(opts)),
-        )
-        .await
-        {
-            Ok(Ok(s)) => s,
-            Ok(Err(e)) => return format!("cannot start watch: {e}"),
-            Err(_) => return "cannot start watch: no answer".into(),
-        };
+        let mut stream =
+            match tokio::time::timeout(REQUEST_TIMEOUT, wc.watch(self.all_prefix(), Some(opts)))
+                .await
+            {
+                Ok(Ok(s)) => s,
+                Ok(Err(e)) => return format!("cannot start watch: {e}"),
+                Err(_) => return "cannot start watch: no answer".into(),
+            };
         self.cache.set_connected(true);
         loop {
             match stream.message().await {
@@ -285,7 +318,7 @@ impl Shared {
                     Err(e) => {
                         attempts += 1;
                         // log the first failure and then every ~30 attempts
-                        if attempts == 1 || attempts % 30 == 0 {
+                        if attempts == 1 || attempts.is_multiple_of(30) {
                             tracing::warn!(error = %e, attempts, "etcd still unreachable");
                         }
                     }
@@ -295,6 +328,50 @@ impl Shared {
     }
 }
 
+/// The end of the key range of all keys starting with `prefix`.
+fn prefix_end(prefix: &[u8]) -> Vec<u8> {
+    let mut end = prefix.to_vec();
+    while let Some(last) = end.pop() {
+        if last < 0xff {
+            end.push(last + 1);
+            return end;
+        }
+    }
+    // all 0xff (or empty): to the end of the keyspace
+    vec![0]
+}
+
+/// `e: source: source ...` without repeating a message its source already says, and
+/// without tonic's generic wrappers.
+fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
+    chain_from(e.to_string(), e.source())
+}
+
+/// A gRPC status: its message, then its sources (its Display is a Debug dump).
+fn status_chain(s: &etcd_client::Error) -> String {
+    match s {
+        etcd_client::Error::GRpcStatus(st) => {
+            chain_from(st.message().to_string(), std::error::Error::source(st))
+        }
+        other => error_chain(other),
+    }
+}
+
+fn chain_from(first: String, mut cur: Option<&(dyn std::error::Error + 'static)>) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    if !first.is_empty() {
+        parts.push(first);
+    }
+    while let Some(err) = cur {
+        let msg = err.to_string();
+        if !msg.is_empty() && msg != "transport error" && !parts.iter().any(|p| p.contains(&msg)) {
+            parts.push(msg);
+        }
+        cur = err.source();
+    }
+    parts.join(": ")
+}
+
 /// gRPC status codes (tonic is not a direct dependency, so match on the numeric code).
 const GRPC_CANCELLED: i32 = 1;
 const GRPC_UNKNOWN: i32 = 2;
@@ -302,7 +379,10 @@ const GRPC_DEADLINE_EXCEEDED: i32 = 4;
 const GRPC_UNAVAILABLE: i32 = 14;
 
 impl EtcdStore {
-    pub(crate) async fn open(endpoints: &[String], key_prefix: &str) -> Result<EtcdStore, StoreError> {
+    pub(crate) async fn open(
+        endpoints: &[String],
+        key_prefix: &str,
+    ) -> Result<EtcdStore, StoreError> {
         if endpoints.is_empty() {
             return Err(StoreError::Invalid("no etcd endpoints given".into()));
         }
@@ -317,25 +397,23 @@ impl EtcdStore {
             .with_connect_timeout(CONNECT_TIMEOUT)
             .with_keep_alive(KEEPALIVE_INTERVAL, KEEPALIVE_TIMEOUT)
             .with_keep_alive_while_idle(true);
-        let client = match tokio::time::timeout(
-            REQUEST_TIMEOUT,
-            Client::connect(endpoints, Some(opts)),
-        )
-        .await
-        {
-            Ok(Ok(c)) => c,
-            Ok(Err(e)) => {
-                return Err(StoreError::Unavailable(format!(
-                    "etcd at {endpoints_text} is unreachable: {e}"
-                )));
-            }
-            Err(_) => {
-                return Err(StoreError::Unavailable(format!(
-                    "etcd at {endpoints_text} is unreachable: no answer within {}s",
-                    REQUEST_TIMEOUT.as_secs()
-                )));
-            }
-        };
+        let client =
+            match tokio::time::timeout(REQUEST_TIMEOUT, Client::connect(endpoints, Some(opts)))
+                .await
+            {
+                Ok(Ok(c)) => c,
+                Ok(Err(e)) => {
+                    return Err(StoreError::Unavailable(format!(
+                        "etcd at {endpoints_text} is unreachable: {e}"
+                    )));
+                }
+                Err(_) => {
+                    return Err(StoreError::Unavailable(format!(
+                        "etcd at {endpoints_text} is unreachable: no answer within {}s",
+                        REQUEST_TIMEOUT.as_secs()
+                    )));
+                }
+            };
         let shared = Arc::new(Shared {
             client,
             prefix,
@@ -480,12 +558,9 @@ impl EtcdStore {
         tenant: Option<&str>,
     ) -> Result<Vec<CertRecord>, StoreError> {
         let s = &self.shared;
-        let mut kv = s.client.kv_client();
-        let resp = s
-            .call(kv.get(s.certs_prefix(), Some(GetOptions::new().with_prefix())))
-            .await?;
+        let (kvs, _) = s.range_all(&s.certs_prefix()).await?;
         let mut out = Vec::new();
-        for kv in resp.kvs() {
+        for kv in &kvs {
             let rec: CertRecord = match serde_json::from_slice(kv.value()) {
                 Ok(r) => r,
                 Err(e) => {
@@ -503,5 +578,24 @@ impl EtcdStore {
         }
         out.sort_by(|a, b| a.serial_hex.cmp(&b.serial_hex));
         Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prefix_ends() {
+        assert_eq!(prefix_end(b"/paddock/"), b"/paddock0".to_vec());
+        assert_eq!(prefix_end(b"a\xff"), b"b".to_vec());
+        assert_eq!(prefix_end(b"\xff"), vec![0]);
+    }
+
+    #[test]
+    fn error_chains() {
+        let inner = std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "refused");
+        let outer = std::io::Error::other(inner);
+        assert_eq!(error_chain(&outer), "refused");
     }
 }

@@ -14,6 +14,11 @@
 //! - `revoke_cert` of an already revoked certificate succeeds and returns the record
 //!   unchanged (`revoked_at` stays the first revocation time).
 //! - `TenantRecord::generation` is stored as given; the store does not bump it.
+//! - Serials are normalized (lowercase, no `:`, no leading `00`); a non-hex serial, or a
+//!   tenant id that is not valid in `get_tenant`/`delete_tenant`, gives
+//!   [`StoreError::Invalid`] (map it to 400).
+//! - `open_etcd`: plain `http://` endpoints only (no TLS/auth to etcd yet); the key prefix
+//!   must be non-empty (a trailing `/` is ignored).
 //! - Etcd writes wait (up to 1 s) until this replica's cache has seen the write through the
 //!   watch, so a replica reads its own writes from its cache; the embedded store updates the
 //!   cache synchronously.

@@ -46,7 +46,10 @@ pub async fn tenant_roundtrip(kubeconfig: &Path, name: &str, extra: &[&str]) -> 
     let cm = ConfigMap {
         metadata: ObjectMeta {
             name: Some(name.to_owned()),
-            labels: Some(BTreeMap::from([("client".to_owned(), "kube-rs".to_owned())])),
+            labels: Some(BTreeMap::from([(
+                "client".to_owned(),
+                "kube-rs".to_owned(),
+            )])),
             ..ObjectMeta::default()
         },
         data: Some(BTreeMap::from([("k".to_owned(), "v".to_owned())])),
@@ -63,7 +66,11 @@ pub async fn tenant_roundtrip(kubeconfig: &Path, name: &str, extra: &[&str]) -> 
     );
     let got = cms.get(name).await.context("getting the ConfigMap")?;
     ensure!(
-        got.data.as_ref().and_then(|d| d.get("k")).map(String::as_str) == Some("v"),
+        got.data
+            .as_ref()
+            .and_then(|d| d.get("k"))
+            .map(String::as_str)
+            == Some("v"),
         "ConfigMap data {:?}",
         got.data
     );

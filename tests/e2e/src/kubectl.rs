@@ -115,7 +115,10 @@ impl Kubectl {
         let args: Vec<String> = args.iter().map(|s| (*s).to_owned()).collect();
         let (line, out) = self.run_raw(&args, stdin, &BTreeMap::new(), None)?;
         if !out.success() {
-            bail!("{}", self.failure_report(&line, stdin, &out, "expected exit 0"));
+            bail!(
+                "{}",
+                self.failure_report(&line, stdin, &out, "expected exit 0")
+            );
         }
         Ok(out.stdout)
     }
@@ -130,7 +133,8 @@ impl Kubectl {
     ) -> String {
         let mut s = format!(
             "{why}\n  command: {line}\n  exit: {}{} after {:.1}s\n",
-            out.code.map_or_else(|| "none".to_owned(), |c| c.to_string()),
+            out.code
+                .map_or_else(|| "none".to_owned(), |c| c.to_string()),
             if out.timed_out { " (timed out)" } else { "" },
             out.elapsed.as_secs_f64()
         );

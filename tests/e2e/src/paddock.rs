@@ -84,6 +84,7 @@ impl Paddock {
         let log = cp.dir().join("logs").join(format!("{name}.log"));
 
         let mut init = Command::new(&bin);
+        clean_env(&mut init);
         init.args(["ca", "init", "--dir"])
             .arg(&certs)
             .args(["--server-url", &url]);
@@ -119,12 +120,11 @@ impl Paddock {
                     .arg(dir.join("data"));
             }
         }
-        for (k, _) in std::env::vars() {
-            if k.starts_with("PADDOCK_") {
-                serve.env_remove(k);
-            }
-        }
-        serve.env("RUST_LOG", std::env::var("PADDOCK_E2E_RUST_LOG").unwrap_or_else(|_| "info".into()));
+        clean_env(&mut serve);
+        serve.env(
+            "RUST_LOG",
+            std::env::var("PADDOCK_E2E_RUST_LOG").unwrap_or_else(|_| "info".into()),
+        );
         let logf = File::create(&log).with_context(|| format!("creating {}", log.display()))?;
         let logf2 = logf.try_clone()?;
         serve
@@ -156,7 +156,6 @@ impl Paddock {
     fn wait_ready(&self, timeout: Duration) -> Result<()> {
         let certs = self.dir.join("certs");
         let deadline = Instant::now() + timeout;
-        let mut last = String::new();
         loop {
             if let Some(status) = self.exited() {
                 bail!(
@@ -177,7 +176,7 @@ impl Paddock {
             if out.success() && out.stdout.trim() == "ok" {
                 return Ok(());
             }
-            last = format!("{}{}", out.stdout.trim(), out.stderr.trim());
+            let last = format!("{}{}", out.stdout.trim(), out.stderr.trim());
             if Instant::now() >= deadline {
                 bail!(
                     "/readyz not ok after {:?} (last answer: {last}); tail of {}:\n{}",
@@ -222,12 +221,10 @@ impl Paddock {
     /// platform-admin kubeconfig; returns what happened.
     pub fn cli_raw(&self, args: &[String], timeout: Duration) -> Result<(String, Output)> {
         let mut cmd = Command::new(&self.bin);
-        cmd.args(args).arg("--kubeconfig").arg(self.admin_kubeconfig());
-        for (k, _) in std::env::vars() {
-            if k.starts_with("PADDOCK_") {
-                cmd.env_remove(k);
-            }
-        }
+        cmd.args(args)
+            .arg("--kubeconfig")
+            .arg(self.admin_kubeconfig());
+        clean_env(&mut cmd);
         let line = describe(&cmd);
         let out = process::run(&mut cmd, None, timeout)?;
         Ok((line, out))
@@ -297,6 +294,15 @@ impl Paddock {
 impl Drop for Paddock {
     fn drop(&mut self) {
         self.stop();
+    }
+}
+
+/// paddock reads `PADDOCK_*` variables as settings: the harness passes flags only.
+fn clean_env(cmd: &mut Command) {
+    for (k, _) in std::env::vars_os() {
+        if k.to_string_lossy().starts_with("PADDOCK_") {
+            cmd.env_remove(k);
+        }
     }
 }
 

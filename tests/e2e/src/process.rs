@@ -260,11 +260,21 @@ mod tests {
         );
         assert_eq!(
             split_words(r#"get ns -o jsonpath={.metadata.labels.paddock\.io/tenant}"#)?,
-            vec!["get", "ns", "-o", "jsonpath={.metadata.labels.paddock.io/tenant}"]
+            vec![
+                "get",
+                "ns",
+                "-o",
+                "jsonpath={.metadata.labels.paddock.io/tenant}"
+            ]
         );
         assert_eq!(
             split_words(r#"get ns -o 'jsonpath={.metadata.labels.paddock\.io/tenant}'"#)?,
-            vec!["get", "ns", "-o", r"jsonpath={.metadata.labels.paddock\.io/tenant}"]
+            vec![
+                "get",
+                "ns",
+                "-o",
+                r"jsonpath={.metadata.labels.paddock\.io/tenant}"
+            ]
         );
         assert!(split_words("a 'b").is_err());
         Ok(())

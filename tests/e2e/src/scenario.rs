@@ -266,8 +266,11 @@ impl Env<'_> {
         }
         for (i, step) in sc.cleanup.iter().enumerate() {
             if let Err(e) = self.run_step(sc, step, &vars) {
-                out.cleanup_problems
-                    .push(format!("cleanup step {}: {}", i + 1, first_line(&format!("{e:#}"))));
+                out.cleanup_problems.push(format!(
+                    "cleanup step {}: {}",
+                    i + 1,
+                    first_line(&format!("{e:#}"))
+                ));
             }
         }
         out.elapsed = t0.elapsed();
@@ -319,7 +322,10 @@ impl Env<'_> {
                     } else {
                         why
                     };
-                    bail!("{}", reporter.failure_report(&line, shown_stdin, &out, &why));
+                    bail!(
+                        "{}",
+                        reporter.failure_report(&line, shown_stdin, &out, &why)
+                    );
                 }
             }
         }
@@ -401,7 +407,9 @@ impl Expect {
             want.sort_unstable();
             got.sort_unstable();
             if want != got {
-                why.push(format!("stdout lines are {got:?}, expected exactly {want:?}"));
+                why.push(format!(
+                    "stdout lines are {got:?}, expected exactly {want:?}"
+                ));
             }
         }
         if why.is_empty() {
@@ -469,8 +477,14 @@ pub fn print_summary(outcomes: &[Outcome]) -> usize {
             eprintln!("        ({c})");
         }
     }
-    let passed = outcomes.iter().filter(|o| o.status == Status::Passed).count();
-    let skipped = outcomes.iter().filter(|o| o.status == Status::Skipped).count();
+    let passed = outcomes
+        .iter()
+        .filter(|o| o.status == Status::Passed)
+        .count();
+    let skipped = outcomes
+        .iter()
+        .filter(|o| o.status == Status::Skipped)
+        .count();
     eprintln!(
         "==== {passed} passed, {failed} failed, {skipped} skipped of {} scenarios ====",
         outcomes.len()
@@ -514,7 +528,10 @@ mod tests {
     fn substitution() -> Result<()> {
         let mut v = BTreeMap::new();
         v.insert("tenant".to_owned(), "foofoo".to_owned());
-        assert_eq!(subst("get ns ${tenant}-default", &v)?, "get ns foofoo-default");
+        assert_eq!(
+            subst("get ns ${tenant}-default", &v)?,
+            "get ns foofoo-default"
+        );
         assert!(subst("${nope}", &v).is_err());
         Ok(())
     }

@@ -49,7 +49,8 @@ pub fn parse_env(text: &str) -> BTreeMap<String, String> {
 /// (`PADDOCK_K8S_BIN`, `PADDOCK_ETCD_BIN`, `PADDOCK_KWOK_BIN`, with `e2e` also `PADDOCK_E2E_BIN`).
 pub fn build_binaries(e2e: bool) -> Result<BTreeMap<String, String>> {
     let mut cmd = Command::new("bash");
-    cmd.arg(testbed_scripts().join("build.sh")).arg("--print-env");
+    cmd.arg(testbed_scripts().join("build.sh"))
+        .arg("--print-env");
     if e2e {
         cmd.arg("--e2e");
     }

@@ -58,7 +58,11 @@ fn scenarios() -> Result<()> {
     eprintln!("control plane up in {:.1}s", cp.startup.as_secs_f64());
     let paddock = Paddock::start(&cp, StoreKind::Etcd);
     match &paddock {
-        Ok(p) => eprintln!("paddock ready at {} in {:.1}s", p.url(), p.startup.as_secs_f64()),
+        Ok(p) => eprintln!(
+            "paddock ready at {} in {:.1}s",
+            p.url(),
+            p.startup.as_secs_f64()
+        ),
         Err(e) => eprintln!("\n!!!! paddock did not start; its scenarios will fail:\n{e:#}\n"),
     }
     let env = Env {

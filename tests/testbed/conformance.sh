@@ -1,0 +1,195 @@
+#!/usr/bin/env bash
+# Kubernetes conformance for paddock: the node-free [sig-api-machinery] [Conformance] tests of the
+# pinned release, run twice against one local control plane —
+#   direct:  with the upstream admin kubeconfig (the baseline), then
+#   paddock: through a real `paddock serve` (etcd store) as a tenant (`paddock tenant create`),
+# and a report of both pass counts and of the tests that pass directly but fail through paddock.
+#
+#   tests/testbed/conformance.sh [--mode both|direct|paddock] [--fast] [--focus RE] [--skip RE]
+#                                [--report FILE] [--keep]
+#
+# --fast     a handful of quick, focused tests (a few minutes) instead of all of them
+# --report   default target/conformance/report.md (JSON reports and logs are copied beside it)
+# --keep     keep the control plane running afterwards (prints the directory; stop with down.sh)
+# Exit status: 0 if every test that passes directly also passes through paddock (mode both), or
+# if every test passed (single mode); 1 otherwise; 2 on usage or setup errors.
+# Skipped always: AdmissionWebhook, CustomResourceConversionWebhook, CustomResourceFieldSelectors,
+# Aggregator, [Slow], [Disruptive] — they make the apiserver dial pod or service IPs, which never
+# happens here (up.sh also blocks all such egress of the apiserver).
+set -euo pipefail
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+ROOT="$(cd "$HERE/../.." && pwd)"
+
+MODE=both; FAST=0; KEEP=0
+FOCUS='\[sig-api-machinery\].*\[Conformance\]'
+# CustomResourceFieldSelectors deploys a conversion webhook too (crd_selectable_fields.go).
+SKIP_ALWAYS='AdmissionWebhook|CustomResourceConversionWebhook|CustomResourceFieldSelectors|Aggregator|\[Slow\]|\[Disruptive\]'
+SKIP_EXTRA=""
+REPORT="$ROOT/target/conformance/report.md"
+# The fast subset: one or two quick tests of each kind of API use (plain CRUD, discovery,
+# chunked lists, watches, CRDs, field validation, quota, table output). About 1-3 minutes a run.
+FAST_FOCUS='\[sig-api-machinery\] (server version should find the server version|Discovery should validate PreferredVersion|Servers with support for API chunking should return chunks|Servers with support for Table transformation should return a 406|Watchers should observe add, update, and delete watch notifications on configmaps|Watchers should be able to start watching from a specific resource version|CustomResourceDefinition resources .*creating/deleting custom resource definition objects works|FieldValidation should detect unknown and duplicate fields of a typed object|ResourceQuota should create a ResourceQuota and capture the life of a configMap).*\[Conformance\]'
+
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --mode) MODE="${2:?}"; shift 2 ;;
+    --fast) FAST=1; shift ;;
+    --focus) FOCUS="${2:?}"; shift 2 ;;
+    --skip) SKIP_EXTRA="${2:?}"; shift 2 ;;
+    --report) REPORT="${2:?}"; shift 2 ;;
+    --keep) KEEP=1; shift ;;
+    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
+    *) echo "conformance.sh: unknown argument $1" >&2; exit 2 ;;
+  esac
+done
+case "$MODE" in both|direct|paddock) ;; *) echo "conformance.sh: --mode both|direct|paddock" >&2; exit 2 ;; esac
+[ "$FAST" = 1 ] && FOCUS="$FAST_FOCUS"
+SKIP="$SKIP_ALWAYS${SKIP_EXTRA:+|$SKIP_EXTRA}"
+log() { echo "[conformance $(date -u +%H:%M:%S)] $*" >&2; }
+die() { echo "[conformance] ERROR: $*" >&2; exit 2; }
+T0=$SECONDS
+
+eval "$("$HERE/build.sh" --e2e --print-env)"
+export PADDOCK_K8S_BIN PADDOCK_ETCD_BIN PADDOCK_KWOK_BIN
+E2E="$PADDOCK_E2E_BIN/e2e-apimachinery.test"
+[ -x "$E2E" ] || die "missing $E2E"
+
+TB="$(mktemp -d "${TMPDIR:-/tmp}/paddock-conformance-XXXXXX")"
+cleanup() {
+  if [ "$KEEP" = 1 ]; then
+    log "control plane kept in $TB (stop it with tests/testbed/down.sh $TB)"
+  else
+    "$HERE/down.sh" "$TB" || true
+  fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM HUP
+if [ "$KEEP" = 1 ]; then "$HERE/up.sh" "$TB"; else "$HERE/up.sh" "$TB" --owner-pid $$; fi
+# shellcheck disable=SC1091
+. "$TB/env"
+mkdir -p "$TB/home" "$TB/reports"
+
+run_suite() { # run_suite NAME KUBECONFIG
+  local name=$1 kc=$2 t0=$SECONDS rc=0
+  log "running the conformance tests ($name) — log: $TB/logs/e2e-$name.log"
+  # HOME of its own: kubectl (used by some tests) keeps its discovery cache there.
+  HOME="$TB/home" timeout 9000 "$E2E" \
+    --kubeconfig="$kc" --provider=skeleton --kubectl-path="$KUBECTL" \
+    --ginkgo.focus="$FOCUS" --ginkgo.skip="$SKIP" \
+    --ginkgo.timeout=2h --ginkgo.no-color --ginkgo.v \
+    --ginkgo.json-report="$TB/reports/$name.json" --report-dir="$TB/reports/$name" \
+    >"$TB/logs/e2e-$name.log" 2>&1 || rc=$?
+  log "$name: e2e exited $rc after $((SECONDS - t0)) s; $(grep -E '^(Ran|FAIL!|SUCCESS!)' "$TB/logs/e2e-$name.log" | tr '\n' ' ')"
+  echo "$((SECONDS - t0))" > "$TB/reports/$name.seconds"
+}
+
+start_paddock() {
+  local bin port url certs pid deadline
+  if [ -n "${PADDOCK_BIN:-}" ]; then
+    bin="$PADDOCK_BIN"
+  else
+    log "building paddock (cargo build -p paddock)"
+    (cd "$ROOT" && cargo build -q -p paddock --bin paddock) || die "cargo build -p paddock failed"
+    bin="${CARGO_TARGET_DIR:-$ROOT/target}/debug/paddock"
+  fi
+  [ -x "$bin" ] || die "no paddock binary at $bin"
+  port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  url="https://127.0.0.1:$port"; certs="$TB/paddock/certs"; mkdir -p "$TB/paddock"
+  "$bin" ca init --dir "$certs" --server-url "$url" >"$TB/logs/paddock-ca-init.log" 2>&1 \
+    || { cat "$TB/logs/paddock-ca-init.log" >&2; die "paddock ca init failed"; }
+  setsid env -u PADDOCK_ETCD_ENDPOINTS "$bin" serve --listen "127.0.0.1:$port" --certs-dir "$certs" \
+    --upstream-kubeconfig "$ADMIN_KUBECONFIG" --store etcd --etcd-endpoints "$PADDOCK_ETCD_ENDPOINTS" \
+    --etcd-prefix /paddock-conformance --public-url "$url" --log-format json \
+    </dev/null >"$TB/logs/paddock.log" 2>&1 &
+  pid=$!
+  echo "paddock $pid $(awk '{sub(/.*\) /,""); print $20}' "/proc/$pid/stat")" >> "$TB/pids"  # down.sh stops it
+  deadline=$((SECONDS + 60))
+  until [ "$(curl -s --max-time 3 --cacert "$certs/ca.crt" --cert "$certs/admin.crt" --key "$certs/admin.key" "$url/readyz" 2>/dev/null)" = ok ]; do
+    kill -0 "$pid" 2>/dev/null || { tail -n 40 "$TB/logs/paddock.log" >&2; die "paddock exited during startup"; }
+    [ $SECONDS -lt $deadline ] || { tail -n 40 "$TB/logs/paddock.log" >&2; die "paddock not ready after 60 s"; }
+    sleep 0.2
+  done
+  log "paddock ready at $url"
+  "$bin" tenant create confor --kubeconfig "$certs/admin.kubeconfig" >"$TB/tenant.kubeconfig" 2>"$TB/logs/paddock-tenant-create.log" \
+    || { cat "$TB/logs/paddock-tenant-create.log" >&2; die "paddock tenant create confor failed"; }
+}
+
+log "focus: $FOCUS"
+log "skip:  $SKIP"
+[ "$MODE" = paddock ] || run_suite direct "$ADMIN_KUBECONFIG"
+if [ "$MODE" != direct ]; then
+  # A subshell: if paddock does not come up, the report still gets the direct results.
+  if ( start_paddock ); then
+    run_suite paddock "$TB/tenant.kubeconfig"
+  else
+    log "paddock did not start (log: $TB/logs/paddock.log); no run through paddock"
+  fi
+fi
+
+mkdir -p "$(dirname "$REPORT")"
+rdir="$(dirname "$REPORT")"
+cp "$TB"/reports/*.json "$rdir/" 2>/dev/null || true
+mkdir -p "$rdir/logs"; cp "$TB"/logs/*.log "$rdir/logs/" 2>/dev/null || true
+rc=0
+python3 - "$TB/reports" "$REPORT" "$MODE" "$FOCUS" "$SKIP" "$((SECONDS - T0))" <<'PY' || rc=$?
+import json, os, sys, datetime
+rdir, report, mode, focus, skip, total = sys.argv[1:7]
+def load(name):
+    p = os.path.join(rdir, name + ".json")
+    if not os.path.exists(p):
+        return None
+    res = {}
+    for suite in json.load(open(p)):
+        for sp in suite.get("SpecReports") or []:
+            if sp.get("LeafNodeType") != "It":
+                # a failed BeforeSuite fails the whole run: report it as such
+                if sp.get("State") not in ("passed", "skipped", None):
+                    res["[" + sp.get("LeafNodeType", "?") + "]"] = sp.get("State")
+                continue
+            name = " ".join(sp.get("ContainerHierarchyTexts") or []) + " " + sp.get("LeafNodeText", "")
+            if sp.get("State") == "skipped":
+                continue
+            res[name.strip()] = sp.get("State")
+    return res
+def secs(name):
+    try: return int(open(os.path.join(rdir, name + ".seconds")).read())
+    except Exception: return None
+runs = {n: load(n) for n in ("direct", "paddock")}
+out = ["# Conformance report", "",
+       f"- date: {datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}",
+       f"- mode: {mode}; total wall time {total} s",
+       f"- focus: `{focus}`", f"- skip: `{skip}`", ""]
+for n, r in runs.items():
+    if r is None:
+        out.append(f"## {n}: not run" if mode in ("both", n) else f"## {n}: not requested")
+        out.append("")
+        continue
+    passed = sorted(k for k, v in r.items() if v == "passed")
+    failed = sorted(k for k, v in r.items() if v != "passed")
+    out.append(f"## {n}: {len(passed)} passed of {len(r)} run ({secs(n)} s)")
+    out.append("")
+    if failed:
+        out.append("Not passed:")
+        out += [f"- {k} — {r[k]}" for k in failed]
+        out.append("")
+status = 0
+d, p = runs["direct"], runs["paddock"]
+if d is not None and p is not None:
+    diff = sorted(k for k, v in d.items() if v == "passed" and p.get(k) != "passed")
+    out.append(f"## Pass directly, fail through paddock: {len(diff)}")
+    out.append("")
+    out += [f"- {k} — {p.get(k, 'not run')}" for k in diff] or ["(none)"]
+    out.append("")
+    status = 1 if diff else 0
+elif mode == "both":
+    status = 1
+else:
+    r = d if d is not None else p
+    status = 0 if r and all(v == "passed" for v in r.values()) else 1
+open(report, "w").write("\n".join(out))
+print("\n".join(out))
+sys.exit(status)
+PY
+log "report: $REPORT (exit $rc)"
+exit "$rc"
