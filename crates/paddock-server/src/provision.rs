@@ -59,7 +59,8 @@ pub fn cluster_scope_role() -> Value {
 /// anything outside that tenant's namespaces, prefix or label is refused by the apiserver
 /// itself, even if paddock's translation had a bug or were bypassed.
 pub fn guard_policy() -> Value {
-    let name_var = "request.name != '' ? request.name : \
+    // Fields of `request` that are empty are absent in CEL, hence the has() guards.
+    let name_var = "(has(request.name) && request.name != '') ? request.name : \
         ((variables.obj != null && has(variables.obj.metadata) && has(variables.obj.metadata.name)) ? variables.obj.metadata.name : '')";
     json!({
         "apiVersion": "admissionregistration.k8s.io/v1",
@@ -87,17 +88,19 @@ pub fn guard_policy() -> Value {
                 {"name": "tids", "expression": "request.userInfo.groups.filter(g, g.startsWith('paddock:tenant:')).map(g, g.substring(15))"},
                 {"name": "tid", "expression": "variables.tids[0]"},
                 {"name": "obj", "expression": "request.operation == 'DELETE' ? oldObject : object"},
+                {"name": "ns", "expression": "has(request.namespace) ? request.namespace : ''"},
+                {"name": "sub", "expression": "has(request.subResource) ? request.subResource : ''"},
                 {"name": "name", "expression": name_var},
                 {"name": "isCRD", "expression": "request.resource.group == 'apiextensions.k8s.io' && request.resource.resource == 'customresourcedefinitions'"}
             ],
             "validations": [
                 {"expression": "size(variables.tids) == 1",
                  "message": "paddock: a request may carry exactly one tenant identity"},
-                {"expression": "request.namespace == '' || request.namespace.startsWith(variables.tid + '-')",
+                {"expression": "variables.ns == '' || variables.ns.startsWith(variables.tid + '-')",
                  "message": "paddock: a tenant may only write inside its own namespaces"},
-                {"expression": "request.namespace != '' || (variables.isCRD ? (variables.obj != null && variables.obj.spec.group.startsWith(variables.tid + '-')) : variables.name.startsWith(variables.tid + '-'))",
+                {"expression": "variables.ns != '' || (variables.isCRD ? (variables.obj != null && variables.obj.spec.group.startsWith(variables.tid + '-')) : variables.name.startsWith(variables.tid + '-'))",
                  "message": "paddock: a tenant may only write cluster-scoped objects under its own prefix"},
-                {"expression": "request.namespace != '' || request.subResource != '' || (variables.obj != null && has(variables.obj.metadata.labels) && 'paddock.io/tenant' in variables.obj.metadata.labels && variables.obj.metadata.labels['paddock.io/tenant'] == variables.tid)",
+                {"expression": "variables.ns != '' || variables.sub != '' || (variables.obj != null && has(variables.obj.metadata.labels) && 'paddock.io/tenant' in variables.obj.metadata.labels && variables.obj.metadata.labels['paddock.io/tenant'] == variables.tid)",
                  "message": "paddock: cluster-scoped objects of a tenant must carry its paddock.io/tenant label"},
                 {"expression": "request.operation != 'UPDATE' || oldObject == null || !has(oldObject.metadata.labels) || !('paddock.io/tenant' in oldObject.metadata.labels) || (has(object.metadata.labels) && 'paddock.io/tenant' in object.metadata.labels && object.metadata.labels['paddock.io/tenant'] == oldObject.metadata.labels['paddock.io/tenant'])",
                  "message": "paddock: the paddock.io/tenant label cannot be changed or removed"}
