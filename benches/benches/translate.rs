@@ -7,6 +7,7 @@ use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use paddock_benches::{
     baseline_list, baseline_watch, pod_list, pods_plan, run_rewriter, tenant_context, watch_stream,
 };
+use paddock_core::framer::{FrameError, ObjectFramer};
 
 const CHUNK: usize = 64 * 1024;
 
@@ -24,7 +25,24 @@ fn list(c: &mut Criterion) {
             n
         })
     });
-    g.bench_function("serde_value_baseline", |b| b.iter(|| baseline_list(&body).len()));
+    g.bench_function("serde_value_baseline", |b| {
+        b.iter(|| baseline_list(&body).len())
+    });
+    // The ceiling: finding item boundaries only, no rewrite, no output.
+    g.bench_function("framing_only", |b| {
+        b.iter(|| {
+            let mut f = ObjectFramer::new(&["items"]);
+            let mut n = 0usize;
+            for c in body.chunks(CHUNK) {
+                let r: Result<(), FrameError> = f.feed(c, &mut |_| {
+                    n += 1;
+                    Ok(())
+                });
+                assert!(r.is_ok());
+            }
+            n
+        })
+    });
     g.finish();
 }
 

@@ -172,10 +172,10 @@ pub fn pod_list(n: usize) -> Vec<u8> {
 pub fn watch_stream(n: usize) -> Vec<u8> {
     let mut out = Vec::with_capacity(n * 4900);
     for i in 0..n {
-        let mut p = pod(i, ns_of(i));
-        if let Some(o) = p.as_object_mut() {
-            o.insert("kind".into(), json!("Pod"));
-            o.insert("apiVersion".into(), json!("v1"));
+        // Watch objects carry kind and apiVersion, first, as the apiserver writes them.
+        let mut p = json!({"kind": "Pod", "apiVersion": "v1"});
+        if let (Some(o), Value::Object(rest)) = (p.as_object_mut(), pod(i, ns_of(i))) {
+            o.extend(rest);
         }
         let ty = ["ADDED", "MODIFIED", "MODIFIED", "DELETED"][i % 4];
         if let Err(e) = serde_json::to_writer(&mut out, &json!({"type": ty, "object": p})) {

@@ -412,6 +412,21 @@ impl Catalog {
         Some(upstream.to_owned())
     }
 
+    /// Is a tenant-view group visible to the tenant at all: built-in groups, the tenant's own
+    /// CRD groups, and platform groups with at least one resource the operator opened. Every
+    /// other group answers 404 to discovery and OpenAPI requests.
+    pub fn group_visible(&self, tenant: &TenantId, group: &str) -> bool {
+        let Some(ug) = self.upstream_group(tenant, group) else {
+            return false;
+        };
+        is_builtin_group(&ug)
+            || tenant.strip(&ug).is_some()
+            || self
+                .overrides
+                .iter()
+                .any(|((g, _), p)| *g == ug && *p != Policy::Forbidden)
+    }
+
     /// Look up by the tenant's view (group un-prefixed). `tenant` decides which CRD groups exist.
     pub fn resolve(
         &self,
@@ -708,6 +723,19 @@ pub(crate) mod tests {
             c.resolve_kind(&t, "autoscaling/v1", "HorizontalPodAutoscaler")
                 .is_some()
         );
+    }
+
+    #[test]
+    fn group_visibility() {
+        let mut c = catalog();
+        let t = t();
+        assert!(c.group_visible(&t, "apps"));
+        assert!(c.group_visible(&t, ""));
+        assert!(c.group_visible(&t, "example.com"));
+        assert!(!c.group_visible(&t, "cert-manager.io"));
+        assert!(!c.group_visible(&t, "barbar-example.com"));
+        c.set_policy("cert-manager.io", "certificates", Policy::SharedReadOnly);
+        assert!(c.group_visible(&t, "cert-manager.io"));
     }
 
     #[test]

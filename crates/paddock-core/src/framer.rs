@@ -43,6 +43,24 @@ struct ValueScan {
     /// Scanning a bare scalar (number, true, false, null).
     scalar: bool,
     started: bool,
+    /// Containers directly inside the value (opened at depth 1), and where the first one
+    /// opened and the last one closed. A watch event `{"type":"X","object":{…}}` has exactly
+    /// one, the object, so its bounds come from the framing pass for free (no second scan).
+    inner: u32,
+    first_open: usize,
+    last_close: usize,
+}
+
+/// What the framing pass learned about a complete top-level value; offsets are relative to
+/// the value's first byte.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Shape {
+    /// Containers (objects/arrays) that are direct members/elements of the value.
+    pub inner: u32,
+    /// Offset of the first such container's opening bracket.
+    pub first_open: usize,
+    /// Offset one past the last such container's closing bracket.
+    pub last_close: usize,
 }
 
 impl ValueScan {
@@ -137,12 +155,23 @@ impl ValueScan {
                             self.in_str = true;
                             break;
                         }
-                        b'{' | b'[' => self.depth += 1,
+                        b'{' | b'[' => {
+                            if self.depth == 1 {
+                                if self.inner == 0 {
+                                    self.first_open = i - 1;
+                                }
+                                self.inner += 1;
+                            }
+                            self.depth += 1;
+                        }
                         b'}' | b']' => {
                             self.depth -= 1;
                             if self.depth == 0 {
                                 *pos = i;
                                 return Ok(true);
+                            }
+                            if self.depth == 1 {
+                                self.last_close = i;
                             }
                         }
                         _ => {}
@@ -150,6 +179,12 @@ impl ValueScan {
                 }
             }
         }
+    }
+
+    /// The buffer lost its first `n` bytes: keep recorded offsets pointing at the same bytes.
+    fn shift(&mut self, n: usize) {
+        self.first_open = self.first_open.saturating_sub(n);
+        self.last_close = self.last_close.saturating_sub(n);
     }
 
     /// For a scalar at the very end of the input (only possible for a bare top-level scalar).
@@ -519,7 +554,7 @@ impl StreamFramer {
     pub fn feed<E, F>(&mut self, chunk: &[u8], sink: &mut F) -> Result<(), E>
     where
         E: From<FrameError>,
-        F: FnMut(&[u8]) -> Result<(), E>,
+        F: FnMut(&[u8], Shape) -> Result<(), E>,
     {
         // Fast path: nothing retained, so scan the chunk in place and copy only its tail.
         if self.buf.is_empty() {
@@ -535,6 +570,7 @@ impl StreamFramer {
             self.buf.extend_from_slice(&chunk[keep..]);
             self.pos = pos - keep;
             self.start = self.start.map(|s| s - keep);
+            self.scan.shift(keep);
             return Ok(());
         }
         self.buf.extend_from_slice(chunk);
@@ -550,6 +586,7 @@ impl StreamFramer {
             self.buf.drain(..keep);
             self.pos -= keep;
             self.start = self.start.map(|s| s - keep);
+            self.scan.shift(keep);
         }
         Ok(())
     }
@@ -564,7 +601,7 @@ impl StreamFramer {
     ) -> Result<usize, E>
     where
         E: From<FrameError>,
-        F: FnMut(&[u8]) -> Result<(), E>,
+        F: FnMut(&[u8], Shape) -> Result<(), E>,
     {
         loop {
             match *start {
@@ -591,7 +628,12 @@ impl StreamFramer {
                         return Ok(s);
                     }
                     *start = None;
-                    sink(&buf[s..*pos])?;
+                    let shape = Shape {
+                        inner: scan.inner,
+                        first_open: scan.first_open.saturating_sub(s),
+                        last_close: scan.last_close.saturating_sub(s),
+                    };
+                    sink(&buf[s..*pos], shape)?;
                 }
             }
         }
@@ -662,6 +704,136 @@ pub fn object_members(raw: &[u8]) -> Result<Vec<MemberSpan<'_>>, FrameError> {
             b',' => i += 1,
             b'}' => return Ok(out),
             _ => return Err(FrameError::Malformed("expected ',' or '}'")),
+        }
+    }
+}
+
+/// One member of an object, as found by [`Members`]: the key without its quotes (and whether
+/// it contains an escape, in which case comparing raw bytes is not enough), and the value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MemberAt {
+    pub key: Range<usize>,
+    pub key_escaped: bool,
+    pub value: Range<usize>,
+}
+
+/// Walks the members of one complete JSON object in memory lazily, so a caller looking for
+/// `metadata` (first in built-in objects) or `namespace` (third in ObjectMeta) stops early
+/// instead of scanning the whole object.
+pub struct Members<'a> {
+    raw: &'a [u8],
+    pos: usize,
+    started: bool,
+    done: bool,
+}
+
+impl<'a> Members<'a> {
+    pub fn new(raw: &'a [u8]) -> Self {
+        Members {
+            raw,
+            pos: 0,
+            started: false,
+            done: false,
+        }
+    }
+
+    fn skip_ws(&mut self) {
+        while self.pos < self.raw.len() && is_ws(self.raw[self.pos]) {
+            self.pos += 1;
+        }
+    }
+
+    /// Moves to the next member's key; afterwards the position is at its value's first byte,
+    /// and the caller must call [`Self::value`] (or stop iterating). Returns the key without
+    /// quotes and whether it contains an escape.
+    pub fn next_key(&mut self) -> Result<Option<(Range<usize>, bool)>, FrameError> {
+        let raw = self.raw;
+        self.skip_ws();
+        if !self.started {
+            if raw.get(self.pos) != Some(&b'{') {
+                return Err(FrameError::Malformed("expected a JSON object"));
+            }
+            self.pos += 1;
+            self.started = true;
+            self.skip_ws();
+            if raw.get(self.pos) == Some(&b'}') {
+                return Ok(None);
+            }
+        } else {
+            match raw.get(self.pos) {
+                Some(b',') => {
+                    self.pos += 1;
+                    self.skip_ws();
+                }
+                Some(b'}') => return Ok(None),
+                _ => return Err(FrameError::Malformed("expected ',' or '}'")),
+            }
+        }
+        if raw.get(self.pos) != Some(&b'"') {
+            return Err(FrameError::Malformed("expected a key"));
+        }
+        let ks = self.pos;
+        let mut scan = ValueScan::default();
+        if !scan.scan(raw, &mut self.pos)? {
+            return Err(FrameError::Truncated);
+        }
+        let key = ks + 1..self.pos - 1;
+        let key_escaped = memchr::memchr(b'\\', &raw[key.clone()]).is_some();
+        self.skip_ws();
+        if raw.get(self.pos) != Some(&b':') {
+            return Err(FrameError::Malformed("expected ':'"));
+        }
+        self.pos += 1;
+        self.skip_ws();
+        Ok(Some((key, key_escaped)))
+    }
+
+    /// Offset of the current value's first byte (after [`Self::next_key`]). A caller that only
+    /// wants to descend into the value can start there without scanning the value to its end.
+    pub fn value_start(&self) -> usize {
+        self.pos
+    }
+
+    /// Scans the current value (after [`Self::next_key`]) and returns its range.
+    pub fn value(&mut self) -> Result<Range<usize>, FrameError> {
+        let vs = self.pos;
+        let mut scan = ValueScan::default();
+        if !scan.scan(self.raw, &mut self.pos)? && !scan.scalar_pending() {
+            return Err(FrameError::Truncated);
+        }
+        Ok(vs..self.pos)
+    }
+
+    fn next_member(&mut self) -> Result<Option<MemberAt>, FrameError> {
+        let Some((key, key_escaped)) = self.next_key()? else {
+            return Ok(None);
+        };
+        let value = self.value()?;
+        Ok(Some(MemberAt {
+            key,
+            key_escaped,
+            value,
+        }))
+    }
+}
+
+impl Iterator for Members<'_> {
+    type Item = Result<MemberAt, FrameError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.done {
+            return None;
+        }
+        match self.next_member() {
+            Ok(Some(m)) => Some(Ok(m)),
+            Ok(None) => {
+                self.done = true;
+                None
+            }
+            Err(e) => {
+                self.done = true;
+                Some(Err(e))
+            }
         }
     }
 }
@@ -859,7 +1031,7 @@ mod tests {
         let s = b"{\"type\":\"ADDED\",\"object\":{\"a\":\"}\\\"\"}}\n{\"type\":\"X\"}{\"b\":1}\n\n";
         let mut want = Vec::new();
         StreamFramer::new()
-            .feed::<FrameError, _>(s, &mut |v| {
+            .feed::<FrameError, _>(s, &mut |v, _| {
                 want.push(v.to_vec());
                 Ok(())
             })
@@ -869,7 +1041,7 @@ mod tests {
             let mut got = Vec::new();
             let mut f = StreamFramer::new();
             for c in s.chunks(n) {
-                f.feed::<FrameError, _>(c, &mut |v| {
+                f.feed::<FrameError, _>(c, &mut |v, _| {
                     got.push(v.to_vec());
                     Ok(())
                 })
@@ -879,14 +1051,44 @@ mod tests {
             assert_eq!(got, want, "chunk {n}");
         }
         let mut f = StreamFramer::new();
-        f.feed::<FrameError, _>(b"{\"a\":", &mut |_| Ok(()))
+        f.feed::<FrameError, _>(b"{\"a\":", &mut |_, _| Ok(()))
             .unwrap();
         assert_eq!(f.finish(), Err(FrameError::Truncated));
         assert!(
             StreamFramer::new()
-                .feed::<FrameError, _>(b"]", &mut |_| Ok(()))
+                .feed::<FrameError, _>(b"]", &mut |_, _| Ok(()))
                 .is_err()
         );
+    }
+
+    #[test]
+    fn lazy_members_and_shape() {
+        let raw = br#"{"type":"ADDED", "obj\u0065ct" : {"a":[1,{"b":"}"}]} ,"n":1}"#;
+        let m: Vec<MemberAt> = Members::new(raw).map(|m| m.unwrap()).collect();
+        assert_eq!(m.len(), 3);
+        assert_eq!(&raw[m[0].key.clone()], b"type");
+        assert_eq!(&raw[m[0].value.clone()], br#""ADDED""#);
+        assert!(m[1].key_escaped && !m[0].key_escaped);
+        assert_eq!(&raw[m[2].value.clone()], b"1");
+        assert!(Members::new(b"{}").next().is_none());
+        assert!(Members::new(b"{\"a\" 1}").next().unwrap().is_err());
+
+        let s = b"  {\"type\":\"MODIFIED\",\"object\":{\"x\":[{}],\"s\":\"{\"}}\n{\"a\":1}";
+        for n in 1..s.len() {
+            let mut shapes = Vec::new();
+            let mut f = StreamFramer::new();
+            for c in s.chunks(n) {
+                f.feed::<FrameError, _>(c, &mut |v, sh| {
+                    shapes.push((v.to_vec(), sh));
+                    Ok(())
+                })
+                .unwrap();
+            }
+            let (v, sh) = &shapes[0];
+            assert_eq!(sh.inner, 1, "chunk {n}");
+            assert_eq!(&v[sh.first_open..sh.last_close], br#"{"x":[{}],"s":"{"}"#);
+            assert_eq!(shapes[1].1.inner, 0);
+        }
     }
 
     #[test]

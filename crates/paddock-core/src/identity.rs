@@ -9,6 +9,28 @@ const SA_GROUP: &str = "system:serviceaccounts:";
 /// Every upstream user of tenant `<tid>` carries `paddock:tenant:<tid>`; only paddock asserts it.
 pub const TENANT_GROUP_PREFIX: &str = "paddock:tenant:";
 
+/// Subjects of a tenant's ClusterRoleBindings are stored upstream in this inert "cluster shadow"
+/// form, `paddock:cluster:<tid>:<upstream identity>`, which no real caller carries: a tenant
+/// ClusterRoleBinding therefore grants nothing cluster-wide upstream. paddock asserts the shadow
+/// identity only on requests for cluster-scoped objects (whose names it prefixes and whose
+/// lists it label-filters), and mirrors each tenant ClusterRoleBinding into a RoleBinding in
+/// every namespace of the tenant for the namespaced part.
+pub const CLUSTER_SHADOW_PREFIX: &str = "paddock:cluster:";
+
+/// `paddock:cluster:<tid>:<upstream>`.
+pub fn cluster_shadow(t: &TenantId, upstream: &str) -> String {
+    format!("{CLUSTER_SHADOW_PREFIX}{}:{upstream}", t.as_str())
+}
+
+/// Inverse of [`cluster_shadow`]; None when `s` is not a shadow identity of tenant `t`.
+pub fn cluster_unshadow<'a>(t: &TenantId, s: &'a str) -> Option<&'a str> {
+    let rest = s
+        .strip_prefix(CLUSTER_SHADOW_PREFIX)?
+        .strip_prefix(t.as_str())?
+        .strip_prefix(':')?;
+    if rest.is_empty() { None } else { Some(rest) }
+}
+
 /// An authenticated caller of paddock.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Identity {

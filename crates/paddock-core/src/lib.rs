@@ -20,6 +20,7 @@ pub mod framer;
 pub mod list;
 pub mod openapi;
 pub mod response;
+pub mod splice;
 pub mod table;
 pub mod watch;
 

@@ -9,8 +9,8 @@ use serde_json::{Map, Value, json};
 use crate::catalog::{Policy, ResourceInfo, Scope, join_api_version, split_api_version};
 use crate::error::TranslateError;
 use crate::identity::{
-    map_group_down, map_group_up, map_user_down, map_user_info_group_down, map_user_up,
-    tenant_group,
+    cluster_shadow, cluster_unshadow, map_group_down, map_group_up, map_user_down,
+    map_user_info_group_down, map_user_up, tenant_group,
 };
 use crate::request::{
     TenantContext, api_version_up, check_crd_group, is_dns_label, name_down, name_up,
@@ -45,6 +45,8 @@ pub enum UpMode {
 /// The ClusterRoles that a RoleBinding may reference without a tenant prefix: the built-in
 /// aggregated user-facing roles, which grant nothing outside the binding's namespace.
 pub const SHARED_BINDABLE_CLUSTER_ROLES: &[&str] = &["admin", "edit", "view"];
+/// Label-key prefix of the platform's role aggregation; refused on tenant ClusterRoles.
+pub const AGGREGATE_LABEL_PREFIX: &str = "rbac.authorization.k8s.io/aggregate-to-";
 
 fn bad(m: impl Into<String>) -> TranslateError {
     TranslateError::BadRequest(m.into())
@@ -209,6 +211,16 @@ fn up_resource(
     match (info.upstream_group.as_str(), info.kind.as_str()) {
         ("apiextensions.k8s.io", "CustomResourceDefinition") => crd_up(ctx, o)?,
         ("rbac.authorization.k8s.io", "ClusterRole") => {
+            // `rbac.authorization.k8s.io/aggregate-to-*` labels feed the platform's aggregated
+            // roles (admin, edit, view): a tenant role carrying one would add its rules to
+            // every tenant's `admin`/`edit`/`view` (KubeZoo's hole).
+            if let Some(Value::Object(labels)) = o.get("metadata").and_then(|m| m.get("labels"))
+                && let Some(k) = labels.keys().find(|k| k.starts_with(AGGREGATE_LABEL_PREFIX))
+            {
+                return Err(TranslateError::forbidden(format!(
+                    "label {k} is not allowed: it would aggregate this role into the platform's roles"
+                )));
+            }
             rules_up(ctx, o.get_mut("rules"), true)?;
             if let Some(sels) = o
                 .get_mut("aggregationRule")
@@ -1003,6 +1015,13 @@ fn subjects_up(
                 }
                 _ => {}
             },
+            // A ClusterRoleBinding's subjects are stored in the inert shadow form (see
+            // `identity::CLUSTER_SHADOW_PREFIX`), so a json-patch of one field cannot be mapped.
+            "" if cluster_binding => {
+                return Err(TranslateError::invalid(
+                    "patch the subjects of a ClusterRoleBinding as whole entries (kind, name, namespace)",
+                ));
+            }
             // A json-patch on `/subjects/N/namespace` carries the namespace alone; only
             // ServiceAccount subjects have one.
             "" if !s.contains_key("name") => {
@@ -1018,8 +1037,60 @@ fn subjects_up(
                 )));
             }
         }
+        if cluster_binding {
+            shadow_subject(t, s);
+        }
     }
     Ok(())
+}
+
+/// A (mapped) subject of a ClusterRoleBinding -> its inert shadow form. ServiceAccounts become
+/// shadow Users `paddock:cluster:<tid>:system:serviceaccount:<ns>:<sa>`.
+fn shadow_subject(t: &TenantId, s: &mut Map<String, Value>) {
+    let kind = s.get("kind").and_then(Value::as_str).unwrap_or("").to_owned();
+    let name = s.get("name").and_then(Value::as_str).unwrap_or("").to_owned();
+    match kind.as_str() {
+        "User" | "Group" => {
+            s.insert("name".into(), Value::String(cluster_shadow(t, &name)));
+        }
+        "ServiceAccount" => {
+            let ns = s.get("namespace").and_then(Value::as_str).unwrap_or("").to_owned();
+            s.shift_remove("namespace");
+            s.insert("kind".into(), Value::String("User".into()));
+            s.insert("apiGroup".into(), Value::String("rbac.authorization.k8s.io".into()));
+            s.insert(
+                "name".into(),
+                Value::String(cluster_shadow(t, &format!("system:serviceaccount:{ns}:{name}"))),
+            );
+        }
+        _ => {}
+    }
+}
+
+/// Inverse of [`shadow_subject`]; false when the subject is not a shadow identity of `t`.
+fn unshadow_subject(t: &TenantId, s: &mut Value) -> bool {
+    let Value::Object(m) = s else { return false };
+    let kind = m.get("kind").and_then(Value::as_str).unwrap_or("").to_owned();
+    let Some(real) = m
+        .get("name")
+        .and_then(Value::as_str)
+        .and_then(|n| cluster_unshadow(t, n))
+        .map(str::to_owned)
+    else {
+        return false;
+    };
+    if kind == "User"
+        && let Some(rest) = real.strip_prefix("system:serviceaccount:")
+        && let Some((ns, sa)) = rest.split_once(':')
+    {
+        m.insert("kind".into(), Value::String("ServiceAccount".into()));
+        m.shift_remove("apiGroup");
+        m.insert("name".into(), Value::String(sa.to_owned()));
+        m.insert("namespace".into(), Value::String(ns.to_owned()));
+        return true;
+    }
+    m.insert("name".into(), Value::String(real));
+    true
 }
 
 fn sar_spec_up(
@@ -1263,7 +1334,8 @@ fn down_resource(
             );
         }
         ("rbac.authorization.k8s.io", "Role") => rules_down(ctx, o.get_mut("rules"), false),
-        ("rbac.authorization.k8s.io", "RoleBinding" | "ClusterRoleBinding") => {
+        ("rbac.authorization.k8s.io", k @ ("RoleBinding" | "ClusterRoleBinding")) => {
+            let cluster = k == "ClusterRoleBinding";
             if let Some(Value::Object(rr)) = o.get_mut("roleRef")
                 && rr.get("kind").and_then(Value::as_str) == Some("ClusterRole")
                 && let Some(Value::String(n)) = rr.get_mut("name")
@@ -1272,7 +1344,15 @@ fn down_resource(
                 *n = s.to_owned();
             }
             if let Some(Value::Array(subjects)) = o.get_mut("subjects") {
-                subjects.retain_mut(|s| subject_down(t, s));
+                // A tenant ClusterRoleBinding's subjects are stored in the shadow form; one
+                // that is not (written before the shadow form existed, or by someone else)
+                // is shown only if it is the tenant's.
+                subjects.retain_mut(|s| {
+                    if cluster {
+                        unshadow_subject(t, s);
+                    }
+                    subject_down(t, s)
+                });
             }
         }
         ("", "PersistentVolume") => {

@@ -298,7 +298,7 @@ fn cluster_role_binding_never_reaches_shared_roles() {
             "subjects":[{"kind":"ServiceAccount","name":"sa","namespace":"default"}]}),
         json!({"apiVersion":"rbac.authorization.k8s.io/v1","kind":"ClusterRoleBinding","metadata":{"name":"foofoo-b","labels":{"paddock.io/tenant":"foofoo"}},
             "roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"ClusterRole","name":"foofoo-view"},
-            "subjects":[{"kind":"ServiceAccount","name":"sa","namespace":"foofoo-default"}]}),
+            "subjects":[{"kind":"User","name":"paddock:cluster:foofoo:system:serviceaccount:foofoo-default:sa","apiGroup":"rbac.authorization.k8s.io"}]}),
     );
     let e = up(json!({"apiVersion":"rbac.authorization.k8s.io/v1","kind":"ClusterRoleBinding","metadata":{"name":"b"},
         "roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"ClusterRole","name":"x"},"subjects":[{"kind":"ServiceAccount","name":"sa"}]})).unwrap_err();
@@ -690,4 +690,51 @@ fn free_text() {
         text_down_with(&c, "node worker-1, ns barbar-x", &|id| id == "barbar"),
         "node worker-1, ns <redacted>"
     );
+}
+
+#[test]
+fn cluster_role_binding_subjects_are_inert_shadows_upstream() {
+    // A tenant ClusterRoleBinding must grant nothing cluster-wide upstream: its subjects are
+    // stored as `paddock:cluster:<tid>:<identity>`, which no real caller carries.
+    round_trip(
+        json!({"apiVersion":"rbac.authorization.k8s.io/v1","kind":"ClusterRoleBinding","metadata":{"name":"b"},
+            "roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"ClusterRole","name":"reader"},
+            "subjects":[{"apiGroup":"rbac.authorization.k8s.io","kind":"User","name":"alice"},
+                        {"apiGroup":"rbac.authorization.k8s.io","kind":"Group","name":"dev"},
+                        {"apiGroup":"rbac.authorization.k8s.io","kind":"Group","name":"system:serviceaccounts:ci"}]}),
+        json!({"apiVersion":"rbac.authorization.k8s.io/v1","kind":"ClusterRoleBinding","metadata":{"name":"foofoo-b","labels":{"paddock.io/tenant":"foofoo"}},
+            "roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"ClusterRole","name":"foofoo-reader"},
+            "subjects":[{"apiGroup":"rbac.authorization.k8s.io","kind":"User","name":"paddock:cluster:foofoo:paddock:foofoo:alice"},
+                        {"apiGroup":"rbac.authorization.k8s.io","kind":"Group","name":"paddock:cluster:foofoo:paddock:foofoo:dev"},
+                        {"apiGroup":"rbac.authorization.k8s.io","kind":"Group","name":"paddock:cluster:foofoo:system:serviceaccounts:foofoo-ci"}]}),
+    );
+    // RoleBindings keep real subjects (they only grant inside one tenant namespace).
+    let v = up(json!({"apiVersion":"rbac.authorization.k8s.io/v1","kind":"RoleBinding","metadata":{"name":"b","namespace":"default"},
+        "roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"ClusterRole","name":"reader"},
+        "subjects":[{"apiGroup":"rbac.authorization.k8s.io","kind":"User","name":"alice"}]})).unwrap();
+    assert_eq!(v["subjects"][0]["name"], "paddock:foofoo:alice");
+    // Another tenant's shadows and real identities in a ClusterRoleBinding are not shown.
+    let (_, v) = down(
+        json!({"apiVersion":"rbac.authorization.k8s.io/v1","kind":"ClusterRoleBinding","metadata":{"name":"foofoo-b","labels":{"paddock.io/tenant":"foofoo"}},
+        "roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"ClusterRole","name":"foofoo-r"},
+        "subjects":[{"kind":"User","name":"paddock:cluster:barbar:paddock:barbar:bob"},{"kind":"Group","name":"system:masters"},
+                    {"kind":"User","name":"paddock:cluster:foofoo:paddock:barbar:bob"}]}),
+    );
+    assert_eq!(v["subjects"], json!([]));
+    // A json-patch of one subject field cannot be mapped to the shadow form.
+    let e = up(json!({"apiVersion":"rbac.authorization.k8s.io/v1","kind":"ClusterRoleBinding","metadata":{"name":"b"},
+        "roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"ClusterRole","name":"x"},"subjects":[{"namespace":"default"}]})).unwrap_err();
+    assert_eq!(e.http_code(), 422);
+}
+
+#[test]
+fn cluster_role_cannot_aggregate_into_platform_roles() {
+    let e = up(json!({"apiVersion":"rbac.authorization.k8s.io/v1","kind":"ClusterRole",
+        "metadata":{"name":"sneaky","labels":{"rbac.authorization.k8s.io/aggregate-to-edit":"true"}},
+        "rules":[{"apiGroups":[""],"resources":["secrets"],"verbs":["get"]}]})).unwrap_err();
+    assert_eq!(e.http_code(), 403);
+    // Other labels (a tenant's own aggregation) are fine.
+    let v = up(json!({"apiVersion":"rbac.authorization.k8s.io/v1","kind":"ClusterRole",
+        "metadata":{"name":"part","labels":{"example.com/aggregate-to-mine":"true"}},"rules":[]})).unwrap();
+    assert_eq!(v["metadata"]["name"], "foofoo-part");
 }

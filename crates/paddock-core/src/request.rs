@@ -542,6 +542,11 @@ pub fn plan(ctx: &TenantContext, req: ParsedRequest) -> Result<Plan, TranslateEr
         tenant: t.clone(),
     };
     let group_up = |g: &str| -> Result<String, TranslateError> {
+        if !cat.group_visible(t, g) {
+            return Err(TranslateError::not_found(
+                "the server could not find the requested resource",
+            ));
+        }
         cat.upstream_group(t, g).ok_or_else(|| {
             TranslateError::not_found("the server could not find the requested resource".to_owned())
         })
@@ -842,6 +847,15 @@ fn translate_query(
     let mut saw_label = false;
     let add_tenant_term =
         info.stamps_label() && matches!(verb, Verb::List | Verb::Watch | Verb::DeleteCollection);
+    // Repeated selectors are refused: which one the apiserver honours is not ours to guess,
+    // and the tenant term must be in the one it does.
+    for key in ["labelSelector", "fieldSelector"] {
+        if q.iter().filter(|(k, _)| k == key).count() > 1 {
+            return Err(TranslateError::bad(format!(
+                "query parameter {key} may appear only once"
+            )));
+        }
+    }
     for (k, v) in q {
         match k.as_str() {
             "labelSelector" => {
@@ -1590,6 +1604,14 @@ mod tests {
         )
         .unwrap_err();
         assert_eq!(e.http_code(), 403);
+        // a second selector could hide the tenant term
+        let e = up(
+            "GET",
+            "/api/v1/namespaces",
+            Some("labelSelector=a%3Db&labelSelector="),
+        )
+        .unwrap_err();
+        assert_eq!(e.http_code(), 400);
     }
 
     #[test]
@@ -1878,6 +1900,13 @@ mod tests {
             up("GET", "/apis/apps/v7", None).unwrap_err().http_code(),
             404
         );
+        for p in [
+            "/apis/cert-manager.io",
+            "/apis/cert-manager.io/v1",
+            "/openapi/v3/apis/cert-manager.io/v1",
+        ] {
+            assert_eq!(up("GET", p, None).unwrap_err().http_code(), 404, "{p}");
+        }
         let p = up("GET", "/openapi/v3/apis/example.com/v1", Some("hash=ABC")).unwrap();
         assert_eq!(
             p.upstream_path_and_query,

@@ -23,6 +23,7 @@ use crate::list::{
 use crate::object::{Disposition, object_down, text_down};
 use crate::openapi::openapi_down;
 use crate::request::{Plan, ResponseKind, TenantContext};
+use crate::splice::{Fast, Splicer};
 use crate::table::{Columns, TableScope, TableState, row_down, table_down};
 use crate::tenant::looks_tenant_prefixed;
 use crate::watch::{Events, WatchRewriter};
@@ -377,6 +378,13 @@ pub struct ItemType {
 }
 
 impl ItemType {
+    /// (group, kind) for the splice fast path.
+    fn group_kind(&self) -> Option<(&str, &str)> {
+        let av = self.api_version.as_deref()?;
+        let kind = self.kind.as_deref()?;
+        Some((av.rsplit_once('/').map_or("", |(g, _)| g), kind))
+    }
+
     pub fn from_list(
         resource: Option<&ResourceInfo>,
         list_api_version: Option<&str>,
@@ -446,9 +454,11 @@ pub fn item_bytes_down(
     Ok(true)
 }
 
-/// The streaming collection policy: Lists and Tables, one DOM per item or row.
+/// The streaming collection policy: Lists and Tables. Items take the splice fast path where it
+/// applies and a DOM otherwise; rows always a DOM (they are small).
 pub struct DomCollection {
     ctx: TenantContext,
+    splicer: Splicer,
     scope: TableScope,
     list_api_version: Option<String>,
     list_kind: Option<String>,
@@ -459,6 +469,7 @@ pub struct DomCollection {
 impl DomCollection {
     pub fn new(ctx: TenantContext, scope: TableScope) -> Self {
         DomCollection {
+            splicer: Splicer::new(&ctx.tenant),
             ctx,
             scope,
             list_api_version: None,
@@ -485,7 +496,11 @@ impl Collection for DomCollection {
                         self.list_kind.as_deref(),
                     )
                 });
-                item_bytes_down(&self.ctx, ty, raw, out)
+                match self.splicer.object(raw, ty.group_kind(), out) {
+                    Fast::Keep => Ok(true),
+                    Fast::Drop => Ok(false),
+                    Fast::Fallback => item_bytes_down(&self.ctx, ty, raw, out),
+                }
             }
             _ => {
                 let mut row: Value = serde_json::from_slice(raw)
@@ -532,6 +547,7 @@ impl Collection for DomCollection {
 /// carry a Table each).
 pub struct DomEvents {
     ctx: TenantContext,
+    splicer: Splicer,
     scope: TableScope,
     table: TableState,
 }
@@ -539,6 +555,7 @@ pub struct DomEvents {
 impl DomEvents {
     pub fn new(ctx: TenantContext, scope: TableScope) -> Self {
         DomEvents {
+            splicer: Splicer::new(&ctx.tenant),
             ctx,
             scope,
             table: TableState::default(),
@@ -548,6 +565,11 @@ impl DomEvents {
 
 impl Events for DomEvents {
     fn object(&mut self, raw: &[u8], out: &mut Vec<u8>) -> Result<bool, TranslateError> {
+        match self.splicer.object(raw, None, out) {
+            Fast::Keep => return Ok(true),
+            Fast::Drop => return Ok(false),
+            Fast::Fallback => {}
+        }
         let mut v: Value = serde_json::from_slice(raw)
             .map_err(|e| TranslateError::Upstream(format!("watch event object: {e}")))?;
         let is_table = v.get("kind").and_then(Value::as_str) == Some("Table")

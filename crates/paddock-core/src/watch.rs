@@ -5,8 +5,10 @@
 //! framer (newlines are not relied upon). Every rewritten event is written to `out` followed by
 //! `\n` as soon as it is complete; the server forwards each `feed` output at once.
 
+use std::ops::Range;
+
 use crate::error::TranslateError;
-use crate::framer::{StreamFramer, object_members};
+use crate::framer::{Shape, StreamFramer, object_members};
 
 /// Per-event policy of a watch rewrite.
 pub trait Events: Send {
@@ -42,7 +44,9 @@ impl<E: Events> WatchRewriter<E> {
 
     pub fn feed(&mut self, chunk: &[u8], out: &mut Vec<u8>) -> Result<(), TranslateError> {
         let WatchRewriter { framer, inner } = self;
-        framer.feed(chunk, &mut |ev: &[u8]| event(inner, ev, out))
+        framer.feed(chunk, &mut |ev: &[u8], shape: Shape| {
+            event(inner, ev, shape, out)
+        })
     }
 
     pub fn finish(&mut self, _out: &mut Vec<u8>) -> Result<(), TranslateError> {
@@ -53,7 +57,64 @@ impl<E: Events> WatchRewriter<E> {
 /// Rewrites one complete event. Only `type` and `object` are known members of a
 /// `metav1.WatchEvent`; anything else would be a format we do not understand, and is refused
 /// rather than forwarded untranslated.
-fn event<E: Events>(inner: &mut E, ev: &[u8], out: &mut Vec<u8>) -> Result<(), TranslateError> {
+fn event<E: Events>(
+    inner: &mut E,
+    ev: &[u8],
+    shape: Shape,
+    out: &mut Vec<u8>,
+) -> Result<(), TranslateError> {
+    let (ty, obj) = match envelope_fast(ev, shape) {
+        Some(x) => x,
+        None => envelope_slow(ev)?,
+    };
+    write_event(inner, &ev[ty], &ev[obj], out)
+}
+
+/// The envelope exactly as the apiserver writes it, `{"type":"X","object":{…}}`, using the
+/// object bounds the framing pass recorded: no second scan of the event. Anything else
+/// (other key order, whitespace oddities, extra members) returns None and takes the general
+/// path.
+fn envelope_fast(ev: &[u8], shape: Shape) -> Option<(Range<usize>, Range<usize>)> {
+    if shape.inner != 1 {
+        return None;
+    }
+    let head = ev.get(..shape.first_open)?;
+    let rest = head.strip_prefix(b"{\"type\":\"")?;
+    let q = memchr::memchr(b'"', rest)?;
+    let ty_end = 9 + q + 1;
+    if ev.get(ty_end..shape.first_open)? != b",\"object\":" {
+        return None;
+    }
+    if rest[..q].contains(&b'\\') {
+        return None;
+    }
+    let tail = ev.get(shape.last_close..)?;
+    let tail = trim_ws(tail);
+    if tail != b"}" {
+        return None;
+    }
+    Some((8..ty_end, shape.first_open..shape.last_close))
+}
+
+fn trim_ws(mut b: &[u8]) -> &[u8] {
+    while let [first, rest @ ..] = b {
+        if matches!(first, b' ' | b'\t' | b'\r' | b'\n') {
+            b = rest;
+        } else {
+            break;
+        }
+    }
+    while let [rest @ .., last] = b {
+        if matches!(last, b' ' | b'\t' | b'\r' | b'\n') {
+            b = rest;
+        } else {
+            break;
+        }
+    }
+    b
+}
+
+fn envelope_slow(ev: &[u8]) -> Result<(Range<usize>, Range<usize>), TranslateError> {
     let members = object_members(ev)?;
     let mut ty = None;
     let mut obj = None;
@@ -68,13 +129,20 @@ fn event<E: Events>(inner: &mut E, ev: &[u8], out: &mut Vec<u8>) -> Result<(), T
             }
         }
     }
-    let (Some(ty), Some(obj)) = (ty, obj) else {
-        return Err(TranslateError::Upstream(
+    match (ty, obj) {
+        (Some(ty), Some(obj)) => Ok((ty, obj)),
+        _ => Err(TranslateError::Upstream(
             "watch event without type or object".into(),
-        ));
-    };
-    let ty_raw = &ev[ty];
-    let obj_raw = &ev[obj];
+        )),
+    }
+}
+
+fn write_event<E: Events>(
+    inner: &mut E,
+    ty_raw: &[u8],
+    obj_raw: &[u8],
+    out: &mut Vec<u8>,
+) -> Result<(), TranslateError> {
     let mark = out.len();
     out.extend_from_slice(b"{\"type\":");
     out.extend_from_slice(ty_raw);

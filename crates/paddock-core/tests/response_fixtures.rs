@@ -488,3 +488,97 @@ proptest! {
         prop_assert_eq!(whole, split);
     }
 }
+
+/// Every item of every captured list and watch, and variants of them: whenever the splice
+/// fast path answers, it answers what the DOM path (object_down) answers.
+#[test]
+fn splice_fast_path_agrees_with_dom() {
+    use paddock_core::framer::{Members, array_elements};
+    use paddock_core::response::{ItemType, item_bytes_down};
+    use paddock_core::splice::{Fast, Splicer};
+
+    let ctx = ctx();
+    let splicer = Splicer::new(&ctx.tenant);
+    let mut items: Vec<(Vec<u8>, ItemType, Option<(String, String)>)> = Vec::new();
+    for f in fixtures() {
+        let body = read(&f.name);
+        if f.status != 200 {
+            continue;
+        }
+        let p = plan_for(&ctx, &f);
+        let ty = ItemType::from_list(p.resource.as_ref(), None, None);
+        let gk = p
+            .resource
+            .as_ref()
+            .map(|r| (r.upstream_group.clone(), r.kind.clone()));
+        match f.kind {
+            ResponseKind::List => {
+                let m = Members::new(&body)
+                    .map(|m| m.unwrap())
+                    .find(|m| &body[m.key.clone()] == b"items")
+                    .unwrap();
+                let arr = &body[m.value.clone()];
+                for r in array_elements(arr).unwrap() {
+                    items.push((arr[r].to_vec(), ty.clone(), gk.clone()));
+                }
+            }
+            ResponseKind::Watch => {
+                for line in body.split(|b| *b == b'\n').filter(|l| !l.is_empty()) {
+                    let v: Value = serde_json::from_slice(line).unwrap();
+                    if v["type"] != "BOOKMARK" && v["type"] != "ERROR" {
+                        items.push((
+                            serde_json::to_vec(&v["object"]).unwrap(),
+                            ItemType::default(),
+                            None,
+                        ));
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    // Variants that must make the fast path step aside or drop.
+    let base: Vec<_> = items.clone();
+    for (raw, ty, gk) in &base {
+        let s = String::from_utf8(raw.clone()).unwrap();
+        if !s.contains("\"namespace\":\"foofoo-") {
+            continue;
+        }
+        for v in [
+            s.replacen("\"labels\":{", "\"labels\":{\"paddock.io/tenant\":\"foofoo\",", 1),
+            s.replacen("\"uid\":", "\"annotations\":{\"a\":\"foofoo-x\"},\"uid\":", 1),
+            s.replacen("\"namespace\":\"foofoo-", "\"namespace\":\"barbar-", 1),
+            s.replacen("\"namespace\":\"foofoo-", "\"namespace\":\"foofoo", 1),
+            s.replacen("\"uid\":", "\"ownerReferences\":[{\"apiVersion\":\"foofoo-example.com/v1\",\"kind\":\"Widget\",\"name\":\"w\",\"uid\":\"u\"}],\"uid\":", 1),
+        ] {
+            items.push((v.into_bytes(), ty.clone(), gk.clone()));
+        }
+    }
+    let (mut fast, mut fell_back) = (0, 0);
+    for (raw, ty, gk) in &items {
+        let mut a = Vec::new();
+        let got = splicer.object(
+            raw,
+            gk.as_ref().map(|(g, k)| (g.as_str(), k.as_str())),
+            &mut a,
+        );
+        if got == Fast::Fallback {
+            fell_back += 1;
+            assert!(a.is_empty());
+            continue;
+        }
+        fast += 1;
+        let mut b = Vec::new();
+        let kept = item_bytes_down(&ctx, ty, raw, &mut b).unwrap();
+        assert_eq!(got == Fast::Keep, kept, "{}", String::from_utf8_lossy(raw));
+        if kept {
+            let va: Value = serde_json::from_slice(&a).unwrap();
+            let vb: Value = serde_json::from_slice(&b).unwrap();
+            assert_eq!(va, vb, "{}", String::from_utf8_lossy(raw));
+        }
+    }
+    assert!(
+        fast > 20 && fell_back > 20,
+        "fast {fast}, fallback {fell_back}"
+    );
+}

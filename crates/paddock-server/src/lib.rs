@@ -52,6 +52,7 @@ pub async fn run(config: ServerConfig, shutdown: CancellationToken) -> Result<()
         .map_err(|e| ServerError::Config(format!("certs_dir: tenant CA: {e}")))?;
     let tls = Arc::new(ReloadingTls::load(config.serving_cert(), config.serving_key(), config.ca_cert())?);
     let store = Arc::new(open_store(&config).await?);
+    record_admin_certificate(&config, &store).await;
     let listener = TcpListener::bind(config.listen)
         .await
         .map_err(|e| ServerError::Config(format!("listen: cannot bind {}: {e}", config.listen)))?;
@@ -129,4 +130,35 @@ pub async fn run(config: ServerConfig, shutdown: CancellationToken) -> Result<()
         });
     }
     front::serve(state, listener, tls).await
+}
+
+/// Records the platform-admin certificate written by `paddock ca init` (offline, so it could
+/// not be recorded then), so that `paddock cert revoke` works on it like on any other.
+async fn record_admin_certificate(config: &ServerConfig, store: &Store) {
+    use rustls_pki_types::CertificateDer;
+    use rustls_pki_types::pem::PemObject;
+    let path = config.certs_dir.join("admin.crt");
+    let Ok(der) = CertificateDer::from_pem_file(&path) else { return };
+    let Ok(peer) = paddock_pki::parse_peer_cert(der.as_ref()) else { return };
+    match store.list_certs(None).await {
+        Ok(certs) if certs.iter().any(|c| c.serial_hex == peer.serial_hex) => {}
+        Ok(_) => {
+            let not_after = time::OffsetDateTime::from(peer.not_after)
+                .format(&time::format_description::well_known::Rfc3339)
+                .unwrap_or_default();
+            let rec = paddock_store::CertRecord {
+                serial_hex: peer.serial_hex.clone(),
+                tenant: None,
+                user: peer.user.clone(),
+                groups: peer.groups.clone(),
+                not_after,
+                revoked: false,
+                revoked_at: None,
+            };
+            if let Err(e) = store.record_cert(&rec).await {
+                tracing::warn!(error = %e, "could not record the platform-admin certificate");
+            }
+        }
+        Err(e) => tracing::warn!(error = %e, "could not list certificates at startup"),
+    }
 }

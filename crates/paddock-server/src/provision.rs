@@ -15,7 +15,10 @@ use crate::upstream::Upstream;
 pub const DEFAULT_NAMESPACES: &[&str] = &["default", "kube-system", "kube-public", "kube-node-lease"];
 /// In-tenant group of the tenant's administrators.
 pub const TENANT_ADMIN_GROUP: &str = "tenant-admins";
-/// Shared ClusterRole with the cluster-scoped rights of tenant admins.
+/// Shared ClusterRole with the cluster-scoped rights of tenant admins. It is bound only to the
+/// tenant admins' *shadow* group (`paddock:cluster:<tid>:paddock:<tid>:tenant-admins`), which
+/// paddock asserts only on requests for cluster-scoped objects; the real identity of a tenant
+/// user holds no cluster-scoped right at all.
 pub const CLUSTER_SCOPE_ROLE: &str = "paddock:tenant-cluster-scope";
 /// Name of the admission guard policy and binding.
 pub const GUARD_NAME: &str = "paddock-tenant-guard";
@@ -23,14 +26,47 @@ pub const GUARD_NAME: &str = "paddock-tenant-guard";
 pub const MANAGED_FOR_LABEL: &str = "paddock.io/managed-for";
 /// Name of the RoleBinding paddock keeps in each tenant namespace.
 pub const NAMESPACE_ADMIN_BINDING: &str = "paddock-tenant-admins";
+/// Name of the NetworkPolicy paddock keeps in each tenant namespace (MTB NI-1).
+pub const NAMESPACE_NETWORK_POLICY: &str = "paddock-tenant-isolation";
+/// Name of the ResourceQuota paddock keeps in each tenant namespace (MTB FNS-2, HI NodePort).
+pub const NAMESPACE_QUOTA: &str = "paddock-tenant-limits";
+/// The pod-security level enforced on every tenant namespace (a locked label).
+pub const POD_SECURITY_LEVEL: &str = "baseline";
+/// The pod-security enforce label.
+pub const PSA_ENFORCE_LABEL: &str = "pod-security.kubernetes.io/enforce";
+/// Tenant ids refused because their identities would collide with paddock's own
+/// (`paddock:tenant:<tid>` is the tenant marker group).
+pub const RESERVED_TENANT_IDS: &[&str] = &["tenant"];
 
-fn upstream_admin_group(t: &TenantId) -> String {
+/// The tenant admins' group upstream (real identity).
+pub fn upstream_admin_group(t: &TenantId) -> String {
     format!("paddock:{}:{}", t.as_str(), TENANT_ADMIN_GROUP)
 }
 
-/// The cluster-scope role shared by every tenant's admins: rights on the cluster-scoped kinds a
-/// tenant owns (the admission guard limits them to the tenant's prefix and label) and reads of
-/// the shared read-only kinds. It grants nothing inside any namespace.
+/// The tenant admins' shadow group (asserted only for cluster-scoped requests).
+pub fn shadow_admin_group(t: &TenantId) -> String {
+    paddock_core::identity::cluster_shadow(t, &upstream_admin_group(t))
+}
+
+/// ClusterRoleBinding of the tenant admins' shadow group to [`CLUSTER_SCOPE_ROLE`].
+pub fn tenant_scope_binding_name(t: &TenantId) -> String {
+    format!("paddock:tenant:{}", t.as_str())
+}
+
+/// Per-tenant ClusterRole (and its binding) for the tenant's custom resources (its CRD groups),
+/// bound to the admins' shadow group; kept in step by `rbac_sync`.
+pub fn tenant_cluster_role_name(t: &TenantId) -> String {
+    format!("paddock:tenant:{}:custom-resources", t.as_str())
+}
+
+fn managed_labels(t: &TenantId) -> Value {
+    json!({MANAGED_FOR_LABEL: t.as_str(), "app.kubernetes.io/managed-by": "paddock"})
+}
+
+/// The cluster-scope role shared by every tenant's admins (shadow identity): rights on the
+/// cluster-scoped kinds a tenant owns (the admission guard limits writes to the tenant's prefix
+/// and label; paddock label-filters lists) and reads of the shared read-only kinds. It grants
+/// nothing inside any namespace.
 pub fn cluster_scope_role() -> Value {
     let all = json!(["get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"]);
     let read = json!(["get", "list", "watch"]);
@@ -40,28 +76,58 @@ pub fn cluster_scope_role() -> Value {
         "metadata": {"name": CLUSTER_SCOPE_ROLE, "labels": {"app.kubernetes.io/managed-by": "paddock"}},
         "rules": [
             {"apiGroups": [""], "resources": ["namespaces", "persistentvolumes"], "verbs": all},
-            {"apiGroups": [""], "resources": ["namespaces/status", "namespaces/finalize"], "verbs": ["get", "update", "patch"]},
+            {"apiGroups": [""], "resources": ["namespaces/status", "namespaces/finalize", "persistentvolumes/status"], "verbs": ["get", "update", "patch"]},
             {"apiGroups": ["rbac.authorization.k8s.io"], "resources": ["clusterroles", "clusterrolebindings"],
              "verbs": ["get", "list", "watch", "create", "update", "patch", "delete", "deletecollection", "bind", "escalate"]},
             {"apiGroups": ["apiextensions.k8s.io"], "resources": ["customresourcedefinitions", "customresourcedefinitions/status"], "verbs": all},
+            {"apiGroups": ["admissionregistration.k8s.io"], "resources": ["validatingwebhookconfigurations", "mutatingwebhookconfigurations"], "verbs": all},
             {"apiGroups": [""], "resources": ["nodes"], "verbs": read},
             {"apiGroups": ["storage.k8s.io"], "resources": ["storageclasses", "csidrivers", "csinodes"], "verbs": read},
             {"apiGroups": ["scheduling.k8s.io"], "resources": ["priorityclasses"], "verbs": read},
             {"apiGroups": ["networking.k8s.io"], "resources": ["ingressclasses"], "verbs": read},
             {"apiGroups": ["node.k8s.io"], "resources": ["runtimeclasses"], "verbs": read},
             {"apiGroups": ["flowcontrol.apiserver.k8s.io"], "resources": ["flowschemas", "prioritylevelconfigurations"], "verbs": read},
-            {"apiGroups": ["authorization.k8s.io"], "resources": ["selfsubjectaccessreviews", "selfsubjectrulesreviews", "localsubjectaccessreviews"], "verbs": ["create"]}
+            {"apiGroups": ["authorization.k8s.io"], "resources": ["selfsubjectaccessreviews", "selfsubjectrulesreviews"], "verbs": ["create"]}
         ]
     })
 }
 
 /// The admission guard: the second wall. Any write by a `paddock:tenant:<tid>` identity to
 /// anything outside that tenant's namespaces, prefix or label is refused by the apiserver
-/// itself, even if paddock's translation had a bug or were bypassed.
+/// itself, even if paddock's translation had a bug or were bypassed; so are changes to
+/// paddock-managed objects, to the tenant and pod-security labels, RBAC that reaches outside
+/// the tenant, and host-exposing Services.
 pub fn guard_policy() -> Value {
     // Fields of `request` that are empty are absent in CEL, hence the has() guards.
     let name_var = "(has(request.name) && request.name != '') ? request.name : \
         ((variables.obj != null && has(variables.obj.metadata) && has(variables.obj.metadata.name)) ? variables.obj.metadata.name : '')";
+    let labels_of = |o: &str| {
+        format!(
+            "({o} != null && has({o}.metadata) && has({o}.metadata.labels)) ? {o}.metadata.labels : {{}}"
+        )
+    };
+    let tenant_subject = "(s.kind == 'ServiceAccount' && has(s.namespace) && s.namespace.startsWith(variables.tid + '-')) || \
+        (s.kind == 'User' && s.name.startsWith('paddock:' + variables.tid + ':')) || \
+        (s.kind == 'Group' && (s.name.startsWith('paddock:' + variables.tid + ':') || s.name.startsWith('system:serviceaccounts:' + variables.tid + '-')))";
+    let shadow = "'paddock:cluster:' + variables.tid + ':'";
+    let shadow_subject = format!(
+        "(s.kind == 'User' || s.kind == 'Group') && (s.name.startsWith({shadow} + 'paddock:' + variables.tid + ':') || \
+         s.name.startsWith({shadow} + 'system:serviceaccount:' + variables.tid + '-') || \
+         s.name.startsWith({shadow} + 'system:serviceaccounts:' + variables.tid + '-'))"
+    );
+    let rb_subjects = format!(
+        "!(variables.write && variables.grp == 'rbac.authorization.k8s.io' && variables.res == 'rolebindings') || \
+         !has(object.subjects) || object.subjects.all(s, {tenant_subject})"
+    );
+    let crb_subjects = format!(
+        "!(variables.write && variables.grp == 'rbac.authorization.k8s.io' && variables.res == 'clusterrolebindings') || \
+         !has(object.subjects) || object.subjects.all(s, {shadow_subject})"
+    );
+    let psa = format!(
+        "!(variables.write && variables.grp == '' && variables.res == 'namespaces' && variables.sub == '') || \
+         (('{PSA_ENFORCE_LABEL}' in variables.newLabels && variables.newLabels['{PSA_ENFORCE_LABEL}'] == '{POD_SECURITY_LEVEL}') && \
+          (!('{PSA_ENFORCE_LABEL}-version' in variables.newLabels) || variables.newLabels['{PSA_ENFORCE_LABEL}-version'] == 'latest'))"
+    );
     json!({
         "apiVersion": "admissionregistration.k8s.io/v1",
         "kind": "ValidatingAdmissionPolicy",
@@ -71,9 +137,9 @@ pub fn guard_policy() -> Value {
             "matchConstraints": {
                 "resourceRules": [{
                     "apiGroups": ["*"], "apiVersions": ["*"],
-                    "operations": ["CREATE", "UPDATE", "DELETE"],
+                    "operations": ["CREATE", "UPDATE", "DELETE", "CONNECT"],
                     // "*/*": every resource and every subresource.
-                    "resources": ["*/*"]
+                    "resources": ["*", "*/*"]
                 }],
                 "excludeResourceRules": [{
                     "apiGroups": ["authorization.k8s.io", "authentication.k8s.io"], "apiVersions": ["*"],
@@ -91,19 +157,58 @@ pub fn guard_policy() -> Value {
                 {"name": "ns", "expression": "has(request.namespace) ? request.namespace : ''"},
                 {"name": "sub", "expression": "has(request.subResource) ? request.subResource : ''"},
                 {"name": "name", "expression": name_var},
-                {"name": "isCRD", "expression": "request.resource.group == 'apiextensions.k8s.io' && request.resource.resource == 'customresourcedefinitions'"}
+                {"name": "grp", "expression": "request.resource.group"},
+                {"name": "res", "expression": "request.resource.resource"},
+                {"name": "isCRD", "expression": "variables.grp == 'apiextensions.k8s.io' && variables.res == 'customresourcedefinitions'"},
+                {"name": "newLabels", "expression": labels_of("object")},
+                {"name": "oldLabels", "expression": labels_of("oldObject")},
+                {"name": "write", "expression": "request.operation == 'CREATE' || request.operation == 'UPDATE'"}
             ],
             "validations": [
                 {"expression": "size(variables.tids) == 1",
                  "message": "paddock: a request may carry exactly one tenant identity"},
                 {"expression": "variables.ns == '' || variables.ns.startsWith(variables.tid + '-')",
                  "message": "paddock: a tenant may only write inside its own namespaces"},
-                {"expression": "variables.ns != '' || (variables.isCRD ? (variables.obj != null && variables.obj.spec.group.startsWith(variables.tid + '-')) : variables.name.startsWith(variables.tid + '-'))",
+                {"expression": "variables.ns != '' || (variables.isCRD ? (variables.obj != null && has(variables.obj.spec) && variables.obj.spec.group.startsWith(variables.tid + '-')) : variables.name.startsWith(variables.tid + '-'))",
                  "message": "paddock: a tenant may only write cluster-scoped objects under its own prefix"},
-                {"expression": "variables.ns != '' || variables.sub != '' || (variables.obj != null && has(variables.obj.metadata.labels) && 'paddock.io/tenant' in variables.obj.metadata.labels && variables.obj.metadata.labels['paddock.io/tenant'] == variables.tid)",
+                {"expression": "variables.ns != '' || variables.sub != '' || request.operation == 'CONNECT' || ('paddock.io/tenant' in variables.newLabels && variables.newLabels['paddock.io/tenant'] == variables.tid) || (request.operation == 'DELETE' && 'paddock.io/tenant' in variables.oldLabels && variables.oldLabels['paddock.io/tenant'] == variables.tid)",
                  "message": "paddock: cluster-scoped objects of a tenant must carry its paddock.io/tenant label"},
-                {"expression": "request.operation != 'UPDATE' || oldObject == null || !has(oldObject.metadata.labels) || !('paddock.io/tenant' in oldObject.metadata.labels) || (has(object.metadata.labels) && 'paddock.io/tenant' in object.metadata.labels && object.metadata.labels['paddock.io/tenant'] == oldObject.metadata.labels['paddock.io/tenant'])",
-                 "message": "paddock: the paddock.io/tenant label cannot be changed or removed"}
+                {"expression": "request.operation != 'UPDATE' || !('paddock.io/tenant' in variables.oldLabels) || ('paddock.io/tenant' in variables.newLabels && variables.newLabels['paddock.io/tenant'] == variables.oldLabels['paddock.io/tenant'])",
+                 "message": "paddock: the paddock.io/tenant label cannot be changed or removed"},
+                {"expression": "!('paddock.io/managed-for' in variables.newLabels) && !('paddock.io/managed-for' in variables.oldLabels)",
+                 "message": "paddock: objects managed by the platform (paddock.io/managed-for) cannot be created, changed or deleted by a tenant"},
+                {"expression": "!(variables.grp == '' && (variables.res == 'resourcequotas' || variables.res == 'limitranges'))",
+                 "message": "paddock: resource quotas and limit ranges are set by the platform"},
+                {"expression": psa,
+                 "message": "paddock: the pod-security.kubernetes.io/enforce label of a tenant namespace is locked to the platform's level"},
+                {"expression": "!(variables.write && variables.grp == 'rbac.authorization.k8s.io' && variables.res == 'rolebindings') || \
+                    object.roleRef.kind == 'Role' || object.roleRef.name.startsWith(variables.tid + '-') || object.roleRef.name in ['admin', 'edit', 'view']",
+                 "message": "paddock: a RoleBinding may refer only to a Role, a ClusterRole of the tenant, or admin, edit or view"},
+                {"expression": rb_subjects,
+                 "message": "paddock: RoleBinding subjects must be identities of the tenant"},
+                {"expression": "!(variables.write && variables.grp == 'rbac.authorization.k8s.io' && variables.res == 'clusterrolebindings') || \
+                    (object.roleRef.kind == 'ClusterRole' && object.roleRef.name.startsWith(variables.tid + '-'))",
+                 "message": "paddock: a tenant ClusterRoleBinding may refer only to a ClusterRole of the tenant"},
+                {"expression": crb_subjects,
+                 "message": "paddock: ClusterRoleBinding subjects must be the tenant's inert cluster identities (paddock:cluster:<tenant>:...)"},
+                {"expression": "!(variables.write && variables.grp == 'rbac.authorization.k8s.io' && variables.res == 'clusterroles') || \
+                    (!variables.newLabels.exists(k, k.startsWith('rbac.authorization.k8s.io/aggregate-to-')) && \
+                     (!has(object.aggregationRule) || !has(object.aggregationRule.clusterRoleSelectors) || \
+                      object.aggregationRule.clusterRoleSelectors.all(sel, has(sel.matchExpressions) && sel.matchExpressions.exists(e, e.key == 'paddock.io/tenant' && e.operator == 'In' && e.values == [variables.tid]))))",
+                 "message": "paddock: a tenant ClusterRole may neither aggregate into platform roles nor aggregate roles of others"},
+                {"expression": "!(variables.write && variables.grp == '' && variables.res == 'services' && variables.sub == '') || \
+                    ((!has(object.spec.type) || object.spec.type == 'ClusterIP' || object.spec.type == 'ExternalName') && \
+                     (!has(object.spec.externalIPs) || size(object.spec.externalIPs) == 0))",
+                 "message": "paddock: NodePort and LoadBalancer Services and externalIPs are not available to tenants"},
+                {"expression": "!(variables.write && variables.grp == 'admissionregistration.k8s.io' && (variables.res == 'validatingwebhookconfigurations' || variables.res == 'mutatingwebhookconfigurations')) || \
+                    !has(object.webhooks) || object.webhooks.all(w, has(w.namespaceSelector) && has(w.namespaceSelector.matchExpressions) && \
+                      w.namespaceSelector.matchExpressions.exists(e, e.key == 'paddock.io/tenant' && e.operator == 'In' && e.values == [variables.tid]) && \
+                      !has(w.clientConfig.url) && \
+                      (!has(w.rules) || w.rules.all(r, (has(r.scope) && r.scope == 'Namespaced') || (has(r.resources) && r.resources.all(x, x == 'namespaces' || x.startsWith('namespaces/'))))))",
+                 "message": "paddock: a tenant webhook must be confined to the tenant's namespaces (namespaceSelector on paddock.io/tenant, namespaced rules, a service in the tenant)"},
+                {"expression": "!(variables.write && variables.grp == 'admissionregistration.k8s.io' && (variables.res == 'validatingwebhookconfigurations' || variables.res == 'mutatingwebhookconfigurations')) || \
+                    !has(object.webhooks) || object.webhooks.all(w, !has(w.clientConfig.service) || w.clientConfig.service.namespace.startsWith(variables.tid + '-'))",
+                 "message": "paddock: a tenant webhook must call a service in the tenant's namespaces"}
             ]
         }
     })
@@ -135,8 +240,11 @@ pub async fn bootstrap(up: &Upstream) -> Result<(), ServerError> {
 }
 
 /// Refuses an id whose prefix is already used upstream by something that is not this
-/// tenant's (a reserved id).
+/// tenant's (a reserved id), and the ids reserved by paddock itself.
 pub async fn check_prefix_unused(up: &Upstream, t: &TenantId) -> Result<(), ServerError> {
+    if RESERVED_TENANT_IDS.contains(&t.as_str()) {
+        return Err(ServerError::BadRequest(format!("tenant id {t} is reserved by paddock")));
+    }
     let prefix = t.prefix();
     for ns in upjson::list(up, "/api/v1/namespaces").await? {
         let name = ns["metadata"]["name"].as_str().unwrap_or_default();
@@ -155,50 +263,94 @@ pub fn namespace_admin_binding(t: &TenantId, upstream_ns: &str) -> Value {
     json!({
         "apiVersion": "rbac.authorization.k8s.io/v1",
         "kind": "RoleBinding",
-        "metadata": {"name": NAMESPACE_ADMIN_BINDING, "namespace": upstream_ns,
-                     "labels": {MANAGED_FOR_LABEL: t.as_str(), "app.kubernetes.io/managed-by": "paddock"}},
+        "metadata": {"name": NAMESPACE_ADMIN_BINDING, "namespace": upstream_ns, "labels": managed_labels(t)},
         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
         "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": upstream_admin_group(t)}]
     })
 }
 
-/// Makes sure the admin binding exists in a tenant namespace (after the tenant creates one).
+/// Default isolation of a tenant namespace: ingress only from the tenant's own namespaces
+/// (MTB NI-1). Shown to the tenant as "from every namespace" (its own).
+pub fn namespace_network_policy(t: &TenantId, upstream_ns: &str) -> Value {
+    json!({
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": {"name": NAMESPACE_NETWORK_POLICY, "namespace": upstream_ns, "labels": managed_labels(t)},
+        "spec": {
+            "podSelector": {},
+            "policyTypes": ["Ingress"],
+            "ingress": [{"from": [{"namespaceSelector": {"matchExpressions": [
+                {"key": TENANT_LABEL, "operator": "In", "values": [t.as_str()]}
+            ]}}]}]
+        }
+    })
+}
+
+/// Count limits of a tenant namespace (MTB FNS-2); no NodePorts or LoadBalancers (MTB HI).
+pub fn namespace_quota(t: &TenantId, upstream_ns: &str) -> Value {
+    json!({
+        "apiVersion": "v1",
+        "kind": "ResourceQuota",
+        "metadata": {"name": NAMESPACE_QUOTA, "namespace": upstream_ns, "labels": managed_labels(t)},
+        "spec": {"hard": {
+            "pods": "500", "services": "200", "persistentvolumeclaims": "100", "secrets": "1000", "configmaps": "1000",
+            "services.nodeports": "0", "services.loadbalancers": "0"
+        }}
+    })
+}
+
+/// Makes sure a tenant namespace has what paddock keeps in it: the admins' RoleBinding, the
+/// isolation NetworkPolicy, the quota, the locked pod-security label, and the mirrors of the
+/// tenant's ClusterRoleBindings.
 pub async fn ensure_namespace_binding(up: &Upstream, t: &TenantId, upstream_ns: &str) -> Result<(), ServerError> {
+    upjson::apply(
+        up,
+        &format!("/api/v1/namespaces/{upstream_ns}"),
+        &json!({"apiVersion": "v1", "kind": "Namespace",
+                "metadata": {"name": upstream_ns, "labels": {TENANT_LABEL: t.as_str(), PSA_ENFORCE_LABEL: POD_SECURITY_LEVEL}}}),
+    )
+    .await?;
     upjson::apply(
         up,
         &format!("/apis/rbac.authorization.k8s.io/v1/namespaces/{upstream_ns}/rolebindings/{NAMESPACE_ADMIN_BINDING}"),
         &namespace_admin_binding(t, upstream_ns),
     )
-    .await
+    .await?;
+    upjson::apply(
+        up,
+        &format!("/apis/networking.k8s.io/v1/namespaces/{upstream_ns}/networkpolicies/{NAMESPACE_NETWORK_POLICY}"),
+        &namespace_network_policy(t, upstream_ns),
+    )
+    .await?;
+    upjson::apply(
+        up,
+        &format!("/api/v1/namespaces/{upstream_ns}/resourcequotas/{NAMESPACE_QUOTA}"),
+        &namespace_quota(t, upstream_ns),
+    )
+    .await?;
+    crate::rbac_sync::sync_namespace(up, t, upstream_ns).await
 }
 
 /// Creates (or repairs) everything a tenant needs upstream. Idempotent.
 pub async fn provision_tenant(up: &Upstream, t: &TenantId) -> Result<(), ServerError> {
-    let crb_name = format!("paddock:tenant:{}", t.as_str());
+    let crb_name = tenant_scope_binding_name(t);
     upjson::apply(
         up,
         &format!("/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/{crb_name}"),
         &json!({
             "apiVersion": "rbac.authorization.k8s.io/v1",
             "kind": "ClusterRoleBinding",
-            "metadata": {"name": crb_name, "labels": {MANAGED_FOR_LABEL: t.as_str(), "app.kubernetes.io/managed-by": "paddock"}},
+            "metadata": {"name": crb_name, "labels": managed_labels(t)},
             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": CLUSTER_SCOPE_ROLE},
-            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": upstream_admin_group(t)}]
+            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": shadow_admin_group(t)}]
         }),
     )
     .await?;
     for ns in DEFAULT_NAMESPACES {
         let up_ns = t.upstream_name(ns);
-        upjson::apply(
-            up,
-            &format!("/api/v1/namespaces/{up_ns}"),
-            &json!({"apiVersion": "v1", "kind": "Namespace",
-                    "metadata": {"name": up_ns, "labels": {TENANT_LABEL: t.as_str()}}}),
-        )
-        .await?;
         ensure_namespace_binding(up, t, &up_ns).await?;
     }
-    Ok(())
+    crate::rbac_sync::sync_tenant(up, t).await
 }
 
 /// Cluster-scoped kinds a tenant can own, as list paths. Namespaces are handled first and
@@ -260,11 +412,16 @@ pub async fn delete_tenant_objects(
                 }
             }
         }
-        for obj in upjson::list(up, &format!("/apis/rbac.authorization.k8s.io/v1/clusterrolebindings?{managed}")).await? {
-            if let Some(name) = obj["metadata"]["name"].as_str()
-                && name == format!("paddock:tenant:{}", t.as_str())
-            {
-                upjson::delete(up, &format!("/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/{name}")).await?;
+        // paddock's own per-tenant cluster objects: exact names, and the managed-for label.
+        let own = [tenant_scope_binding_name(t), tenant_cluster_role_name(t)];
+        for kind in ["clusterrolebindings", "clusterroles"] {
+            let path = format!("/apis/rbac.authorization.k8s.io/v1/{kind}");
+            for obj in upjson::list(up, &format!("{path}?{managed}")).await? {
+                if let Some(name) = obj["metadata"]["name"].as_str()
+                    && own.iter().any(|o| o == name)
+                {
+                    upjson::delete(up, &format!("{path}/{name}")).await?;
+                }
             }
         }
         if remaining == 0 {

@@ -46,6 +46,25 @@ pub async fn handle(state: Arc<AppState>, peer: Option<Arc<PeerCert>>, req: Requ
             return resp;
         }
     };
+    // A body announced larger than the limit is refused before it is read (a client that
+    // sent `Expect: 100-continue` then never sends it), rather than cut off midway.
+    let announced = req
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<usize>().ok());
+    if let Some(len) = announced
+        && len > state.config.max_body_bytes
+    {
+        let resp = ServerError::TooLarge(format!(
+            "request body of {len} bytes is larger than the limit of {} bytes",
+            state.config.max_body_bytes
+        ))
+        .into_response();
+        log_request(caller.tenant_label(), caller.user(), crate::proxy::method_verb(&method), &path, 413, start);
+        state.metrics.observe(caller.tenant_label(), crate::proxy::method_verb(&method), 413, start.elapsed().as_secs_f64());
+        return resp;
+    }
     let (result, verb) = match &caller {
         Caller::Admin { .. } => (crate::admin::serve_admin(&state, &caller, req).await, crate::proxy::method_verb(&method)),
         Caller::Tenant { tenant, user, groups, .. } => {

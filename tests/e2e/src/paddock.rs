@@ -1,7 +1,9 @@
 //! paddock as a real child process (crates/paddock/CLI.md), in front of a [`ControlPlane`].
 
 use std::collections::BTreeMap;
-use std::fs::File;
+use std::ffi::OsString;
+use std::fs::OpenOptions;
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::Mutex;
@@ -61,8 +63,12 @@ pub struct Paddock {
     dir: PathBuf,
     url: String,
     log: PathBuf,
+    name: String,
+    pids_file: PathBuf,
+    serve_args: Vec<OsString>,
     child: Mutex<Option<Child>>,
     tenants: Mutex<BTreeMap<String, PathBuf>>,
+    restarts: Mutex<u32>,
     pub startup: Duration,
 }
 
@@ -93,64 +99,123 @@ impl Paddock {
             bail!("{}", cli_failure(&describe(&init), &out, None));
         }
 
-        let mut serve = Command::new(&bin);
-        serve
-            .arg("serve")
-            .args(["--listen", &format!("127.0.0.1:{port}")])
-            .arg("--certs-dir")
-            .arg(&certs)
-            .arg("--upstream-kubeconfig")
-            .arg(cp.admin_kubeconfig())
-            .args(["--public-url", &url])
-            .args(["--log-format", "json"]);
+        let mut args: Vec<OsString> = vec![
+            "serve".into(),
+            "--listen".into(),
+            format!("127.0.0.1:{port}").into(),
+            "--certs-dir".into(),
+            certs.clone().into(),
+            "--upstream-kubeconfig".into(),
+            cp.admin_kubeconfig().into(),
+            "--public-url".into(),
+            url.clone().into(),
+            "--log-format".into(),
+            "json".into(),
+        ];
         match store {
             StoreKind::Etcd => {
-                serve.args([
+                for a in [
                     "--store",
                     "etcd",
                     "--etcd-endpoints",
                     cp.paddock_etcd_endpoints()?,
                     "--etcd-prefix",
                     "/paddock-e2e",
-                ]);
+                ] {
+                    args.push(a.into());
+                }
             }
             StoreKind::Embedded => {
-                serve
-                    .args(["--store", "embedded", "--data-dir"])
-                    .arg(dir.join("data"));
+                args.extend(["--store".into(), "embedded".into(), "--data-dir".into()]);
+                args.push(dir.join("data").into());
             }
         }
+        let mut me = Self {
+            bin,
+            dir,
+            url,
+            log,
+            name: name.to_owned(),
+            pids_file: cp.dir().join("pids"),
+            serve_args: args,
+            child: Mutex::new(None),
+            tenants: Mutex::new(BTreeMap::new()),
+            startup: Duration::ZERO,
+            restarts: Mutex::new(0),
+        };
+        let t0 = Instant::now();
+        me.spawn_serve()?;
+        me.wait_ready(Duration::from_secs(60))
+            .context("paddock did not become ready")?;
+        me.startup = t0.elapsed();
+        Ok(me)
+    }
+
+    /// Starts `paddock serve` with the recorded arguments, appending to the log file.
+    fn spawn_serve(&self) -> Result<()> {
+        let mut serve = Command::new(&self.bin);
+        serve.args(&self.serve_args);
         clean_env(&mut serve);
         serve.env(
             "RUST_LOG",
             std::env::var("PADDOCK_E2E_RUST_LOG").unwrap_or_else(|_| "info".into()),
         );
-        let logf = File::create(&log).with_context(|| format!("creating {}", log.display()))?;
+        let logf = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.log)
+            .with_context(|| format!("opening {}", self.log.display()))?;
         let logf2 = logf.try_clone()?;
         serve
             .stdin(Stdio::null())
             .stdout(Stdio::from(logf))
             .stderr(Stdio::from(logf2));
         let line = describe(&serve);
-        let t0 = Instant::now();
         let child = serve
             .spawn()
             .with_context(|| format!("cannot start {line}"))?;
         // The reaper of the test bed stops it too if this test process is killed.
-        cp.record_pid(name, child.id())?;
-        let mut me = Self {
-            bin,
-            dir,
-            url,
-            log,
-            child: Mutex::new(Some(child)),
-            tenants: Mutex::new(BTreeMap::new()),
-            startup: Duration::ZERO,
+        let start = process::proc_start_time(child.id()).unwrap_or_else(|| "0".into());
+        let mut f = OpenOptions::new()
+            .append(true)
+            .open(&self.pids_file)
+            .context("opening the pids file")?;
+        writeln!(f, "{} {} {start}", self.name, child.id()).context("writing the pids file")?;
+        let mut g = self
+            .child
+            .lock()
+            .map_err(|_| anyhow::anyhow!("child lock poisoned"))?;
+        *g = Some(child);
+        Ok(())
+    }
+
+    /// If paddock has exited, starts it again (same certificates, store and port) and returns
+    /// how it had ended; `None` if it was running.
+    pub fn ensure_running(&self) -> Result<Option<String>> {
+        let Some(status) = self.exited() else {
+            return Ok(None);
         };
-        me.wait_ready(Duration::from_secs(60))
-            .with_context(|| format!("paddock did not become ready: {line}"))?;
-        me.startup = t0.elapsed();
-        Ok(me)
+        if let Ok(mut n) = self.restarts.lock() {
+            *n += 1;
+        }
+        let _ = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&self.log)
+            .and_then(|mut f| {
+                writeln!(
+                    f,
+                    "==== e2e harness: paddock had exited ({status}); restarting it ===="
+                )
+            });
+        self.spawn_serve()?;
+        self.wait_ready(Duration::from_secs(60))
+            .context("restarted paddock did not become ready")?;
+        Ok(Some(status))
+    }
+
+    /// How many times [`Paddock::ensure_running`] had to restart it.
+    pub fn restarts(&self) -> u32 {
+        self.restarts.lock().map(|n| *n).unwrap_or(0)
     }
 
     fn wait_ready(&self, timeout: Duration) -> Result<()> {

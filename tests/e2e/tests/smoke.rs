@@ -24,6 +24,29 @@ metadata: {name: smoke-deny}
 spec: {policyName: smoke-deny, validationActions: [Deny]}
 "#;
 
+const WEBHOOKS: &str = r#"
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingWebhookConfiguration
+metadata: {name: egress-guard}
+webhooks:
+- name: service.egress-guard.test
+  admissionReviewVersions: [v1]
+  sideEffects: None
+  failurePolicy: Fail
+  timeoutSeconds: 5
+  namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: guarded}}
+  clientConfig: {service: {name: nothing, namespace: guarded, port: 443}}
+  rules: [{apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [configmaps]}]
+- name: url.egress-guard.test
+  admissionReviewVersions: [v1]
+  sideEffects: None
+  failurePolicy: Fail
+  timeoutSeconds: 5
+  namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: guarded}}
+  clientConfig: {url: "https://10.1.2.3/validate"}
+  rules: [{apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [secrets]}]
+"#;
+
 #[test]
 fn testbed_runs_pods_and_tears_down() -> Result<()> {
     let cp = ControlPlane::start().context("starting the control plane")?;
@@ -126,6 +149,48 @@ fn testbed_runs_pods_and_tears_down() -> Result<()> {
         }
         std::thread::sleep(Duration::from_millis(500));
     }
+
+    // The egress guard: webhooks by Service or URL and kubelet calls (logs) fail at once on the
+    // apiserver's dead egress socket instead of leaving loopback.
+    k.run(&["create", "namespace", "guarded"])?;
+    k.run(&[
+        "-n",
+        "guarded",
+        "create",
+        "service",
+        "clusterip",
+        "nothing",
+        "--tcp=443:443",
+    ])?;
+    k.run_stdin(&["apply", "-f", "-"], Some(WEBHOOKS))?;
+    for what in [
+        &["configmap", "via-service"][..],
+        &["secret", "generic", "via-url"][..],
+    ] {
+        let mut args: Vec<String> = vec!["-n".into(), "guarded".into(), "create".into()];
+        args.extend(what.iter().map(|s| (*s).to_owned()));
+        let (line, out) = k.run_raw(&args, None, &Default::default(), None)?;
+        ensure!(
+            !out.success() && out.stderr.contains("no-egress.sock"),
+            "{line}: expected a refusal by the egress guard, got exit {:?}: {}{}",
+            out.code,
+            out.stdout,
+            out.stderr
+        );
+    }
+    let pod = k.run(&["-n", "smoke", "get", "pods", "-o", "name"])?;
+    let pod = pod.lines().next().context("no pod")?.to_owned();
+    let args: Vec<String> = ["-n", "smoke", "logs", pod.as_str()]
+        .iter()
+        .map(|s| (*s).to_owned())
+        .collect();
+    let (_, out) = k.run_raw(&args, None, &Default::default(), None)?;
+    ensure!(
+        !out.success() && out.stderr.contains("no-egress.sock"),
+        "kubectl logs against a kwok pod: expected the egress guard's error, got {:?}: {}",
+        out.code,
+        out.stderr
+    );
 
     let dir = cp.dir().to_path_buf();
     let recorded = cp.live_pids();

@@ -1,0 +1,242 @@
+//! The fast path of the per-item rewrite: byte splicing instead of a DOM.
+//!
+//! For most items of a big LIST or watch (pods, configmaps, secrets, …) the only change
+//! `object_down` makes is `metadata.namespace` losing the tenant prefix, or the item being
+//! dropped. Finding that one field takes a few dozen bytes of scanning (metadata is the first
+//! member of a built-in object, namespace its third), so the item can be copied out with one
+//! splice, at memcpy speed, instead of being parsed into a `serde_json::Value` and serialised
+//! again (about 15x slower).
+//!
+//! The fast path answers only when it is sure to produce exactly what `object_down` would;
+//! otherwise it says [`Fast::Fallback`] and the DOM path runs. It is sure when:
+//! - the kind is on a short list of namespaced built-in kinds whose down rules (object.rs)
+//!   only ever rewrite strings that carry the tenant's own prefix or the tenant label;
+//! - the item contains the tenant prefix exactly once (the namespace value itself) and never
+//!   the tenant label key, so none of those other rules can fire;
+//! - the namespace value is a plain string (no escapes).
+//!
+//! An item whose namespace is not the tenant's is dropped without looking further: for these
+//! kinds `object_down` drops it before any other rule runs. Tests compare both paths on every
+//! captured fixture and on generated items.
+
+use memchr::memmem::Finder;
+
+use crate::framer::Members;
+use crate::tenant::{TENANT_LABEL, TenantId};
+
+/// Namespaced built-in kinds whose `object_down` rules touch only the namespace, the tenant
+/// label, and strings carrying the tenant prefix (ownerReferences, managedFields apiVersion,
+/// pod affinity namespaces). Kinds with other reference fields (events, RBAC, PVCs, endpoints,
+/// network policies, stateful sets' claim templates) always take the DOM path.
+const FAST_KINDS: &[(&str, &str)] = &[
+    ("", "Pod"),
+    ("", "ConfigMap"),
+    ("", "Secret"),
+    ("", "Service"),
+    ("", "ServiceAccount"),
+    ("", "ReplicationController"),
+    ("", "PodTemplate"),
+    ("apps", "Deployment"),
+    ("apps", "ReplicaSet"),
+    ("apps", "DaemonSet"),
+    ("apps", "ControllerRevision"),
+    ("batch", "Job"),
+    ("batch", "CronJob"),
+    ("coordination.k8s.io", "Lease"),
+];
+
+pub fn is_fast_kind(group: &str, kind: &str) -> bool {
+    FAST_KINDS.iter().any(|(g, k)| *g == group && *k == kind)
+}
+
+/// Outcome of the fast path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fast {
+    /// The rewritten item was appended to `out`.
+    Keep,
+    /// The item is not the tenant's; nothing was written.
+    Drop,
+    /// Not sure: run the DOM path. Nothing was written.
+    Fallback,
+}
+
+/// Per-response splicer (the finders are built once per response, not per item).
+pub struct Splicer {
+    prefix: Vec<u8>,
+    find_prefix: Finder<'static>,
+    find_label: Finder<'static>,
+}
+
+impl Splicer {
+    pub fn new(tenant: &TenantId) -> Self {
+        let prefix = tenant.prefix().into_bytes();
+        Splicer {
+            find_prefix: Finder::new(&prefix).into_owned(),
+            find_label: Finder::new(TENANT_LABEL.as_bytes()).into_owned(),
+            prefix,
+        }
+    }
+
+    /// Rewrites one complete object. `default_gk` is the (group, kind) of items that carry no
+    /// `kind` of their own (items of built-in lists), from the request's resource.
+    pub fn object(&self, raw: &[u8], default_gk: Option<(&str, &str)>, out: &mut Vec<u8>) -> Fast {
+        let mut api_version = None;
+        let mut kind = None;
+        let mut top = Members::new(raw);
+        let meta_start = loop {
+            let Ok(Some((key, escaped))) = top.next_key() else {
+                return Fast::Fallback;
+            };
+            if escaped {
+                return Fast::Fallback;
+            }
+            let is_meta = &raw[key.clone()] == b"metadata";
+            if is_meta {
+                // Descend without scanning metadata to its end: namespace is near its start,
+                // and managedFields (half of a pod) need not be scanned a second time.
+                break top.value_start();
+            }
+            let Ok(v) = top.value() else {
+                return Fast::Fallback;
+            };
+            match &raw[key] {
+                b"apiVersion" => api_version = Some(v),
+                b"kind" => kind = Some(v),
+                _ => {}
+            }
+        };
+        let ok_kind = match (api_version, kind) {
+            (Some(av), Some(k)) => {
+                let (Some(av), Some(k)) = (plain_str(&raw[av]), plain_str(&raw[k])) else {
+                    return Fast::Fallback;
+                };
+                let group = av.rsplit_once('/').map_or("", |(g, _)| g);
+                is_fast_kind(group, k)
+            }
+            (None, None) => default_gk.is_some_and(|(g, k)| is_fast_kind(g, k)),
+            _ => false,
+        };
+        if !ok_kind {
+            return Fast::Fallback;
+        }
+        let meta = &raw[meta_start..];
+        let mut members = Members::new(meta);
+        let ns = loop {
+            let Ok(Some((key, escaped))) = members.next_key() else {
+                return Fast::Fallback;
+            };
+            if escaped {
+                return Fast::Fallback;
+            }
+            let Ok(v) = members.value() else {
+                return Fast::Fallback;
+            };
+            if &meta[key] == b"namespace" {
+                break v;
+            }
+        };
+        // Absolute range of the namespace's characters, quotes excluded.
+        let (s, e) = (meta_start + ns.start, meta_start + ns.end);
+        let val = &raw[s..e];
+        if val.len() < 2 || val[0] != b'"' || val[val.len() - 1] != b'"' {
+            return Fast::Fallback;
+        }
+        let inner = &val[1..val.len() - 1];
+        if inner.is_empty() || inner.contains(&b'\\') {
+            return Fast::Fallback;
+        }
+        if !inner.starts_with(&self.prefix) {
+            return Fast::Drop;
+        }
+        if self.find_label.find(raw).is_some() {
+            return Fast::Fallback;
+        }
+        let mut hits = self.find_prefix.find_iter(raw);
+        let first = hits.next();
+        if first != Some(s + 1) || hits.next().is_some() {
+            return Fast::Fallback;
+        }
+        out.extend_from_slice(&raw[..s + 1]);
+        out.extend_from_slice(&raw[s + 1 + self.prefix.len()..]);
+        Fast::Keep
+    }
+}
+
+/// The contents of a JSON string token without escapes.
+fn plain_str(tok: &[u8]) -> Option<&str> {
+    let inner = tok.strip_prefix(b"\"")?.strip_suffix(b"\"")?;
+    if inner.contains(&b'\\') {
+        return None;
+    }
+    std::str::from_utf8(inner).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(raw: &str, gk: Option<(&str, &str)>) -> (Fast, String) {
+        let s = Splicer::new(&TenantId::parse("foofoo").unwrap());
+        let mut out = Vec::new();
+        let f = s.object(raw.as_bytes(), gk, &mut out);
+        (f, String::from_utf8(out).unwrap())
+    }
+
+    #[test]
+    fn splices_namespace() {
+        let pod =
+            r#"{"metadata":{"name":"a","namespace":"foofoo-default","uid":"u"},"spec":{"x":"}"}}"#;
+        assert_eq!(
+            run(pod, Some(("", "Pod"))),
+            (
+                Fast::Keep,
+                r#"{"metadata":{"name":"a","namespace":"default","uid":"u"},"spec":{"x":"}"}}"#
+                    .into()
+            )
+        );
+        let other = pod.replace("foofoo-default", "barbar-default");
+        assert_eq!(run(&other, Some(("", "Pod"))).0, Fast::Drop);
+        let with_kind =
+            r#"{"kind":"ConfigMap","apiVersion":"v1","metadata":{"namespace":"foofoo-x"}}"#;
+        assert_eq!(run(with_kind, None).0, Fast::Keep);
+    }
+
+    #[test]
+    fn falls_back_when_unsure() {
+        for (raw, gk) in [
+            // kind with more reference fields
+            (
+                r#"{"metadata":{"namespace":"foofoo-d"}}"#,
+                Some(("", "Event")),
+            ),
+            // unknown kind
+            (r#"{"metadata":{"namespace":"foofoo-d"}}"#, None),
+            // the prefix elsewhere (an owner of the tenant's CRD group)
+            (
+                r#"{"metadata":{"namespace":"foofoo-d","ownerReferences":[{"apiVersion":"foofoo-ex.com/v1"}]}}"#,
+                Some(("", "Pod")),
+            ),
+            // the tenant label
+            (
+                r#"{"metadata":{"namespace":"foofoo-d","labels":{"paddock.io/tenant":"foofoo"}}}"#,
+                Some(("", "Pod")),
+            ),
+            // escapes, empty namespace, no namespace, kind without apiVersion
+            (
+                r#"{"metadata":{"namespace":"foofoo-\u0064"}}"#,
+                Some(("", "Pod")),
+            ),
+            (r#"{"metadata":{"namespace":""}}"#, Some(("", "Pod"))),
+            (r#"{"metadata":{"name":"x"}}"#, Some(("", "Pod"))),
+            (
+                r#"{"kind":"Pod","metadata":{"namespace":"foofoo-d"}}"#,
+                None,
+            ),
+            (r#"{"spec":{}}"#, Some(("", "Pod"))),
+        ] {
+            let (f, out) = run(raw, gk);
+            assert_eq!(f, Fast::Fallback, "{raw}");
+            assert!(out.is_empty());
+        }
+    }
+}
