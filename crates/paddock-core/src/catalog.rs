@@ -232,6 +232,10 @@ pub struct Catalog {
     /// Policies set by the operator for (upstream group, resource), e.g. a platform CRD
     /// shared read-only. Only non-tenant groups can be overridden.
     overrides: HashMap<(String, String), Policy>,
+    /// Ids of the tenants that exist, when the server has told us. Free text is scrubbed of
+    /// other tenants' names; without this list every `<6 chars>-name` token has to be treated
+    /// as possibly another tenant's (so `worker-1` would be redacted too).
+    known_tenants: Option<std::sync::Arc<std::collections::HashSet<String>>>,
 }
 
 #[derive(Deserialize)]
@@ -281,6 +285,21 @@ struct DiscoverySubresource {
 }
 
 impl Catalog {
+    /// The same catalog, knowing which tenant ids exist (see [`Catalog::is_known_tenant`]).
+    pub fn with_known_tenants(mut self, ids: impl IntoIterator<Item = String>) -> Catalog {
+        self.known_tenants = Some(std::sync::Arc::new(ids.into_iter().collect()));
+        self
+    }
+
+    /// Could `id` be a tenant? True for every id when the tenant list is unknown (the safe
+    /// answer for scrubbing).
+    pub fn is_known_tenant(&self, id: &str) -> bool {
+        match &self.known_tenants {
+            Some(set) => set.contains(id),
+            None => true,
+        }
+    }
+
     /// From aggregated discovery documents (apidiscovery.k8s.io/v2 APIGroupDiscoveryList) of
     /// `/api` and `/apis`, as returned by upstream (JSON bytes).
     pub fn from_aggregated(core: &[u8], apis: &[u8]) -> Result<Catalog, TranslateError> {

@@ -2003,7 +2003,7 @@ fn is_name_byte(b: u8) -> bool {
 /// `<redacted>` up to the end of the name: paddock cannot tell another tenant's `barbar-db`
 /// from a platform object `worker-1`, and a leak is worse than a redacted node name.
 pub fn text_down(ctx: &TenantContext, s: &str) -> String {
-    text_down_with(ctx, s, &|_| true)
+    text_down_with(ctx, s, &|id| ctx.catalog.is_known_tenant(id))
 }
 
 /// [`text_down`] where `is_tenant(id)` says whether a 6-character id belongs to some tenant,

@@ -738,3 +738,14 @@ fn cluster_role_cannot_aggregate_into_platform_roles() {
         "metadata":{"name":"part","labels":{"example.com/aggregate-to-mine":"true"}},"rules":[]})).unwrap();
     assert_eq!(v["metadata"]["name"], "foofoo-part");
 }
+
+#[test]
+fn text_down_leaves_platform_lookalikes_when_tenants_are_known() {
+    let base = ctx();
+    let c = TenantContext {
+        tenant: base.tenant.clone(),
+        catalog: std::sync::Arc::new((*base.catalog).clone().with_known_tenants(["foofoo".to_string(), "barbar".to_string()])),
+    };
+    assert_eq!(text_down(&c, "Created pod: webapp-7d9f on worker-1"), "Created pod: webapp-7d9f on worker-1");
+    assert_eq!(text_down(&c, "see barbar-secret, foofoo-web"), "see <redacted>, web");
+}

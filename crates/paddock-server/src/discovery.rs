@@ -24,6 +24,9 @@ pub struct CatalogCache {
     current: ArcSwapOption<Catalog>,
     synced: AtomicBool,
     refresh_lock: Mutex<Option<Instant>>,
+    /// Ids of existing tenants, handed to every catalog (messages are scrubbed of other
+    /// tenants' names only, not of platform names that merely look like one).
+    known_tenants: parking_lot::Mutex<Vec<String>>,
 }
 
 impl Default for CatalogCache {
@@ -35,7 +38,12 @@ impl Default for CatalogCache {
 impl CatalogCache {
     /// Empty (not synced) cache.
     pub fn new() -> Self {
-        CatalogCache { current: ArcSwapOption::empty(), synced: AtomicBool::new(false), refresh_lock: Mutex::new(None) }
+        CatalogCache {
+            current: ArcSwapOption::empty(),
+            synced: AtomicBool::new(false),
+            refresh_lock: Mutex::new(None),
+            known_tenants: parking_lot::Mutex::new(Vec::new()),
+        }
     }
 
     /// The current catalog, if discovery has been read at least once.
@@ -46,6 +54,14 @@ impl CatalogCache {
     /// Whether discovery has been read.
     pub fn is_synced(&self) -> bool {
         self.synced.load(Ordering::Acquire)
+    }
+
+    /// Records the ids of existing tenants and applies them to the current catalog.
+    pub fn set_known_tenants(&self, ids: Vec<String>) {
+        *self.known_tenants.lock() = ids.clone();
+        if let Some(cur) = self.get() {
+            self.current.store(Some(Arc::new((*cur).clone().with_known_tenants(ids))));
+        }
     }
 
     /// Re-reads discovery unless it was read less than a second ago. Returns the catalog in
@@ -59,7 +75,8 @@ impl CatalogCache {
         }
         let core = fetch(upstream, "/api").await?;
         let apis = fetch(upstream, "/apis").await?;
-        let catalog = Arc::new(Catalog::from_aggregated(&core, &apis)?);
+        let known = self.known_tenants.lock().clone();
+        let catalog = Arc::new(Catalog::from_aggregated(&core, &apis)?.with_known_tenants(known));
         self.current.store(Some(catalog.clone()));
         self.synced.store(true, Ordering::Release);
         *last = Some(Instant::now());

@@ -13,6 +13,7 @@ pub mod front;
 pub mod metrics;
 pub mod provision;
 pub mod proxy;
+pub mod rbac_sync;
 pub mod router;
 pub mod state;
 pub mod upjson;
@@ -98,6 +99,23 @@ pub async fn run(config: ServerConfig, shutdown: CancellationToken) -> Result<()
             for t in state.cache.tenants() {
                 if t.phase == TenantPhase::Terminating {
                     tokio::spawn(admin::finish_tenant_deletion(state.clone(), t.id.clone()));
+                }
+            }
+            // Least-privilege grants and RBAC mirrors: repaired at start, resynced periodically.
+            tokio::spawn(rbac_sync::resync_loop(state.clone()));
+        });
+    }
+    // Keep the catalog's list of tenant ids in step with the store.
+    {
+        let state = state.clone();
+        tokio::spawn(async move {
+            let mut changes = state.cache.subscribe();
+            loop {
+                let ids: Vec<String> = state.cache.tenants().iter().map(|t| t.id.as_str().to_string()).collect();
+                state.catalogs.set_known_tenants(ids);
+                tokio::select! {
+                    r = changes.changed() => if r.is_err() { return },
+                    _ = state.shutdown.cancelled() => return,
                 }
             }
         });

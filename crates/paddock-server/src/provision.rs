@@ -307,7 +307,8 @@ pub async fn ensure_namespace_binding(up: &Upstream, t: &TenantId, upstream_ns: 
         up,
         &format!("/api/v1/namespaces/{upstream_ns}"),
         &json!({"apiVersion": "v1", "kind": "Namespace",
-                "metadata": {"name": upstream_ns, "labels": {TENANT_LABEL: t.as_str(), PSA_ENFORCE_LABEL: POD_SECURITY_LEVEL}}}),
+                "metadata": {"name": upstream_ns, "labels": {TENANT_LABEL: t.as_str(), PSA_ENFORCE_LABEL: POD_SECURITY_LEVEL,
+                                                              "pod-security.kubernetes.io/enforce-version": "latest"}}}),
     )
     .await?;
     upjson::apply(
@@ -329,6 +330,27 @@ pub async fn ensure_namespace_binding(up: &Upstream, t: &TenantId, upstream_ns: 
     )
     .await?;
     crate::rbac_sync::sync_namespace(up, t, upstream_ns).await
+}
+
+/// A tenant's namespace body on its way up (create or update): the pod-security enforce label
+/// is set to the platform's level (the admission guard refuses any other value, so a body
+/// paddock cannot rewrite, such as protobuf, is refused rather than let through).
+pub fn lock_namespace_labels(body: Vec<u8>, content_type: &str) -> Result<Vec<u8>, ServerError> {
+    if !content_type.starts_with("application/json") {
+        return Ok(body);
+    }
+    let mut v: Value =
+        serde_json::from_slice(&body).map_err(|e| ServerError::BadRequest(format!("namespace body: {e}")))?;
+    let Some(meta) = v.get_mut("metadata").and_then(Value::as_object_mut) else { return Ok(body) };
+    let labels = meta.entry("labels").or_insert_with(|| json!({}));
+    if labels.is_null() {
+        *labels = json!({});
+    }
+    if let Some(l) = labels.as_object_mut() {
+        l.insert(PSA_ENFORCE_LABEL.into(), Value::String(POD_SECURITY_LEVEL.into()));
+        l.insert(format!("{PSA_ENFORCE_LABEL}-version"), Value::String("latest".into()));
+    }
+    serde_json::to_vec(&v).map_err(|e| ServerError::Internal(e.to_string()))
 }
 
 /// Creates (or repairs) everything a tenant needs upstream. Idempotent.

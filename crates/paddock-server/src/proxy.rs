@@ -91,7 +91,9 @@ pub async fn serve_tenant(
     let headers = up.headers_mut().ok_or_else(|| ServerError::Internal("request builder".into()))?;
     copy_request_headers(&parts.headers, headers, plan.upgrade);
     headers.insert(header::ACCEPT, header_value(&paddock_core::upstream_accept(accept.as_deref()))?);
-    add_impersonation(headers, tenant, user, groups)?;
+    // Which upstream identity: the real one (namespaced), or the cluster shadow (cluster-scoped
+    // objects); see rbac_sync. Decided below once the body is translated.
+    let mut who = crate::rbac_sync::identity_for(&plan, None);
 
     let mut client_upgrade = None;
     let up_body: UpBody = if plan.needs_body_translation {
@@ -102,7 +104,11 @@ pub async fn serve_tenant(
             .unwrap_or("application/json")
             .to_string();
         let raw = collect_limited(body, state.config.max_body_bytes).await?;
-        let (translated, up_ct) = paddock_core::translate_request_body(&ctx, &plan, &content_type, &raw)?;
+        let (mut translated, up_ct) = paddock_core::translate_request_body(&ctx, &plan, &content_type, &raw)?;
+        if is_namespace_write(&plan) {
+            translated = crate::provision::lock_namespace_labels(translated, &up_ct)?;
+        }
+        who = crate::rbac_sync::identity_for(&plan, Some(&translated));
         headers.insert(header::CONTENT_TYPE, header_value(&up_ct)?);
         crate::body::full_up(translated)
     } else if plan.upgrade {
@@ -122,6 +128,7 @@ pub async fn serve_tenant(
             crate::body::full_up(raw)
         }
     };
+    add_impersonation_as(headers, tenant, user, groups, who)?;
     let up_req = up.body(up_body).map_err(|e| ServerError::Internal(format!("building upstream request: {e}")))?;
     let mut resp = match state.upstream.send(up_req, plan.long_running || plan.upgrade).await {
         Ok(r) => r,
@@ -133,6 +140,13 @@ pub async fn serve_tenant(
     let status = resp.status();
     if status.is_server_error() {
         state.metrics.upstream_error("status_5xx");
+    }
+    if status.is_success() && crate::rbac_sync::needs_sync(&plan) {
+        // A ClusterRoleBinding or CRD changed: its namespaced mirrors (and the tenant's
+        // custom-resources role) follow before the answer, so the change is usable at once.
+        if let Err(e) = crate::rbac_sync::sync_tenant(&state.upstream, tenant).await {
+            tracing::warn!(tenant = %tenant, error = %e, "RBAC mirror sync failed; the periodic resync will retry");
+        }
     }
     if status.is_success() && is_namespace_create(&plan) {
         // The tenant's admins get full rights in every namespace of theirs; done before
@@ -264,9 +278,20 @@ fn copy_response_headers(from: &HeaderMap, to: &mut HeaderMap, names: &[&str]) {
     }
 }
 
-/// Adds paddock's impersonation of the tenant user.
+/// Adds paddock's impersonation of the tenant user (its real identity).
 pub fn add_impersonation(h: &mut HeaderMap, tenant: &TenantId, user: &str, groups: &[String]) -> Result<(), ServerError> {
-    let imp = paddock_core::impersonation_for(tenant, user, groups);
+    add_impersonation_as(h, tenant, user, groups, crate::rbac_sync::As::Real)
+}
+
+/// Adds paddock's impersonation of the tenant user as the real or the cluster-shadow identity.
+pub fn add_impersonation_as(
+    h: &mut HeaderMap,
+    tenant: &TenantId,
+    user: &str,
+    groups: &[String],
+    who: crate::rbac_sync::As,
+) -> Result<(), ServerError> {
+    let imp = crate::rbac_sync::impersonation(tenant, user, groups, who);
     h.insert("impersonate-user", header_value(&imp.user)?);
     for g in &imp.groups {
         h.append("impersonate-group", header_value(g)?);
@@ -291,6 +316,12 @@ fn percent_encode_header_key(k: &str) -> String {
         }
     }
     out
+}
+
+fn is_namespace_write(plan: &Plan) -> bool {
+    matches!(plan.request.verb, paddock_core::Verb::Create | paddock_core::Verb::Update)
+        && plan.subresource().is_none()
+        && plan.resource.as_ref().is_some_and(|r| r.group.is_empty() && r.resource == "namespaces")
 }
 
 fn is_namespace_create(plan: &Plan) -> bool {

@@ -283,6 +283,33 @@ pub async fn sync_custom_resource_role(up: &Upstream, t: &TenantId) -> Result<()
     .await
 }
 
+/// Repairs every active tenant's upstream grants at start (so an upgrade moves old grants to
+/// the current model), then resyncs the mirrors every 30 s (changes paddock did not see: a
+/// ClusterRoleBinding removed by garbage collection, another replica's writes, drift).
+pub async fn resync_loop(state: std::sync::Arc<crate::state::AppState>) {
+    let mut first = true;
+    loop {
+        for rec in state.cache.tenants() {
+            if rec.phase != paddock_store::TenantPhase::Active {
+                continue;
+            }
+            let r = if first {
+                crate::provision::provision_tenant(&state.upstream, &rec.id).await
+            } else {
+                sync_tenant(&state.upstream, &rec.id).await
+            };
+            if let Err(e) = r {
+                tracing::warn!(tenant = %rec.id, error = %e, "tenant RBAC resync failed");
+            }
+        }
+        first = false;
+        tokio::select! {
+            _ = tokio::time::sleep(std::time::Duration::from_secs(30)) => {}
+            _ = state.shutdown.cancelled() => return,
+        }
+    }
+}
+
 /// Does a successful request change what [`sync_tenant`] derives (a ClusterRoleBinding or a
 /// CRD written)?
 pub fn needs_sync(plan: &Plan) -> bool {

@@ -1,0 +1,183 @@
+//! Entry points shared by the fuzz targets (`fuzz/fuzz_targets/*.rs`, cargo-fuzz, nightly) and
+//! the corpus regression test (`tests/fuzz_corpus.rs`, stable), so that every corpus file is
+//! checked on every CI run without nightly.
+//!
+//! Each function runs one response-side rewriter over arbitrary bytes and checks invariants;
+//! a violated invariant is returned as `Err(description)` (the callers panic on it). Panics
+//! inside the rewriters are what the fuzzer hunts for.
+//! - the output does not depend on how the input was chunked;
+//! - when the input is valid JSON, so is the output;
+//! - discovery output is deterministic.
+
+use std::sync::Arc;
+
+use crate::catalog::Catalog;
+use crate::discovery::discovery_down;
+use crate::error::TranslateError;
+use crate::list::CollectionRewriter;
+use crate::request::TenantContext;
+use crate::response::{DomCollection, DomEvents};
+use crate::table::TableScope;
+use crate::tenant::TenantId;
+use crate::watch::WatchRewriter;
+
+/// A small upstream with the shapes that matter: the core group, a built-in group, a
+/// forbidden one, the tenant's CRD group and another tenant's.
+const CORE: &str = r#"{"kind":"APIGroupDiscoveryList","apiVersion":"apidiscovery.k8s.io/v2","metadata":{},"items":[{"metadata":{},"versions":[{"version":"v1","resources":[
+{"resource":"pods","responseKind":{"group":"","version":"","kind":"Pod"},"scope":"Namespaced","verbs":["get","list","watch"],"subresources":[{"subresource":"log","verbs":["get"]}]},
+{"resource":"configmaps","responseKind":{"group":"","version":"","kind":"ConfigMap"},"scope":"Namespaced","verbs":["get","list"]},
+{"resource":"events","responseKind":{"group":"","version":"","kind":"Event"},"scope":"Namespaced","verbs":["get","list"]},
+{"resource":"namespaces","responseKind":{"group":"","version":"","kind":"Namespace"},"scope":"Cluster","verbs":["get","list"]},
+{"resource":"nodes","responseKind":{"group":"","version":"","kind":"Node"},"scope":"Cluster","verbs":["get","list","patch"],"subresources":[{"subresource":"proxy","verbs":["get"]}]}]}]}]}"#;
+const APIS: &str = r#"{"kind":"APIGroupDiscoveryList","apiVersion":"apidiscovery.k8s.io/v2","metadata":{},"items":[
+{"metadata":{"name":"rbac.authorization.k8s.io"},"versions":[{"version":"v1","resources":[{"resource":"clusterroles","responseKind":{"group":"","version":"","kind":"ClusterRole"},"scope":"Cluster","verbs":["get","list"]}]}]},
+{"metadata":{"name":"apiregistration.k8s.io"},"versions":[{"version":"v1","resources":[{"resource":"apiservices","responseKind":{"group":"","version":"","kind":"APIService"},"scope":"Cluster","verbs":["get"]}]}]},
+{"metadata":{"name":"foofoo-example.com"},"versions":[{"version":"v1","resources":[{"resource":"widgets","responseKind":{"group":"foofoo-example.com","version":"v1","kind":"Widget"},"scope":"Namespaced","verbs":["get","list"]}]}]},
+{"metadata":{"name":"barbar-example.com"},"versions":[{"version":"v1","resources":[{"resource":"widgets","responseKind":{"group":"barbar-example.com","version":"v1","kind":"Widget"},"scope":"Namespaced","verbs":["get","list"]}]}]}]}"#;
+
+/// Tenant `foofoo` over the small upstream above.
+pub fn context() -> Result<TenantContext, String> {
+    let catalog =
+        Catalog::from_aggregated(CORE.as_bytes(), APIS.as_bytes()).map_err(|e| e.to_string())?;
+    let tenant = TenantId::parse("foofoo").map_err(|e| e.to_string())?;
+    Ok(TenantContext {
+        tenant,
+        catalog: Arc::new(catalog),
+    })
+}
+
+/// Chunk sizes derived from the input itself, so the fuzzer explores splits too.
+fn chunk_size(data: &[u8]) -> usize {
+    data.first().map_or(1, |b| usize::from(*b % 31) + 1)
+}
+
+fn check_chunking<F>(data: &[u8], mut run: F) -> Result<(), String>
+where
+    F: FnMut(&[u8], usize) -> Result<Vec<u8>, TranslateError>,
+{
+    let whole = run(data, data.len().max(1));
+    let split = run(data, chunk_size(data));
+    match (&whole, &split) {
+        (Ok(a), Ok(b)) if a != b => return Err("chunking changed the output".into()),
+        (Ok(_), Err(e)) | (Err(e), Ok(_)) => {
+            return Err(format!("chunking changed success: {e}"));
+        }
+        _ => {}
+    }
+    if let Ok(out) = whole
+        && serde_json::from_slice::<serde_json::Value>(data).is_ok()
+        && !valid_json_stream(&out)
+    {
+        return Err("valid JSON in, invalid JSON out".into());
+    }
+    Ok(())
+}
+
+/// One JSON document, or a stream of them (watch output).
+fn valid_json_stream(out: &[u8]) -> bool {
+    serde_json::Deserializer::from_slice(out)
+        .into_iter::<serde_json::de::IgnoredAny>()
+        .all(|r| r.is_ok())
+}
+
+/// The streaming LIST / Table rewriter.
+pub fn list_framer(data: &[u8]) -> Result<(), String> {
+    let ctx = context()?;
+    let scope = TableScope {
+        resource: ctx.catalog.resolve(&ctx.tenant, "", "v1", "pods"),
+        cluster_wide: true,
+    };
+    check_chunking(data, |d, n| {
+        let mut rw = CollectionRewriter::new(DomCollection::new(ctx.clone(), scope.clone()));
+        let mut out = Vec::new();
+        for c in d.chunks(n) {
+            rw.feed(c, &mut out)?;
+        }
+        rw.finish(&mut out)?;
+        Ok(out)
+    })
+}
+
+/// The streaming watch rewriter.
+pub fn watch_framer(data: &[u8]) -> Result<(), String> {
+    let ctx = context()?;
+    let scope = TableScope {
+        resource: ctx.catalog.resolve(&ctx.tenant, "", "v1", "pods"),
+        cluster_wide: true,
+    };
+    check_chunking(data, |d, n| {
+        let mut rw = WatchRewriter::new(DomEvents::new(ctx.clone(), scope.clone()));
+        let mut out = Vec::new();
+        for c in d.chunks(n) {
+            rw.feed(c, &mut out)?;
+        }
+        rw.finish(&mut out)?;
+        Ok(out)
+    })
+}
+
+/// The discovery filter: valid JSON out, deterministic, no other tenant's group.
+pub fn discovery_filter(data: &[u8]) -> Result<(), String> {
+    let ctx = context()?;
+    let a = discovery_down(&ctx.tenant, &ctx.catalog, data);
+    let b = discovery_down(&ctx.tenant, &ctx.catalog, data);
+    match (a, b) {
+        (Ok(a), Ok(b)) => {
+            if a != b {
+                return Err("discovery output is not deterministic".into());
+            }
+            let v: serde_json::Value =
+                serde_json::from_slice(&a).map_err(|e| format!("invalid output: {e}"))?;
+            for g in group_names(&v) {
+                if g.starts_with("barbar-") {
+                    return Err(format!("another tenant's group {g} survived"));
+                }
+            }
+            Ok(())
+        }
+        (Err(_), Err(_)) => Ok(()),
+        _ => Err("discovery output is not deterministic".into()),
+    }
+}
+
+/// Group names a discovery document advertises, in any of its kinds.
+fn group_names(v: &serde_json::Value) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut push = |x: Option<&serde_json::Value>| {
+        if let Some(s) = x.and_then(serde_json::Value::as_str) {
+            out.push(s.to_owned());
+        }
+    };
+    if v.get("kind").and_then(serde_json::Value::as_str) == Some("APIGroup") {
+        push(v.get("name"));
+    }
+    for g in v.get("groups").and_then(|g| g.as_array()).into_iter().flatten() {
+        push(g.get("name"));
+    }
+    for g in v.get("items").and_then(|g| g.as_array()).into_iter().flatten() {
+        push(g.pointer("/metadata/name"));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn entry_points_accept_garbage() {
+        for d in [
+            &b""[..],
+            b"{",
+            b"}",
+            b"[1,2]",
+            b"{\"items\":[{\"metadata\":{\"namespace\":\"foofoo-a\"}}]}",
+            b"{\"type\":\"ADDED\",\"object\":{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":{\"namespace\":\"foofoo-a\"}}}\n",
+            b"{\"kind\":\"APIGroupList\",\"groups\":[{\"name\":\"barbar-example.com\",\"versions\":[]}]}",
+        ] {
+            list_framer(d).unwrap();
+            watch_framer(d).unwrap();
+            discovery_filter(d).unwrap();
+        }
+    }
+}
