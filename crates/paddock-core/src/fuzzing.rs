@@ -76,7 +76,7 @@ where
 /// One JSON document, or a stream of them (watch output).
 fn valid_json_stream(out: &[u8]) -> bool {
     serde_json::Deserializer::from_slice(out)
-        .into_iter::<serde_json::de::IgnoredAny>()
+        .into_iter::<serde::de::IgnoredAny>()
         .all(|r| r.is_ok())
 }
 

@@ -17,6 +17,7 @@ pub mod tenant;
 // Response side (engineer B).
 pub mod discovery;
 pub mod framer;
+pub mod fuzzing;
 pub mod list;
 pub mod openapi;
 pub mod response;

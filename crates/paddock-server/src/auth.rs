@@ -2,14 +2,21 @@
 //! store cache on every request, so a revocation or a tenant suspension applies to open
 //! connections too, within the cache's propagation time.
 
-use std::sync::Arc;
-use std::time::SystemTime;
+use std::collections::HashMap;
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant, SystemTime};
+
+use http::{HeaderMap, Method, Request, header};
+use parking_lot::Mutex;
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
 
 use paddock_core::TenantId;
 use paddock_pki::PeerCert;
 use paddock_store::{StoreCache, TenantPhase};
 
 use crate::error::ServerError;
+use crate::state::AppState;
 
 /// The authenticated caller of one request.
 #[derive(Debug, Clone)]
@@ -93,4 +100,119 @@ pub fn authenticate(peer: Option<&Arc<PeerCert>>, cache: &StoreCache, now: Syste
             TenantPhase::Terminating => Err(ServerError::Unauthorized(format!("tenant {tenant} is being deleted"))),
         },
     }
+}
+
+/// How long a TokenReview answer is reused (a deleted pod's token stops working within this).
+const TOKEN_CACHE_TTL: Duration = Duration::from_secs(5);
+/// Bound on the token cache (entries are dropped wholesale beyond it).
+const TOKEN_CACHE_MAX: usize = 10_000;
+
+type TokenCache = Mutex<HashMap<[u8; 32], (Result<(TenantId, String), String>, Instant)>>;
+
+fn token_cache() -> &'static TokenCache {
+    static CACHE: OnceLock<TokenCache> = OnceLock::new();
+    CACHE.get_or_init(|| Mutex::new(HashMap::new()))
+}
+
+/// Authenticates one request: the client certificate when there is one (a bearer token is
+/// then ignored and never forwarded), else a tenant pod's service-account token.
+pub async fn authenticate_request(
+    state: &AppState,
+    peer: Option<&Arc<PeerCert>>,
+    headers: &HeaderMap,
+) -> Result<Caller, ServerError> {
+    if peer.is_some() {
+        return authenticate(peer, &state.cache, SystemTime::now());
+    }
+    let token = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")))
+        .map(str::trim)
+        .filter(|t| !t.is_empty());
+    match token {
+        Some(t) => authenticate_token(state, t).await,
+        None => authenticate(None, &state.cache, SystemTime::now()),
+    }
+}
+
+/// A tenant pod's service-account token, verified by the upstream's TokenReview API (paddock
+/// never holds the upstream's signing key). Only service accounts in a namespace of an active
+/// tenant are accepted; the tenant is the namespace's owner. Tokens of platform service
+/// accounts (any namespace that is not a tenant's) are refused.
+pub async fn authenticate_token(state: &AppState, token: &str) -> Result<Caller, ServerError> {
+    let key: [u8; 32] = Sha256::digest(token.as_bytes()).into();
+    let cached = {
+        let mut c = token_cache().lock();
+        match c.get(&key) {
+            Some((r, at)) if at.elapsed() < TOKEN_CACHE_TTL => Some(r.clone()),
+            Some(_) => {
+                c.remove(&key);
+                None
+            }
+            None => None,
+        }
+    };
+    let result = match cached {
+        Some(r) => r,
+        None => {
+            let r = review_token(state, token).await?;
+            let mut c = token_cache().lock();
+            if c.len() >= TOKEN_CACHE_MAX {
+                c.clear();
+            }
+            c.insert(key, (r.clone(), Instant::now()));
+            r
+        }
+    };
+    let (tenant, user) = result.map_err(ServerError::Unauthorized)?;
+    // The tenant's state is checked on every request, like for certificates.
+    match state.cache.tenant(tenant.as_str()).map(|r| r.phase) {
+        Some(TenantPhase::Active) => Ok(Caller::Tenant { tenant, user, groups: Vec::new(), serial: "serviceaccount-token".into() }),
+        Some(_) => Err(ServerError::Unauthorized(format!("tenant {tenant} is not active"))),
+        None => Err(ServerError::Unauthorized("the service account token does not belong to a tenant".into())),
+    }
+}
+
+/// One TokenReview upstream; `Ok(Err(reason))` is a refusal (cached like a success).
+async fn review_token(state: &AppState, token: &str) -> Result<Result<(TenantId, String), String>, ServerError> {
+    let body = json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "spec": {"token": token}});
+    let bytes = serde_json::to_vec(&body).map_err(|e| ServerError::Internal(e.to_string()))?;
+    let req = Request::builder()
+        .method(Method::POST)
+        .uri(state.upstream.uri("/apis/authentication.k8s.io/v1/tokenreviews")?)
+        .header(header::CONTENT_TYPE, "application/json")
+        .header(header::ACCEPT, "application/json")
+        .body(crate::body::full_up(bytes::Bytes::from(bytes)))
+        .map_err(|e| ServerError::Internal(e.to_string()))?;
+    let resp = state.upstream.send(req, false).await?;
+    let status = resp.status();
+    let raw = crate::body::collect_limited(resp.into_body(), 1 << 20).await?;
+    if !status.is_success() {
+        return Err(ServerError::Upstream(format!("TokenReview upstream failed: {status}")));
+    }
+    let v: Value = serde_json::from_slice(&raw).map_err(|e| ServerError::Upstream(format!("TokenReview: {e}")))?;
+    if v["status"]["authenticated"].as_bool() != Some(true) {
+        return Ok(Err("the bearer token is not valid".into()));
+    }
+    let username = v["status"]["user"]["username"].as_str().unwrap_or_default();
+    Ok(map_service_account(state, username).await)
+}
+
+/// `system:serviceaccount:<tid>-<ns>:<sa>` -> (tenant, `system:serviceaccount:<ns>:<sa>`), if
+/// the namespace exists upstream and carries the tenant's label.
+async fn map_service_account(state: &AppState, username: &str) -> Result<(TenantId, String), String> {
+    let refuse = || format!("only service accounts of tenant namespaces can use paddock (token of {username:?})");
+    let rest = username.strip_prefix("system:serviceaccount:").ok_or_else(refuse)?;
+    let (up_ns, sa) = rest.split_once(':').ok_or_else(refuse)?;
+    let tid = up_ns.get(..6).filter(|_| up_ns.as_bytes().get(6) == Some(&b'-')).ok_or_else(refuse)?;
+    let tenant = TenantId::parse(tid).map_err(|_| refuse())?;
+    let ns = tenant.strip(up_ns).ok_or_else(refuse)?;
+    let owner = crate::upjson::call(&state.upstream, Method::GET, &format!("/api/v1/namespaces/{up_ns}"), None, None)
+        .await
+        .map_err(|e| format!("checking the namespace of the service account: {e}"))?;
+    if owner.body["metadata"]["labels"][paddock_core::TENANT_LABEL].as_str() != Some(tenant.as_str()) {
+        return Err(refuse());
+    }
+    Ok((tenant.clone(), format!("system:serviceaccount:{ns}:{sa}")))
 }

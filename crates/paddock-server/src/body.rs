@@ -1,6 +1,7 @@
 //! Body plumbing: the response body type, and the adapter that runs a translation-core
 //! `ChunkRewriter` over an upstream body chunk by chunk (no buffering of lists or watches).
 
+use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
@@ -38,13 +39,22 @@ pub struct RewriteBody {
     rewriter: Box<dyn ChunkRewriter>,
     finished: bool,
     on_finish: Option<Box<dyn FnOnce() + Send>>,
+    /// For watches: ends the stream cleanly (a normal end of body, which clients answer by
+    /// re-watching, possibly through another replica) when the server shuts down.
+    stop: Option<Pin<Box<tokio_util::sync::WaitForCancellationFutureOwned>>>,
 }
 
 impl RewriteBody {
     /// Wraps `inner`; `on_finish` runs once when the body ends or is dropped (e.g. to
     /// decrement the open-watch gauge).
     pub fn new(inner: Incoming, rewriter: Box<dyn ChunkRewriter>, on_finish: Option<Box<dyn FnOnce() + Send>>) -> Self {
-        RewriteBody { inner, rewriter, finished: false, on_finish }
+        RewriteBody { inner, rewriter, finished: false, on_finish, stop: None }
+    }
+
+    /// Ends the body when `token` is cancelled.
+    pub fn until(mut self, token: tokio_util::sync::CancellationToken) -> Self {
+        self.stop = Some(Box::pin(token.cancelled_owned()));
+        self
     }
     /// Boxes it.
     pub fn boxed(self) -> ResBody {
@@ -68,6 +78,15 @@ impl Body for RewriteBody {
         let this = &mut *self;
         loop {
             if this.finished {
+                return Poll::Ready(None);
+            }
+            if let Some(stop) = this.stop.as_mut()
+                && stop.as_mut().poll(cx).is_ready()
+            {
+                this.finished = true;
+                if let Some(f) = this.on_finish.take() {
+                    f();
+                }
                 return Poll::Ready(None);
             }
             match Pin::new(&mut this.inner).poll_frame(cx) {

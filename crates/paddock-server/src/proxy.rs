@@ -233,7 +233,9 @@ pub async fn serve_tenant(
         } else {
             None
         };
-        RewriteBody::new(resp.into_body(), rw, on_finish).boxed()
+        let long = matches!(plan.response, ResponseKind::Watch | ResponseKind::TableWatch);
+        let body = RewriteBody::new(resp.into_body(), rw, on_finish);
+        if long { body.until(state.shutdown.clone()).boxed() } else { body.boxed() }
     };
     let resp = out.body(body).map_err(|e| ServerError::Internal(e.to_string()))?;
     Ok((resp, verb))

@@ -2,13 +2,13 @@
 //! pipeline. Every error becomes a `Status` here, and every request is logged and counted here.
 
 use std::sync::Arc;
-use std::time::{Instant, SystemTime};
+use std::time::Instant;
 
 use http::{Request, Response, StatusCode, header};
 use hyper::body::Incoming;
 use paddock_pki::PeerCert;
 
-use crate::auth::{Caller, authenticate};
+use crate::auth::Caller;
 use crate::body::{ResBody, full};
 use crate::error::ServerError;
 use crate::state::AppState;
@@ -37,7 +37,7 @@ pub async fn handle(state: Arc<AppState>, peer: Option<Arc<PeerCert>>, req: Requ
         }
         _ => {}
     }
-    let caller = match authenticate(peer.as_ref(), &state.cache, SystemTime::now()) {
+    let caller = match crate::auth::authenticate_request(&state, peer.as_ref(), req.headers()).await {
         Ok(c) => c,
         Err(e) => {
             let resp = e.into_response();
