@@ -45,7 +45,11 @@ pub fn pods_plan(ctx: &TenantContext, watch: bool) -> Plan {
 pub fn pod(i: usize, ns: &str) -> Value {
     let rs = format!("web-{:x}", 0x5d8f_c7b9_u64 + (i as u64 % 7));
     let name = format!("{rs}-{:05x}", i * 7919 % 0xfffff);
-    let uid = format!("{:08x}-4c1e-4d7a-9f2b-{:012x}", i * 2_654_435_761 % 0xffff_ffff, i);
+    let uid = format!(
+        "{:08x}-4c1e-4d7a-9f2b-{:012x}",
+        i * 2_654_435_761 % 0xffff_ffff,
+        i
+    );
     let ts = "2026-01-01T00:00:00Z";
     let container_fields = json!({
         "f:env": {".": {}, "k:{\"name\":\"LOG_LEVEL\"}": {".": {}, "f:name": {}, "f:value": {}}},
@@ -147,7 +151,11 @@ pub fn pod(i: usize, ns: &str) -> Value {
 
 /// Namespace of pod `i`: three in four are the tenant's.
 fn ns_of(i: usize) -> &'static str {
-    if i % 4 == 3 { "barbar-prod" } else { "foofoo-default" }
+    if i % 4 == 3 {
+        "barbar-prod"
+    } else {
+        "foofoo-default"
+    }
 }
 
 /// A compact PodList of `n` pods as the apiserver writes it (kind, apiVersion, metadata, items).

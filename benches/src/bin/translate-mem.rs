@@ -25,7 +25,11 @@ fn measure(what: &str) {
     let ctx = tenant_context();
     let watch = what.starts_with("watch");
     let plan = pods_plan(&ctx, watch);
-    let body = if watch { watch_stream(10_000) } else { pod_list(5_000) };
+    let body = if watch {
+        watch_stream(10_000)
+    } else {
+        pod_list(5_000)
+    };
     // Baseline RSS with the input resident, high-water mark reset to it.
     let _ = std::fs::write("/proc/self/clear_refs", "5");
     let before = status_kib("VmRSS:");
@@ -52,7 +56,12 @@ fn main() {
         Some(what) => measure(&what),
         None => {
             let me = std::env::current_exe().unwrap_or_default();
-            for what in ["list-stream", "list-baseline", "watch-stream", "watch-baseline"] {
+            for what in [
+                "list-stream",
+                "list-baseline",
+                "watch-stream",
+                "watch-baseline",
+            ] {
                 let st = Command::new(&me).arg(what).status();
                 if !st.is_ok_and(|s| s.success()) {
                     eprintln!("{what}: failed");

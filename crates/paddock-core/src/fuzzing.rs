@@ -151,10 +151,20 @@ fn group_names(v: &serde_json::Value) -> Vec<String> {
     if v.get("kind").and_then(serde_json::Value::as_str) == Some("APIGroup") {
         push(v.get("name"));
     }
-    for g in v.get("groups").and_then(|g| g.as_array()).into_iter().flatten() {
+    for g in v
+        .get("groups")
+        .and_then(|g| g.as_array())
+        .into_iter()
+        .flatten()
+    {
         push(g.get("name"));
     }
-    for g in v.get("items").and_then(|g| g.as_array()).into_iter().flatten() {
+    for g in v
+        .get("items")
+        .and_then(|g| g.as_array())
+        .into_iter()
+        .flatten()
+    {
         push(g.pointer("/metadata/name"));
     }
     out

@@ -4,7 +4,12 @@
 //! For every fixture: nothing of `barbar` survives, no `foofoo` prefix survives, the output is
 //! valid JSON (one document, or one event per line for watches), and the output does not
 //! depend on how the body was chunked.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::type_complexity)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::type_complexity
+)]
 
 use std::path::PathBuf;
 use std::sync::Arc;

@@ -123,9 +123,14 @@ pub fn guard_policy() -> Value {
         "!(variables.write && variables.grp == 'rbac.authorization.k8s.io' && variables.res == 'clusterrolebindings') || \
          !has(object.subjects) || object.subjects.all(s, {shadow_subject})"
     );
+    // On CREATE the label may still be absent (a body paddock could not rewrite, e.g.
+    // protobuf): paddock sets it before the tenant gets any right inside the namespace (the
+    // admins' RoleBinding is written after the label). Any other value, and any later change
+    // or removal, is refused.
     let psa = format!(
         "!(variables.write && variables.grp == '' && variables.res == 'namespaces' && variables.sub == '') || \
-         (('{PSA_ENFORCE_LABEL}' in variables.newLabels && variables.newLabels['{PSA_ENFORCE_LABEL}'] == '{POD_SECURITY_LEVEL}') && \
+         (((request.operation == 'CREATE' && !('{PSA_ENFORCE_LABEL}' in variables.newLabels)) || \
+           ('{PSA_ENFORCE_LABEL}' in variables.newLabels && variables.newLabels['{PSA_ENFORCE_LABEL}'] == '{POD_SECURITY_LEVEL}')) && \
           (!('{PSA_ENFORCE_LABEL}-version' in variables.newLabels) || variables.newLabels['{PSA_ENFORCE_LABEL}-version'] == 'latest'))"
     );
     json!({
@@ -139,7 +144,7 @@ pub fn guard_policy() -> Value {
                     "apiGroups": ["*"], "apiVersions": ["*"],
                     "operations": ["CREATE", "UPDATE", "DELETE", "CONNECT"],
                     // "*/*": every resource and every subresource.
-                    "resources": ["*", "*/*"]
+                    "resources": ["*/*"]
                 }],
                 "excludeResourceRules": [{
                     "apiGroups": ["authorization.k8s.io", "authentication.k8s.io"], "apiVersions": ["*"],

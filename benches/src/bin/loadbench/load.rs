@@ -1,0 +1,767 @@
+//! The load benchmark: the same workload directly against the apiserver (as the upstream admin)
+//! and through paddock (as a tenant), alternating, with per-pair ratios.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use bytes::Bytes;
+use http::Method;
+use http_body_util::BodyExt;
+use serde_json::{Value, json};
+use tokio::task::JoinSet;
+
+use crate::client::{Api, TABLE_ACCEPT, wait_until};
+use crate::procstat::Proc;
+use crate::stats::{median, pct};
+
+/// Which way a run goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Way {
+    Direct,
+    Paddock,
+}
+
+/// A client and how it names the tenant's namespaces (`foofoo-web` directly, `web` through
+/// paddock).
+#[derive(Clone)]
+pub struct Side {
+    pub api: Api,
+    pub prefix: String,
+}
+
+impl Side {
+    pub fn ns(&self, ns: &str) -> String {
+        format!("{}{ns}", self.prefix)
+    }
+}
+
+/// The processes whose CPU and memory are recorded.
+#[derive(Clone, Copy)]
+pub struct Procs {
+    pub paddock: Proc,
+    pub apiserver: Proc,
+}
+
+/// One run: `ok` requests at a fixed concurrency.
+#[derive(Debug, Clone, Default)]
+pub struct Run {
+    pub lat_ms: Vec<f64>,
+    pub wall_s: f64,
+    pub ok: usize,
+    pub errors: usize,
+    pub first_error: Option<String>,
+    pub paddock_cpu_s: f64,
+    pub apiserver_cpu_s: f64,
+    /// Paddock's peak RSS during the run minus its RSS before it (KiB), where measured.
+    pub paddock_extra_rss_kib: Option<u64>,
+}
+
+impl Run {
+    pub fn p50(&self) -> f64 {
+        pct(&self.lat_ms, 50.0)
+    }
+    pub fn p99(&self) -> f64 {
+        pct(&self.lat_ms, 99.0)
+    }
+    pub fn rps(&self) -> f64 {
+        if self.wall_s > 0.0 {
+            self.ok as f64 / self.wall_s
+        } else {
+            f64::NAN
+        }
+    }
+    pub fn mean_ms(&self) -> f64 {
+        if self.lat_ms.is_empty() {
+            f64::NAN
+        } else {
+            self.lat_ms.iter().sum::<f64>() / self.lat_ms.len() as f64
+        }
+    }
+    /// CPU seconds per 1,000 requests.
+    pub fn paddock_cpu_per_k(&self) -> f64 {
+        per_k(self.paddock_cpu_s, self.ok)
+    }
+    pub fn apiserver_cpu_per_k(&self) -> f64 {
+        per_k(self.apiserver_cpu_s, self.ok)
+    }
+}
+
+fn per_k(cpu: f64, n: usize) -> f64 {
+    if n == 0 {
+        f64::NAN
+    } else {
+        cpu / n as f64 * 1000.0
+    }
+}
+
+/// Runs `f(0..n)` with `conc` workers (at most `limit` long); records latency of each call.
+pub async fn run_load<F, Fut>(n: usize, conc: usize, limit: Duration, procs: Procs, f: F) -> Run
+where
+    F: Fn(usize) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<()>> + Send + 'static,
+{
+    let f = Arc::new(f);
+    let next = Arc::new(AtomicUsize::new(0));
+    let cpu0 = (procs.paddock.cpu_secs(), procs.apiserver.cpu_secs());
+    let start = Instant::now();
+    let deadline = start + limit;
+    let mut tasks = JoinSet::new();
+    for _ in 0..conc.max(1) {
+        let f = f.clone();
+        let next = next.clone();
+        tasks.spawn(async move {
+            let mut lat = Vec::new();
+            let mut errors = 0usize;
+            let mut first = None;
+            loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if i >= n || Instant::now() > deadline {
+                    break;
+                }
+                let t = Instant::now();
+                match f(i).await {
+                    Ok(()) => lat.push(t.elapsed().as_secs_f64() * 1000.0),
+                    Err(e) => {
+                        errors += 1;
+                        if first.is_none() {
+                            first = Some(format!("{e:#}"));
+                        }
+                    }
+                }
+            }
+            (lat, errors, first)
+        });
+    }
+    let mut run = Run::default();
+    while let Some(r) = tasks.join_next().await {
+        match r {
+            Ok((lat, errors, first)) => {
+                run.lat_ms.extend(lat);
+                run.errors += errors;
+                if run.first_error.is_none() {
+                    run.first_error = first;
+                }
+            }
+            Err(e) => {
+                run.errors += 1;
+                run.first_error.get_or_insert_with(|| e.to_string());
+            }
+        }
+    }
+    run.wall_s = start.elapsed().as_secs_f64();
+    run.ok = run.lat_ms.len();
+    run.paddock_cpu_s = procs.paddock.cpu_secs() - cpu0.0;
+    run.apiserver_cpu_s = procs.apiserver.cpu_secs() - cpu0.1;
+    run
+}
+
+/// The request workloads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Work {
+    /// GET of a small ConfigMap.
+    Get,
+    /// LIST of the 5,000 pods.
+    List,
+    /// POST then DELETE of a ConfigMap (one sample = both).
+    CreateDelete,
+    /// `kubectl get pods`: a Table, first page of 500.
+    Table,
+}
+
+impl Work {
+    pub fn name(self) -> &'static str {
+        match self {
+            Work::Get => "GET small object",
+            Work::List => "LIST 5,000 pods",
+            Work::CreateDelete => "CREATE+DELETE ConfigMap",
+            Work::Table => "kubectl get (Table, 500 rows)",
+        }
+    }
+
+    /// One request (or pair of requests).
+    pub async fn once(self, side: &Side, run_id: &str, i: usize, min_list: usize) -> Result<()> {
+        match self {
+            Work::Get => {
+                let path = format!("/api/v1/namespaces/{}/configmaps/small", side.ns("bench"));
+                side.api.get_drain(&path, "application/json").await?;
+            }
+            Work::List => {
+                let path = format!("/api/v1/namespaces/{}/pods", side.ns("default"));
+                let n = side.api.get_drain(&path, "application/json").await?;
+                if n < min_list {
+                    bail!("the list has {n} bytes, fewer than {min_list}");
+                }
+            }
+            Work::Table => {
+                let path = format!("/api/v1/namespaces/{}/pods?limit=500", side.ns("default"));
+                side.api.get_drain(&path, TABLE_ACCEPT).await?;
+            }
+            Work::CreateDelete => {
+                let ns = side.ns("bench");
+                let name = format!("lb-{run_id}-{i}");
+                let body = json!({
+                    "apiVersion": "v1", "kind": "ConfigMap",
+                    "metadata": {"name": name, "labels": {"app": "loadbench"}},
+                    "data": {"key": "value", "index": i.to_string()}
+                });
+                side.api
+                    .ok(
+                        Method::POST,
+                        &format!("/api/v1/namespaces/{ns}/configmaps"),
+                        Some(Bytes::from(body.to_string())),
+                    )
+                    .await?;
+                side.api
+                    .ok(
+                        Method::DELETE,
+                        &format!("/api/v1/namespaces/{ns}/configmaps/{name}"),
+                        None,
+                    )
+                    .await?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A pair of runs, direct and through paddock.
+#[derive(Debug, Clone)]
+pub struct Pair {
+    pub direct: Run,
+    pub paddock: Run,
+}
+
+/// Summary of the pairs of one workload, protocol and concurrency.
+#[derive(Debug, Clone)]
+pub struct PairStats {
+    pub pairs: Vec<Pair>,
+}
+
+impl PairStats {
+    fn med(&self, f: impl Fn(&Pair) -> f64) -> f64 {
+        median(&self.pairs.iter().map(f).collect::<Vec<_>>())
+    }
+    pub fn direct_p50(&self) -> f64 {
+        self.med(|p| p.direct.p50())
+    }
+    pub fn direct_p99(&self) -> f64 {
+        self.med(|p| p.direct.p99())
+    }
+    pub fn paddock_p50(&self) -> f64 {
+        self.med(|p| p.paddock.p50())
+    }
+    pub fn paddock_p99(&self) -> f64 {
+        self.med(|p| p.paddock.p99())
+    }
+    pub fn direct_rps(&self) -> f64 {
+        self.med(|p| p.direct.rps())
+    }
+    pub fn paddock_rps(&self) -> f64 {
+        self.med(|p| p.paddock.rps())
+    }
+    pub fn p50_ratio(&self) -> f64 {
+        self.med(|p| p.paddock.p50() / p.direct.p50())
+    }
+    pub fn p99_ratio(&self) -> f64 {
+        self.med(|p| p.paddock.p99() / p.direct.p99())
+    }
+    pub fn rps_ratio(&self) -> f64 {
+        self.med(|p| p.paddock.rps() / p.direct.rps())
+    }
+    /// Mean time per request (the wall time of a LIST at concurrency 1).
+    pub fn mean_ratio(&self) -> f64 {
+        self.med(|p| p.paddock.mean_ms() / p.direct.mean_ms())
+    }
+    pub fn p50_ratios(&self) -> Vec<f64> {
+        self.pairs
+            .iter()
+            .map(|p| p.paddock.p50() / p.direct.p50())
+            .collect()
+    }
+    pub fn p99_ratios(&self) -> Vec<f64> {
+        self.pairs
+            .iter()
+            .map(|p| p.paddock.p99() / p.direct.p99())
+            .collect()
+    }
+    pub fn rps_ratios(&self) -> Vec<f64> {
+        self.pairs
+            .iter()
+            .map(|p| p.paddock.rps() / p.direct.rps())
+            .collect()
+    }
+    pub fn paddock_cpu_per_k(&self) -> f64 {
+        self.med(|p| p.paddock.paddock_cpu_per_k())
+    }
+    pub fn apiserver_cpu_per_k_direct(&self) -> f64 {
+        self.med(|p| p.direct.apiserver_cpu_per_k())
+    }
+    pub fn apiserver_cpu_per_k_paddock(&self) -> f64 {
+        self.med(|p| p.paddock.apiserver_cpu_per_k())
+    }
+    pub fn max_extra_rss_kib(&self) -> Option<u64> {
+        self.pairs
+            .iter()
+            .filter_map(|p| p.paddock.paddock_extra_rss_kib)
+            .max()
+    }
+    pub fn errors(&self) -> (usize, Option<String>) {
+        let mut n = 0;
+        let mut first = None;
+        for p in &self.pairs {
+            for r in [&p.direct, &p.paddock] {
+                n += r.errors;
+                if first.is_none() {
+                    first.clone_from(&r.first_error);
+                }
+            }
+        }
+        (n, first)
+    }
+}
+
+/// Runs one workload at one concurrency: a warm-up each way, then `reps` pairs, the order
+/// alternating from pair to pair.
+#[allow(clippy::too_many_arguments)]
+pub async fn pairs(
+    work: Work,
+    direct: &Side,
+    paddock: &Side,
+    conc: usize,
+    n: usize,
+    reps: usize,
+    procs: Procs,
+    min_list: usize,
+    peak_hwm: &mut u64,
+    tag: &str,
+) -> PairStats {
+    let limit = Duration::from_secs(120);
+    for (w, side) in [(Way::Direct, direct), (Way::Paddock, paddock)] {
+        let side = side.clone();
+        let id = format!("{tag}w{}", w as u8);
+        let warm = run_load(conc.min(n), conc, limit, procs, move |i| {
+            let side = side.clone();
+            let id = id.clone();
+            async move { work.once(&side, &id, i, min_list).await }
+        })
+        .await;
+        if let Some(e) = warm.first_error {
+            eprintln!("    warm-up {w:?}: {e}");
+        }
+    }
+    let mut out = Vec::new();
+    for rep in 0..reps {
+        let order = if rep % 2 == 0 {
+            [Way::Direct, Way::Paddock]
+        } else {
+            [Way::Paddock, Way::Direct]
+        };
+        let mut direct_run = Run::default();
+        let mut paddock_run = Run::default();
+        for w in order {
+            let side = match w {
+                Way::Direct => direct.clone(),
+                Way::Paddock => paddock.clone(),
+            };
+            let measure_rss = w == Way::Paddock && work == Work::List;
+            let mut rss0 = 0;
+            if measure_rss {
+                *peak_hwm = (*peak_hwm).max(procs.paddock.hwm_kib());
+                procs.paddock.reset_hwm();
+                rss0 = procs.paddock.rss_kib();
+            }
+            let id = format!("{tag}r{rep}{}", w as u8);
+            let run = run_load(n, conc, limit, procs, move |i| {
+                let side = side.clone();
+                let id = id.clone();
+                async move { work.once(&side, &id, i, min_list).await }
+            })
+            .await;
+            let mut run = run;
+            if measure_rss {
+                let hwm = procs.paddock.hwm_kib();
+                *peak_hwm = (*peak_hwm).max(hwm);
+                run.paddock_extra_rss_kib = Some(hwm.saturating_sub(rss0));
+            }
+            match w {
+                Way::Direct => direct_run = run,
+                Way::Paddock => paddock_run = run,
+            }
+        }
+        eprintln!(
+            "    pair {rep}: direct p50 {:.2} ms p99 {:.2} ms {:.0}/s | paddock p50 {:.2} ms p99 {:.2} ms {:.0}/s (cpu {:.3} s/1k){}",
+            direct_run.p50(),
+            direct_run.p99(),
+            direct_run.rps(),
+            paddock_run.p50(),
+            paddock_run.p99(),
+            paddock_run.rps(),
+            paddock_run.paddock_cpu_per_k(),
+            paddock_run
+                .paddock_extra_rss_kib
+                .map(|k| format!(", extra RSS {:.1} MiB", k as f64 / 1024.0))
+                .unwrap_or_default()
+        );
+        for r in [&direct_run, &paddock_run] {
+            if let Some(e) = &r.first_error {
+                eprintln!("    {} errors, first: {e}", r.errors);
+            }
+        }
+        out.push(Pair {
+            direct: direct_run,
+            paddock: paddock_run,
+        });
+    }
+    PairStats { pairs: out }
+}
+
+// ---- set-up ---------------------------------------------------------------------------------
+
+/// Creates a namespace through paddock as the tenant (so paddock provisions its bindings).
+pub async fn tenant_namespace(tenant: &Api, name: &str) -> Result<()> {
+    let body = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}});
+    let (status, b) = tenant
+        .call(
+            Method::POST,
+            "/api/v1/namespaces",
+            Some(Bytes::from(body.to_string())),
+        )
+        .await?;
+    if !(status.is_success() || status == http::StatusCode::CONFLICT) {
+        bail!(
+            "creating namespace {name}: {status}: {}",
+            String::from_utf8_lossy(&b)
+        );
+    }
+    Ok(())
+}
+
+/// Creates (or replaces) a ConfigMap; returns its resourceVersion.
+pub async fn put_configmap(api: &Api, ns: &str, name: &str, data: Value) -> Result<String> {
+    let body =
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": data});
+    let (status, b) = api
+        .call(
+            Method::POST,
+            &format!("/api/v1/namespaces/{ns}/configmaps"),
+            Some(Bytes::from(body.to_string())),
+        )
+        .await?;
+    let b = if status == http::StatusCode::CONFLICT {
+        api.ok(
+            Method::GET,
+            &format!("/api/v1/namespaces/{ns}/configmaps/{name}"),
+            None,
+        )
+        .await?
+    } else if status.is_success() {
+        b
+    } else {
+        bail!(
+            "creating configmap {ns}/{name}: {status}: {}",
+            String::from_utf8_lossy(&b)
+        );
+    };
+    rv_of(&b)
+}
+
+fn rv_of(b: &[u8]) -> Result<String> {
+    let v: Value = serde_json::from_slice(b).context("an object")?;
+    v["metadata"]["resourceVersion"]
+        .as_str()
+        .map(str::to_owned)
+        .context("no metadata.resourceVersion")
+}
+
+/// The names of the kwok nodes.
+pub async fn kwok_nodes(admin: &Api) -> Result<Vec<String>> {
+    let b = admin
+        .ok(Method::GET, "/api/v1/nodes?labelSelector=type%3Dkwok", None)
+        .await?;
+    let v: Value = serde_json::from_slice(&b)?;
+    let names: Vec<String> = v["items"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|n| n["metadata"]["name"].as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default();
+    if names.is_empty() {
+        bail!("no kwok nodes");
+    }
+    Ok(names)
+}
+
+/// A pod shaped like a Deployment's: labels, annotations, probes, env, resources, volumes.
+/// The apiserver adds defaults, the service-account volume and managedFields; kwok adds a
+/// Running status.
+pub fn pod_body(name: &str, node: &str) -> Value {
+    json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "labels": {"app": "web", "pod-template-hash": "5d8fc7b9", "tier": "frontend", "team": "payments"},
+            "annotations": {
+                "kubectl.kubernetes.io/restartedAt": "2026-01-01T00:00:00Z",
+                "prometheus.io/scrape": "true", "prometheus.io/port": "9090"
+            }
+        },
+        "spec": {
+            "nodeName": node,
+            "containers": [{
+                "name": "web",
+                "image": "registry.example.com/team/web:1.27.3",
+                "ports": [{"name": "http", "containerPort": 8080, "protocol": "TCP"},
+                          {"name": "metrics", "containerPort": 9090, "protocol": "TCP"}],
+                "env": [{"name": "LOG_LEVEL", "value": "info"},
+                        {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}],
+                "resources": {"limits": {"memory": "256Mi"}, "requests": {"cpu": "100m", "memory": "128Mi"}},
+                "volumeMounts": [{"name": "config", "readOnly": true, "mountPath": "/etc/web"}],
+                "readinessProbe": {"httpGet": {"path": "/healthz", "port": 8080}, "periodSeconds": 10},
+                "livenessProbe": {"httpGet": {"path": "/livez", "port": 8080}, "initialDelaySeconds": 5}
+            }],
+            "volumes": [{"name": "config", "configMap": {"name": "web-config", "defaultMode": 420}}],
+            "terminationGracePeriodSeconds": 30
+        }
+    })
+}
+
+/// Creates `n` pods in the upstream namespace `ns` directly (as the admin), `conc` at a time;
+/// existing ones are kept. Waits until kwok reports all of them Running.
+pub async fn create_pods(admin: &Api, ns: &str, prefix: &str, n: usize, conc: usize) -> Result<()> {
+    let nodes = Arc::new(kwok_nodes(admin).await?);
+    let t0 = Instant::now();
+    let next = Arc::new(AtomicUsize::new(0));
+    let mut tasks = JoinSet::new();
+    for _ in 0..conc {
+        let admin = admin.clone();
+        let next = next.clone();
+        let nodes = nodes.clone();
+        let ns = ns.to_owned();
+        let prefix = prefix.to_owned();
+        tasks.spawn(async move {
+            loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if i >= n {
+                    return Ok::<(), anyhow::Error>(());
+                }
+                let body = pod_body(&format!("{prefix}-{i:05}"), &nodes[i % nodes.len()]);
+                let path = format!("/api/v1/namespaces/{ns}/pods");
+                let mut attempt = 0;
+                loop {
+                    let (status, b) = admin
+                        .call(Method::POST, &path, Some(Bytes::from(body.to_string())))
+                        .await?;
+                    if status.is_success() || status == http::StatusCode::CONFLICT {
+                        break;
+                    }
+                    // The namespace's ServiceAccount may not exist yet; APF may say 429.
+                    attempt += 1;
+                    if attempt > 40 {
+                        bail!(
+                            "creating pod {i} in {ns}: {status}: {}",
+                            String::from_utf8_lossy(&b)
+                        );
+                    }
+                    tokio::time::sleep(Duration::from_millis(250)).await;
+                }
+            }
+        });
+    }
+    while let Some(r) = tasks.join_next().await {
+        r.context("pod creator")??;
+    }
+    let created = t0.elapsed();
+    let path =
+        format!("/api/v1/namespaces/{ns}/pods?fieldSelector=status.phase%21%3DRunning&limit=1");
+    wait_until(
+        "kwok to mark the pods Running",
+        Duration::from_secs(600),
+        || {
+            let admin = admin.clone();
+            let path = path.clone();
+            async move {
+                let b = admin.ok(Method::GET, &path, None).await?;
+                let v: Value = serde_json::from_slice(&b)?;
+                Ok(v["items"].as_array().is_some_and(Vec::is_empty))
+            }
+        },
+    )
+    .await?;
+    eprintln!(
+        "  {n} pods in {ns}: created in {:.1} s, all Running after {:.1} s",
+        created.as_secs_f64(),
+        t0.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
+// ---- watch fan-out --------------------------------------------------------------------------
+
+/// One watch fan-out run: `watchers` watches of the ConfigMaps of namespace `watch`, then
+/// `events` updates of one ConfigMap written directly (the same writer either way), `gap`
+/// apart. Latency of an event at a watcher = arrival - the moment the write's response came
+/// back (negative when the event overtakes the response).
+#[derive(Debug, Clone, Default)]
+pub struct WatchRun {
+    pub lat_ms: Vec<f64>,
+    pub expected: usize,
+    pub missing: usize,
+    pub error: Option<String>,
+    pub paddock_cpu_s: f64,
+}
+
+impl WatchRun {
+    pub fn p50(&self) -> f64 {
+        pct(&self.lat_ms, 50.0)
+    }
+    pub fn p99(&self) -> f64 {
+        pct(&self.lat_ms, 99.0)
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+pub async fn watch_fanout(
+    watchers: &Api,
+    watch_ns: &str,
+    writer: &Api,
+    writer_ns: &str,
+    n_watchers: usize,
+    events: usize,
+    gap: Duration,
+    procs: Procs,
+) -> Result<WatchRun> {
+    // Start after the current state: no initial events.
+    let rv = put_configmap(writer, writer_ns, "ticker", json!({"n": "0"})).await?;
+    let cpu0 = procs.paddock.cpu_secs();
+    let path = format!(
+        "/api/v1/namespaces/{watch_ns}/configmaps?watch=1&resourceVersion={rv}&fieldSelector=metadata.name%3Dticker&timeoutSeconds=300"
+    );
+    let mut tasks = JoinSet::new();
+    let (ready_tx, mut ready_rx) = tokio::sync::mpsc::channel::<()>(n_watchers.max(1));
+    for _ in 0..n_watchers {
+        let api = watchers.clone();
+        let path = path.clone();
+        let ready = ready_tx.clone();
+        tasks.spawn(async move {
+            let resp = api
+                .send(
+                    Method::GET,
+                    &path,
+                    None,
+                    "application/json",
+                    "application/json",
+                )
+                .await?;
+            if !resp.status().is_success() {
+                let s = resp.status();
+                let b = resp.into_body().collect().await?.to_bytes();
+                bail!("watch: {s}: {}", String::from_utf8_lossy(&b));
+            }
+            let _ = ready.send(()).await;
+            let mut body = resp.into_body();
+            let mut buf: Vec<u8> = Vec::new();
+            let mut got: Vec<(u64, Instant)> = Vec::with_capacity(events);
+            let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
+            while got.len() < events {
+                let frame = match tokio::time::timeout_at(deadline, body.frame()).await {
+                    Ok(Some(f)) => f.context("watch body")?,
+                    Ok(None) | Err(_) => break,
+                };
+                let at = Instant::now();
+                let Ok(data) = frame.into_data() else {
+                    continue;
+                };
+                buf.extend_from_slice(&data);
+                while let Some(nl) = buf.iter().position(|&b| b == b'\n') {
+                    let line: Vec<u8> = buf.drain(..=nl).collect();
+                    let v: Value = serde_json::from_slice(&line).context("a watch event")?;
+                    if let Some(rv) = v["object"]["metadata"]["resourceVersion"]
+                        .as_str()
+                        .and_then(|s| s.parse().ok())
+                    {
+                        got.push((rv, at));
+                    }
+                }
+            }
+            Ok::<_, anyhow::Error>(got)
+        });
+    }
+    drop(ready_tx);
+    let mut ready = 0;
+    while ready < n_watchers {
+        match tokio::time::timeout(Duration::from_secs(60), ready_rx.recv()).await {
+            Ok(Some(())) => ready += 1,
+            _ => break,
+        }
+    }
+    if ready < n_watchers {
+        // Some watch failed: collect the error.
+        while let Some(r) = tasks.join_next().await {
+            if let Ok(Err(e)) = r {
+                return Err(e);
+            }
+        }
+        bail!("only {ready} of {n_watchers} watches started");
+    }
+    // Headers are out before the apiserver registers the watcher in every case; a short pause
+    // keeps the first event from racing the registration.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let mut written: HashMap<u64, Instant> = HashMap::new();
+    let patch_path = format!("/api/v1/namespaces/{writer_ns}/configmaps/ticker");
+    for j in 1..=events {
+        let body = json!({"data": {"n": j.to_string()}}).to_string();
+        let resp = writer
+            .send(
+                Method::PATCH,
+                &patch_path,
+                Some(Bytes::from(body)),
+                "application/merge-patch+json",
+                "application/json",
+            )
+            .await?;
+        let status = resp.status();
+        let b = resp.into_body().collect().await?.to_bytes();
+        let at = Instant::now();
+        if !status.is_success() {
+            bail!("patch: {status}: {}", String::from_utf8_lossy(&b));
+        }
+        let rv: u64 = rv_of(&b)?.parse().context("resourceVersion")?;
+        written.insert(rv, at);
+        tokio::time::sleep(gap).await;
+    }
+    let mut run = WatchRun {
+        expected: n_watchers * events,
+        ..WatchRun::default()
+    };
+    while let Some(r) = tasks.join_next().await {
+        match r {
+            Ok(Ok(got)) => {
+                for (rv, at) in got {
+                    if let Some(w) = written.get(&rv) {
+                        let d = if at >= *w {
+                            (at - *w).as_secs_f64()
+                        } else {
+                            -(*w - at).as_secs_f64()
+                        };
+                        run.lat_ms.push(d * 1000.0);
+                    }
+                }
+            }
+            Ok(Err(e)) => {
+                run.error.get_or_insert_with(|| format!("{e:#}"));
+            }
+            Err(e) => {
+                run.error.get_or_insert_with(|| e.to_string());
+            }
+        }
+    }
+    run.missing = run.expected.saturating_sub(run.lat_ms.len());
+    run.paddock_cpu_s = procs.paddock.cpu_secs() - cpu0;
+    Ok(run)
+}

@@ -1,0 +1,950 @@
+//! paddock's end-to-end benchmark set (issue 6): a real control plane on loopback and paddock
+//! as a real process; the same workloads directly against the apiserver (as the upstream
+//! admin) and through paddock (as tenant `foofoo`), alternating in one run; scale benchmarks.
+//! Prints the goals table with the measured values and writes it, with the details, to
+//! `<out>/report.md`. Bounded in count and time; everything on 127.0.0.1.
+//!
+//! `scripts/bench.sh` (`make bench`) builds paddock in release mode and runs this with
+//! `PADDOCK_BIN` set. These are measurements, not tests: nothing here asserts a timing.
+
+mod client;
+mod load;
+mod procstat;
+mod scale;
+mod stats;
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use clap::Parser;
+use http::Method;
+use paddock_e2e::{ControlPlane, Paddock, StoreKind};
+use serde_json::json;
+
+use crate::client::{Api, Cred, Proto};
+use crate::load::{PairStats, Procs, Side, Work};
+use crate::procstat::Proc;
+use crate::stats::{median, ms, pct, ratio};
+
+const TENANT: &str = "foofoo";
+
+#[derive(Parser, Debug)]
+#[command(about = "paddock's end-to-end load and scale benchmarks against a local control plane")]
+struct Args {
+    /// Small counts everywhere (a few minutes; for trying the harness, not for figures).
+    #[arg(long)]
+    quick: bool,
+    /// Parts to run (comma-separated): fanout, load, watch, idle, tenants.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "fanout,load,watch,idle,tenants"
+    )]
+    only: Vec<String>,
+    /// Pairs (direct, paddock) per workload, protocol and concurrency.
+    #[arg(long, default_value_t = 3)]
+    reps: usize,
+    /// Concurrency levels.
+    #[arg(long, value_delimiter = ',', default_value = "1,16,64")]
+    concurrency: Vec<usize>,
+    /// Protocols: h2, h1.
+    #[arg(long, value_delimiter = ',', default_value = "h2,h1")]
+    protocols: Vec<String>,
+    /// Pods in the big LIST.
+    #[arg(long, default_value_t = 5000)]
+    pods: usize,
+    /// Watchers of the fan-out and events each receives.
+    #[arg(long, default_value_t = 50)]
+    watchers: usize,
+    #[arg(long, default_value_t = 100)]
+    events: usize,
+    /// Open idle watches to measure paddock's RSS at (cumulative).
+    #[arg(long, value_delimiter = ',', default_value = "1000,10000")]
+    idle_watches: Vec<usize>,
+    /// Tenants created in a row.
+    #[arg(long, default_value_t = 1000)]
+    tenants: usize,
+    /// Namespaces of the `get pods -A` tenant, and tenants in the cluster around it.
+    #[arg(long, default_value_t = 100)]
+    fanout_namespaces: usize,
+    #[arg(long, default_value_t = 100)]
+    fanout_tenants: usize,
+    /// Where report.md goes.
+    #[arg(long, default_value = "target/bench")]
+    out: PathBuf,
+    /// Run with a debug build of paddock when PADDOCK_BIN is not set (figures meaningless).
+    #[arg(long)]
+    allow_debug: bool,
+}
+
+impl Args {
+    fn wants(&self, part: &str) -> bool {
+        self.only.iter().any(|p| p == part || p == "all")
+    }
+    fn protos(&self) -> Result<Vec<Proto>> {
+        self.protocols
+            .iter()
+            .map(|p| match p.as_str() {
+                "h2" => Ok(Proto::H2),
+                "h1" => Ok(Proto::H1),
+                o => bail!("unknown protocol {o:?} (h2, h1)"),
+            })
+            .collect()
+    }
+}
+
+/// One line of the goals table.
+struct Goal {
+    figure: &'static str,
+    goal: &'static str,
+    measured: String,
+    met: Option<bool>,
+}
+
+#[derive(Default)]
+struct Report {
+    goals: Vec<Goal>,
+    details: String,
+    notes: Vec<String>,
+}
+
+impl Report {
+    fn goal(
+        &mut self,
+        figure: &'static str,
+        goal: &'static str,
+        measured: String,
+        met: Option<bool>,
+    ) {
+        self.goals.push(Goal {
+            figure,
+            goal,
+            measured,
+            met,
+        });
+    }
+
+    fn table(&self) -> String {
+        let mut s = String::from("| figure | goal | measured | met |\n|---|---|---|---|\n");
+        for g in &self.goals {
+            let met = match g.met {
+                Some(true) => "yes",
+                Some(false) => "**no**",
+                None => "–",
+            };
+            let _ = writeln!(s, "| {} | {} | {} | {met} |", g.figure, g.goal, g.measured);
+        }
+        s
+    }
+}
+
+fn main() -> Result<()> {
+    let args = Args::parse();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("tokio runtime")?;
+    rt.block_on(run(args))
+}
+
+fn paddock_pid(cp: &ControlPlane) -> Result<Proc> {
+    cp.live_pids()
+        .into_iter()
+        .rev()
+        .find(|(n, _)| n == "paddock")
+        .map(|(_, pid)| Proc { pid })
+        .context("paddock's pid is not in the pids file")
+}
+
+async fn run(mut args: Args) -> Result<()> {
+    if args.quick {
+        args.reps = args.reps.min(2);
+        args.pods = args.pods.min(500);
+        args.watchers = args.watchers.min(10);
+        args.events = args.events.min(20);
+        args.idle_watches = vec![200];
+        args.tenants = args.tenants.min(20);
+        args.fanout_namespaces = args.fanout_namespaces.min(10);
+        args.fanout_tenants = args.fanout_tenants.min(5);
+    }
+    if std::env::var_os("PADDOCK_BIN").is_none() && !args.allow_debug {
+        bail!(
+            "PADDOCK_BIN is not set: run scripts/bench.sh (make bench), which builds paddock in release mode, or pass --allow-debug"
+        );
+    }
+    paddock_pki::install_crypto_provider();
+    let started = Instant::now();
+    let mut report = Report::default();
+    let load_before = procstat::loadavg();
+    eprintln!("load average before: {load_before}");
+
+    eprintln!("== starting the control plane and paddock");
+    let cp = ControlPlane::start().context("starting the control plane")?;
+    let p = Paddock::start(&cp, StoreKind::Etcd).context("starting paddock")?;
+    let apiserver = cp
+        .live_pids()
+        .into_iter()
+        .find(|(n, _)| n == "kube-apiserver")
+        .map(|(_, pid)| Proc { pid })
+        .context("kube-apiserver's pid")?;
+    let mut procs = Procs {
+        paddock: paddock_pid(&cp)?,
+        apiserver,
+    };
+    eprintln!(
+        "  control plane in {:.0} s, paddock (pid {}) in {:.1} s",
+        cp.startup.as_secs_f64(),
+        procs.paddock.pid,
+        p.startup.as_secs_f64()
+    );
+    let admin_cred = Cred::from_kubeconfig(&cp.admin_kubeconfig())?;
+    let padmin_cred = Cred::from_kubeconfig(&p.admin_kubeconfig())?;
+    let admin = Api::new(&admin_cred, Proto::H2)?;
+    let padmin = Api::new(&padmin_cred, Proto::H2)?;
+
+    // ---- get pods -A among many tenants (first: "alone" needs an empty cluster) ----------
+    if args.wants("fanout") {
+        eprintln!(
+            "== get pods -A: a tenant with {} namespaces, alone, then among {} tenants",
+            args.fanout_namespaces, args.fanout_tenants
+        );
+        let r = fanout_bench(&args, &p, &admin).await;
+        match r {
+            Ok((alone, among, detail)) => {
+                let ratio = among / alone;
+                report.goal(
+                    "`get -A` with 100 namespaces among 100 tenants vs alone",
+                    "<= 1.5x",
+                    format!(
+                        "{} (median {} ms vs {} ms; {} ns, {} tenants)",
+                        stats::ratio(ratio),
+                        ms(among),
+                        ms(alone),
+                        args.fanout_namespaces,
+                        args.fanout_tenants
+                    ),
+                    Some(ratio <= 1.5),
+                );
+                report.details.push_str(&detail);
+            }
+            Err(e) => report.notes.push(format!("get -A benchmark failed: {e:#}")),
+        }
+    }
+
+    // ---- load: direct vs paddock -----------------------------------------------------------
+    let mut peak_hwm = 0u64;
+    let need_load = args.wants("load") || args.wants("watch") || args.wants("idle");
+    let tenant_cred = Cred::from_kubeconfig(&p.tenant(TENANT)?)?;
+    if need_load {
+        setup_tenant(&args, &admin, &tenant_cred).await?;
+    }
+    if args.wants("load") {
+        load_bench(
+            &args,
+            &admin_cred,
+            &tenant_cred,
+            procs,
+            &mut peak_hwm,
+            &mut report,
+        )
+        .await?;
+    }
+    if args.wants("watch") {
+        watch_bench(&args, &admin_cred, &tenant_cred, procs, &mut report).await?;
+    }
+    peak_hwm = peak_hwm.max(procs.paddock.hwm_kib());
+    if args.wants("load") || args.wants("watch") {
+        report.goal(
+            "paddock peak RSS during the load benchmark",
+            "(reported)",
+            format!("{:.1} MiB (VmHWM)", peak_hwm as f64 / 1024.0),
+            None,
+        );
+    }
+
+    // ---- idle watches ----------------------------------------------------------------------
+    if args.wants("idle") {
+        eprintln!("== idle watches through one replica (paddock restarted first)");
+        match restart_paddock(&cp, &p).await {
+            Ok(newp) => procs.paddock = newp,
+            Err(e) => bail!("restarting paddock: {e:#}"),
+        }
+        if let Err(e) = idle_bench(&args, &tenant_cred, procs, &mut report).await {
+            report.notes.push(format!("idle watch benchmark: {e:#}"));
+            eprintln!("  failed: {e:#}");
+        }
+    }
+
+    // ---- tenant creation -------------------------------------------------------------------
+    if args.wants("tenants") {
+        eprintln!("== creating {} tenants in a row", args.tenants);
+        match scale::create_tenants(&padmin, "tc", args.tenants).await {
+            Ok(lat) => {
+                let (p50, p99) = (pct(&lat, 50.0), pct(&lat, 99.0));
+                report.goal(
+                    "tenant creation, p99",
+                    "< 1 s",
+                    format!(
+                        "{} ms (p50 {} ms, max {} ms; {} tenants)",
+                        ms(p99),
+                        ms(p50),
+                        ms(pct(&lat, 100.0)),
+                        lat.len()
+                    ),
+                    Some(p99 < 1000.0),
+                );
+            }
+            Err(e) => report.notes.push(format!("tenant creation failed: {e:#}")),
+        }
+    }
+
+    // ---- report ----------------------------------------------------------------------------
+    let load_after = procstat::loadavg();
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "## Goals (ratio = through paddock / direct, same run)\n"
+    );
+    out.push_str(&report.table());
+    let _ = writeln!(out, "\n## Machine and run\n");
+    for (k, v) in procstat::machine() {
+        let _ = writeln!(out, "- {k}: {v}");
+    }
+    let _ = writeln!(
+        out,
+        "- load average (1/5/15 min): {load_before} before, {load_after} after"
+    );
+    let _ = writeln!(
+        out,
+        "- run: {:.1} min; `loadbench {}`",
+        started.elapsed().as_secs_f64() / 60.0,
+        std::env::args().skip(1).collect::<Vec<_>>().join(" ")
+    );
+    for n in &report.notes {
+        let _ = writeln!(out, "- note: {n}");
+    }
+    let _ = writeln!(out, "\n## Details\n");
+    out.push_str(&report.details);
+    std::fs::create_dir_all(&args.out).ok();
+    let path = args.out.join("report.md");
+    std::fs::write(&path, &out).with_context(|| format!("writing {}", path.display()))?;
+    println!("{out}");
+    eprintln!("written to {}", path.display());
+    p.stop();
+    drop(p);
+    drop(cp);
+    Ok(())
+}
+
+/// Namespaces `bench` and `watch`, ConfigMap `small`, and the pods of the LIST.
+async fn setup_tenant(args: &Args, admin: &Api, tenant_cred: &Cred) -> Result<()> {
+    eprintln!("== set-up: tenant {TENANT}, namespaces, {} pods", args.pods);
+    let tenant = Api::new(tenant_cred, Proto::H2)?;
+    for ns in ["bench", "watch"] {
+        load::tenant_namespace(&tenant, ns).await?;
+    }
+    load::put_configmap(
+        &tenant,
+        "bench",
+        "small",
+        json!({"greeting": "hello", "size": "small"}),
+    )
+    .await?;
+    load::create_pods(
+        admin,
+        &format!("{TENANT}-default"),
+        "web-5d8fc7b9",
+        args.pods,
+        32,
+    )
+    .await?;
+    let b = admin
+        .get_drain(
+            &format!("/api/v1/namespaces/{TENANT}-default/pods"),
+            "application/json",
+        )
+        .await?;
+    eprintln!(
+        "  the LIST is {:.1} MB ({:.0} bytes per pod)",
+        b as f64 / 1e6,
+        b as f64 / args.pods.max(1) as f64
+    );
+    Ok(())
+}
+
+fn sides(admin: &Cred, tenant: &Cred, proto: Proto) -> Result<(Side, Side)> {
+    Ok((
+        Side {
+            api: Api::new(admin, proto)?,
+            prefix: format!("{TENANT}-"),
+        },
+        Side {
+            api: Api::new(tenant, proto)?,
+            prefix: String::new(),
+        },
+    ))
+}
+
+fn count_for(work: Work, conc: usize, quick: bool) -> usize {
+    let n = match (work, conc) {
+        (Work::Get, 1) => 1000,
+        (Work::Get, c) if c <= 16 => 3000,
+        (Work::Get, _) => 5000,
+        (Work::CreateDelete, 1) => 300,
+        (Work::CreateDelete, c) if c <= 16 => 800,
+        (Work::CreateDelete, _) => 1200,
+        (Work::Table, 1) => 40,
+        (Work::Table, c) if c <= 16 => 96,
+        (Work::Table, _) => 192,
+        (Work::List, 1) => 6,
+        (Work::List, c) if c <= 16 => 16,
+        (Work::List, _) => 64,
+    };
+    if quick { (n / 10).max(conc.min(n)) } else { n }
+}
+
+async fn load_bench(
+    args: &Args,
+    admin: &Cred,
+    tenant: &Cred,
+    procs: Procs,
+    peak_hwm: &mut u64,
+    report: &mut Report,
+) -> Result<()> {
+    let min_list = args.pods * 1000;
+    let mut results: Vec<(Work, Proto, usize, PairStats)> = Vec::new();
+    for proto in args.protos()? {
+        let (direct, paddock) = sides(admin, tenant, proto)?;
+        for work in [Work::Get, Work::CreateDelete, Work::Table, Work::List] {
+            for &conc in &args.concurrency {
+                let n = count_for(work, conc, args.quick);
+                eprintln!(
+                    "== {} · {} · concurrency {conc} · {n} requests × {} pairs",
+                    work.name(),
+                    proto.name(),
+                    args.reps
+                );
+                let tag = format!("{}{}{conc}", proto as u8, work as u8);
+                let st = load::pairs(
+                    work, &direct, &paddock, conc, n, args.reps, procs, min_list, peak_hwm, &tag,
+                )
+                .await;
+                results.push((work, proto, conc, st));
+            }
+        }
+    }
+
+    // Goals.
+    let pick = |w: Work, c: usize| -> Vec<(Proto, &PairStats)> {
+        results
+            .iter()
+            .filter(|(rw, _, rc, _)| *rw == w && *rc == c)
+            .map(|(_, p, _, s)| (*p, s))
+            .collect()
+    };
+    let fmt = |v: &[(Proto, f64)]| -> String {
+        v.iter()
+            .map(|(p, x)| format!("{} {}", short(*p), ratio(*x)))
+            .collect::<Vec<_>>()
+            .join(" · ")
+    };
+    let lowest = *args.concurrency.iter().min().unwrap_or(&1);
+    let highest = *args.concurrency.iter().max().unwrap_or(&64);
+    let get1 = pick(Work::Get, lowest);
+    let v: Vec<(Proto, f64)> = get1.iter().map(|(p, s)| (*p, s.p50_ratio())).collect();
+    report.goal(
+        "small GET, p50 latency ratio (concurrency 1)",
+        "<= 1.15",
+        fmt(&v),
+        Some(v.iter().all(|(_, x)| *x <= 1.15)),
+    );
+    let v: Vec<(Proto, f64)> = get1.iter().map(|(p, s)| (*p, s.p99_ratio())).collect();
+    report.goal(
+        "small GET, p99 latency ratio (concurrency 1)",
+        "<= 1.30",
+        fmt(&v),
+        Some(v.iter().all(|(_, x)| *x <= 1.30)),
+    );
+    let v: Vec<(Proto, f64)> = pick(Work::Get, highest)
+        .iter()
+        .map(|(p, s)| (*p, s.rps_ratio()))
+        .collect();
+    report.goal(
+        "requests per second at 64 concurrent (small GET), vs direct",
+        ">= 0.85",
+        fmt(&v),
+        Some(v.iter().all(|(_, x)| *x >= 0.85)),
+    );
+    for (w, label) in [
+        (
+            Work::CreateDelete,
+            "requests per second at 64 concurrent (CREATE+DELETE)",
+        ),
+        (Work::Table, "requests per second at 64 concurrent (Table)"),
+    ] {
+        let v: Vec<(Proto, f64)> = pick(w, highest)
+            .iter()
+            .map(|(p, s)| (*p, s.rps_ratio()))
+            .collect();
+        report.goal(
+            label,
+            ">= 0.85",
+            fmt(&v),
+            Some(v.iter().all(|(_, x)| *x >= 0.85)),
+        );
+    }
+    let list1 = pick(Work::List, lowest);
+    let v: Vec<(Proto, f64)> = list1.iter().map(|(p, s)| (*p, s.mean_ratio())).collect();
+    report.goal(
+        "LIST 5,000 pods, wall time ratio (concurrency 1)",
+        "<= 1.10",
+        fmt(&v),
+        Some(v.iter().all(|(_, x)| *x <= 1.10)),
+    );
+    let extra = list1
+        .iter()
+        .filter_map(|(_, s)| s.max_extra_rss_kib())
+        .max()
+        .unwrap_or(0);
+    report.goal(
+        "LIST 5,000 pods, paddock's extra RSS during the request",
+        "<= 8 MB",
+        format!(
+            "{:.1} MiB (largest of all runs at concurrency 1)",
+            extra as f64 / 1024.0
+        ),
+        Some((extra as f64) * 1024.0 <= 8e6),
+    );
+    let cpu_get: Vec<(Proto, f64)> = pick(Work::Get, highest)
+        .iter()
+        .map(|(p, s)| (*p, s.paddock_cpu_per_k()))
+        .collect();
+    report.goal(
+        "paddock CPU seconds per 1,000 small GETs (concurrency 64)",
+        "(reported)",
+        cpu_get
+            .iter()
+            .map(|(p, x)| format!("{} {:.3}", short(*p), x))
+            .collect::<Vec<_>>()
+            .join(" · "),
+        None,
+    );
+
+    // Details.
+    let d = &mut report.details;
+    let _ = writeln!(
+        d,
+        "### Load: direct (admin) vs through paddock (tenant), medians of {} alternating pairs\n",
+        args.reps
+    );
+    let _ = writeln!(
+        d,
+        "Latencies in ms; ratios are medians of the per-pair ratios (pair values in brackets). CPU: seconds per 1,000 requests.\n"
+    );
+    let _ = writeln!(
+        d,
+        "| workload | proto | conc | direct p50 | paddock p50 | p50 ratio | direct p99 | paddock p99 | p99 ratio | direct req/s | paddock req/s | req/s ratio | paddock CPU | apiserver CPU direct / via paddock | errors |"
+    );
+    let _ = writeln!(
+        d,
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+    );
+    for (w, p, c, s) in &results {
+        let (errs, first) = s.errors();
+        let _ = writeln!(
+            d,
+            "| {} | {} | {c} | {} | {} | {} {} | {} | {} | {} {} | {:.0} | {:.0} | {} {} | {:.3} | {:.3} / {:.3} | {}{} |",
+            w.name(),
+            short(*p),
+            ms(s.direct_p50()),
+            ms(s.paddock_p50()),
+            ratio(s.p50_ratio()),
+            list(&s.p50_ratios()),
+            ms(s.direct_p99()),
+            ms(s.paddock_p99()),
+            ratio(s.p99_ratio()),
+            list(&s.p99_ratios()),
+            s.direct_rps(),
+            s.paddock_rps(),
+            ratio(s.rps_ratio()),
+            list(&s.rps_ratios()),
+            s.paddock_cpu_per_k(),
+            s.apiserver_cpu_per_k_direct(),
+            s.apiserver_cpu_per_k_paddock(),
+            errs,
+            first
+                .map(|e| format!(" ({})", truncate(&e, 120)))
+                .unwrap_or_default()
+        );
+    }
+    let _ = writeln!(d);
+    let mut rss_lines = Vec::new();
+    for (w, p, c, s) in &results {
+        if *w == Work::List
+            && let Some(k) = s.max_extra_rss_kib()
+        {
+            rss_lines.push(format!(
+                "{} concurrency {c}: {:.1} MiB",
+                short(*p),
+                k as f64 / 1024.0
+            ));
+        }
+    }
+    if !rss_lines.is_empty() {
+        let _ = writeln!(
+            d,
+            "paddock's extra RSS during LIST runs (peak VmHWM minus VmRSS before the run): {}\n",
+            rss_lines.join("; ")
+        );
+    }
+    Ok(())
+}
+
+async fn watch_bench(
+    args: &Args,
+    admin: &Cred,
+    tenant: &Cred,
+    procs: Procs,
+    report: &mut Report,
+) -> Result<()> {
+    let writer = Api::new(admin, Proto::H2)?;
+    let writer_ns = format!("{TENANT}-watch");
+    let gap = Duration::from_millis(20);
+    let mut rows = Vec::new();
+    let mut added_all = Vec::new();
+    for proto in args.protos()? {
+        let (direct, paddock) = sides(admin, tenant, proto)?;
+        eprintln!(
+            "== watch fan-out · {} · {} watchers × {} events × {} pairs",
+            proto.name(),
+            args.watchers,
+            args.events,
+            args.reps
+        );
+        let mut added = Vec::new();
+        let mut pairs = Vec::new();
+        for rep in 0..args.reps {
+            let order = if rep % 2 == 0 {
+                [true, false]
+            } else {
+                [false, true]
+            };
+            let mut d = None;
+            let mut pd = None;
+            for is_direct in order {
+                let side = if is_direct { &direct } else { &paddock };
+                let r = load::watch_fanout(
+                    &side.api,
+                    &side.ns("watch"),
+                    &writer,
+                    &writer_ns,
+                    args.watchers,
+                    args.events,
+                    gap,
+                    procs,
+                )
+                .await?;
+                if let Some(e) = &r.error {
+                    eprintln!("    error: {e}");
+                }
+                if is_direct {
+                    d = Some(r);
+                } else {
+                    pd = Some(r);
+                }
+            }
+            let (Some(d), Some(pd)) = (d, pd) else {
+                continue;
+            };
+            eprintln!(
+                "    pair {rep}: direct p50 {:.2} p99 {:.2} ms (missing {}) | paddock p50 {:.2} p99 {:.2} ms (missing {}) | added p99 {:.2} ms",
+                d.p50(),
+                d.p99(),
+                d.missing,
+                pd.p50(),
+                pd.p99(),
+                pd.missing,
+                pd.p99() - d.p99()
+            );
+            added.push(pd.p99() - d.p99());
+            pairs.push((d, pd));
+        }
+        let m = median(&added);
+        added_all.push((proto, m));
+        rows.push((proto, pairs, added));
+    }
+    report.goal(
+        "watch event delivery, p99 added latency",
+        "<= 2 ms",
+        added_all
+            .iter()
+            .map(|(p, x)| format!("{} {} ms", short(*p), ms(*x)))
+            .collect::<Vec<_>>()
+            .join(" · "),
+        Some(added_all.iter().all(|(_, x)| *x <= 2.0)),
+    );
+    let d = &mut report.details;
+    let _ = writeln!(
+        d,
+        "### Watch fan-out: {} watchers, {} events each ({} ms apart), written directly; latency from the write's response to the event's arrival\n",
+        args.watchers,
+        args.events,
+        gap.as_millis()
+    );
+    let _ = writeln!(
+        d,
+        "| proto | direct p50 | direct p99 | paddock p50 | paddock p99 | added p99 (median of pairs) | pairs (added p99) | events missing | paddock CPU s per 1,000 events delivered |"
+    );
+    let _ = writeln!(d, "|---|---|---|---|---|---|---|---|---|");
+    for (proto, pairs, added) in &rows {
+        let med = |f: &dyn Fn(&(load::WatchRun, load::WatchRun)) -> f64| {
+            median(&pairs.iter().map(f).collect::<Vec<_>>())
+        };
+        let missing: usize = pairs.iter().map(|(a, b)| a.missing + b.missing).sum();
+        let _ = writeln!(
+            d,
+            "| {} | {} | {} | {} | {} | {} | {} | {missing} | {:.3} |",
+            short(*proto),
+            ms(med(&|p| p.0.p50())),
+            ms(med(&|p| p.0.p99())),
+            ms(med(&|p| p.1.p50())),
+            ms(med(&|p| p.1.p99())),
+            ms(median(added)),
+            added.iter().map(|x| ms(*x)).collect::<Vec<_>>().join(", "),
+            med(&|p| p.1.paddock_cpu_s / (p.1.lat_ms.len().max(1)) as f64 * 1000.0),
+        );
+    }
+    let _ = writeln!(d);
+    Ok(())
+}
+
+/// Stops paddock (TERM, by its pid) and starts it again with the same settings: a fresh
+/// process for memory figures.
+async fn restart_paddock(cp: &ControlPlane, p: &Paddock) -> Result<Proc> {
+    let old = paddock_pid(cp)?;
+    paddock_e2e::process::signal(old.pid, "TERM");
+    let t0 = Instant::now();
+    while p.exited().is_none() {
+        if t0.elapsed() > Duration::from_secs(30) {
+            bail!("paddock did not stop within 30 s");
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    p.ensure_running()?;
+    let newp = paddock_pid(cp)?;
+    if newp.pid == old.pid {
+        bail!("paddock did not restart");
+    }
+    Ok(newp)
+}
+
+async fn idle_bench(args: &Args, tenant: &Cred, procs: Procs, report: &mut Report) -> Result<()> {
+    let limit = procstat::nofile_limit() as usize;
+    // paddock holds one upstream connection per watch (the long-running pool is HTTP/1.1)
+    // plus the client connections; leave room for everything else.
+    let fits = limit.saturating_sub(500);
+    let warm = Api::new(tenant, Proto::H2)?;
+    for _ in 0..20 {
+        warm.get_drain(
+            "/api/v1/namespaces/bench/configmaps/small",
+            "application/json",
+        )
+        .await?;
+    }
+    let base = scale::settled_rss(procs.paddock, Duration::from_secs(10)).await;
+    eprintln!("  paddock RSS before: {:.1} MiB", base as f64 / 1024.0);
+    let mut watches = scale::IdleWatches::new(100);
+    let mut rows = Vec::new();
+    for &target in &args.idle_watches {
+        if target > fits {
+            let n = format!(
+                "{target} idle watches need about {target} file descriptors in paddock; the limit is {limit} (raise `ulimit -n`)"
+            );
+            eprintln!("  skipped: {n}");
+            report.notes.push(n);
+            continue;
+        }
+        let took = watches.open_to(tenant, "watch", target, 64).await?;
+        let rss = scale::settled_rss(procs.paddock, Duration::from_secs(20)).await;
+        let per = (rss.saturating_sub(base)) as f64 * 1024.0 / target as f64;
+        eprintln!(
+            "  {} watches open (in {:.1} s): paddock RSS {:.1} MiB, {:.1} KiB per watch, {} fds",
+            watches.len(),
+            took.as_secs_f64(),
+            rss as f64 / 1024.0,
+            per / 1024.0,
+            procs.paddock.fds()
+        );
+        rows.push((target, rss, per, procs.paddock.fds()));
+    }
+    if let Some((n, _, per, _)) = rows.last() {
+        report.goal(
+            "paddock RSS per idle watch",
+            "<= 32 KB",
+            format!(
+                "{:.1} KiB at {n} watches{}",
+                per / 1024.0,
+                rows.iter()
+                    .rev()
+                    .skip(1)
+                    .map(|(n, _, per, _)| format!(" ({:.1} KiB at {n})", per / 1024.0))
+                    .collect::<String>()
+            ),
+            Some(*per <= 32.0 * 1024.0),
+        );
+    }
+    let d = &mut report.details;
+    let _ = writeln!(
+        d,
+        "### Idle watches through one replica (HTTP/2 clients, 100 watches per connection)\n"
+    );
+    let _ = writeln!(
+        d,
+        "paddock RSS before the watches: {:.1} MiB\n\n| open watches | paddock RSS | per watch | paddock fds |\n|---|---|---|---|",
+        base as f64 / 1024.0
+    );
+    for (n, rss, per, fds) in &rows {
+        let _ = writeln!(
+            d,
+            "| {n} | {:.1} MiB | {:.1} KiB | {fds} |",
+            *rss as f64 / 1024.0,
+            per / 1024.0
+        );
+    }
+    let _ = writeln!(d);
+    drop(watches);
+    Ok(())
+}
+
+/// The `get pods -A` benchmark; returns (median alone, median among), details.
+async fn fanout_bench(args: &Args, p: &Paddock, admin: &Api) -> Result<(f64, f64, String)> {
+    let id = "fanout";
+    let cred = Cred::from_kubeconfig(&p.tenant(id)?)?;
+    let tenant = Api::new(&cred, Proto::H2)?;
+    // The tenant has its four default namespaces; the rest it creates itself.
+    let extra = args.fanout_namespaces.saturating_sub(4);
+    let t0 = Instant::now();
+    for i in 0..extra {
+        load::tenant_namespace(&tenant, &format!("ns-{i:03}")).await?;
+    }
+    eprintln!(
+        "  {extra} namespaces created through paddock in {:.1} s",
+        t0.elapsed().as_secs_f64()
+    );
+    // Two pods in each.
+    let mut nss: Vec<String> = ["default", "kube-system", "kube-public", "kube-node-lease"]
+        .iter()
+        .map(|s| format!("{id}-{s}"))
+        .collect();
+    nss.extend((0..extra).map(|i| format!("{id}-ns-{i:03}")));
+    for ns in &nss {
+        load::create_pods(admin, ns, "app", 2, 2).await?;
+    }
+    let reps = if args.quick { 5 } else { 20 };
+    let (alone, alone_t) = scale::get_all(&tenant, reps).await?;
+    eprintln!(
+        "  alone: list median {} ms, Table median {} ms",
+        ms(median(&alone)),
+        ms(median(&alone_t))
+    );
+
+    // The other tenants: each with its default namespaces (created by paddock) plus ten
+    // more namespaces with a pod in each, created upstream directly with the tenant label.
+    let others = args.fanout_tenants.saturating_sub(1);
+    let t0 = Instant::now();
+    for t in 0..others {
+        let tid = format!("ot{t:04}");
+        let body = json!({"apiVersion": "paddock.io/v1alpha1", "kind": "Tenant", "metadata": {"name": tid}});
+        let padmin = Api::new(&Cred::from_kubeconfig(&p.admin_kubeconfig())?, Proto::H2)?;
+        let (status, b) = padmin
+            .call(
+                Method::POST,
+                "/apis/paddock.io/v1alpha1/tenants",
+                Some(bytes::Bytes::from(body.to_string())),
+            )
+            .await?;
+        if !(status.is_success() || status == http::StatusCode::CONFLICT) {
+            bail!("tenant {tid}: {status}: {}", String::from_utf8_lossy(&b));
+        }
+        let names: Vec<String> = (0..10).map(|i| format!("{tid}-x{i:02}")).collect();
+        scale::upstream_tenant_namespaces(admin, &tid, names.clone(), 10).await?;
+        for ns in &names {
+            load::create_pods(admin, ns, "app", 1, 1).await?;
+        }
+    }
+    eprintln!(
+        "  {others} other tenants with 10 extra namespaces and a pod in each: {:.0} s",
+        t0.elapsed().as_secs_f64()
+    );
+    let (among, among_t) = scale::get_all(&tenant, reps).await?;
+    eprintln!(
+        "  among {} tenants: list median {} ms, Table median {} ms",
+        args.fanout_tenants,
+        ms(median(&among)),
+        ms(median(&among_t))
+    );
+    let mut d = String::new();
+    let _ = writeln!(
+        d,
+        "### `get pods -A` of a tenant with {} namespaces (2 pods each), {reps} requests each\n",
+        args.fanout_namespaces
+    );
+    let _ = writeln!(
+        d,
+        "| cluster | list p50 | list p99 | Table p50 | Table p99 |\n|---|---|---|---|---|"
+    );
+    for (label, l, t) in [
+        ("the tenant alone".to_string(), &alone, &alone_t),
+        (
+            format!(
+                "among {} tenants ({} namespaces more)",
+                args.fanout_tenants,
+                others * 14
+            ),
+            &among,
+            &among_t,
+        ),
+    ] {
+        let (l50, l99) = scale::summary(l);
+        let (t50, t99) = scale::summary(t);
+        let _ = writeln!(
+            d,
+            "| {label} | {} | {} | {} | {} |",
+            ms(l50),
+            ms(l99),
+            ms(t50),
+            ms(t99)
+        );
+    }
+    let _ = writeln!(d);
+    // The goal is about kubectl: the Table request.
+    Ok((median(&alone_t), median(&among_t), d))
+}
+
+fn short(p: Proto) -> &'static str {
+    match p {
+        Proto::H1 => "h1",
+        Proto::H2 => "h2",
+    }
+}
+
+fn list(v: &[f64]) -> String {
+    format!(
+        "[{}]",
+        v.iter().map(|x| ratio(*x)).collect::<Vec<_>>().join(", ")
+    )
+}
+
+fn truncate(s: &str, n: usize) -> String {
+    if s.len() <= n {
+        s.to_owned()
+    } else {
+        let mut end = n;
+        while !s.is_char_boundary(end) {
+            end -= 1;
+        }
+        format!("{}…", &s[..end])
+    }
+}
