@@ -1,5 +1,5 @@
 # paddock: the two commands a newcomer needs are `make demo` and `make test`.
-.PHONY: demo test testbed-build conformance conformance-fast testbed-up testbed-down fmt lint
+.PHONY: demo test testbed-build conformance conformance-fast testbed-up testbed-down fmt lint bench
 
 ## Build paddock, start a local control plane (unless PADDOCK_UPSTREAM_KUBECONFIG is set),
 ## start paddock, create tenant demo01 and print the kubectl line to use it.
@@ -38,3 +38,9 @@ fmt:
 
 lint:
 	cargo clippy --workspace --all-targets -- -D warnings
+
+## The benchmark set (docs/performance.md): release build, a local control plane, the load
+## benchmark directly vs through paddock and the scale benchmarks; prints the goals table.
+## `make bench ARGS=--quick` tries the harness with small counts.
+bench:
+	bash scripts/bench.sh $(ARGS)

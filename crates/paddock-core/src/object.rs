@@ -215,7 +215,9 @@ fn up_resource(
             // roles (admin, edit, view): a tenant role carrying one would add its rules to
             // every tenant's `admin`/`edit`/`view` (KubeZoo's hole).
             if let Some(Value::Object(labels)) = o.get("metadata").and_then(|m| m.get("labels"))
-                && let Some(k) = labels.keys().find(|k| k.starts_with(AGGREGATE_LABEL_PREFIX))
+                && let Some(k) = labels
+                    .keys()
+                    .find(|k| k.starts_with(AGGREGATE_LABEL_PREFIX))
             {
                 return Err(TranslateError::forbidden(format!(
                     "label {k} is not allowed: it would aggregate this role into the platform's roles"
@@ -1047,20 +1049,38 @@ fn subjects_up(
 /// A (mapped) subject of a ClusterRoleBinding -> its inert shadow form. ServiceAccounts become
 /// shadow Users `paddock:cluster:<tid>:system:serviceaccount:<ns>:<sa>`.
 fn shadow_subject(t: &TenantId, s: &mut Map<String, Value>) {
-    let kind = s.get("kind").and_then(Value::as_str).unwrap_or("").to_owned();
-    let name = s.get("name").and_then(Value::as_str).unwrap_or("").to_owned();
+    let kind = s
+        .get("kind")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_owned();
+    let name = s
+        .get("name")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_owned();
     match kind.as_str() {
         "User" | "Group" => {
             s.insert("name".into(), Value::String(cluster_shadow(t, &name)));
         }
         "ServiceAccount" => {
-            let ns = s.get("namespace").and_then(Value::as_str).unwrap_or("").to_owned();
+            let ns = s
+                .get("namespace")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_owned();
             s.shift_remove("namespace");
             s.insert("kind".into(), Value::String("User".into()));
-            s.insert("apiGroup".into(), Value::String("rbac.authorization.k8s.io".into()));
+            s.insert(
+                "apiGroup".into(),
+                Value::String("rbac.authorization.k8s.io".into()),
+            );
             s.insert(
                 "name".into(),
-                Value::String(cluster_shadow(t, &format!("system:serviceaccount:{ns}:{name}"))),
+                Value::String(cluster_shadow(
+                    t,
+                    &format!("system:serviceaccount:{ns}:{name}"),
+                )),
             );
         }
         _ => {}
@@ -1070,7 +1090,11 @@ fn shadow_subject(t: &TenantId, s: &mut Map<String, Value>) {
 /// Inverse of [`shadow_subject`]; false when the subject is not a shadow identity of `t`.
 fn unshadow_subject(t: &TenantId, s: &mut Value) -> bool {
     let Value::Object(m) = s else { return false };
-    let kind = m.get("kind").and_then(Value::as_str).unwrap_or("").to_owned();
+    let kind = m
+        .get("kind")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_owned();
     let Some(real) = m
         .get("name")
         .and_then(Value::as_str)
@@ -2011,6 +2035,11 @@ pub fn text_down(ctx: &TenantContext, s: &str) -> String {
 pub fn text_down_with(ctx: &TenantContext, s: &str, is_tenant: &dyn Fn(&str) -> bool) -> String {
     let t = ctx.tenant.as_str();
     let user_prefix = format!("paddock:{t}:");
+    // Shadow identities (subjects of ClusterRoleBindings) read as the identity they shadow.
+    let s = s.replace(
+        &format!("{}{t}:", crate::identity::CLUSTER_SHADOW_PREFIX),
+        "",
+    );
     let s = s.replace(&user_prefix, "");
     let b = s.as_bytes();
     let mut out = String::with_capacity(s.len());

@@ -734,8 +734,11 @@ fn cluster_role_cannot_aggregate_into_platform_roles() {
         "rules":[{"apiGroups":[""],"resources":["secrets"],"verbs":["get"]}]})).unwrap_err();
     assert_eq!(e.http_code(), 403);
     // Other labels (a tenant's own aggregation) are fine.
-    let v = up(json!({"apiVersion":"rbac.authorization.k8s.io/v1","kind":"ClusterRole",
-        "metadata":{"name":"part","labels":{"example.com/aggregate-to-mine":"true"}},"rules":[]})).unwrap();
+    let v = up(
+        json!({"apiVersion":"rbac.authorization.k8s.io/v1","kind":"ClusterRole",
+        "metadata":{"name":"part","labels":{"example.com/aggregate-to-mine":"true"}},"rules":[]}),
+    )
+    .unwrap();
     assert_eq!(v["metadata"]["name"], "foofoo-part");
 }
 
@@ -744,8 +747,34 @@ fn text_down_leaves_platform_lookalikes_when_tenants_are_known() {
     let base = ctx();
     let c = TenantContext {
         tenant: base.tenant.clone(),
-        catalog: std::sync::Arc::new((*base.catalog).clone().with_known_tenants(["foofoo".to_string(), "barbar".to_string()])),
+        catalog: std::sync::Arc::new(
+            (*base.catalog)
+                .clone()
+                .with_known_tenants(["foofoo".to_string(), "barbar".to_string()]),
+        ),
     };
-    assert_eq!(text_down(&c, "Created pod: webapp-7d9f on worker-1"), "Created pod: webapp-7d9f on worker-1");
-    assert_eq!(text_down(&c, "see barbar-secret, foofoo-web"), "see <redacted>, web");
+    assert_eq!(
+        text_down(&c, "Created pod: webapp-7d9f on worker-1"),
+        "Created pod: webapp-7d9f on worker-1"
+    );
+    assert_eq!(
+        text_down(&c, "see barbar-secret, foofoo-web"),
+        "see <redacted>, web"
+    );
+}
+
+#[test]
+fn text_down_reads_shadow_identities_as_their_identity() {
+    let c = ctx();
+    assert_eq!(
+        text_down(&c, "paddock:cluster:foofoo:paddock:foofoo:devs"),
+        "devs"
+    );
+    assert_eq!(
+        text_down(
+            &c,
+            "paddock:cluster:foofoo:system:serviceaccount:foofoo-ci:b"
+        ),
+        "system:serviceaccount:ci:b"
+    );
 }

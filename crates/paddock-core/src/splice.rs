@@ -119,6 +119,37 @@ impl Splicer {
         if !ok_kind {
             return Fast::Fallback;
         }
+        self.namespace_splice(raw, meta_start, out)
+    }
+
+    /// Like [`Splicer::object`] for an object that stands for an item of kind `gk` whatever
+    /// kind it names itself: the `object` of a Table row, a PartialObjectMetadata that
+    /// `table::row_object_down` rewrites as the listed kind.
+    pub fn object_as(&self, raw: &[u8], gk: (&str, &str), out: &mut Vec<u8>) -> Fast {
+        if !is_fast_kind(gk.0, gk.1) {
+            return Fast::Fallback;
+        }
+        let mut top = Members::new(raw);
+        let meta_start = loop {
+            let Ok(Some((key, escaped))) = top.next_key() else {
+                return Fast::Fallback;
+            };
+            if escaped {
+                return Fast::Fallback;
+            }
+            if &raw[key] == b"metadata" {
+                break top.value_start();
+            }
+            if top.value().is_err() {
+                return Fast::Fallback;
+            }
+        };
+        self.namespace_splice(raw, meta_start, out)
+    }
+
+    /// The namespace of the object `raw` whose metadata starts at `meta_start`: drop, splice,
+    /// or fall back.
+    fn namespace_splice(&self, raw: &[u8], meta_start: usize, out: &mut Vec<u8>) -> Fast {
         let meta = &raw[meta_start..];
         let mut members = Members::new(meta);
         let ns = loop {

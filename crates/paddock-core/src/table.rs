@@ -98,17 +98,31 @@ pub fn row_down(
             None => return Ok(Disposition::Drop),
         }
     }
+    cells_down(ctx, &cols, cells, name.as_deref(), namespace.as_deref());
+    Ok(Disposition::Keep)
+}
+
+/// Rewrites the cells of a row whose object reads, in the tenant's view, `name` in
+/// `namespace`: the Name and Namespace cells become those, every other string cell goes
+/// through `text_down`.
+pub fn cells_down(
+    ctx: &TenantContext,
+    cols: &Columns,
+    cells: &mut [Value],
+    name: Option<&str>,
+    namespace: Option<&str>,
+) {
     for (i, cell) in cells.iter_mut().enumerate() {
         if Some(i) == cols.name
-            && let Some(n) = &name
+            && let Some(n) = name
         {
-            *cell = Value::String(n.clone());
+            *cell = Value::String(n.to_owned());
             continue;
         }
         if Some(i) == cols.namespace
-            && let Some(ns) = &namespace
+            && let Some(ns) = namespace
         {
-            *cell = Value::String(ns.clone());
+            *cell = Value::String(ns.to_owned());
             continue;
         }
         if let Value::String(s) = cell {
@@ -118,7 +132,6 @@ pub fn row_down(
             }
         }
     }
-    Ok(Disposition::Keep)
 }
 
 /// Tenant view of the Name / Namespace cells of a row without object; None to drop the row.

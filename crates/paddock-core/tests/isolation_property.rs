@@ -28,7 +28,10 @@ fn ctx() -> TenantContext {
         &std::fs::read(format!("{d}/testdata/discovery-apis.json")).unwrap(),
     )
     .unwrap();
-    TenantContext { tenant: TenantId::parse(T).unwrap(), catalog: Arc::new(c) }
+    TenantContext {
+        tenant: TenantId::parse(T).unwrap(),
+        catalog: Arc::new(c),
+    }
 }
 
 // ---- generators -----------------------------------------------------------------------------
@@ -102,9 +105,18 @@ fn resource_path() -> impl Strategy<Value = String> {
         Just(("/apis/rbac.authorization.k8s.io/v1", "clusterroles")),
         Just(("/apis/rbac.authorization.k8s.io/v1", "clusterrolebindings")),
         Just(("/apis/apiextensions.k8s.io/v1", "customresourcedefinitions")),
-        Just(("/apis/admissionregistration.k8s.io/v1", "validatingwebhookconfigurations")),
-        Just(("/apis/admissionregistration.k8s.io/v1", "mutatingwebhookconfigurations")),
-        Just(("/apis/admissionregistration.k8s.io/v1", "validatingadmissionpolicies")),
+        Just((
+            "/apis/admissionregistration.k8s.io/v1",
+            "validatingwebhookconfigurations"
+        )),
+        Just((
+            "/apis/admissionregistration.k8s.io/v1",
+            "mutatingwebhookconfigurations"
+        )),
+        Just((
+            "/apis/admissionregistration.k8s.io/v1",
+            "validatingadmissionpolicies"
+        )),
         Just(("/apis/networking.k8s.io/v1", "networkpolicies")),
         Just(("/apis/authorization.k8s.io/v1", "selfsubjectaccessreviews")),
         Just(("/apis/authorization.k8s.io/v1", "subjectaccessreviews")),
@@ -128,8 +140,14 @@ fn resource_path() -> impl Strategy<Value = String> {
         1 => Just(Some("finalize")),
         1 => Just(Some("binding")),
     ];
-    (pairs, proptest::option::of(name()), proptest::option::of(name()), sub, prop::bool::weighted(0.1)).prop_map(
-        |((g, r), ns, name, sub, watch)| {
+    (
+        pairs,
+        proptest::option::of(name()),
+        proptest::option::of(name()),
+        sub,
+        prop::bool::weighted(0.1),
+    )
+        .prop_map(|((g, r), ns, name, sub, watch)| {
             let mut p = g.to_owned();
             if watch {
                 p.push_str("/watch");
@@ -149,8 +167,7 @@ fn resource_path() -> impl Strategy<Value = String> {
                 }
             }
             p
-        },
-    )
+        })
 }
 
 fn raw_path() -> impl Strategy<Value = String> {
@@ -182,25 +199,39 @@ fn query() -> impl Strategy<Value = Option<String>> {
         nasty().prop_map(|n| format!("metadata.namespace={n}")),
         nasty().prop_map(|n| format!("metadata.name={n}")),
     ];
-    proptest::option::of((proptest::option::of(sel), proptest::option::of(field), any::<bool>()).prop_map(
-        |(l, f, w)| {
-            let mut q = form_urlencoded::Serializer::new(String::new());
-            if let Some(l) = l {
-                q.append_pair("labelSelector", &l);
-            }
-            if let Some(f) = f {
-                q.append_pair("fieldSelector", &f);
-            }
-            if w {
-                q.append_pair("watch", "true");
-            }
-            q.finish()
-        },
-    ))
+    proptest::option::of(
+        (
+            proptest::option::of(sel),
+            proptest::option::of(field),
+            any::<bool>(),
+        )
+            .prop_map(|(l, f, w)| {
+                let mut q = form_urlencoded::Serializer::new(String::new());
+                if let Some(l) = l {
+                    q.append_pair("labelSelector", &l);
+                }
+                if let Some(f) = f {
+                    q.append_pair("fieldSelector", &f);
+                }
+                if w {
+                    q.append_pair("watch", "true");
+                }
+                q.finish()
+            }),
+    )
 }
 
 fn subject() -> impl Strategy<Value = Value> {
-    (prop_oneof![Just("User"), Just("Group"), Just("ServiceAccount"), Just("")], name(), proptest::option::of(name()))
+    (
+        prop_oneof![
+            Just("User"),
+            Just("Group"),
+            Just("ServiceAccount"),
+            Just("")
+        ],
+        name(),
+        proptest::option::of(name()),
+    )
         .prop_map(|(k, n, ns)| {
             let mut s = json!({"kind": k, "name": n});
             if let Some(ns) = ns {
@@ -229,7 +260,10 @@ fn body() -> impl Strategy<Value = Value> {
         Just(("rbac.authorization.k8s.io/v1", "ClusterRole")),
         Just(("rbac.authorization.k8s.io/v1", "ClusterRoleBinding")),
         Just(("apiextensions.k8s.io/v1", "CustomResourceDefinition")),
-        Just(("admissionregistration.k8s.io/v1", "ValidatingWebhookConfiguration")),
+        Just((
+            "admissionregistration.k8s.io/v1",
+            "ValidatingWebhookConfiguration"
+        )),
         Just(("networking.k8s.io/v1", "NetworkPolicy")),
         Just(("authorization.k8s.io/v1", "SubjectAccessReview")),
         Just(("authorization.k8s.io/v1", "SelfSubjectAccessReview")),
@@ -319,7 +353,13 @@ fn content_type() -> impl Strategy<Value = &'static str> {
 
 fn request() -> impl Strategy<Value = Req> {
     (
-        prop_oneof![Just("GET"), Just("POST"), Just("PUT"), Just("PATCH"), Just("DELETE")],
+        prop_oneof![
+            Just("GET"),
+            Just("POST"),
+            Just("PUT"),
+            Just("PATCH"),
+            Just("DELETE")
+        ],
         raw_path(),
         query(),
         content_type(),
@@ -338,7 +378,13 @@ fn request() -> impl Strategy<Value = Req> {
             } else {
                 serde_json::to_vec(&b).unwrap()
             };
-            Req { method: m.to_owned(), path: p, query: q, content_type: ct.to_owned(), body }
+            Req {
+                method: m.to_owned(),
+                path: p,
+                query: q,
+                content_type: ct.to_owned(),
+                body,
+            }
         })
 }
 
@@ -359,7 +405,11 @@ fn own(s: &str) -> bool {
 
 /// Another tenant's (or an unprefixed) name where only the tenant's may be.
 fn check_ns(what: &str, v: &str) -> Result<(), String> {
-    if v.is_empty() || own(v) { Ok(()) } else { Err(format!("{what} names namespace {v:?} outside the tenant")) }
+    if v.is_empty() || own(v) {
+        Ok(())
+    } else {
+        Err(format!("{what} names namespace {v:?} outside the tenant"))
+    }
 }
 
 fn check_identity(what: &str, kind: &str, v: &str) -> Result<(), String> {
@@ -368,7 +418,13 @@ fn check_identity(what: &str, kind: &str, v: &str) -> Result<(), String> {
         || v.starts_with("system:serviceaccounts:foofoo-")
         || v.starts_with("system:serviceaccount:foofoo-")
         || (kind == "ServiceAccount" && !v.contains(':'));
-    if ok { Ok(()) } else { Err(format!("{what}: {kind} {v:?} is not an identity of the tenant")) }
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "{what}: {kind} {v:?} is not an identity of the tenant"
+        ))
+    }
 }
 
 fn check_group(what: &str, g: &str) -> Result<(), String> {
@@ -382,22 +438,33 @@ fn check_group(what: &str, g: &str) -> Result<(), String> {
 fn check_body(v: &Value, path: &str, kind: &str) -> Result<(), String> {
     match v {
         Value::Object(m) => {
+            // RBAC reads `namespace` only on ServiceAccount subjects.
+            let user_or_group_subject = path.contains("/subjects/")
+                && matches!(
+                    m.get("kind").and_then(Value::as_str),
+                    Some("User" | "Group")
+                );
             for (k, x) in m {
                 let p = format!("{path}/{k}");
                 match (k.as_str(), x) {
+                    ("namespace", Value::String(_)) if user_or_group_subject => {}
                     ("namespace", Value::String(s)) => check_ns(&p, s)?,
                     ("namespaces", Value::Array(a)) => {
                         for s in a.iter().filter_map(Value::as_str) {
                             check_ns(&p, s)?;
                         }
                     }
-                    ("apiVersion", Value::String(s)) => check_group(&p, s.rsplit_once('/').map_or("", |x| x.0))?,
+                    ("apiVersion", Value::String(s)) => {
+                        check_group(&p, s.rsplit_once('/').map_or("", |x| x.0))?
+                    }
                     ("apiGroups", Value::Array(a)) => {
                         for s in a.iter().filter_map(Value::as_str) {
                             check_group(&p, s)?;
                         }
                     }
-                    ("group", Value::String(s)) if path.ends_with("/spec") || path.ends_with("resourceAttributes") => {
+                    ("group", Value::String(s))
+                        if path.ends_with("/spec") || path.ends_with("resourceAttributes") =>
+                    {
                         check_group(&p, s)?;
                     }
                     ("labels", Value::Object(l)) => {
@@ -406,7 +473,10 @@ fn check_body(v: &Value, path: &str, kind: &str) -> Result<(), String> {
                         {
                             return Err(format!("{p}: tenant label {t}"));
                         }
-                        if kind == "ClusterRole" && l.keys().any(|k| k.starts_with("rbac.authorization.k8s.io/aggregate-to-")) {
+                        if kind == "ClusterRole"
+                            && l.keys()
+                                .any(|k| k.starts_with("rbac.authorization.k8s.io/aggregate-to-"))
+                        {
                             return Err(format!("{p}: aggregation label into platform roles"));
                         }
                     }
@@ -423,14 +493,17 @@ fn check_body(v: &Value, path: &str, kind: &str) -> Result<(), String> {
                     ("roleRef", Value::Object(r)) => {
                         let n = r.get("name").and_then(Value::as_str).unwrap_or("");
                         let k = r.get("kind").and_then(Value::as_str).unwrap_or("");
-                        let shared = kind == "RoleBinding" && ["admin", "edit", "view"].contains(&n);
+                        let shared =
+                            kind == "RoleBinding" && ["admin", "edit", "view"].contains(&n);
                         if k == "ClusterRole" && !own(n) && !shared && !n.is_empty() {
                             return Err(format!("{p}: roleRef to ClusterRole {n:?}"));
                         }
                     }
                     // spec.user means something only in (Local)SubjectAccessReviews.
                     ("user", Value::String(u))
-                        if path.ends_with("/spec") && (kind == "SubjectAccessReview" || kind == "LocalSubjectAccessReview") =>
+                        if path.ends_with("/spec")
+                            && (kind == "SubjectAccessReview"
+                                || kind == "LocalSubjectAccessReview") =>
                     {
                         check_identity(&p, "User", u)?
                     }
@@ -443,7 +516,9 @@ fn check_body(v: &Value, path: &str, kind: &str) -> Result<(), String> {
         Value::Array(a) => {
             for (i, x) in a.iter().enumerate() {
                 // json-patch operations.
-                if let (Some(op_path), Some(val)) = (x.get("path").and_then(Value::as_str), x.get("value")) {
+                if let (Some(op_path), Some(val)) =
+                    (x.get("path").and_then(Value::as_str), x.get("value"))
+                {
                     if op_path.ends_with("/namespace")
                         && let Some(s) = val.as_str()
                     {
@@ -473,7 +548,8 @@ fn pct_decode(s: &str) -> String {
     while i < b.len() {
         if b[i] == b'%'
             && i + 2 < b.len()
-            && let Ok(x) = u8::from_str_radix(std::str::from_utf8(&b[i + 1..i + 3]).unwrap_or("zz"), 16)
+            && let Ok(x) =
+                u8::from_str_radix(std::str::from_utf8(&b[i + 1..i + 3]).unwrap_or("zz"), 16)
         {
             out.push(x);
             i += 3;
@@ -487,7 +563,10 @@ fn pct_decode(s: &str) -> String {
 
 /// The upstream path and query: namespaces, groups, prefixed names, selectors.
 fn check_upstream_path(p: &paddock_core::Plan) -> Result<(), String> {
-    let (path, q) = p.upstream_path_and_query.split_once('?').unwrap_or((&p.upstream_path_and_query, ""));
+    let (path, q) = p
+        .upstream_path_and_query
+        .split_once('?')
+        .unwrap_or((&p.upstream_path_and_query, ""));
     let segs: Vec<String> = path.split('/').map(pct_decode).collect();
     for (i, s) in segs.iter().enumerate() {
         if s == ".." || s == "." {
@@ -504,7 +583,10 @@ fn check_upstream_path(p: &paddock_core::Plan) -> Result<(), String> {
         }
     }
     if let Some(info) = &p.resource {
-        if p.request.verb != paddock_core::Verb::Connect && info.resource == "nodes" && path.contains("/proxy") {
+        if p.request.verb != paddock_core::Verb::Connect
+            && info.resource == "nodes"
+            && path.contains("/proxy")
+        {
             return Err("nodes/proxy planned".into());
         }
         if info.resource == "namespaces" && segs.len() > 4 && segs[3] == "namespaces" {
@@ -517,11 +599,20 @@ fn check_upstream_path(p: &paddock_core::Plan) -> Result<(), String> {
             && let Some(rp) = rp
             && rp.name.is_some()
         {
-            let at = segs.iter().rposition(|x| *x == info.resource).map_or(segs.len(), |i| i + 1);
+            let at = segs
+                .iter()
+                .rposition(|x| *x == info.resource)
+                .map_or(segs.len(), |i| i + 1);
             let n = segs.get(at).map_or("", String::as_str);
-            let n = if info.is_crd() { n.split_once('.').map_or("", |x| x.1) } else { n };
+            let n = if info.is_crd() {
+                n.split_once('.').map_or("", |x| x.1)
+            } else {
+                n
+            };
             if !own(n) {
-                return Err(format!("cluster-scoped name {n:?} outside the tenant in {path}"));
+                return Err(format!(
+                    "cluster-scoped name {n:?} outside the tenant in {path}"
+                ));
             }
         }
         // Lists of prefixed kinds carry the tenant label term; no selector names another tenant.
@@ -529,8 +620,14 @@ fn check_upstream_path(p: &paddock_core::Plan) -> Result<(), String> {
         let proxied = p.subresource() == Some("proxy");
         for (k, v) in form_urlencoded::parse(q.as_bytes()).filter(|_| !proxied) {
             if k == "labelSelector" {
-                let tenant_terms: Vec<&str> = v.split(',').filter(|t| t.contains("paddock.io/tenant")).collect();
-                if tenant_terms.iter().any(|t| *t != "paddock.io/tenant=foofoo") {
+                let tenant_terms: Vec<&str> = v
+                    .split(',')
+                    .filter(|t| t.contains("paddock.io/tenant"))
+                    .collect();
+                if tenant_terms
+                    .iter()
+                    .any(|t| *t != "paddock.io/tenant=foofoo")
+                {
                     return Err(format!("label selector {v:?}"));
                 }
                 if info.resource == "namespaces"
@@ -538,7 +635,9 @@ fn check_upstream_path(p: &paddock_core::Plan) -> Result<(), String> {
                     && v.contains("barbar-")
                     && !v.contains("foofoo-barbar-")
                 {
-                    return Err(format!("label selector names another tenant's namespace: {v:?}"));
+                    return Err(format!(
+                        "label selector names another tenant's namespace: {v:?}"
+                    ));
                 }
             }
             if k == "fieldSelector" {
@@ -546,7 +645,8 @@ fn check_upstream_path(p: &paddock_core::Plan) -> Result<(), String> {
                     if let Some((f, val)) = term.split_once('=') {
                         let f = f.trim_end_matches('!').trim_end_matches('=');
                         let val = val.trim_start_matches('=');
-                        if (f.ends_with(".namespace") || (f == "metadata.name" && info.resource == "namespaces"))
+                        if (f.ends_with(".namespace")
+                            || (f == "metadata.name" && info.resource == "namespaces"))
                             && !val.is_empty()
                             && !own(val)
                         {
@@ -557,7 +657,10 @@ fn check_upstream_path(p: &paddock_core::Plan) -> Result<(), String> {
             }
         }
         if info.prefixes_name()
-            && matches!(p.request.verb, paddock_core::Verb::List | paddock_core::Verb::Watch)
+            && matches!(
+                p.request.verb,
+                paddock_core::Verb::List | paddock_core::Verb::Watch
+            )
             && !q.contains("paddock.io%2Ftenant%3Dfoofoo")
         {
             return Err(format!("cluster-scoped list without the tenant term: {q}"));
@@ -568,26 +671,48 @@ fn check_upstream_path(p: &paddock_core::Plan) -> Result<(), String> {
 
 /// The whole request path, as the server runs it. Ok(true) when the request was accepted.
 fn drive(ctx: &TenantContext, r: &Req) -> Result<bool, String> {
-    let Ok(parsed) = parse_request(&r.method, &r.path, r.query.as_deref()) else { return Ok(false) };
-    let Ok(p) = plan(ctx, parsed) else { return Ok(false) };
+    let Ok(parsed) = parse_request(&r.method, &r.path, r.query.as_deref()) else {
+        return Ok(false);
+    };
+    let Ok(p) = plan(ctx, parsed) else {
+        return Ok(false);
+    };
     check_upstream_path(&p)?;
     if p.needs_body_translation {
-        let Ok((body, ct)) = translate_request_body(ctx, &p, &r.content_type, &r.body) else { return Ok(true) };
+        let Ok((body, ct)) = translate_request_body(ctx, &p, &r.content_type, &r.body) else {
+            return Ok(true);
+        };
         let v: Value = if ct.contains("yaml") {
             serde_norway::from_slice(&body).map_err(|e| format!("upstream yaml body: {e}"))?
         } else {
             serde_json::from_slice(&body).map_err(|e| format!("upstream body is not JSON: {e}"))?
         };
         let kind = v["kind"].as_str().unwrap_or("").to_owned();
-        let kind = if kind.is_empty() { p.resource.as_ref().map(|i| i.kind.clone()).unwrap_or_default() } else { kind };
+        let kind = if kind.is_empty() {
+            p.resource
+                .as_ref()
+                .map(|i| i.kind.clone())
+                .unwrap_or_default()
+        } else {
+            kind
+        };
         check_body(&v, "", &kind).map_err(|e| format!("{e}\n  upstream body: {v}"))?;
     }
     Ok(true)
 }
 
-fn run_cases(cases: u32, seed: Option<[u8; 32]>, count: &AtomicU64, accepted: &AtomicU64) -> Result<(), String> {
+fn run_cases(
+    cases: u32,
+    seed: Option<[u8; 32]>,
+    count: &AtomicU64,
+    accepted: &AtomicU64,
+) -> Result<(), String> {
     let ctx = ctx();
-    let cfg = Config { cases, failure_persistence: None, ..Config::default() };
+    let cfg = Config {
+        cases,
+        failure_persistence: None,
+        ..Config::default()
+    };
     let mut runner = match seed {
         Some(s) => TestRunner::new_with_rng(cfg, TestRng::from_seed(RngAlgorithm::ChaCha, &s)),
         None => TestRunner::new(cfg),
@@ -601,7 +726,12 @@ fn run_cases(cases: u32, seed: Option<[u8; 32]>, count: &AtomicU64, accepted: &A
                     Ok(())
                 }
                 Ok(false) => Ok(()),
-                Err(e) => Err(TestCaseError::fail(format!("{e}\n  request: {} {}?{}", r.method, r.path, r.query.clone().unwrap_or_default()))),
+                Err(e) => Err(TestCaseError::fail(format!(
+                    "{e}\n  request: {} {}?{}",
+                    r.method,
+                    r.path,
+                    r.query.clone().unwrap_or_default()
+                ))),
             }
         })
         .map_err(|e| e.to_string())
@@ -612,7 +742,10 @@ fn no_generated_request_names_anything_outside_the_tenant() {
     let count = AtomicU64::new(0);
     let accepted = AtomicU64::new(0);
     let t0 = Instant::now();
-    match std::env::var("PADDOCK_PROPTEST_SECONDS").ok().and_then(|s| s.parse::<u64>().ok()) {
+    match std::env::var("PADDOCK_PROPTEST_SECONDS")
+        .ok()
+        .and_then(|s| s.parse::<u64>().ok())
+    {
         Some(secs) => {
             let deadline = Duration::from_secs(secs);
             let mut round: u64 = 0;
@@ -627,7 +760,10 @@ fn no_generated_request_names_anything_outside_the_tenant() {
             }
         }
         None => {
-            let cases = std::env::var("PROPTEST_CASES").ok().and_then(|s| s.parse().ok()).unwrap_or(2_000);
+            let cases = std::env::var("PROPTEST_CASES")
+                .ok()
+                .and_then(|s| s.parse().ok())
+                .unwrap_or(2_000);
             if let Err(e) = run_cases(cases, None, &count, &accepted) {
                 panic!("escape: {e}");
             }
@@ -645,14 +781,24 @@ fn no_generated_request_names_anything_outside_the_tenant() {
 #[ignore]
 fn rejection_reasons() {
     let ctx = ctx();
-    let mut runner = TestRunner::new(Config { cases: 500, failure_persistence: None, ..Config::default() });
+    let mut runner = TestRunner::new(Config {
+        cases: 500,
+        failure_persistence: None,
+        ..Config::default()
+    });
     let mut reasons = std::collections::BTreeMap::<String, u32>::new();
     for _ in 0..500 {
         let r = request().new_tree(&mut runner).unwrap().current();
         let key = match parse_request(&r.method, &r.path, r.query.as_deref()) {
-            Err(e) => format!("parse: {}", e.to_string().chars().take(50).collect::<String>()),
+            Err(e) => format!(
+                "parse: {}",
+                e.to_string().chars().take(50).collect::<String>()
+            ),
             Ok(p) => match plan(&ctx, p) {
-                Err(e) => format!("plan: {}", e.to_string().chars().take(50).collect::<String>()),
+                Err(e) => format!(
+                    "plan: {}",
+                    e.to_string().chars().take(50).collect::<String>()
+                ),
                 Ok(_) => "ok".into(),
             },
         };

@@ -587,3 +587,37 @@ fn splice_fast_path_agrees_with_dom() {
         "fast {fast}, fallback {fell_back}"
     );
 }
+
+#[test]
+fn other_tenants_object_is_not_found_and_odd_bodies_are_handled() {
+    let ctx = ctx();
+    let f = fixture("object_pod");
+    let theirs = String::from_utf8(read("object_pod"))
+        .unwrap()
+        .replace("foofoo-", "barbar-");
+    let err = rewrite(&ctx, &f, theirs.as_bytes(), 100).unwrap_err();
+    assert_eq!(err.http_code(), 404);
+
+    // Protobuf where JSON was negotiated: refused, never passed through.
+    let p = plan_for(&ctx, &f);
+    let mut rw = response_rewriter(&ctx, &p, 200, "application/vnd.kubernetes.protobuf");
+    assert!(rw.feed(b"k8s\0", &mut Vec::new()).is_err());
+
+    // A plain-text error naming another tenant's namespace.
+    let mut rw = response_rewriter(&ctx, &p, 500, "text/plain");
+    let mut out = Vec::new();
+    rw.feed(
+        b"etcd timeout reading barbar-default/app-1 for foofoo-default",
+        &mut out,
+    )
+    .unwrap();
+    rw.finish(&mut out).unwrap();
+    let s = String::from_utf8(out).unwrap();
+    assert!(!s.contains("barbar") && s.ends_with(" for default"), "{s}");
+
+    // Upgrades and 304s carry no body of ours.
+    let mut rw = response_rewriter(&ctx, &p, 101, "");
+    let mut out = Vec::new();
+    rw.feed(b"\x82\x01x", &mut out).unwrap();
+    assert_eq!(out, b"\x82\x01x");
+}

@@ -58,7 +58,11 @@ impl Caller {
 }
 
 /// Authenticates one request from the connection's peer certificate.
-pub fn authenticate(peer: Option<&Arc<PeerCert>>, cache: &StoreCache, now: SystemTime) -> Result<Caller, ServerError> {
+pub fn authenticate(
+    peer: Option<&Arc<PeerCert>>,
+    cache: &StoreCache,
+    now: SystemTime,
+) -> Result<Caller, ServerError> {
     let Some(cert) = peer else {
         return Err(ServerError::Unauthorized(
             "a client certificate issued by paddock is required".into(),
@@ -83,12 +87,20 @@ pub fn authenticate(peer: Option<&Arc<PeerCert>>, cache: &StoreCache, now: Syste
         )));
     }
     let Some(tid) = &cert.tenant else {
-        return Ok(Caller::Admin { user: cert.user.clone(), serial: cert.serial_hex.clone() });
+        return Ok(Caller::Admin {
+            user: cert.user.clone(),
+            serial: cert.serial_hex.clone(),
+        });
     };
-    let tenant = TenantId::parse(tid)
-        .map_err(|_| ServerError::Unauthorized(format!("the client certificate names an invalid tenant {tid:?}")))?;
+    let tenant = TenantId::parse(tid).map_err(|_| {
+        ServerError::Unauthorized(format!(
+            "the client certificate names an invalid tenant {tid:?}"
+        ))
+    })?;
     match cache.tenant(tenant.as_str()) {
-        None => Err(ServerError::Unauthorized(format!("tenant {tenant} does not exist"))),
+        None => Err(ServerError::Unauthorized(format!(
+            "tenant {tenant} does not exist"
+        ))),
         Some(rec) => match rec.phase {
             TenantPhase::Active => Ok(Caller::Tenant {
                 tenant,
@@ -96,8 +108,12 @@ pub fn authenticate(peer: Option<&Arc<PeerCert>>, cache: &StoreCache, now: Syste
                 groups: cert.groups.clone(),
                 serial: cert.serial_hex.clone(),
             }),
-            TenantPhase::Suspended => Err(ServerError::Unauthorized(format!("tenant {tenant} is suspended"))),
-            TenantPhase::Terminating => Err(ServerError::Unauthorized(format!("tenant {tenant} is being deleted"))),
+            TenantPhase::Suspended => Err(ServerError::Unauthorized(format!(
+                "tenant {tenant} is suspended"
+            ))),
+            TenantPhase::Terminating => Err(ServerError::Unauthorized(format!(
+                "tenant {tenant} is being deleted"
+            ))),
         },
     }
 }
@@ -127,7 +143,10 @@ pub async fn authenticate_request(
     let token = headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")))
+        .and_then(|v| {
+            v.strip_prefix("Bearer ")
+                .or_else(|| v.strip_prefix("bearer "))
+        })
         .map(str::trim)
         .filter(|t| !t.is_empty());
     match token {
@@ -168,19 +187,35 @@ pub async fn authenticate_token(state: &AppState, token: &str) -> Result<Caller,
     let (tenant, user) = result.map_err(ServerError::Unauthorized)?;
     // The tenant's state is checked on every request, like for certificates.
     match state.cache.tenant(tenant.as_str()).map(|r| r.phase) {
-        Some(TenantPhase::Active) => Ok(Caller::Tenant { tenant, user, groups: Vec::new(), serial: "serviceaccount-token".into() }),
-        Some(_) => Err(ServerError::Unauthorized(format!("tenant {tenant} is not active"))),
-        None => Err(ServerError::Unauthorized("the service account token does not belong to a tenant".into())),
+        Some(TenantPhase::Active) => Ok(Caller::Tenant {
+            tenant,
+            user,
+            groups: Vec::new(),
+            serial: "serviceaccount-token".into(),
+        }),
+        Some(_) => Err(ServerError::Unauthorized(format!(
+            "tenant {tenant} is not active"
+        ))),
+        None => Err(ServerError::Unauthorized(
+            "the service account token does not belong to a tenant".into(),
+        )),
     }
 }
 
 /// One TokenReview upstream; `Ok(Err(reason))` is a refusal (cached like a success).
-async fn review_token(state: &AppState, token: &str) -> Result<Result<(TenantId, String), String>, ServerError> {
+async fn review_token(
+    state: &AppState,
+    token: &str,
+) -> Result<Result<(TenantId, String), String>, ServerError> {
     let body = json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "spec": {"token": token}});
     let bytes = serde_json::to_vec(&body).map_err(|e| ServerError::Internal(e.to_string()))?;
     let req = Request::builder()
         .method(Method::POST)
-        .uri(state.upstream.uri("/apis/authentication.k8s.io/v1/tokenreviews")?)
+        .uri(
+            state
+                .upstream
+                .uri("/apis/authentication.k8s.io/v1/tokenreviews")?,
+        )
         .header(header::CONTENT_TYPE, "application/json")
         .header(header::ACCEPT, "application/json")
         .body(crate::body::full_up(bytes::Bytes::from(bytes)))
@@ -189,9 +224,12 @@ async fn review_token(state: &AppState, token: &str) -> Result<Result<(TenantId,
     let status = resp.status();
     let raw = crate::body::collect_limited(resp.into_body(), 1 << 20).await?;
     if !status.is_success() {
-        return Err(ServerError::Upstream(format!("TokenReview upstream failed: {status}")));
+        return Err(ServerError::Upstream(format!(
+            "TokenReview upstream failed: {status}"
+        )));
     }
-    let v: Value = serde_json::from_slice(&raw).map_err(|e| ServerError::Upstream(format!("TokenReview: {e}")))?;
+    let v: Value = serde_json::from_slice(&raw)
+        .map_err(|e| ServerError::Upstream(format!("TokenReview: {e}")))?;
     if v["status"]["authenticated"].as_bool() != Some(true) {
         return Ok(Err("the bearer token is not valid".into()));
     }
@@ -201,17 +239,37 @@ async fn review_token(state: &AppState, token: &str) -> Result<Result<(TenantId,
 
 /// `system:serviceaccount:<tid>-<ns>:<sa>` -> (tenant, `system:serviceaccount:<ns>:<sa>`), if
 /// the namespace exists upstream and carries the tenant's label.
-async fn map_service_account(state: &AppState, username: &str) -> Result<(TenantId, String), String> {
-    let refuse = || format!("only service accounts of tenant namespaces can use paddock (token of {username:?})");
-    let rest = username.strip_prefix("system:serviceaccount:").ok_or_else(refuse)?;
+async fn map_service_account(
+    state: &AppState,
+    username: &str,
+) -> Result<(TenantId, String), String> {
+    let refuse = || {
+        format!(
+            "only service accounts of tenant namespaces can use paddock (token of {username:?})"
+        )
+    };
+    let rest = username
+        .strip_prefix("system:serviceaccount:")
+        .ok_or_else(refuse)?;
     let (up_ns, sa) = rest.split_once(':').ok_or_else(refuse)?;
-    let tid = up_ns.get(..6).filter(|_| up_ns.as_bytes().get(6) == Some(&b'-')).ok_or_else(refuse)?;
+    let tid = up_ns
+        .get(..6)
+        .filter(|_| up_ns.as_bytes().get(6) == Some(&b'-'))
+        .ok_or_else(refuse)?;
     let tenant = TenantId::parse(tid).map_err(|_| refuse())?;
     let ns = tenant.strip(up_ns).ok_or_else(refuse)?;
-    let owner = crate::upjson::call(&state.upstream, Method::GET, &format!("/api/v1/namespaces/{up_ns}"), None, None)
-        .await
-        .map_err(|e| format!("checking the namespace of the service account: {e}"))?;
-    if owner.body["metadata"]["labels"][paddock_core::TENANT_LABEL].as_str() != Some(tenant.as_str()) {
+    let owner = crate::upjson::call(
+        &state.upstream,
+        Method::GET,
+        &format!("/api/v1/namespaces/{up_ns}"),
+        None,
+        None,
+    )
+    .await
+    .map_err(|e| format!("checking the namespace of the service account: {e}"))?;
+    if owner.body["metadata"]["labels"][paddock_core::TENANT_LABEL].as_str()
+        != Some(tenant.as_str())
+    {
         return Err(refuse());
     }
     Ok((tenant.clone(), format!("system:serviceaccount:{ns}:{sa}")))

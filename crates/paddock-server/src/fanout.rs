@@ -25,8 +25,12 @@ const MAX_NAMESPACE_LIST_BYTES: usize = 256 << 20;
 
 /// Is this a list or watch of a namespaced kind across all namespaces?
 pub fn is_cluster_wide_namespaced(plan: &Plan) -> bool {
-    let Some(info) = &plan.resource else { return false };
-    let paddock_core::ApiPath::Resource(rp) = &plan.request.path else { return false };
+    let Some(info) = &plan.resource else {
+        return false;
+    };
+    let paddock_core::ApiPath::Resource(rp) = &plan.request.path else {
+        return false;
+    };
     matches!(info.scope, Scope::Namespaced)
         && rp.namespace.is_none()
         && rp.name.is_none()
@@ -34,8 +38,14 @@ pub fn is_cluster_wide_namespaced(plan: &Plan) -> bool {
 }
 
 /// The tenant's namespaces, as upstream names.
-pub async fn tenant_namespaces(state: &AppState, ctx: &TenantContext) -> Result<Vec<String>, ServerError> {
-    let path = format!("/api/v1/namespaces?labelSelector={}", urlenc(&ctx.tenant.tenant_label_selector()));
+pub async fn tenant_namespaces(
+    state: &AppState,
+    ctx: &TenantContext,
+) -> Result<Vec<String>, ServerError> {
+    let path = format!(
+        "/api/v1/namespaces?labelSelector={}",
+        urlenc(&ctx.tenant.tenant_label_selector())
+    );
     let req = Request::builder()
         .method(Method::GET)
         .uri(state.upstream.uri(&path)?)
@@ -46,15 +56,21 @@ pub async fn tenant_namespaces(state: &AppState, ctx: &TenantContext) -> Result<
     let status = resp.status();
     let body = collect_limited(resp.into_body(), MAX_NAMESPACE_LIST_BYTES).await?;
     if !status.is_success() {
-        return Err(ServerError::Upstream(format!("listing the tenant's namespaces upstream: {status}")));
+        return Err(ServerError::Upstream(format!(
+            "listing the tenant's namespaces upstream: {status}"
+        )));
     }
-    let v: Value = serde_json::from_slice(&body).map_err(|e| ServerError::Upstream(format!("namespace list: {e}")))?;
+    let v: Value = serde_json::from_slice(&body)
+        .map_err(|e| ServerError::Upstream(format!("namespace list: {e}")))?;
     let prefix = ctx.tenant.prefix();
     let mut names: Vec<String> = v["items"]
         .as_array()
         .map(|items| {
             items
                 .iter()
+                // A terminating namespace is left out: its RoleBindings may already be gone,
+                // and one spurious refusal would fail the whole cluster-wide read.
+                .filter(|i| i["metadata"]["deletionTimestamp"].is_null())
                 .filter_map(|i| i["metadata"]["name"].as_str())
                 // The label says tenant; the exact prefix check makes sure.
                 .filter(|n| n.starts_with(&prefix))
@@ -82,11 +98,16 @@ fn form_urlencoded_byte_serialize(s: &str) -> String {
     out
 }
 
-
 /// The tenant's request path with `/namespaces/<ns>` inserted.
 fn namespaced_path(plan: &Plan, ns: &str) -> Option<String> {
-    let paddock_core::ApiPath::Resource(rp) = &plan.request.path else { return None };
-    let base = if rp.group.is_empty() { format!("/api/{}", rp.version) } else { format!("/apis/{}/{}", rp.group, rp.version) };
+    let paddock_core::ApiPath::Resource(rp) = &plan.request.path else {
+        return None;
+    };
+    let base = if rp.group.is_empty() {
+        format!("/api/{}", rp.version)
+    } else {
+        format!("/apis/{}/{}", rp.group, rp.version)
+    };
     Some(format!("{base}/namespaces/{ns}/{}", rp.resource))
 }
 
@@ -119,11 +140,15 @@ pub async fn serve(
 ) -> Result<Response<ResBody>, ServerError> {
     let namespaces = tenant_namespaces(state, ctx).await?;
     let query = per_namespace_query(plan);
-    let method = plan.request.verb.clone();
+    let method = plan.request.verb;
     let mut plans = Vec::with_capacity(namespaces.len());
     for up_ns in &namespaces {
-        let Some(ns) = ctx.tenant.strip(up_ns) else { continue };
-        let Some(path) = namespaced_path(plan, ns) else { continue };
+        let Some(ns) = ctx.tenant.strip(up_ns) else {
+            continue;
+        };
+        let Some(path) = namespaced_path(plan, ns) else {
+            continue;
+        };
         let parsed = paddock_core::parse_request("GET", &path, Some(&query))?;
         let mut p = paddock_core::plan(ctx, parsed)?;
         p.response = paddock_core::response_kind_for(&p, accept);
@@ -143,8 +168,8 @@ async fn send_one(
     user: &str,
     groups: &[String],
     accept: &str,
-    long: bool,
-) -> Result<Response<hyper::body::Incoming>, ServerError> {
+    watch: bool,
+) -> Result<(Response<hyper::body::Incoming>, Option<crate::upstream::StreamSlot>), ServerError> {
     let mut req = Request::builder()
         .method(Method::GET)
         .uri(state.upstream.uri(&p.upstream_path_and_query)?)
@@ -152,7 +177,12 @@ async fn send_one(
         .body(crate::body::empty_up())
         .map_err(|e| ServerError::Internal(e.to_string()))?;
     add_impersonation(req.headers_mut(), tenant, user, groups)?;
-    state.upstream.send(req, long).await
+    if watch {
+        // The watch pool; the slot lives as long as the stream.
+        let (resp, slot) = state.upstream.send_watch(req).await?;
+        return Ok((resp, Some(slot)));
+    }
+    Ok((state.upstream.send(req, false).await?, None))
 }
 
 async fn serve_list(
@@ -169,9 +199,14 @@ async fn serve_list(
     let mut collected: Vec<Value> = Vec::new();
     let mut content_type = String::from("application/json");
     for p in &plans {
-        let resp = send_one(state, p, &ctx.tenant, user, groups, accept, false).await?;
+        let (resp, _) = send_one(state, p, &ctx.tenant, user, groups, accept, false).await?;
         let status = resp.status();
-        let ct = resp.headers().get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("").to_string();
+        let ct = resp
+            .headers()
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .to_string();
         let raw = collect_limited(resp.into_body(), MAX_NAMESPACE_LIST_BYTES).await?;
         let mut rw = paddock_core::response_rewriter(ctx, p, status.as_u16(), &ct);
         let mut out = Vec::with_capacity(raw.len());
@@ -182,12 +217,15 @@ async fn serve_list(
             // grant would.
             let mut r = Response::new(crate::body::full(out));
             *r.status_mut() = status;
-            r.headers_mut().insert(header::CONTENT_TYPE, http::HeaderValue::from_static("application/json"));
+            r.headers_mut().insert(
+                header::CONTENT_TYPE,
+                http::HeaderValue::from_static("application/json"),
+            );
             return Ok(r);
         }
         content_type = ct;
-        let mut v: Value =
-            serde_json::from_slice(&out).map_err(|e| ServerError::Internal(format!("merging lists: {e}")))?;
+        let mut v: Value = serde_json::from_slice(&out)
+            .map_err(|e| ServerError::Internal(format!("merging lists: {e}")))?;
         let key = if table { "rows" } else { "items" };
         if let Some(items) = v.get_mut(key).and_then(Value::as_array_mut) {
             collected.append(items);
@@ -214,7 +252,8 @@ async fn serve_list(
     let mut r = Response::new(crate::body::full(body));
     r.headers_mut().insert(
         header::CONTENT_TYPE,
-        http::HeaderValue::from_str(&content_type).unwrap_or(http::HeaderValue::from_static("application/json")),
+        http::HeaderValue::from_str(&content_type)
+            .unwrap_or(http::HeaderValue::from_static("application/json")),
     );
     Ok(r)
 }
@@ -229,7 +268,11 @@ fn empty_list(plan: &Plan, table: bool) -> Value {
     }
     let (api_version, kind) = match &plan.resource {
         Some(r) => (
-            if r.group.is_empty() { r.version.clone() } else { format!("{}/{}", r.group, r.version) },
+            if r.group.is_empty() {
+                r.version.clone()
+            } else {
+                format!("{}/{}", r.group, r.version)
+            },
             format!("{}List", r.kind),
         ),
         None => ("v1".to_string(), "List".to_string()),
@@ -249,9 +292,14 @@ async fn serve_watch(
     let mut content_type = String::from("application/json");
     let guard = Arc::new(crate::metrics::WatchGuard::open(state.metrics.clone()));
     for p in plans {
-        let resp = send_one(state, &p, &ctx.tenant, user, groups, accept, true).await?;
+        let (resp, slot) = send_one(state, &p, &ctx.tenant, user, groups, accept, true).await?;
         let status = resp.status();
-        let ct = resp.headers().get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("").to_string();
+        let ct = resp
+            .headers()
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .to_string();
         if !status.is_success() {
             let raw = collect_limited(resp.into_body(), 1 << 20).await?;
             let mut rw = paddock_core::response_rewriter(ctx, &p, status.as_u16(), &ct);
@@ -260,7 +308,10 @@ async fn serve_watch(
             rw.finish(&mut out)?;
             let mut r = Response::new(crate::body::full(out));
             *r.status_mut() = status;
-            r.headers_mut().insert(header::CONTENT_TYPE, http::HeaderValue::from_static("application/json"));
+            r.headers_mut().insert(
+                header::CONTENT_TYPE,
+                http::HeaderValue::from_static("application/json"),
+            );
             return Ok(r);
         }
         content_type = ct.clone();
@@ -270,6 +321,7 @@ async fn serve_watch(
         let shutdown = state.shutdown.clone();
         tokio::spawn(async move {
             let _guard = guard;
+            let _slot = slot;
             let mut body = resp.into_body();
             loop {
                 let frame = tokio::select! {
@@ -279,7 +331,9 @@ async fn serve_watch(
                 };
                 let Some(frame) = frame else { break };
                 let Ok(frame) = frame else { break };
-                let Ok(data) = frame.into_data() else { continue };
+                let Ok(data) = frame.into_data() else {
+                    continue;
+                };
                 let mut out = Vec::new();
                 if let Err(e) = rw.feed(&data, &mut out) {
                     let _ = tx.send(Err(Box::new(e))).await;
@@ -297,7 +351,8 @@ async fn serve_watch(
     *r.status_mut() = StatusCode::OK;
     r.headers_mut().insert(
         header::CONTENT_TYPE,
-        http::HeaderValue::from_str(&content_type).unwrap_or(http::HeaderValue::from_static("application/json")),
+        http::HeaderValue::from_str(&content_type)
+            .unwrap_or(http::HeaderValue::from_static("application/json")),
     );
     Ok(r)
 }
@@ -307,9 +362,13 @@ struct ChannelStream {
 }
 
 impl ChannelStream {
-    fn map_frames(self) -> impl futures_util::Stream<Item = Result<http_body::Frame<Bytes>, BoxError>> + Send {
+    fn map_frames(
+        self,
+    ) -> impl futures_util::Stream<Item = Result<http_body::Frame<Bytes>, BoxError>> + Send {
         futures_util::stream::unfold(self.rx, |mut rx| async move {
-            rx.recv().await.map(|item| (item.map(http_body::Frame::data), rx))
+            rx.recv()
+                .await
+                .map(|item| (item.map(http_body::Frame::data), rx))
         })
     }
 }

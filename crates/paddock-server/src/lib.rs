@@ -139,7 +139,7 @@ pub async fn run(config: ServerConfig, shutdown: CancellationToken) -> Result<()
                     }
                 }
                 n += 1;
-                if n % 6 == 0
+                if n.is_multiple_of(6)
                     && let Err(e) = state.catalogs.refresh(&state.upstream).await
                 {
                     tracing::warn!(error = %e, "discovery refresh failed");

@@ -12,7 +12,8 @@ use crate::upjson;
 use crate::upstream::Upstream;
 
 /// The tenant's default namespaces (its view).
-pub const DEFAULT_NAMESPACES: &[&str] = &["default", "kube-system", "kube-public", "kube-node-lease"];
+pub const DEFAULT_NAMESPACES: &[&str] =
+    &["default", "kube-system", "kube-public", "kube-node-lease"];
 /// In-tenant group of the tenant's administrators.
 pub const TENANT_ADMIN_GROUP: &str = "tenant-admins";
 /// Shared ClusterRole with the cluster-scoped rights of tenant admins. It is bound only to the
@@ -68,7 +69,16 @@ fn managed_labels(t: &TenantId) -> Value {
 /// and label; paddock label-filters lists) and reads of the shared read-only kinds. It grants
 /// nothing inside any namespace.
 pub fn cluster_scope_role() -> Value {
-    let all = json!(["get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"]);
+    let all = json!([
+        "get",
+        "list",
+        "watch",
+        "create",
+        "update",
+        "patch",
+        "delete",
+        "deletecollection"
+    ]);
     let read = json!(["get", "list", "watch"]);
     json!({
         "apiVersion": "rbac.authorization.k8s.io/v1",
@@ -231,13 +241,23 @@ pub fn guard_binding() -> Value {
 
 /// Idempotently installs the platform-wide objects.
 pub async fn bootstrap(up: &Upstream) -> Result<(), ServerError> {
-    upjson::apply(up, &format!("/apis/rbac.authorization.k8s.io/v1/clusterroles/{CLUSTER_SCOPE_ROLE}"), &cluster_scope_role())
-        .await?;
-    upjson::apply(up, &format!("/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies/{GUARD_NAME}"), &guard_policy())
-        .await?;
     upjson::apply(
         up,
-        &format!("/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings/{GUARD_NAME}"),
+        &format!("/apis/rbac.authorization.k8s.io/v1/clusterroles/{CLUSTER_SCOPE_ROLE}"),
+        &cluster_scope_role(),
+    )
+    .await?;
+    upjson::apply(
+        up,
+        &format!("/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies/{GUARD_NAME}"),
+        &guard_policy(),
+    )
+    .await?;
+    upjson::apply(
+        up,
+        &format!(
+            "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings/{GUARD_NAME}"
+        ),
         &guard_binding(),
     )
     .await?;
@@ -248,7 +268,9 @@ pub async fn bootstrap(up: &Upstream) -> Result<(), ServerError> {
 /// tenant's (a reserved id), and the ids reserved by paddock itself.
 pub async fn check_prefix_unused(up: &Upstream, t: &TenantId) -> Result<(), ServerError> {
     if RESERVED_TENANT_IDS.contains(&t.as_str()) {
-        return Err(ServerError::BadRequest(format!("tenant id {t} is reserved by paddock")));
+        return Err(ServerError::BadRequest(format!(
+            "tenant id {t} is reserved by paddock"
+        )));
     }
     let prefix = t.prefix();
     for ns in upjson::list(up, "/api/v1/namespaces").await? {
@@ -307,7 +329,11 @@ pub fn namespace_quota(t: &TenantId, upstream_ns: &str) -> Value {
 /// Makes sure a tenant namespace has what paddock keeps in it: the admins' RoleBinding, the
 /// isolation NetworkPolicy, the quota, the locked pod-security label, and the mirrors of the
 /// tenant's ClusterRoleBindings.
-pub async fn ensure_namespace_binding(up: &Upstream, t: &TenantId, upstream_ns: &str) -> Result<(), ServerError> {
+pub async fn ensure_namespace_binding(
+    up: &Upstream,
+    t: &TenantId,
+    upstream_ns: &str,
+) -> Result<(), ServerError> {
     upjson::apply(
         up,
         &format!("/api/v1/namespaces/{upstream_ns}"),
@@ -316,25 +342,24 @@ pub async fn ensure_namespace_binding(up: &Upstream, t: &TenantId, upstream_ns: 
                                                               "pod-security.kubernetes.io/enforce-version": "latest"}}}),
     )
     .await?;
-    upjson::apply(
-        up,
-        &format!("/apis/rbac.authorization.k8s.io/v1/namespaces/{upstream_ns}/rolebindings/{NAMESPACE_ADMIN_BINDING}"),
-        &namespace_admin_binding(t, upstream_ns),
+    // The namespace (with its locked labels) first; then its contents, side by side (each
+    // is an upstream round trip; tenant creation does this for four namespaces at once).
+    let rb_path = format!("/apis/rbac.authorization.k8s.io/v1/namespaces/{upstream_ns}/rolebindings/{NAMESPACE_ADMIN_BINDING}");
+    let np_path = format!("/apis/networking.k8s.io/v1/namespaces/{upstream_ns}/networkpolicies/{NAMESPACE_NETWORK_POLICY}");
+    let quota_path = format!("/api/v1/namespaces/{upstream_ns}/resourcequotas/{NAMESPACE_QUOTA}");
+    let (rb, np, quota) = (
+        namespace_admin_binding(t, upstream_ns),
+        namespace_network_policy(t, upstream_ns),
+        namespace_quota(t, upstream_ns),
+    );
+    futures_util::future::try_join4(
+        upjson::apply(up, &rb_path, &rb),
+        upjson::apply(up, &np_path, &np),
+        upjson::apply(up, &quota_path, &quota),
+        crate::rbac_sync::sync_namespace(up, t, upstream_ns),
     )
     .await?;
-    upjson::apply(
-        up,
-        &format!("/apis/networking.k8s.io/v1/namespaces/{upstream_ns}/networkpolicies/{NAMESPACE_NETWORK_POLICY}"),
-        &namespace_network_policy(t, upstream_ns),
-    )
-    .await?;
-    upjson::apply(
-        up,
-        &format!("/api/v1/namespaces/{upstream_ns}/resourcequotas/{NAMESPACE_QUOTA}"),
-        &namespace_quota(t, upstream_ns),
-    )
-    .await?;
-    crate::rbac_sync::sync_namespace(up, t, upstream_ns).await
+    Ok(())
 }
 
 /// A tenant's namespace body on its way up (create or update): the pod-security enforce label
@@ -344,16 +369,24 @@ pub fn lock_namespace_labels(body: Vec<u8>, content_type: &str) -> Result<Vec<u8
     if !content_type.starts_with("application/json") {
         return Ok(body);
     }
-    let mut v: Value =
-        serde_json::from_slice(&body).map_err(|e| ServerError::BadRequest(format!("namespace body: {e}")))?;
-    let Some(meta) = v.get_mut("metadata").and_then(Value::as_object_mut) else { return Ok(body) };
+    let mut v: Value = serde_json::from_slice(&body)
+        .map_err(|e| ServerError::BadRequest(format!("namespace body: {e}")))?;
+    let Some(meta) = v.get_mut("metadata").and_then(Value::as_object_mut) else {
+        return Ok(body);
+    };
     let labels = meta.entry("labels").or_insert_with(|| json!({}));
     if labels.is_null() {
         *labels = json!({});
     }
     if let Some(l) = labels.as_object_mut() {
-        l.insert(PSA_ENFORCE_LABEL.into(), Value::String(POD_SECURITY_LEVEL.into()));
-        l.insert(format!("{PSA_ENFORCE_LABEL}-version"), Value::String("latest".into()));
+        l.insert(
+            PSA_ENFORCE_LABEL.into(),
+            Value::String(POD_SECURITY_LEVEL.into()),
+        );
+        l.insert(
+            format!("{PSA_ENFORCE_LABEL}-version"),
+            Value::String("latest".into()),
+        );
     }
     serde_json::to_vec(&v).map_err(|e| ServerError::Internal(e.to_string()))
 }
@@ -373,10 +406,10 @@ pub async fn provision_tenant(up: &Upstream, t: &TenantId) -> Result<(), ServerE
         }),
     )
     .await?;
-    for ns in DEFAULT_NAMESPACES {
-        let up_ns = t.upstream_name(ns);
-        ensure_namespace_binding(up, t, &up_ns).await?;
-    }
+    // The default namespaces side by side: tenant creation is a chain of upstream round
+    // trips, and its latency is what the platform admin waits for (docs/performance.md).
+    let namespaces: Vec<String> = DEFAULT_NAMESPACES.iter().map(|ns| t.upstream_name(ns)).collect();
+    futures_util::future::try_join_all(namespaces.iter().map(|ns| ensure_namespace_binding(up, t, ns))).await?;
     crate::rbac_sync::sync_tenant(up, t).await
 }
 
@@ -396,7 +429,9 @@ fn owned_by(obj: &Value, t: &TenantId, crd: bool) -> bool {
     let name = obj["metadata"]["name"].as_str().unwrap_or_default();
     // Exact `<tid>-` check, never a bare prefix match: `foofoo` must not take `foofoox-...`.
     let prefixed = if crd {
-        obj["spec"]["group"].as_str().is_some_and(|g| g.starts_with(&t.prefix()))
+        obj["spec"]["group"]
+            .as_str()
+            .is_some_and(|g| g.starts_with(&t.prefix()))
     } else {
         name.starts_with(&t.prefix())
     };
@@ -455,7 +490,10 @@ pub async fn delete_tenant_objects(
             progress("all upstream objects removed".into());
             return Ok(());
         }
-        progress(format!("waiting for {} namespace(s) and cluster-scoped objects to go", remaining));
+        progress(format!(
+            "waiting for {} namespace(s) and cluster-scoped objects to go",
+            remaining
+        ));
         if tokio::time::Instant::now() > deadline {
             return Err(ServerError::Unavailable(format!(
                 "tenant {t}: {remaining} upstream object(s) still terminating after {}s; retry the delete",

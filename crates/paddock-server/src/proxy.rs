@@ -38,8 +38,13 @@ const FORWARDED_RESPONSE_HEADERS: &[&str] = &[
     "x-kubernetes-pf-prioritylevel-uid",
     "retry-after",
 ];
-const UPGRADE_RESPONSE_HEADERS: &[&str] =
-    &["connection", "upgrade", "sec-websocket-accept", "sec-websocket-protocol", "x-stream-protocol-version"];
+const UPGRADE_RESPONSE_HEADERS: &[&str] = &[
+    "connection",
+    "upgrade",
+    "sec-websocket-accept",
+    "sec-websocket-protocol",
+    "x-stream-protocol-version",
+];
 
 /// Largest discovery or OpenAPI document paddock buffers to filter.
 const MAX_DOCUMENT_BYTES: usize = 128 << 20;
@@ -52,14 +57,21 @@ pub async fn serve_tenant(
     groups: &[String],
     req: Request<Incoming>,
 ) -> Result<(Response<ResBody>, &'static str), ServerError> {
-    if req.headers().keys().any(|k| k.as_str().starts_with("impersonate-")) {
+    if req
+        .headers()
+        .keys()
+        .any(|k| k.as_str().starts_with("impersonate-"))
+    {
         return Err(ServerError::Forbidden(
             "impersonation (kubectl --as) is not supported through paddock yet; no Impersonate-* header is ever forwarded"
                 .into(),
         ));
     }
     let catalog = state.catalog().await?;
-    let mut ctx = TenantContext { tenant: tenant.clone(), catalog };
+    let mut ctx = TenantContext {
+        tenant: tenant.clone(),
+        catalog,
+    };
     let method = req.method().as_str().to_string();
     let path = req.uri().path().to_string();
     let query = req.uri().query().map(str::to_string);
@@ -69,13 +81,23 @@ pub async fn serve_tenant(
         Err(e) if e.http_code() == 404 => {
             // Maybe a CRD the tenant has just created: re-read discovery once and retry.
             ctx.catalog = state.catalogs.refresh(&state.upstream).await?;
-            paddock_core::plan(&ctx, paddock_core::parse_request(&method, &path, query.as_deref())?)?
+            paddock_core::plan(
+                &ctx,
+                paddock_core::parse_request(&method, &path, query.as_deref())?,
+            )?
         }
         Err(e) => return Err(e.into()),
     };
-    let accept = req.headers().get(header::ACCEPT).and_then(|v| v.to_str().ok()).map(str::to_string);
-    let if_none_match =
-        req.headers().get(header::IF_NONE_MATCH).and_then(|v| v.to_str().ok()).map(str::to_string);
+    let accept = req
+        .headers()
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
+    let if_none_match = req
+        .headers()
+        .get(header::IF_NONE_MATCH)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
     plan.response = paddock_core::response_kind_for(&plan, accept.as_deref());
     let verb = verb_name(&plan);
 
@@ -88,9 +110,14 @@ pub async fn serve_tenant(
     let mut up = Request::builder()
         .method(parts.method.clone())
         .uri(state.upstream.uri(&plan.upstream_path_and_query)?);
-    let headers = up.headers_mut().ok_or_else(|| ServerError::Internal("request builder".into()))?;
+    let headers = up
+        .headers_mut()
+        .ok_or_else(|| ServerError::Internal("request builder".into()))?;
     copy_request_headers(&parts.headers, headers, plan.upgrade);
-    headers.insert(header::ACCEPT, header_value(&paddock_core::upstream_accept(accept.as_deref()))?);
+    headers.insert(
+        header::ACCEPT,
+        header_value(&paddock_core::upstream_accept(accept.as_deref()))?,
+    );
     // Which upstream identity: the real one (namespaced), or the cluster shadow (cluster-scoped
     // objects); see rbac_sync. Decided below once the body is translated.
     let mut who = crate::rbac_sync::identity_for(&plan, None);
@@ -104,10 +131,12 @@ pub async fn serve_tenant(
             .unwrap_or("application/json")
             .to_string();
         let raw = collect_limited(body, state.config.max_body_bytes).await?;
-        let (mut translated, up_ct) = paddock_core::translate_request_body(&ctx, &plan, &content_type, &raw)?;
+        let (mut translated, up_ct) =
+            paddock_core::translate_request_body(&ctx, &plan, &content_type, &raw)?;
         if is_namespace_write(&plan) {
             translated = crate::provision::lock_namespace_labels(translated, &up_ct)?;
         }
+        translated = crate::rbac_sync::normalize_self_review(&ctx, &plan, translated);
         who = crate::rbac_sync::identity_for(&plan, Some(&translated));
         headers.insert(header::CONTENT_TYPE, header_value(&up_ct)?);
         crate::body::full_up(translated)
@@ -129,8 +158,28 @@ pub async fn serve_tenant(
         }
     };
     add_impersonation_as(headers, tenant, user, groups, who)?;
-    let up_req = up.body(up_body).map_err(|e| ServerError::Internal(format!("building upstream request: {e}")))?;
-    let mut resp = match state.upstream.send(up_req, plan.long_running || plan.upgrade).await {
+    let up_req = up
+        .body(up_body)
+        .map_err(|e| ServerError::Internal(format!("building upstream request: {e}")))?;
+    // Watches go to the watch pool (HTTP/2, many per connection); the stream slot lives as
+    // long as the response body (it goes into the body's on_finish below).
+    let is_watch = matches!(
+        plan.response,
+        ResponseKind::Watch | ResponseKind::TableWatch
+    ) && !plan.upgrade;
+    let mut slot = None;
+    let sent = if is_watch {
+        state.upstream.send_watch(up_req).await.map(|(r, s)| {
+            slot = Some(s);
+            r
+        })
+    } else {
+        state
+            .upstream
+            .send(up_req, plan.long_running || plan.upgrade)
+            .await
+    };
+    let mut resp = match sent {
         Ok(r) => r,
         Err(e) => {
             state.metrics.upstream_error("connect");
@@ -148,11 +197,41 @@ pub async fn serve_tenant(
             tracing::warn!(tenant = %tenant, error = %e, "RBAC mirror sync failed; the periodic resync will retry");
         }
     }
+    if status.is_success() && crate::rbac_sync::is_self_access_review(&plan) {
+        // `kubectl auth can-i delete nodes` sends the current namespace along (in a body that
+        // may be protobuf); upstream's answer (JSON) shows the attributes, and one about a
+        // cluster-scoped kind is asked again without the namespace, as the shadow identity.
+        let raw = collect_limited(resp.into_body(), 1 << 20).await?;
+        let raw =
+            crate::rbac_sync::recheck_self_review(state, &ctx, tenant, user, groups, raw).await?;
+        let mut rw =
+            paddock_core::response_rewriter(&ctx, &plan, status.as_u16(), "application/json");
+        let mut doc = Vec::with_capacity(raw.len());
+        rw.feed(&raw, &mut doc)?;
+        rw.finish(&mut doc)?;
+        let mut out = Response::builder().status(status);
+        if let Some(h) = out.headers_mut() {
+            h.insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            );
+        }
+        return Ok((
+            out.body(full(doc))
+                .map_err(|e| ServerError::Internal(e.to_string()))?,
+            verb,
+        ));
+    }
     if status.is_success() && is_namespace_create(&plan) {
         // The tenant's admins get full rights in every namespace of theirs; done before
         // answering so the namespace is usable at once. The name comes from upstream's answer
         // (the request may have used generateName or a protobuf body).
-        let ct = resp.headers().get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("").to_string();
+        let ct = resp
+            .headers()
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .to_string();
         let raw = collect_limited(resp.into_body(), 1 << 20).await?;
         if let Some(ns) = serde_json::from_slice::<serde_json::Value>(&raw)
             .ok()
@@ -169,12 +248,18 @@ pub async fn serve_tenant(
         if let Some(h) = out.headers_mut() {
             h.insert(header::CONTENT_TYPE, header_value(&ct)?);
         }
-        return Ok((out.body(full(doc)).map_err(|e| ServerError::Internal(e.to_string()))?, verb));
+        return Ok((
+            out.body(full(doc))
+                .map_err(|e| ServerError::Internal(e.to_string()))?,
+            verb,
+        ));
     }
 
     if plan.upgrade && status == StatusCode::SWITCHING_PROTOCOLS {
         let Some(client_upgrade) = client_upgrade else {
-            return Err(ServerError::BadRequest("upgrade response without an upgrade request".into()));
+            return Err(ServerError::BadRequest(
+                "upgrade response without an upgrade request".into(),
+            ));
         };
         let upstream_upgrade = hyper::upgrade::on(&mut resp);
         tokio::spawn(async move {
@@ -193,16 +278,29 @@ pub async fn serve_tenant(
         if let Some(h) = out.headers_mut() {
             copy_response_headers(resp.headers(), h, UPGRADE_RESPONSE_HEADERS);
         }
-        return Ok((out.body(empty()).map_err(|e| ServerError::Internal(e.to_string()))?, verb));
+        return Ok((
+            out.body(empty())
+                .map_err(|e| ServerError::Internal(e.to_string()))?,
+            verb,
+        ));
     }
 
-    let content_type =
-        resp.headers().get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("").to_string();
+    let content_type = resp
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_string();
     let mut out = Response::builder().status(status);
-    let out_headers = out.headers_mut().ok_or_else(|| ServerError::Internal("response builder".into()))?;
+    let out_headers = out
+        .headers_mut()
+        .ok_or_else(|| ServerError::Internal("response builder".into()))?;
     copy_response_headers(resp.headers(), out_headers, FORWARDED_RESPONSE_HEADERS);
 
-    let buffered = matches!(plan.response, ResponseKind::Discovery | ResponseKind::OpenApi);
+    let buffered = matches!(
+        plan.response,
+        ResponseKind::Discovery | ResponseKind::OpenApi
+    );
     let body = if matches!(plan.response, ResponseKind::PassThrough) && status.is_success() {
         passthrough(resp.into_body())
     } else if buffered && status.is_success() {
@@ -227,17 +325,32 @@ pub async fn serve_tenant(
         full(doc)
     } else {
         let rw = paddock_core::response_rewriter(&ctx, &plan, status.as_u16(), &content_type);
-        let on_finish: Option<Box<dyn FnOnce() + Send>> = if matches!(plan.response, ResponseKind::Watch | ResponseKind::TableWatch) {
+        let on_finish: Option<Box<dyn FnOnce() + Send>> = if matches!(
+            plan.response,
+            ResponseKind::Watch | ResponseKind::TableWatch
+        ) {
             let guard = crate::metrics::WatchGuard::open(state.metrics.clone());
-            Some(Box::new(move || drop(guard)))
+            Some(Box::new(move || {
+                drop(guard);
+                drop(slot);
+            }))
         } else {
             None
         };
-        let long = matches!(plan.response, ResponseKind::Watch | ResponseKind::TableWatch);
+        let long = matches!(
+            plan.response,
+            ResponseKind::Watch | ResponseKind::TableWatch
+        );
         let body = RewriteBody::new(resp.into_body(), rw, on_finish);
-        if long { body.until(state.shutdown.clone()).boxed() } else { body.boxed() }
+        if long {
+            body.until(state.shutdown.clone()).boxed()
+        } else {
+            body.boxed()
+        }
     };
-    let resp = out.body(body).map_err(|e| ServerError::Internal(e.to_string()))?;
+    let resp = out
+        .body(body)
+        .map_err(|e| ServerError::Internal(e.to_string()))?;
     Ok((resp, verb))
 }
 
@@ -245,9 +358,9 @@ fn parts_content_type(h: &HeaderMap) -> Option<HeaderValue> {
     h.get(header::CONTENT_TYPE).cloned()
 }
 
-
 fn header_value(s: &str) -> Result<HeaderValue, ServerError> {
-    HeaderValue::from_str(s).map_err(|_| ServerError::BadRequest(format!("invalid header value {s:?}")))
+    HeaderValue::from_str(s)
+        .map_err(|_| ServerError::BadRequest(format!("invalid header value {s:?}")))
 }
 
 fn copy_request_headers(from: &HeaderMap, to: &mut HeaderMap, upgrade: bool) {
@@ -281,7 +394,12 @@ fn copy_response_headers(from: &HeaderMap, to: &mut HeaderMap, names: &[&str]) {
 }
 
 /// Adds paddock's impersonation of the tenant user (its real identity).
-pub fn add_impersonation(h: &mut HeaderMap, tenant: &TenantId, user: &str, groups: &[String]) -> Result<(), ServerError> {
+pub fn add_impersonation(
+    h: &mut HeaderMap,
+    tenant: &TenantId,
+    user: &str,
+    groups: &[String],
+) -> Result<(), ServerError> {
     add_impersonation_as(h, tenant, user, groups, crate::rbac_sync::As::Real)
 }
 
@@ -321,14 +439,24 @@ fn percent_encode_header_key(k: &str) -> String {
 }
 
 fn is_namespace_write(plan: &Plan) -> bool {
-    matches!(plan.request.verb, paddock_core::Verb::Create | paddock_core::Verb::Update)
-        && plan.subresource().is_none()
-        && plan.resource.as_ref().is_some_and(|r| r.group.is_empty() && r.resource == "namespaces")
+    matches!(
+        plan.request.verb,
+        paddock_core::Verb::Create | paddock_core::Verb::Update
+    ) && plan.subresource().is_none()
+        && plan
+            .resource
+            .as_ref()
+            .is_some_and(|r| r.group.is_empty() && r.resource == "namespaces")
 }
 
+/// A namespace create, or a patch that may have created one (server-side apply).
 fn is_namespace_create(plan: &Plan) -> bool {
-    matches!(plan.request.verb, paddock_core::Verb::Create)
-        && plan.resource.as_ref().is_some_and(|r| r.group.is_empty() && r.resource == "namespaces")
+    (matches!(plan.request.verb, paddock_core::Verb::Create)
+        || (matches!(plan.request.verb, paddock_core::Verb::Patch) && plan.subresource().is_none()))
+        && plan
+            .resource
+            .as_ref()
+            .is_some_and(|r| r.group.is_empty() && r.resource == "namespaces")
 }
 
 /// Verb name for logs and metrics.

@@ -69,7 +69,13 @@ pub fn impersonation(t: &TenantId, user: &str, groups: &[String], who: As) -> Im
                 groups: real
                     .groups
                     .iter()
-                    .map(|g| if keep.contains(g) { g.clone() } else { cluster_shadow(t, g) })
+                    .map(|g| {
+                        if keep.contains(g) {
+                            g.clone()
+                        } else {
+                            cluster_shadow(t, g)
+                        }
+                    })
                     .collect(),
                 extra: real.extra,
             }
@@ -81,30 +87,157 @@ pub fn impersonation(t: &TenantId, user: &str, groups: &[String], who: As) -> Im
 /// review kinds) and self access reviews of cluster-wide attributes do; a path that addresses
 /// anything inside a namespace never does (defence in depth against a planning bug).
 pub fn identity_for(plan: &Plan, translated_body: Option<&[u8]>) -> As {
-    let Some(info) = &plan.resource else { return As::Real };
+    let Some(info) = &plan.resource else {
+        return As::Real;
+    };
     let path = plan.upstream_path_and_query.split('?').next().unwrap_or("");
     let in_namespace = match path.strip_prefix("/api/v1/namespaces/") {
         // `/api/v1/namespaces/<ns>[/status|/finalize]` is the namespace object itself.
-        Some(rest) => !(info.group.is_empty() && info.resource == "namespaces" && rest.split('/').count() <= 2),
+        Some(rest) => {
+            !(info.group.is_empty()
+                && info.resource == "namespaces"
+                && rest.split('/').count() <= 2)
+        }
         None => path.contains("/namespaces/"),
     };
     if in_namespace {
         return As::Real;
     }
     if info.is_review() {
-        if info.upstream_group == "authorization.k8s.io" && info.resource == "selfsubjectaccessreviews" {
-            let body: Value = translated_body.and_then(|b| serde_json::from_slice(b).ok()).unwrap_or(Value::Null);
+        if info.upstream_group == "authorization.k8s.io"
+            && info.resource == "selfsubjectaccessreviews"
+        {
+            let body: Value = translated_body
+                .and_then(|b| serde_json::from_slice(b).ok())
+                .unwrap_or(Value::Null);
             let spec = &body["spec"];
-            let cluster_wide = spec.get("nonResourceAttributes").is_some_and(|v| !v.is_null())
+            let cluster_wide = spec
+                .get("nonResourceAttributes")
+                .is_some_and(|v| !v.is_null())
                 || spec["resourceAttributes"].is_object()
-                    && spec["resourceAttributes"]["namespace"].as_str().unwrap_or("").is_empty();
+                    && spec["resourceAttributes"]["namespace"]
+                        .as_str()
+                        .unwrap_or("")
+                        .is_empty();
             if cluster_wide {
                 return As::Shadow;
             }
         }
         return As::Real;
     }
-    if info.scope == Scope::Cluster { As::Shadow } else { As::Real }
+    if info.scope == Scope::Cluster {
+        As::Shadow
+    } else {
+        As::Real
+    }
+}
+
+/// A translated `SelfSubjectAccessReview` about a cluster-scoped kind (`kubectl auth can-i
+/// delete nodes` sends the current namespace along): the namespace is dropped, so that the
+/// answer is the one for the cluster-scoped object (asked as the shadow identity), not the
+/// meaningless one for "nodes in a namespace" that a namespace admin would get.
+pub fn normalize_self_review(
+    ctx: &paddock_core::TenantContext,
+    plan: &Plan,
+    body: Vec<u8>,
+) -> Vec<u8> {
+    let Some(info) = &plan.resource else {
+        return body;
+    };
+    if !(info.upstream_group == "authorization.k8s.io"
+        && info.resource == "selfsubjectaccessreviews")
+    {
+        return body;
+    }
+    let Ok(mut v) = serde_json::from_slice::<Value>(&body) else {
+        return body;
+    };
+    let ra = &mut v["spec"]["resourceAttributes"];
+    if !ra.is_object() || ra["namespace"].as_str().unwrap_or("").is_empty() {
+        return body;
+    }
+    let group = ra["group"].as_str().unwrap_or("").to_owned();
+    let resource = ra["resource"].as_str().unwrap_or("").to_owned();
+    let cluster = ctx
+        .catalog
+        .resolve_upstream_any_version(&ctx.tenant, &group, &resource)
+        .is_some_and(|i| i.scope == Scope::Cluster);
+    if !cluster {
+        return body;
+    }
+    if let Some(m) = ra.as_object_mut() {
+        m.remove("namespace");
+    }
+    serde_json::to_vec(&v).unwrap_or(body)
+}
+
+/// Is this a `SelfSubjectAccessReview`?
+pub fn is_self_access_review(plan: &Plan) -> bool {
+    plan.resource.as_ref().is_some_and(|i| {
+        i.upstream_group == "authorization.k8s.io" && i.resource == "selfsubjectaccessreviews"
+    })
+}
+
+/// Upstream's answer to a `SelfSubjectAccessReview` (JSON): when it was about a cluster-scoped
+/// kind but carried a namespace, the review is asked again without it, as the shadow identity,
+/// and that answer is returned; otherwise the answer as it is.
+pub async fn recheck_self_review(
+    state: &crate::state::AppState,
+    ctx: &paddock_core::TenantContext,
+    t: &TenantId,
+    user: &str,
+    groups: &[String],
+    raw: bytes::Bytes,
+) -> Result<bytes::Bytes, ServerError> {
+    let Ok(v) = serde_json::from_slice::<Value>(&raw) else {
+        return Ok(raw);
+    };
+    let req = normalize_self_review_value(ctx, v);
+    let Some(req) = req else { return Ok(raw) };
+    let body = serde_json::to_vec(&req).map_err(|e| ServerError::Internal(e.to_string()))?;
+    let mut r = http::Request::builder()
+        .method(http::Method::POST)
+        .uri(
+            state
+                .upstream
+                .uri("/apis/authorization.k8s.io/v1/selfsubjectaccessreviews")?,
+        )
+        .header(http::header::CONTENT_TYPE, "application/json")
+        .header(http::header::ACCEPT, "application/json")
+        .body(crate::body::full_up(bytes::Bytes::from(body)))
+        .map_err(|e| ServerError::Internal(e.to_string()))?;
+    crate::proxy::add_impersonation_as(r.headers_mut(), t, user, groups, As::Shadow)?;
+    let resp = state.upstream.send(r, false).await?;
+    if !resp.status().is_success() {
+        return Ok(raw);
+    }
+    crate::body::collect_limited(resp.into_body(), 1 << 20).await
+}
+
+fn normalize_self_review_value(ctx: &paddock_core::TenantContext, v: Value) -> Option<Value> {
+    let ra = v["spec"]["resourceAttributes"].as_object()?;
+    if ra
+        .get("namespace")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .is_empty()
+    {
+        return None;
+    }
+    let group = ra.get("group").and_then(Value::as_str).unwrap_or("");
+    let resource = ra.get("resource").and_then(Value::as_str).unwrap_or("");
+    let info = ctx
+        .catalog
+        .resolve_upstream_any_version(&ctx.tenant, group, resource)?;
+    if info.scope != Scope::Cluster {
+        return None;
+    }
+    let mut ra = ra.clone();
+    ra.remove("namespace");
+    Some(
+        json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
+                "spec": {"resourceAttributes": ra}}),
+    )
 }
 
 /// A tenant's ClusterRoleBinding (upstream form) -> the subjects of its mirrors (real
@@ -113,7 +246,9 @@ pub fn mirror_subjects(t: &TenantId, crb: &Value) -> Vec<Value> {
     let mut out = Vec::new();
     for s in crb["subjects"].as_array().map(Vec::as_slice).unwrap_or(&[]) {
         let kind = s["kind"].as_str().unwrap_or("");
-        let Some(real) = s["name"].as_str().and_then(|n| cluster_unshadow(t, n)) else { continue };
+        let Some(real) = s["name"].as_str().and_then(|n| cluster_unshadow(t, n)) else {
+            continue;
+        };
         let own = format!("paddock:{}:", t.as_str());
         match kind {
             "User" => {
@@ -126,7 +261,9 @@ pub fn mirror_subjects(t: &TenantId, crb: &Value) -> Vec<Value> {
                 }
             }
             "Group" => {
-                let sa_group = real.strip_prefix("system:serviceaccounts:").is_some_and(|ns| t.strip(ns).is_some());
+                let sa_group = real
+                    .strip_prefix("system:serviceaccounts:")
+                    .is_some_and(|ns| t.strip(ns).is_some());
                 if real.starts_with(&own) || sa_group {
                     out.push(json!({"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": real}));
                 }
@@ -166,12 +303,21 @@ pub fn mirror_binding(t: &TenantId, crb: &Value, upstream_ns: &str) -> Option<(S
 }
 
 fn sel(s: &str) -> String {
-    s.replace('/', "%2F").replace('=', "%3D").replace(',', "%2C")
+    s.replace('/', "%2F")
+        .replace('=', "%3D")
+        .replace(',', "%2C")
 }
 
 /// The tenant's namespaces upstream (label and exact prefix).
 pub async fn tenant_namespaces(up: &Upstream, t: &TenantId) -> Result<Vec<String>, ServerError> {
-    let items = upjson::list(up, &format!("/api/v1/namespaces?labelSelector={}", sel(&t.tenant_label_selector()))).await?;
+    let items = upjson::list(
+        up,
+        &format!(
+            "/api/v1/namespaces?labelSelector={}",
+            sel(&t.tenant_label_selector())
+        ),
+    )
+    .await?;
     Ok(items
         .iter()
         .filter(|n| n["metadata"]["deletionTimestamp"].is_null())
@@ -184,32 +330,58 @@ pub async fn tenant_namespaces(up: &Upstream, t: &TenantId) -> Result<Vec<String
 async fn tenant_crbs(up: &Upstream, t: &TenantId) -> Result<Vec<Value>, ServerError> {
     let items = upjson::list(
         up,
-        &format!("/apis/rbac.authorization.k8s.io/v1/clusterrolebindings?labelSelector={}", sel(&t.tenant_label_selector())),
+        &format!(
+            "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings?labelSelector={}",
+            sel(&t.tenant_label_selector())
+        ),
     )
     .await?;
     Ok(items
         .into_iter()
-        .filter(|c| c["metadata"]["name"].as_str().is_some_and(|n| t.strip(n).is_some()))
+        .filter(|c| {
+            c["metadata"]["name"]
+                .as_str()
+                .is_some_and(|n| t.strip(n).is_some())
+        })
         .collect())
 }
 
-async fn sync_namespace_with(up: &Upstream, t: &TenantId, upstream_ns: &str, crbs: &[Value]) -> Result<(), ServerError> {
-    let desired: BTreeMap<String, Value> = crbs.iter().filter_map(|c| mirror_binding(t, c, upstream_ns)).collect();
+async fn sync_namespace_with(
+    up: &Upstream,
+    t: &TenantId,
+    upstream_ns: &str,
+    crbs: &[Value],
+) -> Result<(), ServerError> {
+    let desired: BTreeMap<String, Value> = crbs
+        .iter()
+        .filter_map(|c| mirror_binding(t, c, upstream_ns))
+        .collect();
     let base = format!("/apis/rbac.authorization.k8s.io/v1/namespaces/{upstream_ns}/rolebindings");
     let existing = upjson::list(
         up,
-        &format!("{base}?labelSelector={}", sel(&format!("{MANAGED_FOR_LABEL}={},{MIRROR_LABEL}", t.as_str()))),
+        &format!(
+            "{base}?labelSelector={}",
+            sel(&format!(
+                "{MANAGED_FOR_LABEL}={},{MIRROR_LABEL}",
+                t.as_str()
+            ))
+        ),
     )
     .await?;
     for (name, rb) in &desired {
         let same = existing.iter().any(|e| {
-            e["metadata"]["name"].as_str() == Some(name) && e["roleRef"] == rb["roleRef"] && e["subjects"] == rb["subjects"]
+            e["metadata"]["name"].as_str() == Some(name)
+                && e["roleRef"] == rb["roleRef"]
+                && e["subjects"] == rb["subjects"]
         });
         if same {
             continue;
         }
         // roleRef is immutable: a changed one needs a new object.
-        if existing.iter().any(|e| e["metadata"]["name"].as_str() == Some(name) && e["roleRef"] != rb["roleRef"]) {
+        if existing
+            .iter()
+            .any(|e| e["metadata"]["name"].as_str() == Some(name) && e["roleRef"] != rb["roleRef"])
+        {
             upjson::delete(up, &format!("{base}/{}", pct(name))).await?;
         }
         upjson::apply(up, &format!("{base}/{}", pct(name)), rb).await?;
@@ -230,7 +402,11 @@ fn pct(s: &str) -> String {
 }
 
 /// Brings the mirrors in one (new) namespace of the tenant in step.
-pub async fn sync_namespace(up: &Upstream, t: &TenantId, upstream_ns: &str) -> Result<(), ServerError> {
+pub async fn sync_namespace(
+    up: &Upstream,
+    t: &TenantId,
+    upstream_ns: &str,
+) -> Result<(), ServerError> {
     let crbs = tenant_crbs(up, t).await?;
     sync_namespace_with(up, t, upstream_ns, &crbs).await
 }
@@ -239,8 +415,33 @@ pub async fn sync_namespace(up: &Upstream, t: &TenantId, upstream_ns: &str) -> R
 /// namespace, and the tenant's custom-resources role.
 pub async fn sync_tenant(up: &Upstream, t: &TenantId) -> Result<(), ServerError> {
     let crbs = tenant_crbs(up, t).await?;
-    for ns in tenant_namespaces(up, t).await? {
-        sync_namespace_with(up, t, &ns, &crbs).await?;
+    let items = upjson::list(
+        up,
+        &format!(
+            "/api/v1/namespaces?labelSelector={}",
+            sel(&t.tenant_label_selector())
+        ),
+    )
+    .await?;
+    for n in items
+        .iter()
+        .filter(|n| n["metadata"]["deletionTimestamp"].is_null())
+    {
+        let Some(ns) = n["metadata"]["name"]
+            .as_str()
+            .filter(|x| t.strip(x).is_some())
+        else {
+            continue;
+        };
+        // A namespace that missed its setup (created while paddock was down, or by a request
+        // paddock did not recognise): the whole setup, mirrors included.
+        if n["metadata"]["labels"][crate::provision::PSA_ENFORCE_LABEL].as_str()
+            != Some(crate::provision::POD_SECURITY_LEVEL)
+        {
+            crate::provision::ensure_namespace_binding(up, t, ns).await?;
+            continue;
+        }
+        sync_namespace_with(up, t, ns, &crbs).await?;
     }
     sync_custom_resource_role(up, t).await
 }
@@ -249,7 +450,10 @@ pub async fn sync_tenant(up: &Upstream, t: &TenantId) -> Result<(), ServerError>
 pub async fn sync_custom_resource_role(up: &Upstream, t: &TenantId) -> Result<(), ServerError> {
     let crds = upjson::list(
         up,
-        &format!("/apis/apiextensions.k8s.io/v1/customresourcedefinitions?labelSelector={}", sel(&t.tenant_label_selector())),
+        &format!(
+            "/apis/apiextensions.k8s.io/v1/customresourcedefinitions?labelSelector={}",
+            sel(&t.tenant_label_selector())
+        ),
     )
     .await?;
     let groups: BTreeSet<String> = crds
@@ -267,7 +471,10 @@ pub async fn sync_custom_resource_role(up: &Upstream, t: &TenantId) -> Result<()
     let labels = json!({MANAGED_FOR_LABEL: t.as_str(), "app.kubernetes.io/managed-by": "paddock"});
     upjson::apply(
         up,
-        &format!("/apis/rbac.authorization.k8s.io/v1/clusterroles/{}", pct(&name)),
+        &format!(
+            "/apis/rbac.authorization.k8s.io/v1/clusterroles/{}",
+            pct(&name)
+        ),
         &json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
                 "metadata": {"name": name, "labels": labels}, "rules": rules}),
     )
@@ -314,10 +521,16 @@ pub async fn resync_loop(state: std::sync::Arc<crate::state::AppState>) {
 /// CRD written)?
 pub fn needs_sync(plan: &Plan) -> bool {
     use paddock_core::Verb;
-    let Some(info) = &plan.resource else { return false };
-    let write = !matches!(plan.request.verb, Verb::Get | Verb::List | Verb::Watch | Verb::Connect);
+    let Some(info) = &plan.resource else {
+        return false;
+    };
+    let write = !matches!(
+        plan.request.verb,
+        Verb::Get | Verb::List | Verb::Watch | Verb::Connect
+    );
     write
-        && ((info.upstream_group == "rbac.authorization.k8s.io" && info.resource == "clusterrolebindings")
+        && ((info.upstream_group == "rbac.authorization.k8s.io"
+            && info.resource == "clusterrolebindings")
             || info.is_crd())
 }
 
@@ -336,28 +549,34 @@ mod tests {
         let sh = impersonation(&t(), "alice", &["dev".into()], As::Shadow);
         assert_eq!(real.user, "paddock:foofoo:alice");
         assert_eq!(sh.user, "paddock:cluster:foofoo:paddock:foofoo:alice");
-        assert!(sh.groups.contains(&"paddock:cluster:foofoo:paddock:foofoo:dev".to_owned()));
+        assert!(
+            sh.groups
+                .contains(&"paddock:cluster:foofoo:paddock:foofoo:dev".to_owned())
+        );
         assert!(sh.groups.contains(&"paddock:tenant:foofoo".to_owned()));
         assert!(!sh.groups.contains(&"paddock:foofoo:dev".to_owned()));
         let sa = impersonation(&t(), "system:serviceaccount:ci:builder", &[], As::Real);
         assert_eq!(sa.user, "system:serviceaccount:foofoo-ci:builder");
-        assert!(sa.groups.contains(&"system:serviceaccounts:foofoo-ci".to_owned()));
+        assert!(
+            sa.groups
+                .contains(&"system:serviceaccounts:foofoo-ci".to_owned())
+        );
         assert!(sa.groups.contains(&"paddock:tenant:foofoo".to_owned()));
     }
 
     #[test]
     fn mirrors_only_name_the_tenant() {
         let crb = json!({"metadata": {"name": "foofoo-b", "labels": {TENANT_LABEL: "foofoo"}},
-            "roleRef": {"kind": "ClusterRole", "name": "foofoo-reader"},
-            "subjects": [
-                {"kind": "User", "name": "paddock:cluster:foofoo:paddock:foofoo:alice"},
-                {"kind": "User", "name": "paddock:cluster:foofoo:system:serviceaccount:foofoo-ci:b"},
-                {"kind": "Group", "name": "paddock:cluster:foofoo:system:serviceaccounts:foofoo-ci"},
-                {"kind": "User", "name": "paddock:cluster:foofoo:paddock:barbar:bob"},
-                {"kind": "User", "name": "paddock:cluster:foofoo:system:serviceaccount:kube-system:x"},
-                {"kind": "Group", "name": "system:masters"},
-                {"kind": "User", "name": "paddock:foofoo:alice"}
-            ]});
+        "roleRef": {"kind": "ClusterRole", "name": "foofoo-reader"},
+        "subjects": [
+            {"kind": "User", "name": "paddock:cluster:foofoo:paddock:foofoo:alice"},
+            {"kind": "User", "name": "paddock:cluster:foofoo:system:serviceaccount:foofoo-ci:b"},
+            {"kind": "Group", "name": "paddock:cluster:foofoo:system:serviceaccounts:foofoo-ci"},
+            {"kind": "User", "name": "paddock:cluster:foofoo:paddock:barbar:bob"},
+            {"kind": "User", "name": "paddock:cluster:foofoo:system:serviceaccount:kube-system:x"},
+            {"kind": "Group", "name": "system:masters"},
+            {"kind": "User", "name": "paddock:foofoo:alice"}
+        ]});
         let (name, rb) = mirror_binding(&t(), &crb, "foofoo-web").unwrap();
         assert_eq!(name, "paddock:crb:foofoo-b");
         assert_eq!(

@@ -14,7 +14,11 @@ use crate::error::ServerError;
 use crate::state::AppState;
 
 /// Handles one request; never fails (errors are `Status` responses).
-pub async fn handle(state: Arc<AppState>, peer: Option<Arc<PeerCert>>, req: Request<Incoming>) -> Response<ResBody> {
+pub async fn handle(
+    state: Arc<AppState>,
+    peer: Option<Arc<PeerCert>>,
+    req: Request<Incoming>,
+) -> Response<ResBody> {
     let start = Instant::now();
     let path = req.uri().path().to_string();
     let method = req.method().clone();
@@ -23,7 +27,9 @@ pub async fn handle(state: Arc<AppState>, peer: Option<Arc<PeerCert>>, req: Requ
         "/readyz" => {
             let store = state.cache.is_synced();
             let discovery = state.catalogs.is_synced();
-            let boot = state.bootstrapped.load(std::sync::atomic::Ordering::Acquire);
+            let boot = state
+                .bootstrapped
+                .load(std::sync::atomic::Ordering::Acquire);
             return if store && discovery && boot {
                 text(StatusCode::OK, "ok")
             } else {
@@ -37,12 +43,25 @@ pub async fn handle(state: Arc<AppState>, peer: Option<Arc<PeerCert>>, req: Requ
         }
         _ => {}
     }
-    let caller = match crate::auth::authenticate_request(&state, peer.as_ref(), req.headers()).await {
+    let caller = match crate::auth::authenticate_request(&state, peer.as_ref(), req.headers()).await
+    {
         Ok(c) => c,
         Err(e) => {
             let resp = e.into_response();
-            log_request("_anonymous", "-", crate::proxy::method_verb(&method), &path, resp.status().as_u16(), start);
-            state.metrics.observe("_anonymous", crate::proxy::method_verb(&method), resp.status().as_u16(), start.elapsed().as_secs_f64());
+            log_request(
+                "_anonymous",
+                "-",
+                crate::proxy::method_verb(&method),
+                &path,
+                resp.status().as_u16(),
+                start,
+            );
+            state.metrics.observe(
+                "_anonymous",
+                crate::proxy::method_verb(&method),
+                resp.status().as_u16(),
+                start.elapsed().as_secs_f64(),
+            );
             return resp;
         }
     };
@@ -61,15 +80,38 @@ pub async fn handle(state: Arc<AppState>, peer: Option<Arc<PeerCert>>, req: Requ
             state.config.max_body_bytes
         ))
         .into_response();
-        log_request(caller.tenant_label(), caller.user(), crate::proxy::method_verb(&method), &path, 413, start);
-        state.metrics.observe(caller.tenant_label(), crate::proxy::method_verb(&method), 413, start.elapsed().as_secs_f64());
+        log_request(
+            caller.tenant_label(),
+            caller.user(),
+            crate::proxy::method_verb(&method),
+            &path,
+            413,
+            start,
+        );
+        state.metrics.observe(
+            caller.tenant_label(),
+            crate::proxy::method_verb(&method),
+            413,
+            start.elapsed().as_secs_f64(),
+        );
         return resp;
     }
     let (result, verb) = match &caller {
-        Caller::Admin { .. } => (crate::admin::serve_admin(&state, &caller, req).await, crate::proxy::method_verb(&method)),
-        Caller::Tenant { tenant, user, groups, .. } => {
+        Caller::Admin { .. } => (
+            crate::admin::serve_admin(&state, &caller, req).await,
+            crate::proxy::method_verb(&method),
+        ),
+        Caller::Tenant {
+            tenant,
+            user,
+            groups,
+            ..
+        } => {
             if path.starts_with("/apis/paddock.io/") {
-                (crate::admin::serve_tenant_self(&state, tenant, req).await, crate::proxy::method_verb(&method))
+                (
+                    crate::admin::serve_tenant_self(&state, tenant, req).await,
+                    crate::proxy::method_verb(&method),
+                )
             } else {
                 match crate::proxy::serve_tenant(&state, tenant, user, groups, req).await {
                     Ok((resp, verb)) => (Ok(resp), verb),
@@ -88,8 +130,20 @@ pub async fn handle(state: Arc<AppState>, peer: Option<Arc<PeerCert>>, req: Requ
         }
     };
     let code = resp.status().as_u16();
-    log_request(caller.tenant_label(), caller.user(), verb, &path, code, start);
-    state.metrics.observe(caller.tenant_label(), verb, code, start.elapsed().as_secs_f64());
+    log_request(
+        caller.tenant_label(),
+        caller.user(),
+        verb,
+        &path,
+        code,
+        start,
+    );
+    state.metrics.observe(
+        caller.tenant_label(),
+        verb,
+        code,
+        start.elapsed().as_secs_f64(),
+    );
     resp
 }
 
@@ -109,6 +163,9 @@ fn log_request(tenant: &str, user: &str, verb: &str, path: &str, status: u16, st
 pub fn text(code: StatusCode, body: &str) -> Response<ResBody> {
     let mut r = Response::new(full(body.to_string()));
     *r.status_mut() = code;
-    r.headers_mut().insert(header::CONTENT_TYPE, http::HeaderValue::from_static("text/plain; charset=utf-8"));
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        http::HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
     r
 }

@@ -1,11 +1,17 @@
-//! The upstream side: paddock's own credential from a kubeconfig, and two connection pools.
+//! The upstream side: paddock's own credential from a kubeconfig, and three connection pools.
 //!
-//! Short requests share an HTTP/2 pool. Long-running requests (watches, `logs -f`, exec/attach/
-//! port-forward upgrades, proxies) use a separate HTTP/1.1 pool: kube-apiserver allows 100
-//! concurrent streams per HTTP/2 connection and hyper's pool never opens a second one, so
-//! watches on the shared connection would eventually stall every other request.
+//! Short requests share an HTTP/2 pool. Watches use HTTP/2 connections of their own
+//! ([`WatchPool`]), each carrying at most [`WATCH_STREAMS_PER_CONN`] watches: hyper's pool never
+//! opens a second connection to a host and kube-apiserver caps the streams of a connection, so
+//! watches on the shared connection would eventually stall every other request; one HTTP/1.1
+//! connection per watch (the first design) cost about 38 KiB of paddock's memory per idle watch
+//! (TLS and read buffers) and a socket on both sides (docs/performance.md). The other
+//! long-running requests (`logs -f`, exec/attach/port-forward upgrades, proxies) use an
+//! HTTP/1.1 pool: upgrades need HTTP/1.1.
 
 use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use base64::Engine;
@@ -162,15 +168,148 @@ impl UpstreamCredential {
     }
 }
 
-/// The two pools plus the credential.
+/// The pools plus the credential.
 #[derive(Clone)]
 pub struct Upstream {
     cred: UpstreamCredential,
     short: Client<HttpsConnector<HttpConnector>, UpBody>,
     long: Client<HttpsConnector<HttpConnector>, UpBody>,
+    watches: Arc<WatchPool>,
 }
 
-fn connector(cred: &UpstreamCredential, h2: bool) -> Result<HttpsConnector<HttpConnector>, ServerError> {
+/// Watches per upstream HTTP/2 connection: below kube-apiserver's limit of concurrent streams
+/// (`--http2-max-streams-per-connection`, 100 at the least in any version), so a watch never
+/// queues behind others for a stream.
+pub const WATCH_STREAMS_PER_CONN: usize = 100;
+/// HTTP/2 flow-control window of one watch. Data paddock has not yet passed on to a slow
+/// client waits in paddock's memory, at most this much per watch; the connection's window is
+/// the sum of its streams', so watches stalled by slow clients never stall the others.
+const WATCH_STREAM_WINDOW: u32 = 256 * 1024;
+
+/// One upstream HTTP/2 connection of the watch pool.
+struct WatchConn {
+    send: hyper::client::conn::http2::SendRequest<UpBody>,
+    active: Arc<AtomicUsize>,
+}
+
+/// HTTP/2 connections for watches, opened as needed, each carrying at most
+/// [`WATCH_STREAMS_PER_CONN`] streams. A connection whose watches have all ended is closed
+/// (one idle connection is kept).
+pub struct WatchPool {
+    connector: HttpsConnector<HttpConnector>,
+    conns: parking_lot::Mutex<Vec<WatchConn>>,
+    /// Serialises opening connections, so a burst of watches opens one, not one each.
+    opening: tokio::sync::Mutex<()>,
+}
+
+/// A watch's stream on a [`WatchPool`] connection; keep it as long as the response body.
+#[derive(Debug)]
+pub struct StreamSlot(Arc<AtomicUsize>);
+
+impl Drop for StreamSlot {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+impl WatchPool {
+    fn new(connector: HttpsConnector<HttpConnector>) -> Self {
+        WatchPool { connector, conns: parking_lot::Mutex::new(Vec::new()), opening: tokio::sync::Mutex::new(()) }
+    }
+
+    /// A stream on a connection with room, if there is one. Closed connections are dropped,
+    /// and so are idle ones beyond the first.
+    fn checkout(&self) -> Option<(hyper::client::conn::http2::SendRequest<UpBody>, StreamSlot)> {
+        let mut conns = self.conns.lock();
+        conns.retain(|c| !c.send.is_closed());
+        let mut idle_seen = false;
+        conns.retain(|c| {
+            if c.active.load(Ordering::Acquire) > 0 {
+                return true;
+            }
+            let keep = !idle_seen;
+            idle_seen = true;
+            keep
+        });
+        for c in conns.iter() {
+            let n = c.active.load(Ordering::Acquire);
+            if n < WATCH_STREAMS_PER_CONN {
+                c.active.fetch_add(1, Ordering::AcqRel);
+                return Some((c.send.clone(), StreamSlot(c.active.clone())));
+            }
+        }
+        None
+    }
+
+    /// Opens a connection (HTTP/2 by ALPN).
+    async fn open(&self, uri: &Uri) -> Result<(), ServerError> {
+        use tower::ServiceExt;
+        let io = self
+            .connector
+            .clone()
+            .oneshot(uri.clone())
+            .await
+            .map_err(|e| ServerError::Upstream(format!("upstream {uri}: connecting for watches: {e}")))?;
+        let (send, conn) = hyper::client::conn::http2::Builder::new(TokioExecutor::new())
+            .timer(hyper_util::rt::TokioTimer::new())
+            .initial_stream_window_size(WATCH_STREAM_WINDOW)
+            .initial_connection_window_size(WATCH_STREAM_WINDOW * WATCH_STREAMS_PER_CONN as u32)
+            .keep_alive_interval(Duration::from_secs(30))
+            .keep_alive_timeout(Duration::from_secs(20))
+            .keep_alive_while_idle(true)
+            .handshake(io)
+            .await
+            .map_err(|e| ServerError::Upstream(format!("upstream {uri}: HTTP/2 handshake for watches: {e}")))?;
+        tokio::spawn(async move {
+            if let Err(e) = conn.await {
+                tracing::debug!(error = %e, "upstream watch connection ended");
+            }
+        });
+        self.conns.lock().push(WatchConn { send, active: Arc::new(AtomicUsize::new(0)) });
+        Ok(())
+    }
+
+    async fn send(&self, req: Request<UpBody>) -> Result<(Response<Incoming>, StreamSlot), ServerError> {
+        let (mut send, slot) = match self.checkout() {
+            Some(x) => x,
+            None => {
+                let _opening = self.opening.lock().await;
+                match self.checkout() {
+                    Some(x) => x,
+                    None => {
+                        self.open(req.uri()).await?;
+                        self.checkout().ok_or_else(|| {
+                            ServerError::Upstream("upstream watch connection closed at once".into())
+                        })?
+                    }
+                }
+            }
+        };
+        send.ready()
+            .await
+            .map_err(|e| ServerError::Upstream(format!("upstream watch connection: {e}")))?;
+        let resp = send
+            .send_request(req)
+            .await
+            .map_err(|e| ServerError::Upstream(format!("upstream watch: {e}")))?;
+        Ok((resp, slot))
+    }
+
+    /// Open connections and their streams (for tests and metrics).
+    pub fn stats(&self) -> (usize, usize) {
+        let conns = self.conns.lock();
+        (conns.len(), conns.iter().map(|c| c.active.load(Ordering::Acquire)).sum())
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Versions {
+    Both,
+    H1,
+    H2,
+}
+
+fn connector(cred: &UpstreamCredential, versions: Versions) -> Result<HttpsConnector<HttpConnector>, ServerError> {
     let tls = paddock_pki::upstream_client_config(
         &cred.ca_pem,
         cred.client_cert_pem.as_deref(),
@@ -184,14 +323,19 @@ fn connector(cred: &UpstreamCredential, h2: bool) -> Result<HttpsConnector<HttpC
     http.set_nodelay(true);
     http.set_connect_timeout(Some(Duration::from_secs(5)));
     let b = hyper_rustls::HttpsConnectorBuilder::new().with_tls_config(tls).https_only();
-    Ok(if h2 { b.enable_all_versions().wrap_connector(http) } else { b.enable_http1().wrap_connector(http) })
+    Ok(match versions {
+        Versions::Both => b.enable_all_versions().wrap_connector(http),
+        Versions::H1 => b.enable_http1().wrap_connector(http),
+        Versions::H2 => b.enable_http2().wrap_connector(http),
+    })
 }
 
 impl Upstream {
     /// Builds both pools.
     pub fn new(cred: UpstreamCredential) -> Result<Self, ServerError> {
-        let short_conn = connector(&cred, true)?;
-        let long_conn = connector(&cred, false)?;
+        let short_conn = connector(&cred, Versions::Both)?;
+        let long_conn = connector(&cred, Versions::H1)?;
+        let watches = Arc::new(WatchPool::new(connector(&cred, Versions::H2)?));
         let short = Client::builder(TokioExecutor::new())
             .pool_idle_timeout(Duration::from_secs(90))
             .http2_keep_alive_interval(Some(Duration::from_secs(30)))
@@ -201,7 +345,7 @@ impl Upstream {
             .pool_idle_timeout(Duration::from_secs(30))
             .http1_preserve_header_case(false)
             .build(long_conn);
-        Ok(Upstream { cred, short, long })
+        Ok(Upstream { cred, short, long, watches })
     }
 
     /// The upstream base URL.
@@ -216,14 +360,31 @@ impl Upstream {
             .map_err(|e| ServerError::Internal(format!("bad upstream uri {path_and_query:?}: {e}")))
     }
 
-    /// Sends a request. `long_running` picks the HTTP/1.1 pool.
-    pub async fn send(&self, mut req: Request<UpBody>, long_running: bool) -> Result<Response<Incoming>, ServerError> {
+    fn authorize(&self, req: &mut Request<UpBody>) -> Result<(), ServerError> {
         if let Some(token) = &self.cred.token {
             let v = HeaderValue::from_str(&format!("Bearer {token}"))
                 .map_err(|_| ServerError::Config("upstream token has invalid characters".into()))?;
             req.headers_mut().insert(http::header::AUTHORIZATION, v);
         }
+        Ok(())
+    }
+
+    /// Sends a request. `long_running` picks the HTTP/1.1 pool.
+    pub async fn send(&self, mut req: Request<UpBody>, long_running: bool) -> Result<Response<Incoming>, ServerError> {
+        self.authorize(&mut req)?;
         let client = if long_running { &self.long } else { &self.short };
         client.request(req).await.map_err(|e| ServerError::Upstream(format!("upstream {}: {e}", self.cred.server)))
+    }
+
+    /// Sends a watch on the watch pool. Keep the [`StreamSlot`] as long as the response body:
+    /// dropping it gives the stream back to the pool.
+    pub async fn send_watch(&self, mut req: Request<UpBody>) -> Result<(Response<Incoming>, StreamSlot), ServerError> {
+        self.authorize(&mut req)?;
+        self.watches.send(req).await
+    }
+
+    /// The watch pool's connections and open streams.
+    pub fn watch_pool_stats(&self) -> (usize, usize) {
+        self.watches.stats()
     }
 }

@@ -40,7 +40,7 @@ pub struct ServeArgs {
     /// Server URL written into kubeconfigs.
     #[arg(long, env = "PADDOCK_PUBLIC_URL")]
     pub public_url: Option<String>,
-    /// Validity of issued certificates, e.g. 720h.
+    /// Validity of issued certificates, e.g. 24h (default: short-lived; renew with `paddock user issue`).
     #[arg(long, env = "PADDOCK_CERT_VALIDITY")]
     pub cert_validity: Option<String>,
     /// Largest request body, bytes.
@@ -124,7 +124,7 @@ pub fn resolve(args: &ServeArgs) -> Result<(ServerConfig, LogFormat)> {
         etcd_endpoints: args.etcd_endpoints.clone().or(file.etcd_endpoints).unwrap_or_default(),
         etcd_prefix: args.etcd_prefix.clone().or(file.etcd_prefix).unwrap_or_else(|| "/paddock".into()),
         public_url: args.public_url.clone().or(file.public_url).unwrap_or_else(|| format!("https://{listen}")),
-        cert_validity: dur("cert_validity", args.cert_validity.clone().or(file.cert_validity), "720h")?,
+        cert_validity: dur("cert_validity", args.cert_validity.clone().or(file.cert_validity), "24h")?,
         max_body_bytes: args.max_body_bytes.or(file.max_body_bytes).unwrap_or(3 * 1024 * 1024),
         cert_reload_interval: Duration::from_secs(5),
         shutdown_grace: dur("shutdown_grace", args.shutdown_grace.clone().or(file.shutdown_grace), "10s")?,

@@ -324,6 +324,41 @@ impl Paddock {
         Ok(path)
     }
 
+    /// A kubeconfig for user `user` (with `groups`) of tenant `id`, issued on first use with
+    /// `paddock user issue` (the tenant is created first if needed).
+    pub fn user(&self, id: &str, user: &str, groups: &[String]) -> Result<PathBuf> {
+        self.tenant(id)?;
+        let key = format!("{id}/{user}");
+        let mut tenants = self
+            .tenants
+            .lock()
+            .map_err(|_| anyhow::anyhow!("tenant cache poisoned"))?;
+        if let Some(p) = tenants.get(&key) {
+            return Ok(p.clone());
+        }
+        let mut args = vec!["user", "issue", id, user];
+        for g in groups {
+            args.push("--group");
+            args.push(g);
+        }
+        let kubeconfig = self.cli(&args)?;
+        let path = self
+            .dir
+            .join("tenants")
+            .join(format!("{id}-{user}.kubeconfig"));
+        std::fs::write(&path, kubeconfig).with_context(|| format!("writing {}", path.display()))?;
+        tenants.insert(key, path.clone());
+        Ok(path)
+    }
+
+    /// kubectl as user `user` of tenant `id`.
+    pub fn kubectl_user(&self, id: &str, user: &str, groups: &[String]) -> Result<Kubectl> {
+        let kc = self.user(id, user, groups)?;
+        Ok(Kubectl::new(kc)?
+            .cache_dir(self.dir.join("kubectl-cache").join(format!("{id}-{user}")))
+            .log(&self.log))
+    }
+
     /// kubectl as `id`'s tenant admin (creating the tenant on first use).
     pub fn kubectl_tenant(&self, id: &str) -> Result<Kubectl> {
         let kc = self.tenant(id)?;

@@ -3,8 +3,9 @@
 //! ```yaml
 //! description: what it shows
 //! tenants: [foofoo]            # created on first use with `paddock tenant create`
+//! users: {alice: [devs]}        # users of the first tenant (`paddock user issue`), with groups
 //! steps:
-//!   - as: tenant                # tenant | tenant2 | <a tenant id> | admin-upstream | paddock-admin
+//!   - as: tenant                # tenant | tenant2 | <a tenant id> | <a user> | admin-upstream | paddock-admin
 //!     run: get ns -o name       # kubectl arguments (a leading `kubectl` is allowed), shell-quoted
 //!     stdin: |                  # optional, for `-f -`
 //!       ...
@@ -48,6 +49,10 @@ pub struct Scenario {
     pub description: String,
     #[serde(default)]
     pub tenants: Vec<String>,
+    /// Users of the first tenant (name -> groups), issued with `paddock user issue`;
+    /// a step runs as one with `as: <name>`.
+    #[serde(default)]
+    pub users: BTreeMap<String, Vec<String>>,
     pub steps: Vec<Step>,
     #[serde(default)]
     pub cleanup: Vec<Step>,
@@ -205,6 +210,13 @@ impl Env<'_> {
         match who {
             "admin-upstream" => self.cp.kubectl_admin(),
             "paddock-admin" => self.paddock()?.kubectl_admin(),
+            user if sc.users.contains_key(user) => {
+                let id = sc
+                    .tenants
+                    .first()
+                    .context("`users` need a tenant: list one in `tenants`")?;
+                self.paddock()?.kubectl_user(id, user, &sc.users[user])
+            }
             _ => {
                 let id = if who == "tenant" {
                     sc.tenants.first().cloned()

@@ -82,6 +82,17 @@ impl ControlPlane {
     /// `PADDOCK_E2E_KEEP=1` keeps it running after the test (no reaper; stop it with down.sh).
     pub fn start() -> Result<Self> {
         let bins = build_binaries(false)?;
+        match Self::start_with(&bins) {
+            // Ports are picked free and then released; another process may take one in between.
+            Err(e) if format!("{e:#}").contains("address already in use") => {
+                eprintln!("a port was taken during startup; trying once more");
+                Self::start_with(&bins)
+            }
+            r => r,
+        }
+    }
+
+    fn start_with(bins: &BTreeMap<String, String>) -> Result<Self> {
         let keep = std::env::var("PADDOCK_E2E_KEEP").is_ok_and(|v| v == "1");
         let dir = tempfile::Builder::new()
             .prefix("paddock-testbed-")
@@ -94,7 +105,7 @@ impl ControlPlane {
         if !keep {
             cmd.arg("--owner-pid").arg(std::process::id().to_string());
         }
-        for (k, v) in &bins {
+        for (k, v) in bins {
             cmd.env(k, v);
         }
         let out = process::run(&mut cmd, None, Duration::from_secs(180))?;

@@ -449,7 +449,7 @@ fn cases() -> Vec<Case> {
             .attack(step_in(A, "create -f - -o yaml", SAR_OTHER), Refused)
             .control(step(A, "auth can-i create configmaps -n web"), OkWith("yes")),
         case("can-i-nodes", "MTB-PL1-CC-CPI-1", "kubectl auth can-i update nodes")
-            .attack(step(A, "auth can-i update nodes --all-namespaces"), Refused)
+            .attack(step(A, "auth can-i update nodes"), Refused)
             .control(step(A, "auth can-i list namespaces"), OkWith("yes")),
         // ---- webhooks -------------------------------------------------------------------------------
         case("webhook-url", "§7.2 cluster-wide webhooks", "a webhook calling an arbitrary URL")
@@ -707,6 +707,9 @@ fn judge(s: &Step, out: &Output, e: &Expect) -> std::result::Result<(), String> 
         Expect::OkWithout(w) if out.stdout.contains(w) => Err(format!("output contains {w:?}")),
         Expect::Shows(w) if !out.stdout.contains(w) => {
             Err(format!("output lacks {w:?}: {}", short(&text)))
+        }
+        Expect::Says(w) if !text.to_lowercase().contains(w) => {
+            Err(format!("output does not say {w:?}: {}", short(&text)))
         }
         _ if !leaked.is_empty() => Err(format!("output names {leaked:?}: {}", short(&text))),
         _ => Ok(()),
@@ -1208,7 +1211,7 @@ fn deletion_test(cp: &ControlPlane, paddock: &Paddock, up: &Kubectl) -> Result<S
     let (_, o) = kc.run_raw(&split("get namespaces"), None, &BTreeMap::new(), None)?;
     if o.success()
         || !(o.stderr.contains("Unauthorized")
-            || o.stderr.contains("401")
+            || o.stderr.contains("You must be logged in")
             || o.stderr.contains("provide credentials"))
     {
         bail!(
