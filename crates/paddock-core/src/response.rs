@@ -503,7 +503,8 @@ impl DomCollection {
             return None;
         }
         let mut members = crate::framer::Members::new(raw);
-        let mut parts: Vec<(std::ops::Range<usize>, std::ops::Range<usize>)> = Vec::with_capacity(3);
+        let mut parts: Vec<(std::ops::Range<usize>, std::ops::Range<usize>)> =
+            Vec::with_capacity(3);
         let (mut cells_at, mut object_at) = (None, None);
         while let Some((key, escaped)) = members.next_key().ok()? {
             if escaped {
@@ -520,7 +521,10 @@ impl DomCollection {
         let (cells_at, object_at) = (cells_at?, object_at?);
         let object = &raw[parts[object_at].1.clone()];
         let mut object_out = Vec::with_capacity(object.len());
-        match self.splicer.object_as(object, (&info.group, &info.kind), &mut object_out) {
+        match self
+            .splicer
+            .object_as(object, (&info.group, &info.kind), &mut object_out)
+        {
             Fast::Keep => {}
             Fast::Drop => return Some(false),
             Fast::Fallback => return None,
@@ -538,10 +542,19 @@ impl DomCollection {
             namespace: Option<std::borrow::Cow<'a, str>>,
         }
         let obj: Obj = serde_json::from_slice(&object_out).ok()?;
-        let (name, namespace) = obj.metadata.map(|m| (m.name, m.namespace)).unwrap_or_default();
+        let (name, namespace) = obj
+            .metadata
+            .map(|m| (m.name, m.namespace))
+            .unwrap_or_default();
         let mut cells: Vec<Value> = serde_json::from_slice(&raw[parts[cells_at].1.clone()]).ok()?;
         let cols = self.columns.clone().unwrap_or_default();
-        crate::table::cells_down(&self.ctx, &cols, &mut cells, name.as_deref(), namespace.as_deref());
+        crate::table::cells_down(
+            &self.ctx,
+            &cols,
+            &mut cells,
+            name.as_deref(),
+            namespace.as_deref(),
+        );
         let mut row = Vec::with_capacity(raw.len());
         row.push(b'{');
         for (i, (key, value)) in parts.iter().enumerate() {
@@ -737,17 +750,31 @@ mod row_fast_tests {
             .to_owned();
         let mut out = vec![row.clone()];
         if !ns.is_empty() {
-            out.push(serde_json::from_str(&text.replace(&format!("\"{ns}\""), "\"barbar-prod\"")).unwrap());
-            out.push(serde_json::from_str(&text.replace(&format!("\"{ns}\""), "\"foofoo-web\"")).unwrap());
+            out.push(
+                serde_json::from_str(&text.replace(&format!("\"{ns}\""), "\"barbar-prod\""))
+                    .unwrap(),
+            );
+            out.push(
+                serde_json::from_str(&text.replace(&format!("\"{ns}\""), "\"foofoo-web\""))
+                    .unwrap(),
+            );
         }
         let mut cell = row.clone();
         if let Some(c) = cell.pointer_mut("/cells/2") {
             *c = Value::String("pulled from barbar-registry and foofoo-cache".into());
         }
         out.push(cell);
-        let mut labelled = serde_json::from_str::<Value>(&text.replace(&format!("\"{ns}\""), "\"foofoo-web\"")).unwrap();
-        if let Some(m) = labelled.pointer_mut("/object/metadata").and_then(Value::as_object_mut) {
-            m.insert("labels".into(), serde_json::json!({"paddock.io/tenant": "foofoo"}));
+        let mut labelled =
+            serde_json::from_str::<Value>(&text.replace(&format!("\"{ns}\""), "\"foofoo-web\""))
+                .unwrap();
+        if let Some(m) = labelled
+            .pointer_mut("/object/metadata")
+            .and_then(Value::as_object_mut)
+        {
+            m.insert(
+                "labels".into(),
+                serde_json::json!({"paddock.io/tenant": "foofoo"}),
+            );
         }
         out.push(labelled);
         out
@@ -765,7 +792,10 @@ mod row_fast_tests {
             ("table_pod_one", "/api/v1/pods"),
         ] {
             let p = crate::plan(&ctx, crate::parse_request("GET", path, None).unwrap()).unwrap();
-            let scope = TableScope { resource: p.resource.clone(), cluster_wide: p.cluster_wide };
+            let scope = TableScope {
+                resource: p.resource.clone(),
+                cluster_wide: p.cluster_wide,
+            };
             let table: Value = serde_json::from_slice(&fixture(name)).unwrap();
             let cols = Columns::from_defs(&table["columnDefinitions"]);
             let mut coll = DomCollection::new(ctx.clone(), scope.clone());
@@ -792,6 +822,9 @@ mod row_fast_tests {
                 }
             }
         }
-        assert!(fast_rows > 3, "the fast path was taken for {fast_rows} rows only");
+        assert!(
+            fast_rows > 3,
+            "the fast path was taken for {fast_rows} rows only"
+        );
     }
 }

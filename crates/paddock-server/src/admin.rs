@@ -30,13 +30,17 @@ fn json_response(code: StatusCode, v: &Value) -> Result<Response<ResBody>, Serve
     let body = serde_json::to_vec(v).map_err(|e| ServerError::Internal(e.to_string()))?;
     let mut r = Response::new(full(body));
     *r.status_mut() = code;
-    r.headers_mut().insert(header::CONTENT_TYPE, http::HeaderValue::from_static("application/json"));
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        http::HeaderValue::from_static("application/json"),
+    );
     Ok(r)
 }
 
 fn rfc3339(t: SystemTime) -> String {
     let odt = time::OffsetDateTime::from(t);
-    odt.format(&time::format_description::well_known::Rfc3339).unwrap_or_default()
+    odt.format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_default()
 }
 
 /// A tenant record as a Kubernetes-style object.
@@ -69,7 +73,10 @@ fn cert_object(c: &CertRecord) -> Value {
 }
 
 fn wants_table(req: &Request<Incoming>) -> bool {
-    req.headers().get(header::ACCEPT).and_then(|v| v.to_str().ok()).is_some_and(|a| a.contains("as=Table"))
+    req.headers()
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|a| a.contains("as=Table"))
 }
 
 fn tenant_table(items: &[Value]) -> Value {
@@ -96,36 +103,52 @@ fn tenant_table(items: &[Value]) -> Value {
 
 fn discovery(path: &str) -> Option<Value> {
     match path {
-        "/api" => Some(json!({"kind": "APIVersions", "versions": [], "serverAddressByClientCIDRs": []})),
-        "/apis" => Some(json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": [{
+        "/api" => {
+            Some(json!({"kind": "APIVersions", "versions": [], "serverAddressByClientCIDRs": []}))
+        }
+        "/apis" => Some(
+            json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": [{
             "name": GROUP, "versions": [{"groupVersion": GV, "version": VERSION}],
-            "preferredVersion": {"groupVersion": GV, "version": VERSION}}]})),
-        "/apis/paddock.io" => Some(json!({"kind": "APIGroup", "apiVersion": "v1", "name": GROUP,
+            "preferredVersion": {"groupVersion": GV, "version": VERSION}}]}),
+        ),
+        "/apis/paddock.io" => Some(
+            json!({"kind": "APIGroup", "apiVersion": "v1", "name": GROUP,
             "versions": [{"groupVersion": GV, "version": VERSION}],
-            "preferredVersion": {"groupVersion": GV, "version": VERSION}})),
-        BASE => Some(json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": GV, "resources": [
-            {"name": "tenants", "singularName": "tenant", "namespaced": false, "kind": "Tenant",
-             "verbs": ["get", "list", "create", "delete"], "shortNames": ["tn"]},
-            {"name": "issuedcertificates", "singularName": "issuedcertificate", "namespaced": false,
-             "kind": "IssuedCertificate", "verbs": ["get", "list", "create"]},
-            {"name": "issuedcertificates/revocation", "singularName": "", "namespaced": false,
-             "kind": "IssuedCertificate", "verbs": ["create"]}
-        ]})),
-        "/version" => Some(json!({"major": "1", "minor": "33", "gitVersion": concat!("paddock-", env!("CARGO_PKG_VERSION")),
-            "platform": "linux/amd64"})),
+            "preferredVersion": {"groupVersion": GV, "version": VERSION}}),
+        ),
+        BASE => Some(
+            json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": GV, "resources": [
+                {"name": "tenants", "singularName": "tenant", "namespaced": false, "kind": "Tenant",
+                 "verbs": ["get", "list", "create", "delete"], "shortNames": ["tn"]},
+                {"name": "issuedcertificates", "singularName": "issuedcertificate", "namespaced": false,
+                 "kind": "IssuedCertificate", "verbs": ["get", "list", "create"]},
+                {"name": "issuedcertificates/revocation", "singularName": "", "namespaced": false,
+                 "kind": "IssuedCertificate", "verbs": ["create"]}
+            ]}),
+        ),
+        "/version" => Some(
+            json!({"major": "1", "minor": "33", "gitVersion": concat!("paddock-", env!("CARGO_PKG_VERSION")),
+            "platform": "linux/amd64"}),
+        ),
         _ => None,
     }
 }
 
 /// Serves a platform admin.
-pub async fn serve_admin(state: &Arc<AppState>, caller: &Caller, req: Request<Incoming>) -> Result<Response<ResBody>, ServerError> {
+pub async fn serve_admin(
+    state: &Arc<AppState>,
+    caller: &Caller,
+    req: Request<Incoming>,
+) -> Result<Response<ResBody>, ServerError> {
     let path = req.uri().path().trim_end_matches('/').to_string();
     let method = req.method().clone();
     if path == "/metrics" && method == Method::GET {
         let mut r = Response::new(full(state.metrics.encode()));
         r.headers_mut().insert(
             header::CONTENT_TYPE,
-            http::HeaderValue::from_static("application/openmetrics-text; version=1.0.0; charset=utf-8"),
+            http::HeaderValue::from_static(
+                "application/openmetrics-text; version=1.0.0; charset=utf-8",
+            ),
         );
         return Ok(r);
     }
@@ -143,19 +166,29 @@ pub async fn serve_admin(state: &Arc<AppState>, caller: &Caller, req: Request<In
     }
     match (method, segs.as_slice()) {
         (Method::GET, ["tenants"]) => {
-            let mut items: Vec<Value> = state.cache.tenants().iter().map(|t| tenant_object(t)).collect();
-            items.sort_by(|a, b| a["metadata"]["name"].as_str().cmp(&b["metadata"]["name"].as_str()));
+            let mut items: Vec<Value> = state
+                .cache
+                .tenants()
+                .iter()
+                .map(|t| tenant_object(t))
+                .collect();
+            items.sort_by(|a, b| {
+                a["metadata"]["name"]
+                    .as_str()
+                    .cmp(&b["metadata"]["name"].as_str())
+            });
             if wants_table(&req) {
                 return json_response(StatusCode::OK, &tenant_table(&items));
             }
-            json_response(StatusCode::OK, &json!({"apiVersion": GV, "kind": "TenantList", "metadata": {}, "items": items}))
+            json_response(
+                StatusCode::OK,
+                &json!({"apiVersion": GV, "kind": "TenantList", "metadata": {}, "items": items}),
+            )
         }
         (Method::GET, ["tenants", id]) => {
-            let rec = state
-                .store
-                .get_tenant(id)
-                .await?
-                .ok_or_else(|| ServerError::NotFound(format!("tenants.paddock.io \"{id}\" not found")))?;
+            let rec = state.store.get_tenant(id).await?.ok_or_else(|| {
+                ServerError::NotFound(format!("tenants.paddock.io \"{id}\" not found"))
+            })?;
             let obj = tenant_object(&rec);
             if wants_table(&req) {
                 return json_response(StatusCode::OK, &tenant_table(&[obj]));
@@ -164,12 +197,16 @@ pub async fn serve_admin(state: &Arc<AppState>, caller: &Caller, req: Request<In
         }
         (Method::POST, ["tenants"]) => {
             let body = collect_limited(req.into_body(), 1 << 20).await?;
-            let obj: Value = serde_json::from_slice(&body)
-                .map_err(|e| ServerError::BadRequest(format!("the request body is not valid JSON: {e}")))?;
-            let id = obj["metadata"]["name"]
+            let obj: Value = serde_json::from_slice(&body).map_err(|e| {
+                ServerError::BadRequest(format!("the request body is not valid JSON: {e}"))
+            })?;
+            let id = obj["metadata"]["name"].as_str().ok_or_else(|| {
+                ServerError::BadRequest("metadata.name (the tenant id) is required".into())
+            })?;
+            let display = obj["spec"]["displayName"]
                 .as_str()
-                .ok_or_else(|| ServerError::BadRequest("metadata.name (the tenant id) is required".into()))?;
-            let display = obj["spec"]["displayName"].as_str().unwrap_or(id).to_string();
+                .unwrap_or(id)
+                .to_string();
             let labels: BTreeMap<String, String> =
                 serde_json::from_value(obj["metadata"]["labels"].clone()).unwrap_or_default();
             let rec = create_tenant(state, id, display, labels).await?;
@@ -181,16 +218,24 @@ pub async fn serve_admin(state: &Arc<AppState>, caller: &Caller, req: Request<In
         }
         (Method::GET, ["issuedcertificates"]) => {
             let tenant = req.uri().query().and_then(|q| {
-                form_pairs(q).into_iter().find(|(k, _)| k == "tenant").map(|(_, v)| v)
+                form_pairs(q)
+                    .into_iter()
+                    .find(|(k, _)| k == "tenant")
+                    .map(|(_, v)| v)
             });
             let certs = state.store.list_certs(tenant.as_deref()).await?;
             let items: Vec<Value> = certs.iter().map(cert_object).collect();
-            json_response(StatusCode::OK, &json!({"apiVersion": GV, "kind": "IssuedCertificateList", "metadata": {}, "items": items}))
+            json_response(
+                StatusCode::OK,
+                &json!({"apiVersion": GV, "kind": "IssuedCertificateList", "metadata": {}, "items": items}),
+            )
         }
         (Method::POST, ["issuedcertificates"]) => {
             let body = collect_limited(req.into_body(), 1 << 20).await?;
             let spec: IssueRequest = serde_json::from_slice::<IssueEnvelope>(&body)
-                .map_err(|e| ServerError::BadRequest(format!("invalid IssuedCertificate request: {e}")))?
+                .map_err(|e| {
+                    ServerError::BadRequest(format!("invalid IssuedCertificate request: {e}"))
+                })?
                 .spec;
             let issued = issue_certificate(state, spec).await?;
             tracing::info!(admin = caller.user(), serial = %issued["metadata"]["name"], "certificate issued");
@@ -201,13 +246,18 @@ pub async fn serve_admin(state: &Arc<AppState>, caller: &Caller, req: Request<In
             tracing::info!(admin = caller.user(), serial, "certificate revoked");
             json_response(StatusCode::OK, &cert_object(&rec))
         }
-        (m, _) => Err(ServerError::NotFound(format!("{m} {path} is not part of the admin API"))),
+        (m, _) => Err(ServerError::NotFound(format!(
+            "{m} {path} is not part of the admin API"
+        ))),
     }
 }
 
 fn form_pairs(q: &str) -> Vec<(String, String)> {
     q.split('&')
-        .filter_map(|kv| kv.split_once('=').map(|(k, v)| (k.to_string(), v.to_string())))
+        .filter_map(|kv| {
+            kv.split_once('=')
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+        })
         .collect()
 }
 
@@ -227,10 +277,14 @@ struct IssueRequest {
     validity_seconds: Option<u64>,
 }
 
-async fn issue_certificate(state: &Arc<AppState>, spec: IssueRequest) -> Result<Value, ServerError> {
+async fn issue_certificate(
+    state: &Arc<AppState>,
+    spec: IssueRequest,
+) -> Result<Value, ServerError> {
     let tenant = match &spec.tenant {
         Some(t) => {
-            let id = TenantId::parse(t).map_err(|e| ServerError::BadRequest(format!("spec.tenant: {e}")))?;
+            let id = TenantId::parse(t)
+                .map_err(|e| ServerError::BadRequest(format!("spec.tenant: {e}")))?;
             match state.cache.tenant(id.as_str()) {
                 Some(r) if r.phase == TenantPhase::Active => Some(id),
                 Some(_) => return Err(ServerError::Conflict(format!("tenant {id} is not active"))),
@@ -240,9 +294,14 @@ async fn issue_certificate(state: &Arc<AppState>, spec: IssueRequest) -> Result<
         None => None,
     };
     if spec.user.is_empty() || spec.user.contains(':') {
-        return Err(ServerError::BadRequest("spec.user must be non-empty and contain no ':'".into()));
+        return Err(ServerError::BadRequest(
+            "spec.user must be non-empty and contain no ':'".into(),
+        ));
     }
-    let validity = spec.validity_seconds.map(Duration::from_secs).unwrap_or(state.config.cert_validity);
+    let validity = spec
+        .validity_seconds
+        .map(Duration::from_secs)
+        .unwrap_or(state.config.cert_validity);
     let subject = paddock_pki::Subject {
         user: spec.user.clone(),
         groups: spec.groups.clone(),
@@ -278,10 +337,13 @@ pub async fn create_tenant(
     display_name: String,
     labels: BTreeMap<String, String>,
 ) -> Result<TenantRecord, ServerError> {
-    let tid = TenantId::parse(id).map_err(|e| ServerError::BadRequest(format!("invalid tenant id {id:?}: {e}")))?;
+    let tid = TenantId::parse(id)
+        .map_err(|e| ServerError::BadRequest(format!("invalid tenant id {id:?}: {e}")))?;
     if let Some(existing) = state.store.get_tenant(tid.as_str()).await? {
         if existing.phase == TenantPhase::Terminating {
-            return Err(ServerError::Conflict(format!("tenant {tid} is being deleted; retry when it is gone")));
+            return Err(ServerError::Conflict(format!(
+                "tenant {tid} is being deleted; retry when it is gone"
+            )));
         }
         // Idempotent: creating an existing tenant repairs its upstream objects.
         provision::provision_tenant(&state.upstream, &tid).await?;
@@ -300,7 +362,13 @@ pub async fn create_tenant(
     state.store.create_tenant(&rec).await?;
     if let Err(e) = provision::provision_tenant(&state.upstream, &tid).await {
         tracing::warn!(tenant = %tid, error = %e, "provisioning failed; rolling back");
-        let _ = provision::delete_tenant_objects(&state.upstream, &tid, Duration::from_secs(30), |_| {}).await;
+        let _ = provision::delete_tenant_objects(
+            &state.upstream,
+            &tid,
+            Duration::from_secs(30),
+            |_| {},
+        )
+        .await;
         let _ = state.store.delete_tenant(tid.as_str()).await;
         return Err(e);
     }
@@ -309,12 +377,14 @@ pub async fn create_tenant(
 }
 
 /// Marks a tenant Terminating and removes it in the background.
-pub async fn start_tenant_deletion(state: &Arc<AppState>, id: &str) -> Result<TenantRecord, ServerError> {
-    let mut rec = state
-        .store
-        .get_tenant(id)
-        .await?
-        .ok_or_else(|| ServerError::NotFound(format!("tenants.paddock.io \"{id}\" not found")))?;
+pub async fn start_tenant_deletion(
+    state: &Arc<AppState>,
+    id: &str,
+) -> Result<TenantRecord, ServerError> {
+    let mut rec =
+        state.store.get_tenant(id).await?.ok_or_else(|| {
+            ServerError::NotFound(format!("tenants.paddock.io \"{id}\" not found"))
+        })?;
     if rec.phase != TenantPhase::Terminating {
         rec.phase = TenantPhase::Terminating;
         rec.progress = Some("deletion started".into());
@@ -334,9 +404,10 @@ pub async fn finish_tenant_deletion(state: Arc<AppState>, tid: TenantId) {
     let tid2 = tid.clone();
     let last_progress = Arc::new(parking_lot::Mutex::new(String::new()));
     let lp = last_progress.clone();
-    let result = provision::delete_tenant_objects(&state.upstream, &tid, DELETE_TIMEOUT, move |p| {
-        *lp.lock() = p;
-    });
+    let result =
+        provision::delete_tenant_objects(&state.upstream, &tid, DELETE_TIMEOUT, move |p| {
+            *lp.lock() = p;
+        });
     let updater = {
         let store = store.clone();
         let tid = tid2.clone();
@@ -367,7 +438,9 @@ pub async fn finish_tenant_deletion(state: Arc<AppState>, tid: TenantId) {
             }
             match store.delete_tenant(tid.as_str()).await {
                 Ok(()) => tracing::info!(tenant = %tid, "tenant deleted"),
-                Err(e) => tracing::warn!(tenant = %tid, error = %e, "tenant objects removed but the record could not be deleted"),
+                Err(e) => {
+                    tracing::warn!(tenant = %tid, error = %e, "tenant objects removed but the record could not be deleted")
+                }
             }
         }
         Err(e) => {
@@ -381,17 +454,66 @@ pub async fn finish_tenant_deletion(state: Arc<AppState>, tid: TenantId) {
 }
 
 /// A tenant user asking about paddock.io: its own tenant record only.
-pub async fn serve_tenant_self(state: &Arc<AppState>, tenant: &TenantId, req: Request<Incoming>) -> Result<Response<ResBody>, ServerError> {
+pub async fn serve_tenant_self(
+    state: &Arc<AppState>,
+    tenant: &TenantId,
+    req: Request<Incoming>,
+) -> Result<Response<ResBody>, ServerError> {
     let path = req.uri().path().trim_end_matches('/');
     let own = format!("{BASE}/tenants/{}", tenant.as_str());
+    if req.method() == Method::GET {
+        match path {
+            "/apis/paddock.io" => {
+                if let Some(doc) = discovery(path) {
+                    return json_response(StatusCode::OK, &doc);
+                }
+            }
+            BASE => {
+                return json_response(
+                    StatusCode::OK,
+                    &json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": GV, "resources": [
+                        {"name": "tenants", "singularName": "tenant", "namespaced": false, "kind": "Tenant",
+                         "verbs": ["get"], "shortNames": ["tn"]}
+                    ]}),
+                );
+            }
+            _ => {}
+        }
+    }
     if req.method() == Method::GET && path == own {
-        let rec = state
-            .cache
-            .tenant(tenant.as_str())
-            .ok_or_else(|| ServerError::NotFound(format!("tenants.paddock.io \"{tenant}\" not found")))?;
+        let rec = state.cache.tenant(tenant.as_str()).ok_or_else(|| {
+            ServerError::NotFound(format!("tenants.paddock.io \"{tenant}\" not found"))
+        })?;
         return json_response(StatusCode::OK, &tenant_object(&rec));
     }
     Err(ServerError::Forbidden(
         "tenants may only read their own tenant record (GET /apis/paddock.io/v1alpha1/tenants/<own id>)".into(),
     ))
+}
+
+/// Adds `paddock.io` (tenants, get only) to a tenant's `/apis` document, legacy or aggregated,
+/// so that `kubectl get tenant <own id>` finds the resource. Other documents are unchanged.
+pub fn add_tenant_group(doc: &[u8]) -> Option<Vec<u8>> {
+    let mut v: Value = serde_json::from_slice(doc).ok()?;
+    match v["kind"].as_str()? {
+        "APIGroupList" => {
+            v["groups"].as_array_mut()?.push(json!({
+                "name": GROUP, "versions": [{"groupVersion": GV, "version": VERSION}],
+                "preferredVersion": {"groupVersion": GV, "version": VERSION}
+            }));
+        }
+        "APIGroupDiscoveryList" => {
+            v["items"].as_array_mut()?.push(json!({
+                "metadata": {"name": GROUP, "creationTimestamp": null},
+                "versions": [{"version": VERSION, "freshness": "Current", "resources": [{
+                    "resource": "tenants", "singularResource": "tenant", "scope": "Cluster",
+                    "shortNames": ["tn"],
+                    "responseKind": {"group": GROUP, "version": VERSION, "kind": "Tenant"},
+                    "verbs": ["get"]
+                }]}]
+            }));
+        }
+        _ => return None,
+    }
+    serde_json::to_vec(&v).ok()
 }

@@ -23,7 +23,9 @@ impl std::str::FromStr for StoreKind {
         match s {
             "embedded" => Ok(StoreKind::Embedded),
             "etcd" => Ok(StoreKind::Etcd),
-            other => Err(format!("unknown store {other:?}: expected \"embedded\" or \"etcd\"")),
+            other => Err(format!(
+                "unknown store {other:?}: expected \"embedded\" or \"etcd\""
+            )),
         }
     }
 }
@@ -87,7 +89,9 @@ impl ServerConfig {
 
     /// Checks what can be checked before starting; errors name the offending setting.
     pub fn validate(&self) -> Result<(), String> {
-        if !self.listen.ip().is_loopback() && std::env::var_os("PADDOCK_ALLOW_NON_LOOPBACK").is_none() {
+        if !self.listen.ip().is_loopback()
+            && std::env::var_os("PADDOCK_ALLOW_NON_LOOPBACK").is_none()
+        {
             // Production binds wider; tests must never. The escape hatch is explicit.
             return Err(format!(
                 "listen: {} is not a loopback address (set PADDOCK_ALLOW_NON_LOOPBACK=1 to bind it)",
@@ -102,14 +106,20 @@ impl ServerConfig {
             ("upstream_kubeconfig", self.upstream_kubeconfig.clone()),
         ] {
             if !path.is_file() {
-                return Err(format!("{key}: {} does not exist or is not a file", path.display()));
+                return Err(format!(
+                    "{key}: {} does not exist or is not a file",
+                    path.display()
+                ));
             }
         }
         if self.store == StoreKind::Etcd && self.etcd_endpoints.is_empty() {
             return Err("etcd_endpoints: store = \"etcd\" needs at least one endpoint".into());
         }
         if !self.public_url.starts_with("https://") {
-            return Err(format!("public_url: {:?} must start with https://", self.public_url));
+            return Err(format!(
+                "public_url: {:?} must start with https://",
+                self.public_url
+            ));
         }
         if self.cert_validity < Duration::from_secs(60) {
             return Err("cert_validity: must be at least 1m".into());
@@ -123,7 +133,9 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     let s = s.trim();
     let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
     let (num, unit) = s.split_at(split);
-    let n: u64 = num.parse().map_err(|_| format!("invalid duration {s:?}: expected e.g. 30s, 15m, 24h, 7d"))?;
+    let n: u64 = num
+        .parse()
+        .map_err(|_| format!("invalid duration {s:?}: expected e.g. 30s, 15m, 24h, 7d"))?;
     let secs = match unit {
         "s" | "" => n,
         "m" => n * 60,

@@ -60,7 +60,8 @@ impl CatalogCache {
     pub fn set_known_tenants(&self, ids: Vec<String>) {
         *self.known_tenants.lock() = ids.clone();
         if let Some(cur) = self.get() {
-            self.current.store(Some(Arc::new((*cur).clone().with_known_tenants(ids))));
+            self.current
+                .store(Some(Arc::new((*cur).clone().with_known_tenants(ids))));
         }
     }
 

@@ -90,6 +90,9 @@ pub fn status_response(code: u16, reason: &str, message: &str) -> Response<ResBo
     let body = paddock_core::status_body(code, reason, message);
     let mut resp = Response::new(full(Bytes::from(body)));
     *resp.status_mut() = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    resp.headers_mut().insert(http::header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    resp.headers_mut().insert(
+        http::header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
     resp
 }

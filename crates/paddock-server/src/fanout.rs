@@ -169,7 +169,13 @@ async fn send_one(
     groups: &[String],
     accept: &str,
     watch: bool,
-) -> Result<(Response<hyper::body::Incoming>, Option<crate::upstream::StreamSlot>), ServerError> {
+) -> Result<
+    (
+        Response<hyper::body::Incoming>,
+        Option<crate::upstream::StreamSlot>,
+    ),
+    ServerError,
+> {
     let mut req = Request::builder()
         .method(Method::GET)
         .uri(state.upstream.uri(&p.upstream_path_and_query)?)

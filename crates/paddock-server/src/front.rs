@@ -24,16 +24,24 @@ pub struct ReloadingTls {
 }
 
 fn mtimes(files: &[PathBuf]) -> Vec<Option<SystemTime>> {
-    files.iter().map(|f| std::fs::metadata(f).and_then(|m| m.modified()).ok()).collect()
+    files
+        .iter()
+        .map(|f| std::fs::metadata(f).and_then(|m| m.modified()).ok())
+        .collect()
 }
 
 impl ReloadingTls {
     /// Loads serving cert, key and client CA.
     pub fn load(cert: PathBuf, key: PathBuf, ca: PathBuf) -> Result<Self, ServerError> {
-        let cfg = paddock_pki::server_config(&cert, &key, &ca).map_err(|e| ServerError::Config(format!("TLS: {e}")))?;
+        let cfg = paddock_pki::server_config(&cert, &key, &ca)
+            .map_err(|e| ServerError::Config(format!("TLS: {e}")))?;
         let files = [cert, key, ca];
         let stamp = mtimes(&files);
-        Ok(ReloadingTls { files, current: ArcSwap::from_pointee(cfg), stamp: parking_lot::Mutex::new(stamp) })
+        Ok(ReloadingTls {
+            files,
+            current: ArcSwap::from_pointee(cfg),
+            stamp: parking_lot::Mutex::new(stamp),
+        })
     }
 
     /// Re-reads the files if any changed. A broken new file keeps the old config in force.
@@ -64,7 +72,11 @@ impl ReloadingTls {
 }
 
 /// Accepts connections until shutdown, then drains in-flight requests for the grace period.
-pub async fn serve(state: Arc<AppState>, listener: TcpListener, tls: Arc<ReloadingTls>) -> Result<(), ServerError> {
+pub async fn serve(
+    state: Arc<AppState>,
+    listener: TcpListener,
+    tls: Arc<ReloadingTls>,
+) -> Result<(), ServerError> {
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
     let shutdown = state.shutdown.clone();
     loop {
@@ -84,17 +96,18 @@ pub async fn serve(state: Arc<AppState>, listener: TcpListener, tls: Arc<Reloadi
         let state = state.clone();
         let watcher = graceful.watcher();
         tokio::spawn(async move {
-            let tls_stream = match tokio::time::timeout(Duration::from_secs(10), acceptor.accept(tcp)).await {
-                Ok(Ok(s)) => s,
-                Ok(Err(e)) => {
-                    tracing::debug!(%remote, error = %e, "TLS handshake failed");
-                    return;
-                }
-                Err(_) => {
-                    tracing::debug!(%remote, "TLS handshake timed out");
-                    return;
-                }
-            };
+            let tls_stream =
+                match tokio::time::timeout(Duration::from_secs(10), acceptor.accept(tcp)).await {
+                    Ok(Ok(s)) => s,
+                    Ok(Err(e)) => {
+                        tracing::debug!(%remote, error = %e, "TLS handshake failed");
+                        return;
+                    }
+                    Err(_) => {
+                        tracing::debug!(%remote, "TLS handshake timed out");
+                        return;
+                    }
+                };
             let peer: Option<Arc<PeerCert>> = tls_stream
                 .get_ref()
                 .1
@@ -105,7 +118,9 @@ pub async fn serve(state: Arc<AppState>, listener: TcpListener, tls: Arc<Reloadi
             let svc = service_fn(move |req| {
                 let state = state.clone();
                 let peer = peer.clone();
-                async move { Ok::<_, std::convert::Infallible>(crate::router::handle(state, peer, req).await) }
+                async move {
+                    Ok::<_, std::convert::Infallible>(crate::router::handle(state, peer, req).await)
+                }
             });
             let builder = auto::Builder::new(TokioExecutor::new());
             let conn = builder.serve_connection_with_upgrades(TokioIo::new(tls_stream), svc);

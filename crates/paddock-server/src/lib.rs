@@ -51,7 +51,11 @@ pub async fn run(config: ServerConfig, shutdown: CancellationToken) -> Result<()
     let upstream = Upstream::new(cred)?;
     let ca = paddock_pki::Ca::load(&config.ca_cert(), &config.ca_key())
         .map_err(|e| ServerError::Config(format!("certs_dir: tenant CA: {e}")))?;
-    let tls = Arc::new(ReloadingTls::load(config.serving_cert(), config.serving_key(), config.ca_cert())?);
+    let tls = Arc::new(ReloadingTls::load(
+        config.serving_cert(),
+        config.serving_key(),
+        config.ca_cert(),
+    )?);
     let store = Arc::new(open_store(&config).await?);
     record_admin_certificate(&config, &store).await;
     let listener = TcpListener::bind(config.listen)
@@ -82,7 +86,9 @@ pub async fn run(config: ServerConfig, shutdown: CancellationToken) -> Result<()
                 let disc = state.catalogs.refresh(&state.upstream).await;
                 match (boot, disc) {
                     (Ok(()), Ok(_)) => {
-                        state.bootstrapped.store(true, std::sync::atomic::Ordering::Release);
+                        state
+                            .bootstrapped
+                            .store(true, std::sync::atomic::Ordering::Release);
                         break;
                     }
                     (b, d) => {
@@ -111,7 +117,12 @@ pub async fn run(config: ServerConfig, shutdown: CancellationToken) -> Result<()
         tokio::spawn(async move {
             let mut changes = state.cache.subscribe();
             loop {
-                let ids: Vec<String> = state.cache.tenants().iter().map(|t| t.id.as_str().to_string()).collect();
+                let ids: Vec<String> = state
+                    .cache
+                    .tenants()
+                    .iter()
+                    .map(|t| t.id.as_str().to_string())
+                    .collect();
                 state.catalogs.set_known_tenants(ids);
                 tokio::select! {
                     r = changes.changed() => if r.is_err() { return },
@@ -135,7 +146,9 @@ pub async fn run(config: ServerConfig, shutdown: CancellationToken) -> Result<()
                 if tls.reload_if_changed() {
                     match paddock_pki::Ca::load(&state.config.ca_cert(), &state.config.ca_key()) {
                         Ok(ca) => state.ca.store(Arc::new(ca)),
-                        Err(e) => tracing::warn!(error = %e, "tenant CA changed but could not be loaded"),
+                        Err(e) => {
+                            tracing::warn!(error = %e, "tenant CA changed but could not be loaded")
+                        }
                     }
                 }
                 n += 1;
@@ -156,8 +169,12 @@ async fn record_admin_certificate(config: &ServerConfig, store: &Store) {
     use rustls_pki_types::CertificateDer;
     use rustls_pki_types::pem::PemObject;
     let path = config.certs_dir.join("admin.crt");
-    let Ok(der) = CertificateDer::from_pem_file(&path) else { return };
-    let Ok(peer) = paddock_pki::parse_peer_cert(der.as_ref()) else { return };
+    let Ok(der) = CertificateDer::from_pem_file(&path) else {
+        return;
+    };
+    let Ok(peer) = paddock_pki::parse_peer_cert(der.as_ref()) else {
+        return;
+    };
     match store.list_certs(None).await {
         Ok(certs) if certs.iter().any(|c| c.serial_hex == peer.serial_hex) => {}
         Ok(_) => {

@@ -65,11 +65,33 @@ impl Metrics {
         });
         let open_watches = Gauge::default();
         let upstream_errors = Family::<UpstreamErrorLabels, Counter>::default();
-        registry.register("requests", "Requests served, by tenant, verb and status class", requests.clone());
-        registry.register("request_duration_seconds", "Time until response headers, by verb", latency.clone());
-        registry.register("open_watches", "Watches currently open", open_watches.clone());
-        registry.register("upstream_errors", "Upstream failures by kind", upstream_errors.clone());
-        Metrics { registry, requests, latency, open_watches, upstream_errors }
+        registry.register(
+            "requests",
+            "Requests served, by tenant, verb and status class",
+            requests.clone(),
+        );
+        registry.register(
+            "request_duration_seconds",
+            "Time until response headers, by verb",
+            latency.clone(),
+        );
+        registry.register(
+            "open_watches",
+            "Watches currently open",
+            open_watches.clone(),
+        );
+        registry.register(
+            "upstream_errors",
+            "Upstream failures by kind",
+            upstream_errors.clone(),
+        );
+        Metrics {
+            registry,
+            requests,
+            latency,
+            open_watches,
+            upstream_errors,
+        }
     }
 
     /// OpenMetrics text.
@@ -90,14 +112,26 @@ impl Metrics {
             _ => "5xx",
         };
         self.requests
-            .get_or_create(&RequestLabels { tenant: tenant.to_string(), verb: verb.to_string(), code: class.to_string() })
+            .get_or_create(&RequestLabels {
+                tenant: tenant.to_string(),
+                verb: verb.to_string(),
+                code: class.to_string(),
+            })
             .inc();
-        self.latency.get_or_create(&VerbLabels { verb: verb.to_string() }).observe(seconds);
+        self.latency
+            .get_or_create(&VerbLabels {
+                verb: verb.to_string(),
+            })
+            .observe(seconds);
     }
 
     /// Counts an upstream failure.
     pub fn upstream_error(&self, kind: &str) {
-        self.upstream_errors.get_or_create(&UpstreamErrorLabels { kind: kind.to_string() }).inc();
+        self.upstream_errors
+            .get_or_create(&UpstreamErrorLabels {
+                kind: kind.to_string(),
+            })
+            .inc();
     }
 }
 

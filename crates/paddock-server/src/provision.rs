@@ -344,8 +344,12 @@ pub async fn ensure_namespace_binding(
     .await?;
     // The namespace (with its locked labels) first; then its contents, side by side (each
     // is an upstream round trip; tenant creation does this for four namespaces at once).
-    let rb_path = format!("/apis/rbac.authorization.k8s.io/v1/namespaces/{upstream_ns}/rolebindings/{NAMESPACE_ADMIN_BINDING}");
-    let np_path = format!("/apis/networking.k8s.io/v1/namespaces/{upstream_ns}/networkpolicies/{NAMESPACE_NETWORK_POLICY}");
+    let rb_path = format!(
+        "/apis/rbac.authorization.k8s.io/v1/namespaces/{upstream_ns}/rolebindings/{NAMESPACE_ADMIN_BINDING}"
+    );
+    let np_path = format!(
+        "/apis/networking.k8s.io/v1/namespaces/{upstream_ns}/networkpolicies/{NAMESPACE_NETWORK_POLICY}"
+    );
     let quota_path = format!("/api/v1/namespaces/{upstream_ns}/resourcequotas/{NAMESPACE_QUOTA}");
     let (rb, np, quota) = (
         namespace_admin_binding(t, upstream_ns),
@@ -408,8 +412,16 @@ pub async fn provision_tenant(up: &Upstream, t: &TenantId) -> Result<(), ServerE
     .await?;
     // The default namespaces side by side: tenant creation is a chain of upstream round
     // trips, and its latency is what the platform admin waits for (docs/performance.md).
-    let namespaces: Vec<String> = DEFAULT_NAMESPACES.iter().map(|ns| t.upstream_name(ns)).collect();
-    futures_util::future::try_join_all(namespaces.iter().map(|ns| ensure_namespace_binding(up, t, ns))).await?;
+    let namespaces: Vec<String> = DEFAULT_NAMESPACES
+        .iter()
+        .map(|ns| t.upstream_name(ns))
+        .collect();
+    futures_util::future::try_join_all(
+        namespaces
+            .iter()
+            .map(|ns| ensure_namespace_binding(up, t, ns)),
+    )
+    .await?;
     crate::rbac_sync::sync_tenant(up, t).await
 }
 

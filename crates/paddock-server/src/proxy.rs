@@ -309,6 +309,11 @@ pub async fn serve_tenant(
         let mut doc = Vec::with_capacity(raw.len());
         rw.feed(&raw, &mut doc)?;
         rw.finish(&mut doc)?;
+        if matches!(plan.request.path, paddock_core::ApiPath::Apis)
+            && let Some(with_paddock) = crate::admin::add_tenant_group(&doc)
+        {
+            doc = with_paddock;
+        }
         let etag = format!("\"{}\"", paddock_core::etag(&doc));
         out_headers.insert(header::ETAG, header_value(&etag)?);
         out_headers.insert(header::VARY, HeaderValue::from_static("Accept"));

@@ -107,7 +107,7 @@ pub async fn handle(
             groups,
             ..
         } => {
-            if path.starts_with("/apis/paddock.io/") {
+            if path == "/apis/paddock.io" || path.starts_with("/apis/paddock.io/") {
                 (
                     crate::admin::serve_tenant_self(&state, tenant, req).await,
                     crate::proxy::method_verb(&method),

@@ -20,7 +20,10 @@ pub struct UpAnswer {
 impl UpAnswer {
     /// The upstream `Status.message`, for errors.
     pub fn message(&self) -> String {
-        self.body["message"].as_str().map(str::to_string).unwrap_or_else(|| self.status.to_string())
+        self.body["message"]
+            .as_str()
+            .map(str::to_string)
+            .unwrap_or_else(|| self.status.to_string())
     }
 }
 
@@ -33,10 +36,15 @@ pub async fn call(
     body: Option<&Value>,
 ) -> Result<UpAnswer, ServerError> {
     let bytes = match body {
-        Some(v) => Bytes::from(serde_json::to_vec(v).map_err(|e| ServerError::Internal(e.to_string()))?),
+        Some(v) => {
+            Bytes::from(serde_json::to_vec(v).map_err(|e| ServerError::Internal(e.to_string()))?)
+        }
         None => Bytes::new(),
     };
-    let mut b = Request::builder().method(method).uri(up.uri(path)?).header(header::ACCEPT, "application/json");
+    let mut b = Request::builder()
+        .method(method)
+        .uri(up.uri(path)?)
+        .header(header::ACCEPT, "application/json");
     if let Some(ct) = content_type {
         b = b.header(header::CONTENT_TYPE, ct);
     }
@@ -46,7 +54,11 @@ pub async fn call(
     let resp = up.send(req, false).await?;
     let status = resp.status();
     let raw = collect_limited(resp.into_body(), 64 << 20).await?;
-    let body = if raw.is_empty() { Value::Null } else { serde_json::from_slice(&raw).unwrap_or(Value::Null) };
+    let body = if raw.is_empty() {
+        Value::Null
+    } else {
+        serde_json::from_slice(&raw).unwrap_or(Value::Null)
+    };
     Ok(UpAnswer { status, body })
 }
 
@@ -54,11 +66,22 @@ pub async fn call(
 pub async fn apply(up: &Upstream, path: &str, obj: &Value) -> Result<(), ServerError> {
     let sep = if path.contains('?') { '&' } else { '?' };
     let p = format!("{path}{sep}fieldManager=paddock&force=true");
-    let a = call(up, Method::PATCH, &p, Some("application/apply-patch+yaml"), Some(obj)).await?;
+    let a = call(
+        up,
+        Method::PATCH,
+        &p,
+        Some("application/apply-patch+yaml"),
+        Some(obj),
+    )
+    .await?;
     if a.status.is_success() {
         Ok(())
     } else {
-        Err(ServerError::Upstream(format!("applying {path} upstream failed ({}): {}", a.status, a.message())))
+        Err(ServerError::Upstream(format!(
+            "applying {path} upstream failed ({}): {}",
+            a.status,
+            a.message()
+        )))
     }
 }
 
@@ -68,7 +91,11 @@ pub async fn delete(up: &Upstream, path: &str) -> Result<(), ServerError> {
     if a.status.is_success() || a.status == StatusCode::NOT_FOUND {
         Ok(())
     } else {
-        Err(ServerError::Upstream(format!("deleting {path} upstream failed ({}): {}", a.status, a.message())))
+        Err(ServerError::Upstream(format!(
+            "deleting {path} upstream failed ({}): {}",
+            a.status,
+            a.message()
+        )))
     }
 }
 
@@ -76,7 +103,11 @@ pub async fn delete(up: &Upstream, path: &str) -> Result<(), ServerError> {
 pub async fn list(up: &Upstream, path: &str) -> Result<Vec<Value>, ServerError> {
     let a = call(up, Method::GET, path, None, None).await?;
     if !a.status.is_success() {
-        return Err(ServerError::Upstream(format!("listing {path} upstream failed ({}): {}", a.status, a.message())));
+        return Err(ServerError::Upstream(format!(
+            "listing {path} upstream failed ({}): {}",
+            a.status,
+            a.message()
+        )));
     }
     Ok(a.body["items"].as_array().cloned().unwrap_or_default())
 }

@@ -48,7 +48,9 @@ pub struct UpstreamCredential {
 impl std::fmt::Debug for UpstreamCredential {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         // Never print keys or tokens.
-        f.debug_struct("UpstreamCredential").field("server", &self.server).finish_non_exhaustive()
+        f.debug_struct("UpstreamCredential")
+            .field("server", &self.server)
+            .finish_non_exhaustive()
     }
 }
 
@@ -101,17 +103,30 @@ struct UserSpec {
     token_file: Option<String>,
 }
 
-fn data_or_file(data: &Option<String>, file: &Option<String>, base: &Path, what: &str) -> Result<Option<Vec<u8>>, ServerError> {
+fn data_or_file(
+    data: &Option<String>,
+    file: &Option<String>,
+    base: &Path,
+    what: &str,
+) -> Result<Option<Vec<u8>>, ServerError> {
     if let Some(d) = data {
         let bytes = base64::engine::general_purpose::STANDARD
             .decode(d.trim())
-            .map_err(|e| ServerError::Config(format!("upstream kubeconfig: {what} is not valid base64: {e}")))?;
+            .map_err(|e| {
+                ServerError::Config(format!(
+                    "upstream kubeconfig: {what} is not valid base64: {e}"
+                ))
+            })?;
         return Ok(Some(bytes));
     }
     if let Some(f) = file {
         let p = base.join(f);
-        let bytes = std::fs::read(&p)
-            .map_err(|e| ServerError::Config(format!("upstream kubeconfig: cannot read {what} {}: {e}", p.display())))?;
+        let bytes = std::fs::read(&p).map_err(|e| {
+            ServerError::Config(format!(
+                "upstream kubeconfig: cannot read {what} {}: {e}",
+                p.display()
+            ))
+        })?;
         return Ok(Some(bytes));
     }
     Ok(None)
@@ -120,10 +135,18 @@ fn data_or_file(data: &Option<String>, file: &Option<String>, base: &Path, what:
 impl UpstreamCredential {
     /// Reads the current context of a kubeconfig.
     pub fn from_kubeconfig(path: &Path) -> Result<Self, ServerError> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| ServerError::Config(format!("upstream_kubeconfig: cannot read {}: {e}", path.display())))?;
-        let kc: Kubeconfig = serde_norway::from_str(&text)
-            .map_err(|e| ServerError::Config(format!("upstream_kubeconfig: {} is not a kubeconfig: {e}", path.display())))?;
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            ServerError::Config(format!(
+                "upstream_kubeconfig: cannot read {}: {e}",
+                path.display()
+            ))
+        })?;
+        let kc: Kubeconfig = serde_norway::from_str(&text).map_err(|e| {
+            ServerError::Config(format!(
+                "upstream_kubeconfig: {} is not a kubeconfig: {e}",
+                path.display()
+            ))
+        })?;
         let base = path.parent().unwrap_or(Path::new("."));
         let ctx_name = kc
             .current_context
@@ -134,21 +157,41 @@ impl UpstreamCredential {
             .contexts
             .iter()
             .find(|c| c.name == ctx_name)
-            .ok_or_else(|| ServerError::Config(format!("upstream_kubeconfig: context {ctx_name:?} not found")))?;
+            .ok_or_else(|| {
+                ServerError::Config(format!(
+                    "upstream_kubeconfig: context {ctx_name:?} not found"
+                ))
+            })?;
         let cluster = kc
             .clusters
             .iter()
             .find(|c| c.name == ctx.value.cluster)
-            .ok_or_else(|| ServerError::Config(format!("upstream_kubeconfig: cluster {:?} not found", ctx.value.cluster)))?;
-        let default_user = Named { name: String::new(), value: UserSpec::default() };
-        let user = kc.users.iter().find(|u| u.name == ctx.value.user).unwrap_or(&default_user);
+            .ok_or_else(|| {
+                ServerError::Config(format!(
+                    "upstream_kubeconfig: cluster {:?} not found",
+                    ctx.value.cluster
+                ))
+            })?;
+        let default_user = Named {
+            name: String::new(),
+            value: UserSpec::default(),
+        };
+        let user = kc
+            .users
+            .iter()
+            .find(|u| u.name == ctx.value.user)
+            .unwrap_or(&default_user);
         let ca_pem = data_or_file(&cluster.value.ca_data, &cluster.value.ca_file, base, "certificate-authority")?
             .ok_or_else(|| ServerError::Config("upstream_kubeconfig: the cluster has no certificate-authority; paddock never talks to an unverified upstream".into()))?;
         let token = match (&user.value.token, &user.value.token_file) {
             (Some(t), _) => Some(t.clone()),
             (None, Some(f)) => Some(
                 std::fs::read_to_string(base.join(f))
-                    .map_err(|e| ServerError::Config(format!("upstream_kubeconfig: cannot read tokenFile {f}: {e}")))?
+                    .map_err(|e| {
+                        ServerError::Config(format!(
+                            "upstream_kubeconfig: cannot read tokenFile {f}: {e}"
+                        ))
+                    })?
                     .trim()
                     .to_string(),
             ),
@@ -156,13 +199,25 @@ impl UpstreamCredential {
         };
         let server = cluster.value.server.trim_end_matches('/').to_string();
         if !server.starts_with("https://") {
-            return Err(ServerError::Config(format!("upstream_kubeconfig: server {server:?} must be https")));
+            return Err(ServerError::Config(format!(
+                "upstream_kubeconfig: server {server:?} must be https"
+            )));
         }
         Ok(UpstreamCredential {
             server,
             ca_pem,
-            client_cert_pem: data_or_file(&user.value.cert_data, &user.value.cert_file, base, "client-certificate")?,
-            client_key_pem: data_or_file(&user.value.key_data, &user.value.key_file, base, "client-key")?,
+            client_cert_pem: data_or_file(
+                &user.value.cert_data,
+                &user.value.cert_file,
+                base,
+                "client-certificate",
+            )?,
+            client_key_pem: data_or_file(
+                &user.value.key_data,
+                &user.value.key_file,
+                base,
+                "client-key",
+            )?,
             token,
         })
     }
@@ -214,7 +269,11 @@ impl Drop for StreamSlot {
 
 impl WatchPool {
     fn new(connector: HttpsConnector<HttpConnector>) -> Self {
-        WatchPool { connector, conns: parking_lot::Mutex::new(Vec::new()), opening: tokio::sync::Mutex::new(()) }
+        WatchPool {
+            connector,
+            conns: parking_lot::Mutex::new(Vec::new()),
+            opening: tokio::sync::Mutex::new(()),
+        }
     }
 
     /// A stream on a connection with room, if there is one. Closed connections are dropped,
@@ -249,7 +308,9 @@ impl WatchPool {
             .clone()
             .oneshot(uri.clone())
             .await
-            .map_err(|e| ServerError::Upstream(format!("upstream {uri}: connecting for watches: {e}")))?;
+            .map_err(|e| {
+                ServerError::Upstream(format!("upstream {uri}: connecting for watches: {e}"))
+            })?;
         let (send, conn) = hyper::client::conn::http2::Builder::new(TokioExecutor::new())
             .timer(hyper_util::rt::TokioTimer::new())
             .initial_stream_window_size(WATCH_STREAM_WINDOW)
@@ -259,17 +320,25 @@ impl WatchPool {
             .keep_alive_while_idle(true)
             .handshake(io)
             .await
-            .map_err(|e| ServerError::Upstream(format!("upstream {uri}: HTTP/2 handshake for watches: {e}")))?;
+            .map_err(|e| {
+                ServerError::Upstream(format!("upstream {uri}: HTTP/2 handshake for watches: {e}"))
+            })?;
         tokio::spawn(async move {
             if let Err(e) = conn.await {
                 tracing::debug!(error = %e, "upstream watch connection ended");
             }
         });
-        self.conns.lock().push(WatchConn { send, active: Arc::new(AtomicUsize::new(0)) });
+        self.conns.lock().push(WatchConn {
+            send,
+            active: Arc::new(AtomicUsize::new(0)),
+        });
         Ok(())
     }
 
-    async fn send(&self, req: Request<UpBody>) -> Result<(Response<Incoming>, StreamSlot), ServerError> {
+    async fn send(
+        &self,
+        req: Request<UpBody>,
+    ) -> Result<(Response<Incoming>, StreamSlot), ServerError> {
         let (mut send, slot) = match self.checkout() {
             Some(x) => x,
             None => {
@@ -298,7 +367,10 @@ impl WatchPool {
     /// Open connections and their streams (for tests and metrics).
     pub fn stats(&self) -> (usize, usize) {
         let conns = self.conns.lock();
-        (conns.len(), conns.iter().map(|c| c.active.load(Ordering::Acquire)).sum())
+        (
+            conns.len(),
+            conns.iter().map(|c| c.active.load(Ordering::Acquire)).sum(),
+        )
     }
 }
 
@@ -309,7 +381,10 @@ enum Versions {
     H2,
 }
 
-fn connector(cred: &UpstreamCredential, versions: Versions) -> Result<HttpsConnector<HttpConnector>, ServerError> {
+fn connector(
+    cred: &UpstreamCredential,
+    versions: Versions,
+) -> Result<HttpsConnector<HttpConnector>, ServerError> {
     let tls = paddock_pki::upstream_client_config(
         &cred.ca_pem,
         cred.client_cert_pem.as_deref(),
@@ -322,7 +397,9 @@ fn connector(cred: &UpstreamCredential, versions: Versions) -> Result<HttpsConne
     http.enforce_http(false);
     http.set_nodelay(true);
     http.set_connect_timeout(Some(Duration::from_secs(5)));
-    let b = hyper_rustls::HttpsConnectorBuilder::new().with_tls_config(tls).https_only();
+    let b = hyper_rustls::HttpsConnectorBuilder::new()
+        .with_tls_config(tls)
+        .https_only();
     Ok(match versions {
         Versions::Both => b.enable_all_versions().wrap_connector(http),
         Versions::H1 => b.enable_http1().wrap_connector(http),
@@ -345,7 +422,12 @@ impl Upstream {
             .pool_idle_timeout(Duration::from_secs(30))
             .http1_preserve_header_case(false)
             .build(long_conn);
-        Ok(Upstream { cred, short, long, watches })
+        Ok(Upstream {
+            cred,
+            short,
+            long,
+            watches,
+        })
     }
 
     /// The upstream base URL.
@@ -370,15 +452,29 @@ impl Upstream {
     }
 
     /// Sends a request. `long_running` picks the HTTP/1.1 pool.
-    pub async fn send(&self, mut req: Request<UpBody>, long_running: bool) -> Result<Response<Incoming>, ServerError> {
+    pub async fn send(
+        &self,
+        mut req: Request<UpBody>,
+        long_running: bool,
+    ) -> Result<Response<Incoming>, ServerError> {
         self.authorize(&mut req)?;
-        let client = if long_running { &self.long } else { &self.short };
-        client.request(req).await.map_err(|e| ServerError::Upstream(format!("upstream {}: {e}", self.cred.server)))
+        let client = if long_running {
+            &self.long
+        } else {
+            &self.short
+        };
+        client
+            .request(req)
+            .await
+            .map_err(|e| ServerError::Upstream(format!("upstream {}: {e}", self.cred.server)))
     }
 
     /// Sends a watch on the watch pool. Keep the [`StreamSlot`] as long as the response body:
     /// dropping it gives the stream back to the pool.
-    pub async fn send_watch(&self, mut req: Request<UpBody>) -> Result<(Response<Incoming>, StreamSlot), ServerError> {
+    pub async fn send_watch(
+        &self,
+        mut req: Request<UpBody>,
+    ) -> Result<(Response<Incoming>, StreamSlot), ServerError> {
         self.authorize(&mut req)?;
         self.watches.send(req).await
     }

@@ -30,38 +30,76 @@ fn check(a: upjson::UpAnswer, what: &str) -> Result<Value> {
 impl AdminClient {
     /// Reads the admin kubeconfig.
     pub fn new(kubeconfig: &Path) -> Result<Self> {
-        let cred = UpstreamCredential::from_kubeconfig(kubeconfig)
-            .with_context(|| format!("admin kubeconfig {} (create it with `paddock ca init`)", kubeconfig.display()))?;
-        Ok(AdminClient { up: Upstream::new(cred)? })
+        let cred = UpstreamCredential::from_kubeconfig(kubeconfig).with_context(|| {
+            format!(
+                "admin kubeconfig {} (create it with `paddock ca init`)",
+                kubeconfig.display()
+            )
+        })?;
+        Ok(AdminClient {
+            up: Upstream::new(cred)?,
+        })
     }
 
-    async fn call(&self, method: Method, path: &str, body: Option<&Value>) -> Result<upjson::UpAnswer> {
-        upjson::call(&self.up, method, path, body.map(|_| "application/json"), body)
-            .await
-            .with_context(|| format!("cannot reach paddock at {}", self.up.server()))
+    async fn call(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<&Value>,
+    ) -> Result<upjson::UpAnswer> {
+        upjson::call(
+            &self.up,
+            method,
+            path,
+            body.map(|_| "application/json"),
+            body,
+        )
+        .await
+        .with_context(|| format!("cannot reach paddock at {}", self.up.server()))
     }
 
     /// POST a tenant.
-    pub async fn create_tenant(&self, id: &str, display: Option<&str>, labels: &serde_json::Map<String, Value>) -> Result<Value> {
+    pub async fn create_tenant(
+        &self,
+        id: &str,
+        display: Option<&str>,
+        labels: &serde_json::Map<String, Value>,
+    ) -> Result<Value> {
         let body = json!({"apiVersion": "paddock.io/v1alpha1", "kind": "Tenant",
             "metadata": {"name": id, "labels": labels}, "spec": {"displayName": display.unwrap_or(id)}});
-        check(self.call(Method::POST, &format!("{BASE}/tenants"), Some(&body)).await?, &format!("creating tenant {id}"))
+        check(
+            self.call(Method::POST, &format!("{BASE}/tenants"), Some(&body))
+                .await?,
+            &format!("creating tenant {id}"),
+        )
     }
 
     /// All tenants.
     pub async fn list_tenants(&self) -> Result<Vec<Value>> {
-        let v = check(self.call(Method::GET, &format!("{BASE}/tenants"), None).await?, "listing tenants")?;
+        let v = check(
+            self.call(Method::GET, &format!("{BASE}/tenants"), None)
+                .await?,
+            "listing tenants",
+        )?;
         Ok(v["items"].as_array().cloned().unwrap_or_default())
     }
 
     /// One tenant.
     pub async fn get_tenant(&self, id: &str) -> Result<Value> {
-        check(self.call(Method::GET, &format!("{BASE}/tenants/{id}"), None).await?, &format!("getting tenant {id}"))
+        check(
+            self.call(Method::GET, &format!("{BASE}/tenants/{id}"), None)
+                .await?,
+            &format!("getting tenant {id}"),
+        )
     }
 
     /// Deletes a tenant; with `wait`, shows progress until it is gone.
     pub async fn delete_tenant(&self, id: &str, wait: bool, timeout: Duration) -> Result<()> {
-        check(self.call(Method::DELETE, &format!("{BASE}/tenants/{id}"), None).await?, &format!("deleting tenant {id}"))?;
+        check(
+            self.call(Method::DELETE, &format!("{BASE}/tenants/{id}"), None)
+                .await?,
+            &format!("deleting tenant {id}"),
+        )?;
         eprintln!("tenant {id}: deletion started");
         if !wait {
             return Ok(());
@@ -69,18 +107,29 @@ impl AdminClient {
         let start = Instant::now();
         let mut last = String::new();
         loop {
-            let a = self.call(Method::GET, &format!("{BASE}/tenants/{id}"), None).await?;
+            let a = self
+                .call(Method::GET, &format!("{BASE}/tenants/{id}"), None)
+                .await?;
             if a.status == http::StatusCode::NOT_FOUND {
-                eprintln!("tenant {id}: deleted ({:.1}s)", start.elapsed().as_secs_f64());
+                eprintln!(
+                    "tenant {id}: deleted ({:.1}s)",
+                    start.elapsed().as_secs_f64()
+                );
                 return Ok(());
             }
-            let progress = a.body["status"]["progress"].as_str().unwrap_or("").to_string();
+            let progress = a.body["status"]["progress"]
+                .as_str()
+                .unwrap_or("")
+                .to_string();
             if progress != last && !progress.is_empty() {
                 eprintln!("tenant {id}: {progress}");
                 last = progress;
             }
             if start.elapsed() > timeout {
-                bail!("tenant {id} still terminating after {}s: {last}", timeout.as_secs());
+                bail!(
+                    "tenant {id} still terminating after {}s: {last}",
+                    timeout.as_secs()
+                );
             }
             tokio::time::sleep(Duration::from_millis(300)).await;
         }
@@ -94,31 +143,59 @@ impl AdminClient {
             tenant: Some(args.tenant.clone()),
         };
         let (key_pem, csr_pem) = match &args.csr {
-            Some(p) => (None, std::fs::read_to_string(p).with_context(|| format!("reading CSR {}", p.display()))?),
+            Some(p) => (
+                None,
+                std::fs::read_to_string(p)
+                    .with_context(|| format!("reading CSR {}", p.display()))?,
+            ),
             None => {
                 let (k, c) = paddock_pki::generate_key_and_csr(&subject)?;
                 (Some(k), c)
             }
         };
         let validity = match &args.validity {
-            Some(v) => Some(paddock_server::config::parse_duration(v).map_err(anyhow::Error::msg)?.as_secs()),
+            Some(v) => Some(
+                paddock_server::config::parse_duration(v)
+                    .map_err(anyhow::Error::msg)?
+                    .as_secs(),
+            ),
             None => None,
         };
         let body = json!({"apiVersion": "paddock.io/v1alpha1", "kind": "IssuedCertificate",
             "spec": {"tenant": args.tenant, "user": args.user, "groups": args.groups, "csr": csr_pem, "validitySeconds": validity}});
         let v = check(
-            self.call(Method::POST, &format!("{BASE}/issuedcertificates"), Some(&body)).await?,
+            self.call(
+                Method::POST,
+                &format!("{BASE}/issuedcertificates"),
+                Some(&body),
+            )
+            .await?,
             &format!("issuing a certificate for {}/{}", args.tenant, args.user),
         )?;
-        let cert = v["status"]["certificate"].as_str().context("no certificate in the answer")?;
-        let ca = v["status"]["caCertificate"].as_str().context("no CA in the answer")?;
+        let cert = v["status"]["certificate"]
+            .as_str()
+            .context("no certificate in the answer")?;
+        let ca = v["status"]["caCertificate"]
+            .as_str()
+            .context("no CA in the answer")?;
         let server = v["status"]["server"].as_str().unwrap_or(self.up.server());
         if let (Some(path), Some(k)) = (&args.key_out, &key_pem) {
             crate::kubeconfig::write_private(path, k.as_bytes())?;
         }
-        eprintln!("certificate serial {} for {}/{}", v["metadata"]["name"].as_str().unwrap_or("?"), args.tenant, args.user);
+        eprintln!(
+            "certificate serial {} for {}/{}",
+            v["metadata"]["name"].as_str().unwrap_or("?"),
+            args.tenant,
+            args.user
+        );
         let context = format!("{}-{}", args.tenant, args.user);
-        Ok(crate::kubeconfig::render(server, ca.as_bytes(), &context, cert.as_bytes(), key_pem.as_deref().map(str::as_bytes)))
+        Ok(crate::kubeconfig::render(
+            server,
+            ca.as_bytes(),
+            &context,
+            cert.as_bytes(),
+            key_pem.as_deref().map(str::as_bytes),
+        ))
     }
 
     /// Issued certificates.
@@ -127,14 +204,22 @@ impl AdminClient {
             Some(t) => format!("{BASE}/issuedcertificates?tenant={t}"),
             None => format!("{BASE}/issuedcertificates"),
         };
-        let v = check(self.call(Method::GET, &path, None).await?, "listing certificates")?;
+        let v = check(
+            self.call(Method::GET, &path, None).await?,
+            "listing certificates",
+        )?;
         Ok(v["items"].as_array().cloned().unwrap_or_default())
     }
 
     /// Revokes by serial.
     pub async fn revoke(&self, serial: &str) -> Result<()> {
         check(
-            self.call(Method::POST, &format!("{BASE}/issuedcertificates/{serial}/revocation"), Some(&json!({}))).await?,
+            self.call(
+                Method::POST,
+                &format!("{BASE}/issuedcertificates/{serial}/revocation"),
+                Some(&json!({})),
+            )
+            .await?,
             &format!("revoking {serial}"),
         )?;
         Ok(())

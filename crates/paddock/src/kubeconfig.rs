@@ -11,7 +11,13 @@ fn b64(bytes: &[u8]) -> String {
 }
 
 /// A kubeconfig with one cluster, one user and one context.
-pub fn render(server: &str, ca_pem: &[u8], context: &str, cert_pem: &[u8], key_pem: Option<&[u8]>) -> String {
+pub fn render(
+    server: &str,
+    ca_pem: &[u8],
+    context: &str,
+    cert_pem: &[u8],
+    key_pem: Option<&[u8]>,
+) -> String {
     let key_line = match key_pem {
         Some(k) => format!("    client-key-data: {}\n", b64(k)),
         None => String::new(),
@@ -26,7 +32,13 @@ pub fn render(server: &str, ca_pem: &[u8], context: &str, cert_pem: &[u8], key_p
 /// The platform admin's kubeconfig.
 pub fn admin_kubeconfig(server: &str, ca: &Path, cert: &Path, key: &Path) -> Result<String> {
     let read = |p: &Path| std::fs::read(p).with_context(|| format!("reading {}", p.display()));
-    Ok(render(server, &read(ca)?, "paddock-admin", &read(cert)?, Some(&read(key)?)))
+    Ok(render(
+        server,
+        &read(ca)?,
+        "paddock-admin",
+        &read(cert)?,
+        Some(&read(key)?),
+    ))
 }
 
 /// Writes a file readable by its owner only (it holds a private key).
@@ -39,6 +51,7 @@ pub fn write_private(path: &Path, bytes: &[u8]) -> Result<()> {
         .mode(0o600)
         .open(path)
         .with_context(|| format!("writing {}", path.display()))?;
-    f.write_all(bytes).with_context(|| format!("writing {}", path.display()))?;
+    f.write_all(bytes)
+        .with_context(|| format!("writing {}", path.display()))?;
     Ok(())
 }

@@ -68,7 +68,11 @@ enum CaCommand {
         #[arg(long = "hostname")]
         hostnames: Vec<String>,
         /// Server URL written into admin.kubeconfig.
-        #[arg(long, env = "PADDOCK_PUBLIC_URL", default_value = "https://127.0.0.1:8443")]
+        #[arg(
+            long,
+            env = "PADDOCK_PUBLIC_URL",
+            default_value = "https://127.0.0.1:8443"
+        )]
         server_url: String,
         /// Replace an existing CA (every issued certificate stops working).
         #[arg(long)]
@@ -80,7 +84,12 @@ enum CaCommand {
 #[derive(clap::Args, Clone)]
 pub struct AdminConn {
     /// Platform-admin kubeconfig (written by `paddock ca init`).
-    #[arg(long = "kubeconfig", env = "PADDOCK_ADMIN_KUBECONFIG", default_value = "certs/admin.kubeconfig", global = true)]
+    #[arg(
+        long = "kubeconfig",
+        env = "PADDOCK_ADMIN_KUBECONFIG",
+        default_value = "certs/admin.kubeconfig",
+        global = true
+    )]
     pub kubeconfig: PathBuf,
 }
 
@@ -178,7 +187,10 @@ enum CertCommand {
 fn main() -> std::process::ExitCode {
     paddock_pki::install_crypto_provider();
     let cli = Cli::parse();
-    let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("error: cannot start the runtime: {e}");
@@ -197,27 +209,46 @@ fn main() -> std::process::ExitCode {
 async fn run(cli: Cli) -> Result<()> {
     match cli.command {
         Command::Serve(args) => serve::run(*args).await,
-        Command::Ca { command: CaCommand::Init { dir, hostnames, server_url, force } } => {
+        Command::Ca {
+            command:
+                CaCommand::Init {
+                    dir,
+                    hostnames,
+                    server_url,
+                    force,
+                },
+        } => {
             let out = paddock_pki::init_ca(&dir, &hostnames, force, std::time::SystemTime::now())?;
-            let kc = kubeconfig::admin_kubeconfig(&server_url, &out.ca_cert, &out.admin_cert, &out.admin_key)?;
+            let kc = kubeconfig::admin_kubeconfig(
+                &server_url,
+                &out.ca_cert,
+                &out.admin_cert,
+                &out.admin_key,
+            )?;
             let kc_path = dir.join("admin.kubeconfig");
             kubeconfig::write_private(&kc_path, kc.as_bytes())?;
             eprintln!(
-                "wrote {}, {}, {}, {} and {}",
+                "wrote {}, {}, {}, {} and the private keys beside them (0600)",
                 out.ca_cert.display(),
                 out.serving_cert.display(),
                 out.admin_cert.display(),
                 kc_path.display(),
-                "the private keys beside them (0600)"
             );
             Ok(())
         }
         Command::Tenant { conn, command } => {
             let client = admin_client::AdminClient::new(&conn.kubeconfig)?;
             match command {
-                TenantCommand::Create { id, display_name, labels, validity } => {
+                TenantCommand::Create {
+                    id,
+                    display_name,
+                    labels,
+                    validity,
+                } => {
                     let labels = output::parse_labels(&labels)?;
-                    client.create_tenant(&id, display_name.as_deref(), &labels).await?;
+                    client
+                        .create_tenant(&id, display_name.as_deref(), &labels)
+                        .await?;
                     let issue = IssueArgs {
                         tenant: id.clone(),
                         user: "admin".into(),
@@ -231,15 +262,24 @@ async fn run(cli: Cli) -> Result<()> {
                     eprintln!("tenant {id} created; the kubeconfig above belongs to its admin");
                     Ok(())
                 }
-                TenantCommand::List { output } => output::print_tenants(&client.list_tenants().await?, output),
-                TenantCommand::Get { id, output } => output::print_tenants(&[client.get_tenant(&id).await?], output),
+                TenantCommand::List { output } => {
+                    output::print_tenants(&client.list_tenants().await?, output)
+                }
+                TenantCommand::Get { id, output } => {
+                    output::print_tenants(&[client.get_tenant(&id).await?], output)
+                }
                 TenantCommand::Delete { id, wait, timeout } => {
-                    let timeout = paddock_server::config::parse_duration(&timeout).map_err(anyhow::Error::msg)?;
+                    let timeout = paddock_server::config::parse_duration(&timeout)
+                        .map_err(anyhow::Error::msg)?;
                     client.delete_tenant(&id, wait, timeout).await
                 }
             }
         }
-        Command::User { conn, command: UserCommand::Issue(args) } | Command::Kubeconfig { conn, issue: args } => {
+        Command::User {
+            conn,
+            command: UserCommand::Issue(args),
+        }
+        | Command::Kubeconfig { conn, issue: args } => {
             let client = admin_client::AdminClient::new(&conn.kubeconfig)?;
             let kc = client.issue_kubeconfig(&args).await?;
             print!("{kc}");
@@ -248,7 +288,9 @@ async fn run(cli: Cli) -> Result<()> {
         Command::Cert { conn, command } => {
             let client = admin_client::AdminClient::new(&conn.kubeconfig)?;
             match command {
-                CertCommand::List { tenant, output } => output::print_certs(&client.list_certs(tenant.as_deref()).await?, output),
+                CertCommand::List { tenant, output } => {
+                    output::print_certs(&client.list_certs(tenant.as_deref()).await?, output)
+                }
                 CertCommand::Revoke { serial } => {
                     client.revoke(&serial).await?;
                     eprintln!("certificate {serial} revoked");

@@ -9,7 +9,9 @@ use crate::Output;
 pub fn parse_labels(labels: &[String]) -> Result<serde_json::Map<String, Value>> {
     let mut m = serde_json::Map::new();
     for l in labels {
-        let Some((k, v)) = l.split_once('=') else { bail!("label {l:?} is not k=v") };
+        let Some((k, v)) = l.split_once('=') else {
+            bail!("label {l:?} is not k=v")
+        };
         m.insert(k.to_string(), Value::String(v.to_string()));
     }
     Ok(m)
@@ -24,7 +26,11 @@ fn table(headers: &[&str], rows: Vec<Vec<String>>) -> String {
     }
     let mut out = String::new();
     let line = |cells: Vec<String>, out: &mut String| {
-        let parts: Vec<String> = cells.iter().enumerate().map(|(i, c)| format!("{c:<w$}", w = widths[i])).collect();
+        let parts: Vec<String> = cells
+            .iter()
+            .enumerate()
+            .map(|(i, c)| format!("{c:<w$}", w = widths[i]))
+            .collect();
         out.push_str(parts.join("   ").trim_end());
         out.push('\n');
     };
@@ -44,7 +50,11 @@ fn s(v: &Value) -> String {
 }
 
 fn structured(items: &[Value], output: Output) -> Result<bool> {
-    let v = if items.len() == 1 { items[0].clone() } else { Value::Array(items.to_vec()) };
+    let v = if items.len() == 1 {
+        items[0].clone()
+    } else {
+        Value::Array(items.to_vec())
+    };
     match output {
         Output::Json => println!("{}", serde_json::to_string_pretty(&v)?),
         Output::Yaml => print!("{}", serde_norway::to_string(&v)?),
@@ -70,7 +80,13 @@ pub fn print_tenants(items: &[Value], output: Output) -> Result<()> {
             ]
         })
         .collect();
-    print!("{}", table(&["NAME", "PHASE", "DISPLAY NAME", "CREATED", "PROGRESS"], rows));
+    print!(
+        "{}",
+        table(
+            &["NAME", "PHASE", "DISPLAY NAME", "CREATED", "PROGRESS"],
+            rows
+        )
+    );
     Ok(())
 }
 
@@ -86,12 +102,25 @@ pub fn print_certs(items: &[Value], output: Output) -> Result<()> {
                 s(&c["metadata"]["name"]),
                 s(&c["spec"]["tenant"]),
                 s(&c["spec"]["user"]),
-                c["spec"]["groups"].as_array().map(|g| g.iter().map(s).collect::<Vec<_>>().join(",")).unwrap_or_default(),
+                c["spec"]["groups"]
+                    .as_array()
+                    .map(|g| g.iter().map(s).collect::<Vec<_>>().join(","))
+                    .unwrap_or_default(),
                 s(&c["status"]["notAfter"]),
-                if c["status"]["revoked"].as_bool() == Some(true) { "yes".into() } else { "no".into() },
+                if c["status"]["revoked"].as_bool() == Some(true) {
+                    "yes".into()
+                } else {
+                    "no".into()
+                },
             ]
         })
         .collect();
-    print!("{}", table(&["SERIAL", "TENANT", "USER", "GROUPS", "NOT AFTER", "REVOKED"], rows));
+    print!(
+        "{}",
+        table(
+            &["SERIAL", "TENANT", "USER", "GROUPS", "NOT AFTER", "REVOKED"],
+            rows
+        )
+    );
     Ok(())
 }

@@ -73,8 +73,15 @@ struct FileConfig {
 }
 
 fn load_file(path: &Path) -> Result<FileConfig> {
-    let text = std::fs::read_to_string(path).with_context(|| format!("config: cannot read {}", path.display()))?;
-    toml::from_str(&text).map_err(|e| anyhow::anyhow!("config {}: {}", path.display(), e.message().to_string() + &span_hint(&text, e.span())))
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("config: cannot read {}", path.display()))?;
+    toml::from_str(&text).map_err(|e| {
+        anyhow::anyhow!(
+            "config {}: {}",
+            path.display(),
+            e.message().to_string() + &span_hint(&text, e.span())
+        )
+    })
 }
 
 fn span_hint(text: &str, span: Option<std::ops::Range<usize>>) -> String {
@@ -94,14 +101,34 @@ pub fn resolve(args: &ServeArgs) -> Result<(ServerConfig, LogFormat)> {
         None => FileConfig::default(),
     };
     // Relative paths in the file are relative to the file.
-    let base = args.config.as_ref().and_then(|p| p.parent().map(Path::to_path_buf)).unwrap_or_default();
+    let base = args
+        .config
+        .as_ref()
+        .and_then(|p| p.parent().map(Path::to_path_buf))
+        .unwrap_or_default();
     let rel = |p: PathBuf| if p.is_absolute() { p } else { base.join(p) };
 
-    let listen_s = args.listen.clone().or(file.listen).unwrap_or_else(|| "127.0.0.1:8443".into());
-    let listen: SocketAddr = listen_s.parse().with_context(|| format!("listen: {listen_s:?} is not an address:port"))?;
-    let store_s = args.store.clone().or(file.store).unwrap_or_else(|| "embedded".into());
-    let store: StoreKind = store_s.parse().map_err(|e: String| anyhow::anyhow!("store: {e}"))?;
-    let log_s = args.log_format.clone().or(file.log_format).unwrap_or_else(|| "json".into());
+    let listen_s = args
+        .listen
+        .clone()
+        .or(file.listen)
+        .unwrap_or_else(|| "127.0.0.1:8443".into());
+    let listen: SocketAddr = listen_s
+        .parse()
+        .with_context(|| format!("listen: {listen_s:?} is not an address:port"))?;
+    let store_s = args
+        .store
+        .clone()
+        .or(file.store)
+        .unwrap_or_else(|| "embedded".into());
+    let store: StoreKind = store_s
+        .parse()
+        .map_err(|e: String| anyhow::anyhow!("store: {e}"))?;
+    let log_s = args
+        .log_format
+        .clone()
+        .or(file.log_format)
+        .unwrap_or_else(|| "json".into());
     let log_format = match log_s.as_str() {
         "json" => LogFormat::Json,
         "text" => LogFormat::Text,
@@ -134,11 +161,18 @@ pub fn resolve(args: &ServeArgs) -> Result<(ServerConfig, LogFormat)> {
 }
 
 fn init_logging(format: LogFormat) {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,hyper=warn,h2=warn,rustls=warn,tonic=warn"));
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
+        tracing_subscriber::EnvFilter::new("info,hyper=warn,h2=warn,rustls=warn,tonic=warn")
+    });
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
     match format {
-        LogFormat::Json => builder.json().flatten_event(true).with_current_span(false).init(),
+        LogFormat::Json => builder
+            .json()
+            .flatten_event(true)
+            .with_current_span(false)
+            .init(),
         LogFormat::Text => builder.init(),
     }
 }
@@ -150,13 +184,14 @@ pub async fn run(args: ServeArgs) -> Result<()> {
     let token = CancellationToken::new();
     let t2 = token.clone();
     tokio::spawn(async move {
-        let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(s) => s,
-            Err(e) => {
-                tracing::error!(error = %e, "cannot install the SIGTERM handler");
-                return;
-            }
-        };
+        let mut term =
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(s) => s,
+                Err(e) => {
+                    tracing::error!(error = %e, "cannot install the SIGTERM handler");
+                    return;
+                }
+            };
         tokio::select! {
             _ = tokio::signal::ctrl_c() => {}
             _ = term.recv() => {}
@@ -177,7 +212,10 @@ mod tests {
         let dir = tempfile_dir();
         let p = dir.join("bad.toml");
         std::fs::write(&p, "listen = \"127.0.0.1:1\"\nlisten_adress = \"x\"\n").ok();
-        let args = ServeArgs { config: Some(p), ..Default::default() };
+        let args = ServeArgs {
+            config: Some(p),
+            ..Default::default()
+        };
         let err = match resolve(&args) {
             Ok(_) => String::new(),
             Err(e) => format!("{e:#}"),
