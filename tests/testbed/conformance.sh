@@ -6,11 +6,14 @@
 # and a report of both pass counts and of the tests that pass directly but fail through paddock.
 #
 #   tests/testbed/conformance.sh [--mode both|direct|paddock] [--fast] [--focus RE] [--skip RE]
-#                                [--report FILE] [--keep]
+#                                [--report FILE] [--keep] [--tenant-setup FILE]
 #
 # --fast     a handful of quick, focused tests (a few minutes) instead of all of them
 # --report   default target/conformance/report.md (JSON reports and logs are copied beside it)
 # --keep     keep the control plane running afterwards (prints the directory; stop with down.sh)
+# --tenant-setup FILE  a diagnostic aid: `kubectl apply -f FILE` as the tenant before the paddock
+#            run (e.g. to see what else fails once a missing object exists). The report says so;
+#            official counts are taken without it.
 # Exit status: 0 if every test that passes directly also passes through paddock (mode both), or
 # if every test passed (single mode); 1 otherwise; 2 on usage or setup errors.
 # Skipped always: AdmissionWebhook, CustomResourceConversionWebhook, CustomResourceFieldSelectors,
@@ -20,7 +23,7 @@ set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
 
-MODE=both; FAST=0; KEEP=0
+MODE=both; FAST=0; KEEP=0; TENANT_SETUP=""
 FOCUS='\[sig-api-machinery\].*\[Conformance\]'
 # CustomResourceFieldSelectors deploys a conversion webhook too (crd_selectable_fields.go).
 SKIP_ALWAYS='AdmissionWebhook|CustomResourceConversionWebhook|CustomResourceFieldSelectors|Aggregator|\[Slow\]|\[Disruptive\]'
@@ -38,6 +41,7 @@ while [ $# -gt 0 ]; do
     --skip) SKIP_EXTRA="${2:?}"; shift 2 ;;
     --report) REPORT="${2:?}"; shift 2 ;;
     --keep) KEEP=1; shift ;;
+    --tenant-setup) TENANT_SETUP="$(cd "$(dirname "${2:?}")" && pwd)/$(basename "$2")"; shift 2 ;;
     -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
     *) echo "conformance.sh: unknown argument $1" >&2; exit 2 ;;
   esac
@@ -121,6 +125,10 @@ log "skip:  $SKIP"
 if [ "$MODE" != direct ]; then
   # A subshell: if paddock does not come up, the report still gets the direct results.
   if ( start_paddock ); then
+    if [ -n "$TENANT_SETUP" ]; then
+      log "applying $TENANT_SETUP as the tenant (--tenant-setup)"
+      "$KUBECTL" --kubeconfig "$TB/tenant.kubeconfig" apply -f "$TENANT_SETUP" >&2 || log "tenant setup failed"
+    fi
     run_suite paddock "$TB/tenant.kubeconfig"
   else
     log "paddock did not start (log: $TB/logs/paddock.log); no run through paddock"
@@ -132,9 +140,9 @@ rdir="$(dirname "$REPORT")"
 cp "$TB"/reports/*.json "$rdir/" 2>/dev/null || true
 mkdir -p "$rdir/logs"; cp "$TB"/logs/*.log "$rdir/logs/" 2>/dev/null || true
 rc=0
-python3 - "$TB/reports" "$REPORT" "$MODE" "$FOCUS" "$SKIP" "$((SECONDS - T0))" <<'PY' || rc=$?
+python3 - "$TB/reports" "$REPORT" "$MODE" "$FOCUS" "$SKIP" "$((SECONDS - T0))" "$TENANT_SETUP" <<'PY' || rc=$?
 import json, os, sys, datetime
-rdir, report, mode, focus, skip, total = sys.argv[1:7]
+rdir, report, mode, focus, skip, total, setup = sys.argv[1:8]
 def load(name):
     p = os.path.join(rdir, name + ".json")
     if not os.path.exists(p):
@@ -159,7 +167,10 @@ runs = {n: load(n) for n in ("direct", "paddock")}
 out = ["# Conformance report", "",
        f"- date: {datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}",
        f"- mode: {mode}; total wall time {total} s",
-       f"- focus: `{focus}`", f"- skip: `{skip}`", ""]
+       f"- focus: `{focus}`", f"- skip: `{skip}`"]
+if setup:
+    out.append(f"- **diagnostic run**: `{setup}` was applied as the tenant before the paddock run")
+out.append("")
 for n, r in runs.items():
     if r is None:
         out.append(f"## {n}: not run" if mode in ("both", n) else f"## {n}: not requested")

@@ -19,7 +19,7 @@ signal() { # signal SIG PID: the process group it leads, else the process
   if [ "$(ps -o pgid= -p "$2" 2>/dev/null | tr -d ' ')" = "$2" ]; then kill -s "$1" -- "-$2" 2>/dev/null; fi
   kill -s "$1" "$2" 2>/dev/null
 }
-KNOWN=" up.sh reaper kwok kube-scheduler kube-controller-manager kube-apiserver etcd paddock-etcd "
+KNOWN=" up.sh reaper kwok kube-scheduler kube-controller-manager kube-apiserver etcd paddock-etcd egress-proxy pf-target "
 stop() { # stop NAME... : TERM, wait, KILL for the named entries of the pids file
          # (no names: every entry; "--others": entries not started by up.sh, e.g. paddock)
   local want=" $* " name pid start left deadline
@@ -63,6 +63,7 @@ stop reaper
 stop --others            # processes the harness recorded (paddock): clients of the apiserver
 stop kwok kube-scheduler kube-controller-manager
 stop kube-apiserver
+stop egress-proxy pf-target
 stop etcd paddock-etcd
 stop                     # anything left
 # The marker goes last, so that a concurrent down.sh (up.sh's failure trap and the reaper can

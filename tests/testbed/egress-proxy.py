@@ -124,8 +124,9 @@ async def main(path):
     loop = asyncio.get_running_loop()
     for s in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(s, stop.set)
-    async with server:
-        await stop.wait()
+    await stop.wait()
+    # Open tunnels are not waited for: asyncio.run cancels them when main returns.
+    server.close()
     log("stopped")
 
 

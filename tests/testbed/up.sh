@@ -2,6 +2,9 @@
 # Start a local Kubernetes control plane on loopback, everything under one directory:
 #   etcd (upstream store), kube-apiserver, kube-controller-manager, kube-scheduler,
 #   kwok with two untainted simulated nodes, and a second etcd for paddock's own store.
+# kwok also serves the kubelet API (TLS, on loopback) so that logs, exec, attach and port-forward
+# work against its pods; what they do is simulated locally (see "streams" below). The apiserver
+# reaches it only through the egress guard (egress-proxy.py), which tunnels loopback only.
 #
 #   tests/testbed/up.sh <dir> [--owner-pid PID]
 #
@@ -123,16 +126,16 @@ wait_for() { # wait_for DESCRIPTION TIMEOUT_S PROCNAME PID cmd...
 
 # ---------------------------------------------------------------------------------------------
 # free ports on 127.0.0.1 (all bound at once, then released)
-read -r P_ETCD P_ETCD_PEER P_PETCD P_PETCD_PEER P_API P_KCM P_SCHED < <(python3 - <<'PY'
+read -r P_ETCD P_ETCD_PEER P_PETCD P_PETCD_PEER P_API P_KCM P_SCHED P_KWOK P_WEB < <(python3 - <<'PY'
 import socket
 socks = []
-for _ in range(7):
+for _ in range(9):
     s = socket.socket(); s.bind(("127.0.0.1", 0)); socks.append(s)
 print(" ".join(str(s.getsockname()[1]) for s in socks))
 for s in socks: s.close()
 PY
 )
-[ -n "$P_SCHED" ] || die "could not pick free ports"
+[ -n "$P_WEB" ] || die "could not pick free ports"
 
 # ---------------------------------------------------------------------------------------------
 # PKI (openssl): cluster CA, front-proxy CA, serving cert, client certs, service-account keys
@@ -160,6 +163,8 @@ P="$DIR/pki"
   leaf kube-controller-manager ca system:kube-controller-manager "" clientAuth ""
   leaf kube-scheduler ca system:kube-scheduler "" clientAuth ""
   leaf front-proxy-client front-proxy-ca front-proxy-client "" clientAuth ""
+  # kwok's kubelet endpoint; the apiserver checks it against ca.crt (--kubelet-certificate-authority)
+  leaf kwok-kubelet ca kwok-kubelet "" serverAuth "DNS:localhost,DNS:kwok-node-0,DNS:kwok-node-1,IP:127.0.0.1"
   openssl genrsa -out sa.key 2048 && openssl rsa -in sa.key -pubout -out sa.pub
 ) || die "PKI generation failed; see $DIR/logs/pki.log"
 log "PKI generated"
@@ -210,10 +215,15 @@ log "etcd ready on 127.0.0.1:$P_ETCD"
 # ---------------------------------------------------------------------------------------------
 # kube-apiserver
 # Egress guard: every connection the apiserver would open to the "cluster" (webhooks and
-# aggregated APIs by Service, kubelets for logs/exec/port-forward, i.e. pod, service and node
-# IPs) or to a "controlplane" URL (webhooks by URL, authn/authz/audit webhooks) goes through a
-# konnectivity-style HTTP CONNECT proxy on a unix socket that does not exist, so it fails at
-# once instead of leaving the machine. Only etcd is dialled directly.
+# aggregated APIs by Service, kubelets for logs/exec/attach/port-forward, i.e. pod, service and
+# node IPs) or to a "controlplane" URL (webhooks by URL, authn/authz/audit webhooks) goes through
+# a konnectivity-style HTTP CONNECT proxy on a unix socket: tests/testbed/egress-proxy.py, which
+# tunnels only to literal loopback addresses (kwok's kubelet endpoint on 127.0.0.1) and answers
+# anything else (other IPs, host names such as svc.cluster.local) with 403 at once, logged in
+# logs/egress-proxy.log. Only etcd is dialled directly.
+EGRESS_SOCK="$DIR/egress-proxy.sock"
+start egress-proxy python3 "$HERE/egress-proxy.py" "$EGRESS_SOCK"
+wait_for "the egress proxy's socket" 15 egress-proxy "$PID_egress_proxy" test -S "$EGRESS_SOCK"
 cat > "$DIR/egress-selector.yaml" <<EOF
 apiVersion: apiserver.k8s.io/v1beta1
 kind: EgressSelectorConfiguration
@@ -221,11 +231,11 @@ egressSelections:
 - name: cluster
   connection:
     proxyProtocol: HTTPConnect
-    transport: {uds: {udsName: $DIR/no-egress.sock}}
+    transport: {uds: {udsName: $EGRESS_SOCK}}
 - name: controlplane
   connection:
     proxyProtocol: HTTPConnect
-    transport: {uds: {udsName: $DIR/no-egress.sock}}
+    transport: {uds: {udsName: $EGRESS_SOCK}}
 - name: etcd
   connection: {proxyProtocol: Direct}
 EOF
@@ -247,7 +257,7 @@ start kube-apiserver "$PADDOCK_K8S_BIN/kube-apiserver" \
   --requestheader-group-headers=X-Remote-Group \
   --requestheader-extra-headers-prefix=X-Remote-Extra- \
   --proxy-client-cert-file="$P/front-proxy-client.crt" --proxy-client-key-file="$P/front-proxy-client.key" \
-  --kubelet-preferred-address-types=InternalIP \
+  --kubelet-preferred-address-types=InternalIP --kubelet-certificate-authority="$P/ca.crt" \
   --egress-selector-config-file="$DIR/egress-selector.yaml" \
   --v=1
 wait_for "kube-apiserver /readyz" 90 kube-apiserver "$PID_kube_apiserver" \
@@ -272,16 +282,75 @@ start kube-scheduler "$PADDOCK_K8S_BIN/kube-scheduler" \
   --authentication-kubeconfig="$DIR/kube-scheduler.kubeconfig" \
   --authorization-kubeconfig="$DIR/kube-scheduler.kubeconfig" \
   --bind-address=127.0.0.1 --secure-port="$P_SCHED" --leader-elect=false --v=1
-cat > "$DIR/kwok.yaml" <<'EOF'
+# Streams: kwok serves the kubelet API on 127.0.0.1:$P_KWOK (TLS, kwok-kubelet cert) and the
+# nodes advertise that port (--node-port) and InternalIP 127.0.0.1. What the "containers" do is
+# configured statically below (no kwok CRDs in the apiserver), the same for every pod:
+#   logs         the CRI-format file streams/pod.log (tests append lines to see logs -f/attach)
+#   attach       follows the same file from its end
+#   exec         runs the command ON THIS MACHINE, in streams/exec (working dir), with kwok's PATH
+#                limited to streams/bin (echo cat true false pwd); tests run only those. Only
+#                for containers named pause (kubectl create deployment --image=.../pause), web
+#                or app; any other container gets kwok's "no exec found for container X in pod
+#                NS/NAME" on the error channel (names upstream: paddock must rewrite it).
+#                Not a sandbox: an absolute path runs anything kwok's user may run.
+#   port-forward pod ports 80 and 8080 go to a loopback web server (python3 http.server on
+#                127.0.0.1:$P_WEB serving streams/www); other ports fail.
+S="$DIR/streams"
+mkdir -p "$S/exec" "$S/bin" "$S/www"
+for c in echo cat true false pwd; do
+  ln -s "$(type -P "$c")" "$S/bin/$c" || die "$c not found for kwok's exec PATH"
+done
+printf 'hello from the exec dir\n' > "$S/exec/hello.txt"
+printf 'paddock-testbed port-forward target\n' > "$S/www/index.html"
+{
+  echo "2026-01-01T00:00:00.000000000Z stdout F kwok log line 1"
+  echo "2026-01-01T00:00:01.000000000Z stdout F kwok log line 2"
+  echo "2026-01-01T00:00:02.000000000Z stderr F kwok log line 3 (stderr)"
+} > "$S/pod.log"
+start pf-target python3 -m http.server --bind 127.0.0.1 --directory "$S/www" "$P_WEB"
+cat > "$DIR/kwok.yaml" <<EOF
 apiVersion: config.kwok.x-k8s.io/v1alpha1
 kind: KwokConfiguration
 options: {}
+---
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: ClusterLogs
+metadata: {name: testbed-logs}
+spec:
+  logs:
+  - logsFile: $S/pod.log
+    follow: true
+---
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: ClusterAttach
+metadata: {name: testbed-attach}
+spec:
+  attaches:
+  - logsFile: $S/pod.log
+---
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: ClusterExec
+metadata: {name: testbed-exec}
+spec:
+  execs:
+  - containers: [pause, web, app]
+    local:
+      workDir: $S/exec
+      envs: [{name: PADDOCK_TESTBED_EXEC, value: "1"}]
+---
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: ClusterPortForward
+metadata: {name: testbed-port-forward}
+spec:
+  forwards:
+  - ports: [80, 8080]
+    target: {address: 127.0.0.1, port: $P_WEB}
 EOF
-# No --server-address: kwok serves no kubelet endpoint. Node IP 127.0.0.1 keeps anything that
-# tries to reach a "kubelet" (logs, exec, port-forward) on loopback, where it fails fast.
-start kwok "$PADDOCK_KWOK_BIN/kwok" \
+start kwok env PATH="$S/bin" "$PADDOCK_KWOK_BIN/kwok" \
   --config="$DIR/kwok.yaml" --kubeconfig="$DIR/admin.kubeconfig" \
-  --manage-all-nodes=true --node-ip=127.0.0.1 --cidr=10.0.0.1/24 --node-lease-duration-seconds=40
+  --manage-all-nodes=true --node-ip=127.0.0.1 --cidr=10.0.0.1/24 --node-lease-duration-seconds=40 \
+  --server-address="127.0.0.1:$P_KWOK" --node-port="$P_KWOK" \
+  --tls-cert-file="$P/kwok-kubelet.crt" --tls-private-key-file="$P/kwok-kubelet.key"
 
 for i in 0 1; do
   cat <<EOF
@@ -309,6 +378,14 @@ nodes_ready() {
         | grep -c '^True$')" = 2 ]
 }
 wait_for "2 Ready kwok nodes" 60 kwok "$PID_kwok" nodes_ready
+nodes_advertise_kwok() {
+  [ "$("${K[@]}" get nodes -o 'jsonpath={range .items[*]}{.status.daemonEndpoints.kubeletEndpoint.Port}/{.status.addresses[?(@.type=="InternalIP")].address}{"\n"}{end}' \
+        | grep -c "^$P_KWOK/127.0.0.1\$")" = 2 ]
+}
+wait_for "nodes advertising kwok's kubelet endpoint 127.0.0.1:$P_KWOK" 30 kwok "$PID_kwok" nodes_advertise_kwok
+wait_for "kwok's kubelet endpoint" 30 kwok "$PID_kwok" \
+  curl -sf --max-time 2 --cacert "$P/ca.crt" "https://127.0.0.1:$P_KWOK/healthz"
+alive_or_die pf-target "$PID_pf_target"
 alive_or_die kube-controller-manager "$PID_kube_controller_manager"
 alive_or_die kube-scheduler "$PID_kube_scheduler"
 # The namespace 'default' needs its ServiceAccount (made by the controller manager) before pods.
@@ -340,6 +417,12 @@ q() { printf "%s='%s'\n" "$1" "$2"; }
   q PID_KUBE_CONTROLLER_MANAGER "$PID_kube_controller_manager"
   q PID_KUBE_SCHEDULER "$PID_kube_scheduler"
   q PID_KWOK "$PID_kwok"
+  q PID_EGRESS_PROXY "$PID_egress_proxy"
+  q EGRESS_PROXY_SOCKET "$EGRESS_SOCK"
+  q KWOK_KUBELET_PORT "$P_KWOK"
+  q STREAMS_DIR "$S"
+  q POD_LOG_FILE "$S/pod.log"
+  q PORT_FORWARD_TARGET_PORT "$P_WEB"
   q OWNER_PID "$OWNER"
   q STARTUP_MS "$(( ($(date +%s%N) - T0) / 1000000 ))"
 } > "$DIR/env"

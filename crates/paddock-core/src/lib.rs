@@ -24,6 +24,7 @@ pub mod response;
 pub mod splice;
 pub mod table;
 pub mod watch;
+pub mod wsframe;
 
 pub use response::{ChunkRewriter, etag, response_rewriter};
 

@@ -40,3 +40,13 @@ fn watch_framer_corpus() {
 fn discovery_filter_corpus() {
     replay("discovery_filter", fuzzing::discovery_filter);
 }
+
+#[test]
+fn path_parser_corpus() {
+    replay("path_parser", fuzzing::path_parser);
+}
+
+#[test]
+fn patch_translator_corpus() {
+    replay("patch_translator", fuzzing::patch_translator);
+}

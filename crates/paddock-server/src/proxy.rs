@@ -114,10 +114,15 @@ pub async fn serve_tenant(
         .headers_mut()
         .ok_or_else(|| ServerError::Internal("request builder".into()))?;
     copy_request_headers(&parts.headers, headers, plan.upgrade);
-    headers.insert(
-        header::ACCEPT,
-        header_value(&paddock_core::upstream_accept(accept.as_deref()))?,
-    );
+    // Upgrades (exec, attach, port-forward) get an Accept only if the client sent one: the
+    // apiserver hands the request's headers on to the kubelet, whose go-restful routes answer
+    // an Accept they do not produce with 406 (kwok does; kubectl sends none).
+    if !plan.upgrade || accept.is_some() {
+        headers.insert(
+            header::ACCEPT,
+            header_value(&paddock_core::upstream_accept(accept.as_deref()))?,
+        );
+    }
     // Which upstream identity: the real one (namespaced), or the cluster shadow (cluster-scoped
     // objects); see rbac_sync. Decided below once the body is translated.
     let mut who = crate::rbac_sync::identity_for(&plan, None);
@@ -262,12 +267,29 @@ pub async fn serve_tenant(
             ));
         };
         let upstream_upgrade = hyper::upgrade::on(&mut resp);
+        // exec/attach over WebSocket: the error channel carries a Status from the apiserver or
+        // the kubelet that may name upstream objects (`pod "foofoo-streams/web-1"`); it is
+        // rewritten, every other frame passes as it is. SPDY streams pass unchanged.
+        let rewrite_errors = matches!(plan.subresource(), Some("exec" | "attach"))
+            && resp
+                .headers()
+                .get("sec-websocket-protocol")
+                .and_then(|v| v.to_str().ok())
+                .is_some_and(paddock_core::wsframe::is_channel_protocol);
+        let stream_ctx = ctx.clone();
         tokio::spawn(async move {
             match (client_upgrade.await, upstream_upgrade.await) {
                 (Ok(c), Ok(u)) => {
                     let mut c = hyper_util::rt::TokioIo::new(c);
                     let mut u = hyper_util::rt::TokioIo::new(u);
-                    if let Err(e) = tokio::io::copy_bidirectional(&mut c, &mut u).await {
+                    let r = if rewrite_errors {
+                        splice_rewriting_errors(c, u, stream_ctx).await
+                    } else {
+                        tokio::io::copy_bidirectional(&mut c, &mut u)
+                            .await
+                            .map(|_| ())
+                    };
+                    if let Err(e) = r {
                         tracing::debug!(error = %e, "upgraded stream ended");
                     }
                 }
@@ -361,6 +383,48 @@ pub async fn serve_tenant(
 
 fn parts_content_type(h: &HeaderMap) -> Option<HeaderValue> {
     h.get(header::CONTENT_TYPE).cloned()
+}
+
+/// Splices an upgraded exec/attach WebSocket: client to upstream as it is, upstream to client
+/// through [`paddock_core::wsframe::ErrorChannelRewriter`] (error channel names rewritten down).
+async fn splice_rewriting_errors<C, U>(
+    client: C,
+    upstream: U,
+    ctx: TenantContext,
+) -> std::io::Result<()>
+where
+    C: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+    U: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+{
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let (mut cr, mut cw) = tokio::io::split(client);
+    let (mut ur, mut uw) = tokio::io::split(upstream);
+    let up = async {
+        tokio::io::copy(&mut cr, &mut uw).await?;
+        uw.shutdown().await
+    };
+    let down = async {
+        let mut rw = paddock_core::wsframe::ErrorChannelRewriter::new(|p: &[u8]| {
+            paddock_core::wsframe::error_payload_down(&ctx, p)
+        });
+        let mut buf = vec![0u8; 32 * 1024];
+        let mut out = Vec::with_capacity(32 * 1024);
+        loop {
+            out.clear();
+            let n = ur.read(&mut buf).await?;
+            if n == 0 {
+                rw.finish(&mut out);
+                cw.write_all(&out).await?;
+                return cw.shutdown().await;
+            }
+            rw.feed(&buf[..n], &mut out);
+            if !out.is_empty() {
+                cw.write_all(&out).await?;
+                cw.flush().await?;
+            }
+        }
+    };
+    tokio::try_join!(up, down).map(|_| ())
 }
 
 fn header_value(s: &str) -> Result<HeaderValue, ServerError> {

@@ -150,8 +150,9 @@ fn testbed_runs_pods_and_tears_down() -> Result<()> {
         std::thread::sleep(Duration::from_millis(500));
     }
 
-    // The egress guard: webhooks by Service or URL and kubelet calls (logs) fail at once on the
-    // apiserver's dead egress socket instead of leaving loopback.
+    // The egress guard: webhooks by Service (a ClusterIP) or by URL (10.1.2.3) are refused at
+    // once by the loopback-only CONNECT proxy instead of leaving loopback; kubelet calls (logs)
+    // to kwok on 127.0.0.1 go through it.
     k.run(&["create", "namespace", "guarded"])?;
     k.run(&[
         "-n",
@@ -171,7 +172,9 @@ fn testbed_runs_pods_and_tears_down() -> Result<()> {
         args.extend(what.iter().map(|s| (*s).to_owned()));
         let (line, out) = k.run_raw(&args, None, &Default::default(), None)?;
         ensure!(
-            !out.success() && out.stderr.contains("no-egress.sock"),
+            !out.success()
+                && out.stderr.contains("egress-proxy.sock")
+                && out.stderr.contains("code 403"),
             "{line}: expected a refusal by the egress guard, got exit {:?}: {}{}",
             out.code,
             out.stdout,
@@ -186,10 +189,17 @@ fn testbed_runs_pods_and_tears_down() -> Result<()> {
         .collect();
     let (_, out) = k.run_raw(&args, None, &Default::default(), None)?;
     ensure!(
-        !out.success() && out.stderr.contains("no-egress.sock"),
-        "kubectl logs against a kwok pod: expected the egress guard's error, got {:?}: {}",
+        out.success() && out.stdout.contains("kwok log line 1"),
+        "kubectl logs against a kwok pod: expected the test bed's log file, got {:?}: {}{}",
         out.code,
+        out.stdout,
         out.stderr
+    );
+    let proxy_log = std::fs::read_to_string(cp.dir().join("logs").join("egress-proxy.log"))?;
+    ensure!(
+        proxy_log.contains("REFUSED CONNECT 10.1.2.3:443")
+            && proxy_log.contains("CONNECT 127.0.0.1:"),
+        "the egress proxy's log lacks the refusal or the kubelet tunnel:\n{proxy_log}"
     );
 
     let dir = cp.dir().to_path_buf();

@@ -518,12 +518,10 @@ pub fn pod_body(name: &str, node: &str) -> Value {
                 "image": "registry.example.com/team/web:1.27.3",
                 "ports": [{"name": "http", "containerPort": 8080, "protocol": "TCP"},
                           {"name": "metrics", "containerPort": 9090, "protocol": "TCP"}],
-                "env": [{"name": "LOG_LEVEL", "value": "info"},
-                        {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}],
+                "env": [{"name": "LOG_LEVEL", "value": "info"}],
                 "resources": {"limits": {"memory": "256Mi"}, "requests": {"cpu": "100m", "memory": "128Mi"}},
                 "volumeMounts": [{"name": "config", "readOnly": true, "mountPath": "/etc/web"}],
-                "readinessProbe": {"httpGet": {"path": "/healthz", "port": 8080}, "periodSeconds": 10},
-                "livenessProbe": {"httpGet": {"path": "/livez", "port": 8080}, "initialDelaySeconds": 5}
+                "readinessProbe": {"httpGet": {"path": "/healthz", "port": 8080}, "periodSeconds": 10}
             }],
             "volumes": [{"name": "config", "configMap": {"name": "web-config", "defaultMode": 420}}],
             "terminationGracePeriodSeconds": 30
