@@ -242,6 +242,34 @@ const SAR_SPEC: &[F] = &[
 ];
 const SSRR_SPEC: &[F] = &[f(1, "namespace", Ty::Str)];
 
+// k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1/generated.proto
+const SERVICE_REF: &[F] = &[f(1, "namespace", Ty::Str), f(2, "name", Ty::Str)];
+const WEBHOOK_CLIENT_CONFIG: &[F] = &[
+    f(3, "url", Ty::Str),
+    f(1, "service", Ty::Msg(SERVICE_REF)),
+];
+const WEBHOOK_CONVERSION: &[F] = &[f(2, "clientConfig", Ty::Msg(WEBHOOK_CLIENT_CONFIG))];
+const CRD_CONVERSION: &[F] = &[
+    f(1, "strategy", Ty::Str),
+    f(2, "webhook", Ty::Msg(WEBHOOK_CONVERSION)),
+];
+const CRD_NAMES: &[F] = &[
+    f(1, "plural", Ty::Str),
+    f(2, "singular", Ty::Str),
+    f(4, "kind", Ty::Str),
+    f(5, "listKind", Ty::Str),
+];
+const CRD_SPEC: &[F] = &[
+    f(1, "group", Ty::Str),
+    f(3, "names", Ty::Msg(CRD_NAMES)),
+    f(4, "scope", Ty::Str),
+    f(9, "conversion", Ty::Msg(CRD_CONVERSION)),
+];
+const CRD: &[F] = &[
+    f(1, "metadata", Ty::Msg(OBJECT_META)),
+    f(2, "spec", Ty::Msg(CRD_SPEC)),
+];
+
 const META_ONLY: &[F] = &[f(1, "metadata", Ty::Msg(OBJECT_META))];
 const ROLE: &[F] = &[
     f(1, "metadata", Ty::Msg(OBJECT_META)),
@@ -311,6 +339,7 @@ fn schema_for(group: &str, kind: &str) -> Option<&'static [F]> {
         ("authorization.k8s.io", "SelfSubjectAccessReview") => SSAR,
         ("authorization.k8s.io", "SubjectAccessReview" | "LocalSubjectAccessReview") => SAR,
         ("authorization.k8s.io", "SelfSubjectRulesReview") => SSRR,
+        ("apiextensions.k8s.io", "CustomResourceDefinition") => CRD,
         _ => return None,
     })
 }
@@ -712,6 +741,34 @@ mod tests {
             envelope_type(&out).unwrap(),
             ("v1".into(), "Namespace".into())
         );
+    }
+
+    #[test]
+    fn protobuf_crd_group_and_name() {
+        // apiextensions clientset: CRD widgets.example.com with a version list we do not decode
+        let body = envelope(
+            "apiextensions.k8s.io/v1",
+            "CustomResourceDefinition",
+            vec![
+                m(1, vec![s(1, "widgets.example.com")]),
+                m(
+                    2,
+                    vec![
+                        s(1, "example.com"),
+                        m(3, vec![s(1, "widgets"), s(2, "widget"), s(4, "Widget")]),
+                        s(4, "Namespaced"),
+                        m(7, vec![s(1, "v1")]),
+                    ],
+                ),
+            ],
+        );
+        let out = translate_protobuf_body(&ctx(), None, None, &body).unwrap();
+        let raw = raw_of(&out);
+        assert_eq!(strs(&sub(&raw, 1), 1), vec!["widgets.foofoo-example.com"]);
+        let spec = sub(&raw, 2);
+        assert_eq!(strs(&spec, 1), vec!["foofoo-example.com"]);
+        // the versions (field 7) survive untouched
+        assert_eq!(spec.iter().filter(|x| x.num == 7).count(), 1);
     }
 
     #[test]

@@ -33,6 +33,8 @@ pub const NAMESPACE_NETWORK_POLICY: &str = "paddock-tenant-isolation";
 pub const NAMESPACE_QUOTA: &str = "paddock-tenant-limits";
 /// The pod-security level enforced on every tenant namespace (a locked label).
 pub const POD_SECURITY_LEVEL: &str = "baseline";
+/// Levels a tenant namespace may carry: the platform's, or stricter.
+pub const PERMITTED_POD_SECURITY_LEVELS: &[&str] = &[POD_SECURITY_LEVEL, "restricted"];
 /// The pod-security enforce label.
 pub const PSA_ENFORCE_LABEL: &str = "pod-security.kubernetes.io/enforce";
 /// Tenant ids refused because their identities would collide with paddock's own
@@ -136,11 +138,12 @@ pub fn guard_policy() -> Value {
     // On CREATE the label may still be absent (a body paddock could not rewrite, e.g.
     // protobuf): paddock sets it before the tenant gets any right inside the namespace (the
     // admins' RoleBinding is written after the label). Any other value, and any later change
-    // or removal, is refused.
+    // or removal, is refused, except a stricter level (`restricted`), which only limits the
+    // tenant further (the e2e framework labels its test namespaces that way).
     let psa = format!(
         "!(variables.write && variables.grp == '' && variables.res == 'namespaces' && variables.sub == '') || \
          (((request.operation == 'CREATE' && !('{PSA_ENFORCE_LABEL}' in variables.newLabels)) || \
-           ('{PSA_ENFORCE_LABEL}' in variables.newLabels && variables.newLabels['{PSA_ENFORCE_LABEL}'] == '{POD_SECURITY_LEVEL}')) && \
+           ('{PSA_ENFORCE_LABEL}' in variables.newLabels && variables.newLabels['{PSA_ENFORCE_LABEL}'] in ['{POD_SECURITY_LEVEL}', 'restricted'])) && \
           (!('{PSA_ENFORCE_LABEL}-version' in variables.newLabels) || variables.newLabels['{PSA_ENFORCE_LABEL}-version'] == 'latest'))"
     );
     json!({
@@ -192,8 +195,6 @@ pub fn guard_policy() -> Value {
                  "message": "paddock: the paddock.io/tenant label cannot be changed or removed"},
                 {"expression": "!('paddock.io/managed-for' in variables.newLabels) && !('paddock.io/managed-for' in variables.oldLabels)",
                  "message": "paddock: objects managed by the platform (paddock.io/managed-for) cannot be created, changed or deleted by a tenant"},
-                {"expression": "!(variables.grp == '' && (variables.res == 'resourcequotas' || variables.res == 'limitranges'))",
-                 "message": "paddock: resource quotas and limit ranges are set by the platform"},
                 {"expression": psa,
                  "message": "paddock: the pod-security.kubernetes.io/enforce label of a tenant namespace is locked to the platform's level"},
                 {"expression": "!(variables.write && variables.grp == 'rbac.authorization.k8s.io' && variables.res == 'rolebindings') || \
@@ -334,11 +335,17 @@ pub async fn ensure_namespace_binding(
     t: &TenantId,
     upstream_ns: &str,
 ) -> Result<(), ServerError> {
+    // Keep a stricter level the tenant chose; anything else becomes the platform's level.
+    let current = upjson::call(up, http::Method::GET, &format!("/api/v1/namespaces/{upstream_ns}"), None, None).await?;
+    let level = match current.body["metadata"]["labels"][PSA_ENFORCE_LABEL].as_str() {
+        Some(l) if PERMITTED_POD_SECURITY_LEVELS.contains(&l) => l.to_string(),
+        _ => POD_SECURITY_LEVEL.to_string(),
+    };
     upjson::apply(
         up,
         &format!("/api/v1/namespaces/{upstream_ns}"),
         &json!({"apiVersion": "v1", "kind": "Namespace",
-                "metadata": {"name": upstream_ns, "labels": {TENANT_LABEL: t.as_str(), PSA_ENFORCE_LABEL: POD_SECURITY_LEVEL,
+                "metadata": {"name": upstream_ns, "labels": {TENANT_LABEL: t.as_str(), PSA_ENFORCE_LABEL: level,
                                                               "pod-security.kubernetes.io/enforce-version": "latest"}}}),
     )
     .await?;
@@ -383,10 +390,13 @@ pub fn lock_namespace_labels(body: Vec<u8>, content_type: &str) -> Result<Vec<u8
         *labels = json!({});
     }
     if let Some(l) = labels.as_object_mut() {
-        l.insert(
-            PSA_ENFORCE_LABEL.into(),
-            Value::String(POD_SECURITY_LEVEL.into()),
-        );
+        let keep = l
+            .get(PSA_ENFORCE_LABEL)
+            .and_then(Value::as_str)
+            .is_some_and(|v| PERMITTED_POD_SECURITY_LEVELS.contains(&v));
+        if !keep {
+            l.insert(PSA_ENFORCE_LABEL.into(), Value::String(POD_SECURITY_LEVEL.into()));
+        }
         l.insert(
             format!("{PSA_ENFORCE_LABEL}-version"),
             Value::String("latest".into()),
@@ -420,6 +430,20 @@ pub async fn provision_tenant(up: &Upstream, t: &TenantId) -> Result<(), ServerE
         namespaces
             .iter()
             .map(|ns| ensure_namespace_binding(up, t, ns)),
+    )
+    .await?;
+    // Every cluster has the `kubernetes` Service in `default`; clients (and the e2e
+    // framework) look for it. It is managed: the tenant can read it, not change it.
+    let default_ns = t.upstream_name("default");
+    let mut labels = managed_labels(t);
+    labels["component"] = json!("apiserver");
+    labels["provider"] = json!("kubernetes");
+    upjson::apply(
+        up,
+        &format!("/api/v1/namespaces/{default_ns}/services/kubernetes"),
+        &json!({"apiVersion": "v1", "kind": "Service",
+                "metadata": {"name": "kubernetes", "namespace": default_ns, "labels": labels},
+                "spec": {"type": "ClusterIP", "ports": [{"name": "https", "port": 443, "protocol": "TCP", "targetPort": 443}]}}),
     )
     .await?;
     crate::rbac_sync::sync_tenant(up, t).await
