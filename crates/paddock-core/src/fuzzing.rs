@@ -196,7 +196,9 @@ mod tests {
 /// name only the tenant's namespaces upstream.
 pub fn path_parser(data: &[u8]) -> Result<(), String> {
     let ctx = context()?;
-    let Some((&m, rest)) = data.split_first() else { return Ok(()) };
+    let Some((&m, rest)) = data.split_first() else {
+        return Ok(());
+    };
     let method = ["GET", "POST", "PUT", "PATCH", "DELETE"][usize::from(m % 5)];
     let text = String::from_utf8_lossy(rest);
     let (path, query) = match text.split_once('?') {
@@ -206,14 +208,19 @@ pub fn path_parser(data: &[u8]) -> Result<(), String> {
     let Ok(parsed) = crate::request::parse_request(method, &path, query.as_deref()) else {
         return Ok(());
     };
-    let Ok(plan) = crate::request::plan(&ctx, parsed) else { return Ok(()) };
+    let Ok(plan) = crate::request::plan(&ctx, parsed) else {
+        return Ok(());
+    };
     let up = &plan.upstream_path_and_query;
     let up_path = up.split('?').next().unwrap_or_default();
     let segs: Vec<&str> = up_path.split('/').collect();
     for w in segs.windows(2) {
         if w[0] == "namespaces" && !w[1].is_empty() && !w[1].starts_with("foofoo-") {
             // `/api/v1/namespaces/<name>` of a namespace itself is prefixed too.
-            return Err(format!("planned upstream path {up} names namespace {} outside the tenant", w[1]));
+            return Err(format!(
+                "planned upstream path {up} names namespace {} outside the tenant",
+                w[1]
+            ));
         }
     }
     Ok(())
@@ -224,7 +231,9 @@ pub fn path_parser(data: &[u8]) -> Result<(), String> {
 /// tenant is created.
 pub fn patch_translator(data: &[u8]) -> Result<(), String> {
     let ctx = context()?;
-    let Some((&sel, body)) = data.split_first() else { return Ok(()) };
+    let Some((&sel, body)) = data.split_first() else {
+        return Ok(());
+    };
     let content_type = [
         "application/json",
         "application/merge-patch+json",
@@ -235,11 +244,20 @@ pub fn patch_translator(data: &[u8]) -> Result<(), String> {
     let (method, path) = if sel & 0x80 == 0 {
         ("PATCH", "/api/v1/namespaces/web/configmaps/c1")
     } else {
-        ("PATCH", "/apis/rbac.authorization.k8s.io/v1/clusterroles/reader")
+        (
+            "PATCH",
+            "/apis/rbac.authorization.k8s.io/v1/clusterroles/reader",
+        )
     };
-    let method = if content_type == "application/json" { "PUT" } else { method };
+    let method = if content_type == "application/json" {
+        "PUT"
+    } else {
+        method
+    };
     let parsed = crate::request::parse_request(method, path, None).map_err(|e| e.to_string())?;
-    let Ok(plan) = crate::request::plan(&ctx, parsed) else { return Ok(()) };
+    let Ok(plan) = crate::request::plan(&ctx, parsed) else {
+        return Ok(());
+    };
     if let Ok((out, _ct)) = crate::body::translate_request_body(&ctx, &plan, content_type, body) {
         if serde_json::from_slice::<serde_json::Value>(&out).is_err() {
             return Err(format!("{content_type}: translated body is not JSON"));

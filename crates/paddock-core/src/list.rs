@@ -134,16 +134,35 @@ pub fn push_json_str(out: &mut Vec<u8>, s: &str) {
     }
 }
 
-/// Rewrites the list's own `metadata` (ListMeta): drops `remainingItemCount`, which counts
-/// upstream items of every tenant (a leak, and wrong after filtering). `continue` and
-/// `resourceVersion` stay: they are opaque to the client.
-pub fn list_meta_down(raw: &[u8], out: &mut Vec<u8>) -> Result<(), TranslateError> {
+/// Rewrites the list's own `metadata` (ListMeta). `remainingItemCount` counts upstream items
+/// past this page: across namespaces or cluster-scoped objects that is every tenant's count
+/// (a leak, and wrong after filtering), so it is dropped there; inside one of the tenant's
+/// namespaces every item is the tenant's and it is kept (`keep_remaining`), as clients that
+/// page (and the API chunking conformance test) rely on it. `continue` and `resourceVersion`
+/// stay: they are opaque to the client.
+pub fn list_meta_down(
+    raw: &[u8],
+    out: &mut Vec<u8>,
+    keep_remaining: bool,
+) -> Result<(), TranslateError> {
     let mut m: Map<String, Value> = serde_json::from_slice(raw)
         .map_err(|e| TranslateError::Upstream(format!("list metadata: {e}")))?;
-    m.remove("remainingItemCount");
+    if !keep_remaining {
+        m.remove("remainingItemCount");
+    }
     m.remove("selfLink");
     serde_json::to_writer(&mut *out, &m)
         .map_err(|e| TranslateError::Internal(format!("list metadata: {e}")))
+}
+
+/// Whether a list's `remainingItemCount` may be shown: only for a namespaced kind listed in
+/// one namespace (which the plan has mapped into the tenant).
+pub fn keeps_remaining(scope: &crate::table::TableScope) -> bool {
+    !scope.cluster_wide
+        && scope
+            .resource
+            .as_ref()
+            .is_some_and(|r| matches!(r.scope, crate::catalog::Scope::Namespaced))
 }
 
 /// `apiVersion` of an upstream object or list into the tenant's view: the tenant's own CRD
@@ -205,7 +224,7 @@ mod tests {
             out: &mut Vec<u8>,
         ) -> Result<bool, TranslateError> {
             match key {
-                "metadata" => list_meta_down(raw, out).map(|_| true),
+                "metadata" => list_meta_down(raw, out, false).map(|_| true),
                 "drop" => Ok(false),
                 _ => {
                     out.extend_from_slice(raw);

@@ -1995,7 +1995,9 @@ mod fuzz_regressions {
     #[test]
     fn escaped_multibyte_in_field_selector() {
         let mut input = vec![0u8];
-        input.extend_from_slice("/api/v1/pods?watch=true&fieldSelector=metadata.name%3Dx\\\u{e9}b".as_bytes());
+        input.extend_from_slice(
+            "/api/v1/pods?watch=true&fieldSelector=metadata.name%3Dx\\\u{e9}b".as_bytes(),
+        );
         assert_eq!(crate::fuzzing::path_parser(&input), Ok(()));
     }
 }

@@ -619,7 +619,7 @@ impl Collection for DomCollection {
 
     fn member(&mut self, key: &str, raw: &[u8], out: &mut Vec<u8>) -> Result<bool, TranslateError> {
         match key {
-            "metadata" => list_meta_down(raw, out)?,
+            "metadata" => list_meta_down(raw, out, crate::list::keeps_remaining(&self.scope))?,
             "apiVersion" => {
                 if let Ok(av) = serde_json::from_slice::<String>(raw) {
                     self.list_api_version = Some(av);

@@ -223,7 +223,9 @@ pub fn table_down(
         state.columns = Some(c);
         defs_here = true;
     }
-    if let Some(meta) = t.get_mut("metadata").and_then(Value::as_object_mut) {
+    if !crate::list::keeps_remaining(scope)
+        && let Some(meta) = t.get_mut("metadata").and_then(Value::as_object_mut)
+    {
         meta.remove("remainingItemCount");
     }
     let mut kept_rows = 0usize;

@@ -351,10 +351,16 @@ fn assert_confined(v: &Value, path: &str) {
                     ("subjects", Value::Array(a)) => {
                         for s in a {
                             let n = s["name"].as_str().unwrap();
+                            // A tenant ClusterRoleBinding stores its subjects in the inert
+                            // shadow form `paddock:cluster:<tid>:<identity>` (they are granted
+                            // per namespace by paddock); the identity inside must still be
+                            // the tenant's.
+                            let inner = n.strip_prefix("paddock:cluster:foofoo:").unwrap_or(n);
                             match s["kind"].as_str().unwrap() {
                                 "User" | "Group" => assert!(
-                                    n.starts_with("paddock:foofoo:")
-                                        || n.starts_with("system:serviceaccounts:foofoo-"),
+                                    inner.starts_with("paddock:foofoo:")
+                                        || inner.starts_with("system:serviceaccounts:foofoo-")
+                                        || inner.starts_with("system:serviceaccount:foofoo-"),
                                     "{p} = {n}"
                                 ),
                                 _ => {}

@@ -336,7 +336,14 @@ pub async fn ensure_namespace_binding(
     upstream_ns: &str,
 ) -> Result<(), ServerError> {
     // Keep a stricter level the tenant chose; anything else becomes the platform's level.
-    let current = upjson::call(up, http::Method::GET, &format!("/api/v1/namespaces/{upstream_ns}"), None, None).await?;
+    let current = upjson::call(
+        up,
+        http::Method::GET,
+        &format!("/api/v1/namespaces/{upstream_ns}"),
+        None,
+        None,
+    )
+    .await?;
     let level = match current.body["metadata"]["labels"][PSA_ENFORCE_LABEL].as_str() {
         Some(l) if PERMITTED_POD_SECURITY_LEVELS.contains(&l) => l.to_string(),
         _ => POD_SECURITY_LEVEL.to_string(),
@@ -373,10 +380,27 @@ pub async fn ensure_namespace_binding(
     Ok(())
 }
 
-/// A tenant's namespace body on its way up (create or update): the pod-security enforce label
-/// is set to the platform's level (the admission guard refuses any other value, so a body
-/// paddock cannot rewrite, such as protobuf, is refused rather than let through).
+/// A tenant's namespace body on its way up (create or update): a pod-security enforce label
+/// weaker than the platform's level (or none) is set to the platform's level, in JSON and
+/// protobuf bodies; a stricter one is kept. The admission guard refuses anything else, so a
+/// body paddock could not rewrite is refused rather than let through.
 pub fn lock_namespace_labels(body: Vec<u8>, content_type: &str) -> Result<Vec<u8>, ServerError> {
+    if content_type.starts_with("application/vnd.kubernetes.protobuf") {
+        // Typed clients (kubectl create namespace, client-go, the e2e framework) send protobuf:
+        // hold the label there too rather than have the guard refuse the namespace.
+        let current = paddock_core::protobuf::protobuf_label(&body, PSA_ENFORCE_LABEL)?;
+        if current
+            .as_deref()
+            .is_some_and(|l| PERMITTED_POD_SECURITY_LEVELS.contains(&l))
+        {
+            return Ok(body);
+        }
+        return Ok(paddock_core::protobuf::set_protobuf_label(
+            &body,
+            PSA_ENFORCE_LABEL,
+            POD_SECURITY_LEVEL,
+        )?);
+    }
     if !content_type.starts_with("application/json") {
         return Ok(body);
     }
@@ -395,7 +419,10 @@ pub fn lock_namespace_labels(body: Vec<u8>, content_type: &str) -> Result<Vec<u8
             .and_then(Value::as_str)
             .is_some_and(|v| PERMITTED_POD_SECURITY_LEVELS.contains(&v));
         if !keep {
-            l.insert(PSA_ENFORCE_LABEL.into(), Value::String(POD_SECURITY_LEVEL.into()));
+            l.insert(
+                PSA_ENFORCE_LABEL.into(),
+                Value::String(POD_SECURITY_LEVEL.into()),
+            );
         }
         l.insert(
             format!("{PSA_ENFORCE_LABEL}-version"),

@@ -522,10 +522,19 @@ fn cases() -> Vec<Case> {
             .attack(step_in(A, "create -n web -f -", "apiVersion: v1\nkind: Service\nmetadata: {name: extip}\nspec: {ports: [{port: 80}], externalIPs: [192.0.2.1]}\n"), Refused)
             .control(step_in(A, "create -n web -f -", "apiVersion: v1\nkind: Service\nmetadata: {name: ctl-noext}\nspec: {ports: [{port: 80}]}\n"), Ok)
             .bypass(step_in(Bypass, "create -n alphaa-web -f -", "apiVersion: v1\nkind: Service\nmetadata: {name: extip}\nspec: {ports: [{port: 80}], externalIPs: [192.0.2.1]}\n")),
-        case("quota-create", "MTB-PL1-CC-TI-1, §7.2 quota bypass", "create a ResourceQuota")
-            .attack(step(A, "create quota mine -n web --hard=pods=1000"), Refused)
-            .control(step(A, "get resourcequota -n web"), OkWith("paddock-tenant-limits"))
-            .bypass(step(Bypass, "create quota mine -n alphaa-web --hard=pods=1000")),
+        // A tenant may add quotas of its own (every quota in a namespace applies, so one more
+        // can only restrict further; the e2e framework's ResourceQuota tests need it); what it
+        // must never do is raise or remove the platform's.
+        case("quota-raise", "MTB-PL1-CC-TI-1, §7.2 quota bypass", "raise the platform's quota")
+            .attack(
+                step(A, "patch resourcequota paddock-tenant-limits -n web --type=merge -p '{\"spec\":{\"hard\":{\"services.nodeports\":\"100\"}}}'"),
+                Refused,
+            )
+            .control(step(A, "create quota mine -n web --hard=pods=1000"), Ok)
+            .bypass(step(
+                Bypass,
+                "patch resourcequota paddock-tenant-limits -n alphaa-web --type=merge -p '{\"spec\":{\"hard\":{\"services.nodeports\":\"100\"}}}'",
+            )),
         case("quota-delete", "MTB-PL1-CC-TI-1", "delete the platform's quota")
             .attack(step(A, "delete resourcequota paddock-tenant-limits -n web"), Refused)
             .control(step(A, "describe resourcequota paddock-tenant-limits -n web"), OkWith("services.nodeports"))

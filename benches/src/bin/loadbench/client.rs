@@ -43,6 +43,30 @@ pub struct Cred {
 }
 
 impl Cred {
+    /// The Impersonate-* headers paddock sends upstream for the holder of this (tenant)
+    /// certificate: sent directly with the admin's certificate, they give the apiserver the
+    /// same identity and work as a request through paddock.
+    pub fn impersonation_headers(&self) -> Result<http::HeaderMap> {
+        use base64::Engine as _;
+        let pem = String::from_utf8_lossy(&self.cert);
+        let b64: String = pem
+            .lines()
+            .skip_while(|l| !l.starts_with("-----BEGIN CERTIFICATE"))
+            .skip(1)
+            .take_while(|l| !l.starts_with("-----END"))
+            .collect();
+        let der = base64::engine::general_purpose::STANDARD
+            .decode(b64.trim())
+            .context("the client certificate is not PEM")?;
+        let peer = paddock_pki::parse_peer_cert(&der).context("parsing the client certificate")?;
+        let tenant = paddock_core::TenantId::parse(peer.tenant.as_deref().unwrap_or_default())
+            .context("the certificate names no tenant")?;
+        let mut h = http::HeaderMap::new();
+        paddock_server::proxy::add_impersonation(&mut h, &tenant, &peer.user, &peer.groups)
+            .context("impersonation headers")?;
+        Ok(h)
+    }
+
     pub fn from_kubeconfig(path: &Path) -> Result<Self> {
         let c = paddock_server::upstream::UpstreamCredential::from_kubeconfig(path)
             .with_context(|| format!("reading {}", path.display()))?;
@@ -72,6 +96,8 @@ type Inner = Client<HttpsConnector<HttpConnector>, Full<Bytes>>;
 pub struct Api {
     client: Inner,
     base: String,
+    /// Headers added to every request (the impersonation baseline).
+    extra: std::sync::Arc<http::HeaderMap>,
 }
 
 impl Api {
@@ -108,7 +134,14 @@ impl Api {
         Ok(Api {
             client: builder.build(conn),
             base: cred.server.clone(),
+            extra: std::sync::Arc::new(http::HeaderMap::new()),
         })
+    }
+
+    /// The same client, adding `headers` to every request.
+    pub fn with_headers(mut self, headers: http::HeaderMap) -> Self {
+        self.extra = std::sync::Arc::new(headers);
+        self
     }
 
     /// Sends a request; the response body is left to the caller.
@@ -127,6 +160,11 @@ impl Api {
             .header(header::USER_AGENT, "paddock-loadbench");
         if body.is_some() {
             b = b.header(header::CONTENT_TYPE, content_type);
+        }
+        if let Some(h) = b.headers_mut() {
+            for (k, v) in self.extra.iter() {
+                h.append(k.clone(), v.clone());
+            }
         }
         let req = b
             .body(Full::new(body.unwrap_or_default()))

@@ -239,6 +239,8 @@ pub struct Pair {
 #[derive(Debug, Clone)]
 pub struct PairStats {
     pub pairs: Vec<Pair>,
+    /// Paddock's extra RSS during its warm-up run (the first big LIST of its connection).
+    pub warm_extra_rss_kib: Option<u64>,
 }
 
 impl PairStats {
@@ -307,6 +309,7 @@ impl PairStats {
         self.pairs
             .iter()
             .filter_map(|p| p.paddock.paddock_extra_rss_kib)
+            .chain(self.warm_extra_rss_kib)
             .max()
     }
     pub fn errors(&self) -> (usize, Option<String>) {
@@ -340,15 +343,28 @@ pub async fn pairs(
     tag: &str,
 ) -> PairStats {
     let limit = Duration::from_secs(120);
+    let mut warm_extra_rss_kib = None;
     for (w, side) in [(Way::Direct, direct), (Way::Paddock, paddock)] {
         let side = side.clone();
         let id = format!("{tag}w{}", w as u8);
+        let measure_rss = w == Way::Paddock && work == Work::List;
+        let mut rss0 = 0;
+        if measure_rss {
+            *peak_hwm = (*peak_hwm).max(procs.paddock.hwm_kib());
+            procs.paddock.reset_hwm();
+            rss0 = procs.paddock.rss_kib();
+        }
         let warm = run_load(conc.min(n), conc, limit, procs, move |i| {
             let side = side.clone();
             let id = id.clone();
             async move { work.once(&side, &id, i, min_list).await }
         })
         .await;
+        if measure_rss {
+            let hwm = procs.paddock.hwm_kib();
+            *peak_hwm = (*peak_hwm).max(hwm);
+            warm_extra_rss_kib = Some(hwm.saturating_sub(rss0));
+        }
         if let Some(e) = warm.first_error {
             eprintln!("    warm-up {w:?}: {e}");
         }
@@ -416,7 +432,10 @@ pub async fn pairs(
             paddock: paddock_run,
         });
     }
-    PairStats { pairs: out }
+    PairStats {
+        pairs: out,
+        warm_extra_rss_kib,
+    }
 }
 
 // ---- set-up ---------------------------------------------------------------------------------

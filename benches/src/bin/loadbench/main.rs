@@ -36,11 +36,11 @@ struct Args {
     /// Small counts everywhere (a few minutes; for trying the harness, not for figures).
     #[arg(long)]
     quick: bool,
-    /// Parts to run (comma-separated): fanout, load, watch, idle, tenants.
+    /// Parts to run (comma-separated): fanout, load, imp, watch, idle, tenants.
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "fanout,load,watch,idle,tenants"
+        default_value = "fanout,load,imp,watch,idle,tenants"
     )]
     only: Vec<String>,
     /// Workloads of the load part: get, create, table, list.
@@ -222,7 +222,7 @@ async fn run(mut args: Args) -> Result<()> {
             "== get pods -A: a tenant with {} namespaces, alone, then among {} tenants",
             args.fanout_namespaces, args.fanout_tenants
         );
-        let r = fanout_bench(&args, &p, &admin).await;
+        let r = fanout_bench(&args, &p, &admin, apiserver).await;
         match r {
             Ok((alone, among, detail)) => {
                 let ratio = among / alone;
@@ -247,7 +247,8 @@ async fn run(mut args: Args) -> Result<()> {
 
     // ---- load: direct vs paddock -----------------------------------------------------------
     let mut peak_hwm = 0u64;
-    let need_load = args.wants("load") || args.wants("watch") || args.wants("idle");
+    let need_load =
+        args.wants("load") || args.wants("imp") || args.wants("watch") || args.wants("idle");
     let tenant_cred = Cred::from_kubeconfig(&p.tenant(TENANT)?)?;
     if need_load {
         setup_tenant(&args, &admin, &tenant_cred).await?;
@@ -272,6 +273,17 @@ async fn run(mut args: Args) -> Result<()> {
         let _ = paddock_e2e::process::wait_timeout(&mut child, Duration::from_secs(60));
         let _ = child.kill();
         let _ = child.wait();
+    }
+    if args.wants("imp") {
+        imp_bench(
+            &args,
+            &admin_cred,
+            &tenant_cred,
+            procs,
+            &mut peak_hwm,
+            &mut report,
+        )
+        .await?;
     }
     if args.wants("watch") {
         watch_bench(&args, &admin_cred, &tenant_cred, procs, &mut report).await?;
@@ -910,7 +922,12 @@ async fn idle_bench(args: &Args, tenant: &Cred, procs: Procs, report: &mut Repor
 }
 
 /// The `get pods -A` benchmark; returns (median alone, median among), details.
-async fn fanout_bench(args: &Args, p: &Paddock, admin: &Api) -> Result<(f64, f64, String)> {
+async fn fanout_bench(
+    args: &Args,
+    p: &Paddock,
+    admin: &Api,
+    apiserver: Proc,
+) -> Result<(f64, f64, String)> {
     let id = "fanout";
     let cred = Cred::from_kubeconfig(&p.tenant(id)?)?;
     let tenant = Api::new(&cred, Proto::H2)?;
@@ -969,6 +986,11 @@ async fn fanout_bench(args: &Args, p: &Paddock, admin: &Api) -> Result<(f64, f64
         "  {others} other tenants with 10 extra namespaces and a pod in each: {:.0} s",
         t0.elapsed().as_secs_f64()
     );
+    // The controllers and kwok are still busy with the new namespaces and pods: wait until
+    // the apiserver is quiet again, so that "among" measures the cluster's size, not its
+    // churn.
+    let quiet = settle(apiserver, Duration::from_secs(120)).await;
+    eprintln!("  apiserver quiet after {:.0} s", quiet.as_secs_f64());
     let (among, among_t) = scale::get_all(&tenant, reps).await?;
     eprintln!(
         "  among {} tenants: list median {} ms, Table median {} ms",
@@ -1012,6 +1034,133 @@ async fn fanout_bench(args: &Args, p: &Paddock, admin: &Api) -> Result<(f64, f64
     let _ = writeln!(d);
     // The goal is about kubectl: the Table request.
     Ok((median(&alone_t), median(&among_t), d))
+}
+
+/// Waits until `p` uses less than a fifth of a core over 2 s (at most `max`).
+async fn settle(p: Proc, max: Duration) -> Duration {
+    let t0 = Instant::now();
+    while t0.elapsed() < max {
+        let c0 = p.cpu_secs();
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        if p.cpu_secs() - c0 < 0.4 {
+            break;
+        }
+    }
+    t0.elapsed()
+}
+
+/// Where paddock's share is: the same requests sent directly by the admin, directly with the
+/// Impersonate-* headers paddock sends (the apiserver's extra work for a tenant identity:
+/// impersonation checks, the admission guard on writes, API Priority and Fairness), and
+/// through paddock.
+async fn imp_bench(
+    args: &Args,
+    admin: &Cred,
+    tenant: &Cred,
+    procs: Procs,
+    peak_hwm: &mut u64,
+    report: &mut Report,
+) -> Result<()> {
+    let proto = Proto::H2;
+    let headers = tenant.impersonation_headers()?;
+    let admin_side = Side {
+        api: Api::new(admin, proto)?,
+        prefix: format!("{TENANT}-"),
+    };
+    let imp_side = Side {
+        api: Api::new(admin, proto)?.with_headers(headers),
+        prefix: format!("{TENANT}-"),
+    };
+    let paddock_side = Side {
+        api: Api::new(tenant, proto)?,
+        prefix: String::new(),
+    };
+    let lowest = *args.concurrency.iter().min().unwrap_or(&1);
+    let highest = *args.concurrency.iter().max().unwrap_or(&64);
+    let d = &mut report.details;
+    let _ = writeln!(
+        d,
+        "### Decomposition (HTTP/2): admin directly → the tenant's identity directly (admin certificate + paddock's Impersonate-* headers) → through paddock\n"
+    );
+    let _ = writeln!(
+        d,
+        "| workload | conc | p50 admin / as-tenant / paddock (ms) | as-tenant ÷ admin: p50, req/s | paddock ÷ as-tenant: p50, p99, req/s | apiserver CPU s/1k admin / as-tenant | paddock CPU s/1k |\n|---|---|---|---|---|---|---|"
+    );
+    let mut goal_rows = Vec::new();
+    for work in [Work::Get, Work::CreateDelete] {
+        for conc in [lowest, highest] {
+            let n = count_for(work, conc, args.quick);
+            eprintln!(
+                "== decomposition · {} · concurrency {conc}: admin vs as-tenant, as-tenant vs paddock",
+                work.name()
+            );
+            let tag = format!("i{}{conc}", work as u8);
+            let a = load::pairs(
+                work,
+                &admin_side,
+                &imp_side,
+                conc,
+                n,
+                args.reps,
+                procs,
+                0,
+                peak_hwm,
+                &format!("{tag}a"),
+            )
+            .await;
+            let b = load::pairs(
+                work,
+                &imp_side,
+                &paddock_side,
+                conc,
+                n,
+                args.reps,
+                procs,
+                0,
+                peak_hwm,
+                &format!("{tag}b"),
+            )
+            .await;
+            let _ = writeln!(
+                d,
+                "| {} | {conc} | {} / {} / {} | {}, {} | {}, {}, {} | {:.3} / {:.3} | {:.3} |",
+                work.name(),
+                ms(a.direct_p50()),
+                ms(a.paddock_p50()),
+                ms(b.paddock_p50()),
+                ratio(a.p50_ratio()),
+                ratio(a.rps_ratio()),
+                ratio(b.p50_ratio()),
+                ratio(b.p99_ratio()),
+                ratio(b.rps_ratio()),
+                a.apiserver_cpu_per_k_direct(),
+                a.apiserver_cpu_per_k_paddock(),
+                b.paddock_cpu_per_k(),
+            );
+            if work == Work::Get {
+                goal_rows.push((conc, b));
+            }
+        }
+    }
+    let _ = writeln!(d);
+    for (conc, b) in goal_rows {
+        if conc == lowest {
+            report.goal(
+                "(diagnostic) small GET through paddock vs the same identity directly, p50 / p99 ratio (c=1, h2)",
+                "–",
+                format!("{} / {}", ratio(b.p50_ratio()), ratio(b.p99_ratio())),
+                None,
+            );
+        } else {
+            report.goal(
+                "(diagnostic) small GET req/s at 64 through paddock vs the same identity directly (h2)",
+                "–",
+                ratio(b.rps_ratio()),
+                None,
+            );
+        }
+    }
+    Ok(())
 }
 
 fn short(p: Proto) -> &'static str {
