@@ -136,7 +136,15 @@ pub fn translate_request_body(
                 object_up_with(ctx, &mut v2, None, ns, UpMode::Full)?;
                 return Ok((body.to_vec(), content_type.to_owned()));
             }
+            let parsed =
+                (mt != CT_YAML && crate::dupkeys::has_duplicate_keys(body)).then(|| v.clone());
             object_up_with(ctx, &mut v, hint.as_ref(), ns, UpMode::Full)?;
+            // Duplicate keys are the apiserver's to report (fieldValidation): keep them.
+            if let Some(before) = parsed
+                && let Some(spliced) = crate::dupkeys::splice_changes(body, &before, &v)
+            {
+                return Ok((spliced, CT_JSON.to_owned()));
+            }
             Ok((to_vec(&v)?, CT_JSON.to_owned()))
         }
         CT_APPLY_YAML if is_patch => {

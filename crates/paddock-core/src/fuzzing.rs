@@ -170,28 +170,6 @@ fn group_names(v: &serde_json::Value) -> Vec<String> {
     out
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn entry_points_accept_garbage() {
-        for d in [
-            &b""[..],
-            b"{",
-            b"}",
-            b"[1,2]",
-            b"{\"items\":[{\"metadata\":{\"namespace\":\"foofoo-a\"}}]}",
-            b"{\"type\":\"ADDED\",\"object\":{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":{\"namespace\":\"foofoo-a\"}}}\n",
-            b"{\"kind\":\"APIGroupList\",\"groups\":[{\"name\":\"barbar-example.com\",\"versions\":[]}]}",
-        ] {
-            list_framer(d).unwrap();
-            watch_framer(d).unwrap();
-            discovery_filter(d).unwrap();
-        }
-    }
-}
-
 /// The URL parser and planner: arbitrary method, path and query. Whatever is accepted must
 /// name only the tenant's namespaces upstream.
 pub fn path_parser(data: &[u8]) -> Result<(), String> {
@@ -268,4 +246,26 @@ pub fn patch_translator(data: &[u8]) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn entry_points_accept_garbage() {
+        for d in [
+            &b""[..],
+            b"{",
+            b"}",
+            b"[1,2]",
+            b"{\"items\":[{\"metadata\":{\"namespace\":\"foofoo-a\"}}]}",
+            b"{\"type\":\"ADDED\",\"object\":{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":{\"namespace\":\"foofoo-a\"}}}\n",
+            b"{\"kind\":\"APIGroupList\",\"groups\":[{\"name\":\"barbar-example.com\",\"versions\":[]}]}",
+        ] {
+            list_framer(d).unwrap();
+            watch_framer(d).unwrap();
+            discovery_filter(d).unwrap();
+        }
+    }
 }

@@ -5,6 +5,7 @@
 // Request side (engineer A).
 pub mod body;
 pub mod catalog;
+pub mod dupkeys;
 pub mod error;
 pub mod identity;
 pub mod object;

@@ -1093,9 +1093,10 @@ pub fn set_protobuf_label(body: &[u8], key: &str, value: &str) -> Result<Vec<u8>
         }
         kept.push(f);
     }
-    let mut entry = Vec::new();
-    entry.push(len_field(1, key.as_bytes().to_vec()));
-    entry.push(len_field(2, value.as_bytes().to_vec()));
+    let entry = vec![
+        len_field(1, key.as_bytes().to_vec()),
+        len_field(2, value.as_bytes().to_vec()),
+    ];
     kept.push(len_field(11, encode(&entry)));
     obj[meta_idx] = len_field(1, encode(&kept));
     unknown[raw_idx] = len_field(2, encode(&obj));
