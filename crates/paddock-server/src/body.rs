@@ -172,28 +172,49 @@ impl Body for RewriteBody {
     }
 }
 
-/// Reads a request body up to `limit` bytes.
-pub async fn collect_limited(
-    body: Incoming,
-    limit: usize,
-) -> Result<Bytes, crate::error::ServerError> {
-    let limited = http_body_util::Limited::new(body, limit);
-    match limited.collect().await {
-        Ok(c) => Ok(c.to_bytes()),
-        Err(e) => {
-            if e.downcast_ref::<http_body_util::LengthLimitError>()
-                .is_some()
-            {
-                Err(crate::error::ServerError::TooLarge(format!(
-                    "request body is larger than the limit of {limit} bytes"
-                )))
-            } else {
-                Err(crate::error::ServerError::BadRequest(format!(
-                    "could not read the request body: {e}"
-                )))
+/// Most bytes read and thrown away after a refused body, and for how long.
+const DRAIN_MAX_BYTES: usize = 64 << 20;
+const DRAIN_MAX_TIME: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// Reads and discards what is left of a refused request body (bounded in bytes and time), so
+/// that the client receives the error response instead of a reset stream.
+pub async fn drain(mut body: Incoming) {
+    let _ = tokio::time::timeout(DRAIN_MAX_TIME, async {
+        let mut seen = 0usize;
+        while let Some(Ok(frame)) = body.frame().await {
+            if let Some(d) = frame.data_ref() {
+                seen += d.len();
+                if seen > DRAIN_MAX_BYTES {
+                    break;
+                }
             }
         }
+    })
+    .await;
+}
+
+/// Reads a request body up to `limit` bytes. A longer body is refused with 413 after the rest
+/// is drained (bounded), so the client sees the Status rather than a reset stream.
+pub async fn collect_limited(
+    mut body: Incoming,
+    limit: usize,
+) -> Result<Bytes, crate::error::ServerError> {
+    let mut buf = bytes::BytesMut::new();
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|e| {
+            crate::error::ServerError::BadRequest(format!("could not read the request body: {e}"))
+        })?;
+        if let Some(d) = frame.data_ref() {
+            if buf.len() + d.len() > limit {
+                drain(body).await;
+                return Err(crate::error::ServerError::TooLarge(format!(
+                    "request body is larger than the limit of {limit} bytes"
+                )));
+            }
+            buf.extend_from_slice(d);
+        }
     }
+    Ok(buf.freeze())
 }
 
 /// A complete upstream request body.

@@ -75,6 +75,10 @@ pub async fn handle(
     if let Some(len) = announced
         && len > state.config.max_body_bytes
     {
+        // The body is drained (bounded) in the background while the 413 goes out: an HTTP/2
+        // stream whose body is dropped unread is reset, and the client then sees a framing
+        // error instead of this Status.
+        tokio::spawn(crate::body::drain(req.into_body()));
         let resp = ServerError::TooLarge(format!(
             "request body of {len} bytes is larger than the limit of {} bytes",
             state.config.max_body_bytes
