@@ -1128,8 +1128,33 @@ fn snapshot(up: &Kubectl) -> Result<BTreeSet<String>> {
     if !o.success() {
         bail!("snapshot failed: {}", o.stderr);
     }
+    // A cluster-scoped IPAddress is the ClusterIP allocation of one Service: it belongs to
+    // whoever owns that Service, so its line names the Service's namespace.
+    let (_, ips) = up.run_raw(
+        &[
+            "get".to_owned(),
+            "ipaddresses".to_owned(),
+            "-o".to_owned(),
+            "jsonpath={range .items[*]}{.metadata.name} {.spec.parentRef.namespace}/{.spec.parentRef.name}{\"\\n\"}{end}".to_owned(),
+        ],
+        None,
+        &BTreeMap::new(),
+        Some(Duration::from_secs(60)),
+    )?;
+    let parents: BTreeMap<String, String> = ips
+        .stdout
+        .lines()
+        .filter_map(|l| l.split_once(' ').map(|(ip, parent)| (ip.to_owned(), parent.to_owned())))
+        .collect();
     for l in o.stdout.lines() {
-        out.insert(l.to_owned());
+        match l.strip_prefix("IPAddress /").and_then(|rest| rest.split(' ').next()) {
+            Some(ip) if parents.contains_key(ip) => {
+                out.insert(format!("{l} parent={}", parents[ip]));
+            }
+            _ => {
+                out.insert(l.to_owned());
+            }
+        }
     }
     Ok(out)
 }
