@@ -1144,10 +1144,16 @@ fn snapshot(up: &Kubectl) -> Result<BTreeSet<String>> {
     let parents: BTreeMap<String, String> = ips
         .stdout
         .lines()
-        .filter_map(|l| l.split_once(' ').map(|(ip, parent)| (ip.to_owned(), parent.to_owned())))
+        .filter_map(|l| {
+            l.split_once(' ')
+                .map(|(ip, parent)| (ip.to_owned(), parent.to_owned()))
+        })
         .collect();
     for l in o.stdout.lines() {
-        match l.strip_prefix("IPAddress /").and_then(|rest| rest.split(' ').next()) {
+        match l
+            .strip_prefix("IPAddress /")
+            .and_then(|rest| rest.split(' ').next())
+        {
             Some(ip) if parents.contains_key(ip) => {
                 out.insert(format!("{l} parent={}", parents[ip]));
             }
