@@ -220,6 +220,7 @@ mod tests {
             Ok(_) => String::new(),
             Err(e) => format!("{e:#}"),
         };
+        std::fs::remove_dir_all(&dir).ok();
         assert!(err.contains("listen_adress"), "{err}");
     }
 
