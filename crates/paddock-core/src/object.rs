@@ -638,29 +638,34 @@ fn selector_up(
     Ok(())
 }
 
+/// Paths (from a pod spec) to every pod (anti-)affinity term, required and preferred: the
+/// places where a pod names other namespaces.
+fn affinity_term_paths() -> Vec<Vec<&'static str>> {
+    let mut out = Vec::with_capacity(4);
+    for aff in ["podAffinity", "podAntiAffinity"] {
+        out.push(vec![
+            "affinity",
+            aff,
+            "requiredDuringSchedulingIgnoredDuringExecution",
+            "*",
+        ]);
+        out.push(vec![
+            "affinity",
+            aff,
+            "preferredDuringSchedulingIgnoredDuringExecution",
+            "*",
+            "podAffinityTerm",
+        ]);
+    }
+    out
+}
+
 fn pod_spec_up(ctx: &TenantContext, spec: &mut Value) -> Result<(), TranslateError> {
     let Value::Object(spec) = spec else {
         return Ok(());
     };
-    for aff in ["podAffinity", "podAntiAffinity"] {
-        let base = ["affinity", aff];
-        let req = [
-            &base[..],
-            &["requiredDuringSchedulingIgnoredDuringExecution", "*"],
-        ]
-        .concat();
-        let pref = [
-            &base[..],
-            &[
-                "preferredDuringSchedulingIgnoredDuringExecution",
-                "*",
-                "podAffinityTerm",
-            ],
-        ]
-        .concat();
-        for p in [req, pref] {
-            for_each_path(spec, &p, &mut |term| affinity_term_up(ctx, term))?;
-        }
+    for p in affinity_term_paths() {
+        for_each_path(spec, &p, &mut |term| affinity_term_up(ctx, term))?;
     }
     Ok(())
 }
@@ -1699,39 +1704,22 @@ fn selector_down(t: &TenantId, sel: &mut Value, map_ns_name: bool) {
 
 fn pod_spec_down(t: &TenantId, spec: &mut Value) {
     let Value::Object(spec) = spec else { return };
-    for aff in ["podAffinity", "podAntiAffinity"] {
-        let base = ["affinity", aff];
-        let req = [
-            &base[..],
-            &["requiredDuringSchedulingIgnoredDuringExecution", "*"],
-        ]
-        .concat();
-        let pref = [
-            &base[..],
-            &[
-                "preferredDuringSchedulingIgnoredDuringExecution",
-                "*",
-                "podAffinityTerm",
-            ],
-        ]
-        .concat();
-        for p in [req, pref] {
-            for_each_path_infallible(spec, &p, &mut |term| {
-                let Value::Object(m) = term else { return };
-                if let Some(Value::Array(nss)) = m.get_mut("namespaces") {
-                    for ns in nss {
-                        if let Value::String(s) = ns
-                            && let Some(x) = t.strip(s)
-                        {
-                            *s = x.to_owned();
-                        }
+    for p in affinity_term_paths() {
+        for_each_path_infallible(spec, &p, &mut |term| {
+            let Value::Object(m) = term else { return };
+            if let Some(Value::Array(nss)) = m.get_mut("namespaces") {
+                for ns in nss {
+                    if let Value::String(s) = ns
+                        && let Some(x) = t.strip(s)
+                    {
+                        *s = x.to_owned();
                     }
                 }
-                if let Some(sel) = m.get_mut("namespaceSelector") {
-                    selector_down(t, sel, true);
-                }
-            });
-        }
+            }
+            if let Some(sel) = m.get_mut("namespaceSelector") {
+                selector_down(t, sel, true);
+            }
+        });
     }
 }
 
