@@ -8,6 +8,12 @@ const SA_USER: &str = "system:serviceaccount:";
 const SA_GROUP: &str = "system:serviceaccounts:";
 /// Every upstream user of tenant `<tid>` carries `paddock:tenant:<tid>`; only paddock asserts it.
 pub const TENANT_GROUP_PREFIX: &str = "paddock:tenant:";
+/// Every upstream user of every tenant carries this group too; only paddock asserts it. It
+/// grants nothing: it is what the `paddock-tenants` FlowSchema matches, so that tenants' requests
+/// get API Priority and Fairness seats of their own instead of queueing in `global-default`
+/// with every other user (docs/performance.md). It is not `paddock:tenant:<tid>`-shaped, so
+/// the admission guard's tenant test never sees it.
+pub const ALL_TENANTS_GROUP: &str = "paddock:tenants";
 
 /// Subjects of a tenant's ClusterRoleBindings are stored upstream in this inert "cluster shadow"
 /// form, `paddock:cluster:<tid>:<upstream identity>`, which no real caller carries: a tenant
@@ -54,8 +60,8 @@ pub fn tenant_group(t: &TenantId) -> String {
     format!("{TENANT_GROUP_PREFIX}{}", t.as_str())
 }
 
-/// `paddock:<tid>:<user>`, groups `paddock:<tid>:<g>`, plus `paddock:tenant:<tid>` and
-/// `system:authenticated`; extra `paddock.io/tenant=<tid>`.
+/// `paddock:<tid>:<user>`, groups `paddock:<tid>:<g>`, plus `paddock:tenant:<tid>`,
+/// `paddock:tenants` and `system:authenticated`; extra `paddock.io/tenant=<tid>`.
 ///
 /// The user and groups come from a certificate paddock's own CA signed, so they are prefixed
 /// as they are: even a certificate group `system:masters` becomes the harmless
@@ -63,6 +69,7 @@ pub fn tenant_group(t: &TenantId) -> String {
 pub fn impersonation_for(tenant: &TenantId, user: &str, groups: &[String]) -> Impersonation {
     let mut gs: Vec<String> = groups.iter().map(|g| tenant_ident(tenant, g)).collect();
     gs.push(tenant_group(tenant));
+    gs.push(ALL_TENANTS_GROUP.to_owned());
     gs.push("system:authenticated".to_owned());
     Impersonation {
         user: tenant_ident(tenant, user),
@@ -187,6 +194,7 @@ mod tests {
                 "paddock:foofoo:dev",
                 "paddock:foofoo:system:masters",
                 "paddock:tenant:foofoo",
+                "paddock:tenants",
                 "system:authenticated"
             ]
         );
@@ -247,6 +255,7 @@ mod tests {
             "system:serviceaccounts",
             "system:nodes",
             "paddock:tenant:foofoo",
+            "paddock:tenants",
             "paddock:barbar:dev",
             "system:serviceaccounts:Bad",
         ] {
@@ -262,6 +271,8 @@ mod tests {
             Some("system:serviceaccounts:ci")
         );
         assert_eq!(map_group_down(&t, "paddock:tenant:foofoo"), None);
+        assert_eq!(map_group_down(&t, "paddock:tenants"), None);
+        assert_eq!(map_user_info_group_down(&t, "paddock:tenants"), None);
         assert_eq!(map_group_down(&t, "system:authenticated"), None);
         assert_eq!(
             map_user_info_group_down(&t, "system:authenticated").as_deref(),

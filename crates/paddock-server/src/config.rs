@@ -67,6 +67,14 @@ pub struct ServerConfig {
     pub cert_reload_interval: Duration,
     /// How long in-flight requests may take to finish at shutdown.
     pub shutdown_grace: Duration,
+    /// API Priority and Fairness: the concurrency shares of the `paddock-tenants` priority
+    /// level paddock keeps upstream for its tenants' requests; 0 leaves APF alone (tenants then
+    /// fall into `global-default` like any other user).
+    pub tenant_priority_shares: u32,
+    /// Log format (also of the access log).
+    pub log_format: LogFormat,
+    /// Whether every request gets an access-log line (`paddock::access`).
+    pub access_log: bool,
 }
 
 impl ServerConfig {

@@ -2,6 +2,7 @@
 //! tenants by client certificate, runs each request through the translation core, talks to
 //! the upstream apiserver as the impersonated tenant user, and serves the admin API.
 
+pub mod access_log;
 pub mod admin;
 pub mod auth;
 pub mod body;
@@ -72,8 +73,23 @@ pub async fn run(config: ServerConfig, shutdown: CancellationToken) -> Result<()
         metrics: Arc::new(Metrics::new()),
         shutdown: shutdown.clone(),
         bootstrapped: std::sync::atomic::AtomicBool::new(false),
+        access_log: access_log::AccessLog::new(config.log_format, config.access_log),
         config,
     });
+    // The access log's batches leave at least this often.
+    {
+        let state = state.clone();
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(access_log::FLUSH_INTERVAL);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tokio::select! {
+                    _ = tick.tick() => state.access_log.flush(),
+                    _ = state.shutdown.cancelled() => break,
+                }
+            }
+        });
+    }
 
     // Bootstrap and discovery retry in the background until they succeed; /readyz reports
     // when they have.
@@ -82,7 +98,9 @@ pub async fn run(config: ServerConfig, shutdown: CancellationToken) -> Result<()
         tokio::spawn(async move {
             let mut delay = Duration::from_millis(200);
             loop {
-                let boot = provision::bootstrap(&state.upstream).await;
+                let boot =
+                    provision::bootstrap(&state.upstream, state.config.tenant_priority_shares)
+                        .await;
                 let disc = state.catalogs.refresh(&state.upstream).await;
                 match (boot, disc) {
                     (Ok(()), Ok(_)) => {

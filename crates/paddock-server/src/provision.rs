@@ -109,7 +109,14 @@ pub fn cluster_scope_role() -> Value {
 /// itself, even if paddock's translation had a bug or were bypassed; so are changes to
 /// paddock-managed objects, to the tenant and pod-security labels, RBAC that reaches outside
 /// the tenant, and host-exposing Services.
-pub fn guard_policy() -> Value {
+///
+/// It is several policies, one per concern, each matching only the kinds it is about: the
+/// apiserver re-plans every CEL expression of a matching policy on every request (cost
+/// tracking makes each evaluation build its program anew), and one policy holding every rule
+/// cost a tenant's ConfigMap write about 0.7 ms of apiserver CPU, a quarter of its CPU under
+/// a write load (docs/performance.md). The first policy matches every write and holds the
+/// rules that apply to any kind; the others are narrowed by `matchConstraints`.
+pub fn guard_policies() -> Vec<(String, Value)> {
     // Fields of `request` that are empty are absent in CEL, hence the has() guards.
     let name_var = "(has(request.name) && request.name != '') ? request.name : \
         ((variables.obj != null && has(variables.obj.metadata) && has(variables.obj.metadata.name)) ? variables.obj.metadata.name : '')";
@@ -127,141 +134,245 @@ pub fn guard_policy() -> Value {
          s.name.startsWith({shadow} + 'system:serviceaccount:' + variables.tid + '-') || \
          s.name.startsWith({shadow} + 'system:serviceaccounts:' + variables.tid + '-'))"
     );
-    let rb_subjects = format!(
-        "!(variables.write && variables.grp == 'rbac.authorization.k8s.io' && variables.res == 'rolebindings') || \
-         !has(object.subjects) || object.subjects.all(s, {tenant_subject})"
-    );
-    let crb_subjects = format!(
-        "!(variables.write && variables.grp == 'rbac.authorization.k8s.io' && variables.res == 'clusterrolebindings') || \
-         !has(object.subjects) || object.subjects.all(s, {shadow_subject})"
-    );
     // On CREATE the label may still be absent (a body paddock could not rewrite, e.g.
     // protobuf): paddock sets it before the tenant gets any right inside the namespace (the
     // admins' RoleBinding is written after the label). Any other value, and any later change
     // or removal, is refused, except a stricter level (`restricted`), which only limits the
     // tenant further (the e2e framework labels its test namespaces that way).
     let psa = format!(
-        "!(variables.write && variables.grp == '' && variables.res == 'namespaces' && variables.sub == '') || \
-         (((request.operation == 'CREATE' && !('{PSA_ENFORCE_LABEL}' in variables.newLabels)) || \
+        "((request.operation == 'CREATE' && !('{PSA_ENFORCE_LABEL}' in variables.newLabels)) || \
            ('{PSA_ENFORCE_LABEL}' in variables.newLabels && variables.newLabels['{PSA_ENFORCE_LABEL}'] in ['{POD_SECURITY_LEVEL}', 'restricted'])) && \
-          (!('{PSA_ENFORCE_LABEL}-version' in variables.newLabels) || variables.newLabels['{PSA_ENFORCE_LABEL}-version'] == 'latest'))"
+          (!('{PSA_ENFORCE_LABEL}-version' in variables.newLabels) || variables.newLabels['{PSA_ENFORCE_LABEL}-version'] == 'latest')"
     );
+    let tid_vars = json!([
+        {"name": "tids", "expression": "request.userInfo.groups.filter(g, g.startsWith('paddock:tenant:')).map(g, g.substring(15))"},
+        {"name": "tid", "expression": "variables.tids[0]"}
+    ]);
+    let with = |extra: Value| -> Value {
+        let mut v = tid_vars.as_array().cloned().unwrap_or_default();
+        v.extend(extra.as_array().cloned().unwrap_or_default());
+        Value::Array(v)
+    };
+    let writes = json!(["CREATE", "UPDATE"]);
+    let rule = |groups: &[&str], resources: &[&str], ops: &Value| json!({"apiGroups": groups, "apiVersions": ["*"], "operations": ops, "resources": resources});
+
+    let generic = guard_policy(
+        GUARD_NAME,
+        json!({
+            "resourceRules": [rule(&["*"], &["*/*"], &json!(["CREATE", "UPDATE", "DELETE", "CONNECT"]))],
+            "excludeResourceRules": [{
+                "apiGroups": ["authorization.k8s.io", "authentication.k8s.io"], "apiVersions": ["*"],
+                "operations": ["CREATE"], "resources": ["*"]
+            }]
+        }),
+        with(json!([
+            {"name": "obj", "expression": "request.operation == 'DELETE' ? oldObject : object"},
+            {"name": "ns", "expression": "has(request.namespace) ? request.namespace : ''"},
+            {"name": "sub", "expression": "has(request.subResource) ? request.subResource : ''"},
+            {"name": "name", "expression": name_var},
+            {"name": "isCRD", "expression": "request.resource.group == 'apiextensions.k8s.io' && request.resource.resource == 'customresourcedefinitions'"},
+            {"name": "newLabels", "expression": labels_of("object")},
+            {"name": "oldLabels", "expression": labels_of("oldObject")}
+        ])),
+        json!([
+            {"expression": "size(variables.tids) == 1",
+             "message": "paddock: a request may carry exactly one tenant identity"},
+            {"expression": "variables.ns == '' || variables.ns.startsWith(variables.tid + '-')",
+             "message": "paddock: a tenant may only write inside its own namespaces"},
+            {"expression": "variables.ns != '' || (variables.isCRD ? (variables.obj != null && has(variables.obj.spec) && variables.obj.spec.group.startsWith(variables.tid + '-')) : variables.name.startsWith(variables.tid + '-'))",
+             "message": "paddock: a tenant may only write cluster-scoped objects under its own prefix"},
+            {"expression": "variables.ns != '' || variables.sub != '' || request.operation == 'CONNECT' || ('paddock.io/tenant' in variables.newLabels && variables.newLabels['paddock.io/tenant'] == variables.tid) || (request.operation == 'DELETE' && 'paddock.io/tenant' in variables.oldLabels && variables.oldLabels['paddock.io/tenant'] == variables.tid)",
+             "message": "paddock: cluster-scoped objects of a tenant must carry its paddock.io/tenant label"},
+            {"expression": "request.operation != 'UPDATE' || !('paddock.io/tenant' in variables.oldLabels) || ('paddock.io/tenant' in variables.newLabels && variables.newLabels['paddock.io/tenant'] == variables.oldLabels['paddock.io/tenant'])",
+             "message": "paddock: the paddock.io/tenant label cannot be changed or removed"},
+            {"expression": "!('paddock.io/managed-for' in variables.newLabels) && !('paddock.io/managed-for' in variables.oldLabels)",
+             "message": "paddock: objects managed by the platform (paddock.io/managed-for) cannot be created, changed or deleted by a tenant"}
+        ]),
+    );
+    let namespaces = guard_policy(
+        &format!("{GUARD_NAME}-namespaces"),
+        json!({"resourceRules": [rule(&[""], &["namespaces"], &writes)]}),
+        with(json!([{"name": "newLabels", "expression": labels_of("object")}])),
+        json!([
+            {"expression": psa,
+             "message": "paddock: the pod-security.kubernetes.io/enforce label of a tenant namespace is locked to the platform's level"}
+        ]),
+    );
+    let rbac = guard_policy(
+        &format!("{GUARD_NAME}-rbac"),
+        json!({"resourceRules": [rule(&["rbac.authorization.k8s.io"], &["rolebindings", "clusterrolebindings", "clusterroles"], &writes)]}),
+        with(json!([
+            {"name": "res", "expression": "request.resource.resource"},
+            {"name": "newLabels", "expression": labels_of("object")}
+        ])),
+        json!([
+            {"expression": "variables.res != 'rolebindings' || \
+                object.roleRef.kind == 'Role' || object.roleRef.name.startsWith(variables.tid + '-') || object.roleRef.name in ['admin', 'edit', 'view']",
+             "message": "paddock: a RoleBinding may refer only to a Role, a ClusterRole of the tenant, or admin, edit or view"},
+            {"expression": format!("variables.res != 'rolebindings' || !has(object.subjects) || object.subjects.all(s, {tenant_subject})"),
+             "message": "paddock: RoleBinding subjects must be identities of the tenant"},
+            {"expression": "variables.res != 'clusterrolebindings' || \
+                (object.roleRef.kind == 'ClusterRole' && object.roleRef.name.startsWith(variables.tid + '-'))",
+             "message": "paddock: a tenant ClusterRoleBinding may refer only to a ClusterRole of the tenant"},
+            {"expression": format!("variables.res != 'clusterrolebindings' || !has(object.subjects) || object.subjects.all(s, {shadow_subject})"),
+             "message": "paddock: ClusterRoleBinding subjects must be the tenant's inert cluster identities (paddock:cluster:<tenant>:...)"},
+            {"expression": "variables.res != 'clusterroles' || \
+                (!variables.newLabels.exists(k, k.startsWith('rbac.authorization.k8s.io/aggregate-to-')) && \
+                 (!has(object.aggregationRule) || !has(object.aggregationRule.clusterRoleSelectors) || \
+                  object.aggregationRule.clusterRoleSelectors.all(sel, has(sel.matchExpressions) && sel.matchExpressions.exists(e, e.key == 'paddock.io/tenant' && e.operator == 'In' && e.values == [variables.tid]))))",
+             "message": "paddock: a tenant ClusterRole may neither aggregate into platform roles nor aggregate roles of others"}
+        ]),
+    );
+    let services = guard_policy(
+        &format!("{GUARD_NAME}-services"),
+        json!({"resourceRules": [rule(&[""], &["services"], &writes)]}),
+        tid_vars.clone(),
+        json!([
+            {"expression": "(!has(object.spec.type) || object.spec.type == 'ClusterIP' || object.spec.type == 'ExternalName') && \
+                (!has(object.spec.externalIPs) || size(object.spec.externalIPs) == 0)",
+             "message": "paddock: NodePort and LoadBalancer Services and externalIPs are not available to tenants"}
+        ]),
+    );
+    let webhooks = guard_policy(
+        &format!("{GUARD_NAME}-webhooks"),
+        json!({"resourceRules": [rule(&["admissionregistration.k8s.io"], &["validatingwebhookconfigurations", "mutatingwebhookconfigurations"], &writes)]}),
+        tid_vars.clone(),
+        json!([
+            {"expression": "!has(object.webhooks) || object.webhooks.all(w, has(w.namespaceSelector) && has(w.namespaceSelector.matchExpressions) && \
+                  w.namespaceSelector.matchExpressions.exists(e, e.key == 'paddock.io/tenant' && e.operator == 'In' && e.values == [variables.tid]) && \
+                  !has(w.clientConfig.url) && \
+                  (!has(w.rules) || w.rules.all(r, (has(r.scope) && r.scope == 'Namespaced') || (has(r.resources) && r.resources.all(x, x == 'namespaces' || x.startsWith('namespaces/'))))))",
+             "message": "paddock: a tenant webhook must be confined to the tenant's namespaces (namespaceSelector on paddock.io/tenant, namespaced rules, a service in the tenant)"},
+            {"expression": "!has(object.webhooks) || object.webhooks.all(w, !has(w.clientConfig.service) || w.clientConfig.service.namespace.startsWith(variables.tid + '-'))",
+             "message": "paddock: a tenant webhook must call a service in the tenant's namespaces"}
+        ]),
+    );
+    vec![generic, namespaces, rbac, services, webhooks]
+}
+
+/// One policy of the guard: it applies to requests of tenant identities only.
+fn guard_policy(
+    name: &str,
+    match_constraints: Value,
+    variables: Value,
+    validations: Value,
+) -> (String, Value) {
+    (
+        name.to_string(),
+        json!({
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingAdmissionPolicy",
+            "metadata": {"name": name, "labels": {"app.kubernetes.io/managed-by": "paddock"}},
+            "spec": {
+                "failurePolicy": "Fail",
+                "matchConstraints": match_constraints,
+                "matchConditions": [{
+                    "name": "tenant-identity",
+                    "expression": "request.userInfo.groups.exists(g, g.startsWith('paddock:tenant:'))"
+                }],
+                "variables": variables,
+                "validations": validations
+            }
+        }),
+    )
+}
+
+/// Binding that puts one guard policy in force (Deny).
+pub fn guard_binding(name: &str) -> Value {
     json!({
         "apiVersion": "admissionregistration.k8s.io/v1",
-        "kind": "ValidatingAdmissionPolicy",
-        "metadata": {"name": GUARD_NAME, "labels": {"app.kubernetes.io/managed-by": "paddock"}},
+        "kind": "ValidatingAdmissionPolicyBinding",
+        "metadata": {"name": name, "labels": {"app.kubernetes.io/managed-by": "paddock"}},
+        "spec": {"policyName": name, "validationActions": ["Deny"]}
+    })
+}
+
+/// Name of the FlowSchema and the priority level of tenants' requests (API Priority and
+/// Fairness).
+pub const TENANT_PRIORITY_LEVEL: &str = "paddock-tenants";
+
+/// The priority level of tenants' requests. Without it they land in `global-default` (20
+/// shares: about 50 seats of a default apiserver, shared with every other user), where 64
+/// concurrent requests of one tenant already queue; with its own level tenants get seats in
+/// proportion to `shares` and queue fairly among themselves (one queue per user, shuffle
+/// sharded), and the rest of the cluster keeps its own.
+pub fn tenant_priority_level(shares: u32) -> Value {
+    json!({
+        "apiVersion": "flowcontrol.apiserver.k8s.io/v1",
+        "kind": "PriorityLevelConfiguration",
+        "metadata": {"name": TENANT_PRIORITY_LEVEL, "labels": {"app.kubernetes.io/managed-by": "paddock"}},
+        "spec": {"type": "Limited", "limited": {
+            "nominalConcurrencyShares": shares,
+            "lendablePercent": 50,
+            "limitResponse": {"type": "Queue", "queuing": {"queues": 128, "handSize": 6, "queueLengthLimit": 50}}
+        }}
+    })
+}
+
+/// The FlowSchema that sends every request paddock makes as a tenant (they all carry
+/// [`paddock_core::identity::ALL_TENANTS_GROUP`]) to [`tenant_priority_level`]. Its precedence
+/// is ahead of `service-accounts` (9000) so tenants' service accounts, impersonated through
+/// paddock, land there too; requests from inside tenant pods do not pass through paddock.
+pub fn tenant_flow_schema() -> Value {
+    json!({
+        "apiVersion": "flowcontrol.apiserver.k8s.io/v1",
+        "kind": "FlowSchema",
+        "metadata": {"name": TENANT_PRIORITY_LEVEL, "labels": {"app.kubernetes.io/managed-by": "paddock"}},
         "spec": {
-            "failurePolicy": "Fail",
-            "matchConstraints": {
-                "resourceRules": [{
-                    "apiGroups": ["*"], "apiVersions": ["*"],
-                    "operations": ["CREATE", "UPDATE", "DELETE", "CONNECT"],
-                    // "*/*": every resource and every subresource.
-                    "resources": ["*/*"]
-                }],
-                "excludeResourceRules": [{
-                    "apiGroups": ["authorization.k8s.io", "authentication.k8s.io"], "apiVersions": ["*"],
-                    "operations": ["CREATE"], "resources": ["*"]
-                }]
-            },
-            "matchConditions": [{
-                "name": "tenant-identity",
-                "expression": "request.userInfo.groups.exists(g, g.startsWith('paddock:tenant:'))"
-            }],
-            "variables": [
-                {"name": "tids", "expression": "request.userInfo.groups.filter(g, g.startsWith('paddock:tenant:')).map(g, g.substring(15))"},
-                {"name": "tid", "expression": "variables.tids[0]"},
-                {"name": "obj", "expression": "request.operation == 'DELETE' ? oldObject : object"},
-                {"name": "ns", "expression": "has(request.namespace) ? request.namespace : ''"},
-                {"name": "sub", "expression": "has(request.subResource) ? request.subResource : ''"},
-                {"name": "name", "expression": name_var},
-                {"name": "grp", "expression": "request.resource.group"},
-                {"name": "res", "expression": "request.resource.resource"},
-                {"name": "isCRD", "expression": "variables.grp == 'apiextensions.k8s.io' && variables.res == 'customresourcedefinitions'"},
-                {"name": "newLabels", "expression": labels_of("object")},
-                {"name": "oldLabels", "expression": labels_of("oldObject")},
-                {"name": "write", "expression": "request.operation == 'CREATE' || request.operation == 'UPDATE'"}
-            ],
-            "validations": [
-                {"expression": "size(variables.tids) == 1",
-                 "message": "paddock: a request may carry exactly one tenant identity"},
-                {"expression": "variables.ns == '' || variables.ns.startsWith(variables.tid + '-')",
-                 "message": "paddock: a tenant may only write inside its own namespaces"},
-                {"expression": "variables.ns != '' || (variables.isCRD ? (variables.obj != null && has(variables.obj.spec) && variables.obj.spec.group.startsWith(variables.tid + '-')) : variables.name.startsWith(variables.tid + '-'))",
-                 "message": "paddock: a tenant may only write cluster-scoped objects under its own prefix"},
-                {"expression": "variables.ns != '' || variables.sub != '' || request.operation == 'CONNECT' || ('paddock.io/tenant' in variables.newLabels && variables.newLabels['paddock.io/tenant'] == variables.tid) || (request.operation == 'DELETE' && 'paddock.io/tenant' in variables.oldLabels && variables.oldLabels['paddock.io/tenant'] == variables.tid)",
-                 "message": "paddock: cluster-scoped objects of a tenant must carry its paddock.io/tenant label"},
-                {"expression": "request.operation != 'UPDATE' || !('paddock.io/tenant' in variables.oldLabels) || ('paddock.io/tenant' in variables.newLabels && variables.newLabels['paddock.io/tenant'] == variables.oldLabels['paddock.io/tenant'])",
-                 "message": "paddock: the paddock.io/tenant label cannot be changed or removed"},
-                {"expression": "!('paddock.io/managed-for' in variables.newLabels) && !('paddock.io/managed-for' in variables.oldLabels)",
-                 "message": "paddock: objects managed by the platform (paddock.io/managed-for) cannot be created, changed or deleted by a tenant"},
-                {"expression": psa,
-                 "message": "paddock: the pod-security.kubernetes.io/enforce label of a tenant namespace is locked to the platform's level"},
-                {"expression": "!(variables.write && variables.grp == 'rbac.authorization.k8s.io' && variables.res == 'rolebindings') || \
-                    object.roleRef.kind == 'Role' || object.roleRef.name.startsWith(variables.tid + '-') || object.roleRef.name in ['admin', 'edit', 'view']",
-                 "message": "paddock: a RoleBinding may refer only to a Role, a ClusterRole of the tenant, or admin, edit or view"},
-                {"expression": rb_subjects,
-                 "message": "paddock: RoleBinding subjects must be identities of the tenant"},
-                {"expression": "!(variables.write && variables.grp == 'rbac.authorization.k8s.io' && variables.res == 'clusterrolebindings') || \
-                    (object.roleRef.kind == 'ClusterRole' && object.roleRef.name.startsWith(variables.tid + '-'))",
-                 "message": "paddock: a tenant ClusterRoleBinding may refer only to a ClusterRole of the tenant"},
-                {"expression": crb_subjects,
-                 "message": "paddock: ClusterRoleBinding subjects must be the tenant's inert cluster identities (paddock:cluster:<tenant>:...)"},
-                {"expression": "!(variables.write && variables.grp == 'rbac.authorization.k8s.io' && variables.res == 'clusterroles') || \
-                    (!variables.newLabels.exists(k, k.startsWith('rbac.authorization.k8s.io/aggregate-to-')) && \
-                     (!has(object.aggregationRule) || !has(object.aggregationRule.clusterRoleSelectors) || \
-                      object.aggregationRule.clusterRoleSelectors.all(sel, has(sel.matchExpressions) && sel.matchExpressions.exists(e, e.key == 'paddock.io/tenant' && e.operator == 'In' && e.values == [variables.tid]))))",
-                 "message": "paddock: a tenant ClusterRole may neither aggregate into platform roles nor aggregate roles of others"},
-                {"expression": "!(variables.write && variables.grp == '' && variables.res == 'services' && variables.sub == '') || \
-                    ((!has(object.spec.type) || object.spec.type == 'ClusterIP' || object.spec.type == 'ExternalName') && \
-                     (!has(object.spec.externalIPs) || size(object.spec.externalIPs) == 0))",
-                 "message": "paddock: NodePort and LoadBalancer Services and externalIPs are not available to tenants"},
-                {"expression": "!(variables.write && variables.grp == 'admissionregistration.k8s.io' && (variables.res == 'validatingwebhookconfigurations' || variables.res == 'mutatingwebhookconfigurations')) || \
-                    !has(object.webhooks) || object.webhooks.all(w, has(w.namespaceSelector) && has(w.namespaceSelector.matchExpressions) && \
-                      w.namespaceSelector.matchExpressions.exists(e, e.key == 'paddock.io/tenant' && e.operator == 'In' && e.values == [variables.tid]) && \
-                      !has(w.clientConfig.url) && \
-                      (!has(w.rules) || w.rules.all(r, (has(r.scope) && r.scope == 'Namespaced') || (has(r.resources) && r.resources.all(x, x == 'namespaces' || x.startsWith('namespaces/'))))))",
-                 "message": "paddock: a tenant webhook must be confined to the tenant's namespaces (namespaceSelector on paddock.io/tenant, namespaced rules, a service in the tenant)"},
-                {"expression": "!(variables.write && variables.grp == 'admissionregistration.k8s.io' && (variables.res == 'validatingwebhookconfigurations' || variables.res == 'mutatingwebhookconfigurations')) || \
-                    !has(object.webhooks) || object.webhooks.all(w, !has(w.clientConfig.service) || w.clientConfig.service.namespace.startsWith(variables.tid + '-'))",
-                 "message": "paddock: a tenant webhook must call a service in the tenant's namespaces"}
-            ]
+            "priorityLevelConfiguration": {"name": TENANT_PRIORITY_LEVEL},
+            "matchingPrecedence": 8000,
+            "distinguisherMethod": {"type": "ByUser"},
+            "rules": [{
+                "subjects": [{"kind": "Group", "group": {"name": paddock_core::identity::ALL_TENANTS_GROUP}}],
+                "resourceRules": [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"],
+                                   "clusterScope": true, "namespaces": ["*"]}],
+                "nonResourceRules": [{"verbs": ["*"], "nonResourceURLs": ["*"]}]
+            }]
         }
     })
 }
 
-/// Binding that puts the guard in force (Deny).
-pub fn guard_binding() -> Value {
-    json!({
-        "apiVersion": "admissionregistration.k8s.io/v1",
-        "kind": "ValidatingAdmissionPolicyBinding",
-        "metadata": {"name": GUARD_NAME, "labels": {"app.kubernetes.io/managed-by": "paddock"}},
-        "spec": {"policyName": GUARD_NAME, "validationActions": ["Deny"]}
-    })
-}
-
-/// Idempotently installs the platform-wide objects.
-pub async fn bootstrap(up: &Upstream) -> Result<(), ServerError> {
+/// Installs what every tenant shares upstream: the cluster-scope role, the admission guard,
+/// and (unless `tenant_priority_shares` is 0) the tenants' APF priority level.
+pub async fn bootstrap(up: &Upstream, tenant_priority_shares: u32) -> Result<(), ServerError> {
+    if tenant_priority_shares > 0 {
+        upjson::apply(
+            up,
+            &format!(
+                "/apis/flowcontrol.apiserver.k8s.io/v1/prioritylevelconfigurations/{TENANT_PRIORITY_LEVEL}"
+            ),
+            &tenant_priority_level(tenant_priority_shares),
+        )
+        .await?;
+        upjson::apply(
+            up,
+            &format!("/apis/flowcontrol.apiserver.k8s.io/v1/flowschemas/{TENANT_PRIORITY_LEVEL}"),
+            &tenant_flow_schema(),
+        )
+        .await?;
+    }
     upjson::apply(
         up,
         &format!("/apis/rbac.authorization.k8s.io/v1/clusterroles/{CLUSTER_SCOPE_ROLE}"),
         &cluster_scope_role(),
     )
     .await?;
-    upjson::apply(
-        up,
-        &format!("/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies/{GUARD_NAME}"),
-        &guard_policy(),
-    )
-    .await?;
-    upjson::apply(
-        up,
-        &format!(
-            "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings/{GUARD_NAME}"
-        ),
-        &guard_binding(),
-    )
-    .await?;
+    for (name, policy) in guard_policies() {
+        upjson::apply(
+            up,
+            &format!("/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies/{name}"),
+            &policy,
+        )
+        .await?;
+        upjson::apply(
+            up,
+            &format!(
+                "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings/{name}"
+            ),
+            &guard_binding(&name),
+        )
+        .await?;
+    }
     Ok(())
 }
 

@@ -350,6 +350,16 @@ pub async fn serve_tenant(
             return Ok((resp, verb));
         }
         full(doc)
+    } else if let Some(len) = small_complete_body(&plan, resp.headers()) {
+        // A small answer of known length (a GET of one object, a write's answer, a Status):
+        // read it whole and answer with headers and body together. Streamed, the headers
+        // would leave first and the body in a second write, after another wake-up.
+        let raw = collect_limited(resp.into_body(), len).await?;
+        let mut rw = paddock_core::response_rewriter(&ctx, &plan, status.as_u16(), &content_type);
+        let mut doc = Vec::with_capacity(raw.len() + raw.len() / 8);
+        rw.feed(&raw, &mut doc)?;
+        rw.finish(&mut doc)?;
+        full(doc)
     } else {
         let rw = paddock_core::response_rewriter(&ctx, &plan, status.as_u16(), &content_type);
         let on_finish: Option<Box<dyn FnOnce() + Send>> = if matches!(
@@ -379,6 +389,28 @@ pub async fn serve_tenant(
         .body(body)
         .map_err(|e| ServerError::Internal(e.to_string()))?;
     Ok((resp, verb))
+}
+
+/// Largest upstream answer read whole before it is rewritten (see [`small_complete_body`]).
+const SMALL_BODY_BYTES: usize = 64 * 1024;
+
+/// The length of an upstream answer small enough to be read whole: announced by
+/// Content-Length, at most [`SMALL_BODY_BYTES`], and not a watch (whose events must leave as
+/// they come). Lists of any length stay streamed unless they are this small.
+fn small_complete_body(plan: &paddock_core::Plan, h: &HeaderMap) -> Option<usize> {
+    if matches!(
+        plan.response,
+        ResponseKind::Watch | ResponseKind::TableWatch
+    ) || plan.long_running
+    {
+        return None;
+    }
+    h.get(header::CONTENT_LENGTH)?
+        .to_str()
+        .ok()?
+        .parse::<usize>()
+        .ok()
+        .filter(|&n| n <= SMALL_BODY_BYTES)
 }
 
 fn parts_content_type(h: &HeaderMap) -> Option<HeaderValue> {

@@ -53,6 +53,7 @@ pub fn impersonation(t: &TenantId, user: &str, groups: &[String], who: As) -> Im
                 "system:serviceaccounts".to_owned(),
                 format!("system:serviceaccounts:{up_ns}"),
                 tenant_group(t),
+                paddock_core::identity::ALL_TENANTS_GROUP.to_owned(),
                 "system:authenticated".to_owned(),
             ],
             extra: vec![(TENANT_LABEL.to_owned(), t.as_str().to_owned())],
@@ -63,7 +64,11 @@ pub fn impersonation(t: &TenantId, user: &str, groups: &[String], who: As) -> Im
     match who {
         As::Real => real,
         As::Shadow => {
-            let keep = [tenant_group(t), "system:authenticated".to_owned()];
+            let keep = [
+                tenant_group(t),
+                paddock_core::identity::ALL_TENANTS_GROUP.to_owned(),
+                "system:authenticated".to_owned(),
+            ];
             Impersonation {
                 user: cluster_shadow(t, &real.user),
                 groups: real

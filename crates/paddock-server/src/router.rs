@@ -49,6 +49,7 @@ pub async fn handle(
         Err(e) => {
             let resp = e.into_response();
             log_request(
+                &state,
                 "_anonymous",
                 "-",
                 crate::proxy::method_verb(&method),
@@ -85,6 +86,7 @@ pub async fn handle(
         ))
         .into_response();
         log_request(
+            &state,
             caller.tenant_label(),
             caller.user(),
             crate::proxy::method_verb(&method),
@@ -135,6 +137,7 @@ pub async fn handle(
     };
     let code = resp.status().as_u16();
     log_request(
+        &state,
         caller.tenant_label(),
         caller.user(),
         verb,
@@ -151,16 +154,23 @@ pub async fn handle(
     resp
 }
 
-fn log_request(tenant: &str, user: &str, verb: &str, path: &str, status: u16, start: Instant) {
-    tracing::info!(
+fn log_request(
+    state: &AppState,
+    tenant: &str,
+    user: &str,
+    verb: &str,
+    path: &str,
+    status: u16,
+    start: Instant,
+) {
+    state.access_log.record(&crate::access_log::Entry {
         tenant,
         user,
         verb,
-        resource = path,
+        path,
         status,
-        latency_ms = start.elapsed().as_secs_f64() * 1000.0,
-        "request"
-    );
+        latency: start.elapsed(),
+    });
 }
 
 /// A plain-text response.

@@ -32,6 +32,8 @@ pub struct AppState {
     pub metrics: Arc<Metrics>,
     /// Cancelled at shutdown: open watches end cleanly.
     pub shutdown: CancellationToken,
+    /// The access log.
+    pub access_log: crate::access_log::AccessLog,
     /// Set once the platform-wide upstream objects (guard, roles) are installed.
     pub bootstrapped: std::sync::atomic::AtomicBool,
 }

@@ -52,7 +52,17 @@ pub struct ServeArgs {
     /// Grace period for in-flight requests at shutdown, e.g. 10s.
     #[arg(long, env = "PADDOCK_SHUTDOWN_GRACE")]
     pub shutdown_grace: Option<String>,
+    /// Concurrency shares of the upstream APF priority level of tenants' requests
+    /// (`paddock-tenants`; default 100, as `workload-low`); 0 = leave APF alone.
+    #[arg(long, env = "PADDOCK_TENANT_PRIORITY_SHARES")]
+    pub tenant_priority_shares: Option<u32>,
+    /// One log line per request (`paddock::access`; default true).
+    #[arg(long, env = "PADDOCK_ACCESS_LOG")]
+    pub access_log: Option<bool>,
 }
+
+/// Shares of the tenants' APF priority level: as many as `workload-low` (service accounts).
+const DEFAULT_TENANT_PRIORITY_SHARES: u32 = 100;
 
 /// The TOML file. Unknown keys are an error that names the key.
 #[derive(Deserialize, Default)]
@@ -70,6 +80,8 @@ struct FileConfig {
     max_body_bytes: Option<usize>,
     log_format: Option<String>,
     shutdown_grace: Option<String>,
+    tenant_priority_shares: Option<u32>,
+    access_log: Option<bool>,
 }
 
 fn load_file(path: &Path) -> Result<FileConfig> {
@@ -155,6 +167,12 @@ pub fn resolve(args: &ServeArgs) -> Result<(ServerConfig, LogFormat)> {
         max_body_bytes: args.max_body_bytes.or(file.max_body_bytes).unwrap_or(3 * 1024 * 1024),
         cert_reload_interval: Duration::from_secs(5),
         shutdown_grace: dur("shutdown_grace", args.shutdown_grace.clone().or(file.shutdown_grace), "10s")?,
+        tenant_priority_shares: args
+            .tenant_priority_shares
+            .or(file.tenant_priority_shares)
+            .unwrap_or(DEFAULT_TENANT_PRIORITY_SHARES),
+        log_format,
+        access_log: args.access_log.or(file.access_log).unwrap_or(true),
     };
     config.validate().map_err(anyhow::Error::msg)?;
     Ok((config, log_format))
@@ -164,6 +182,8 @@ fn init_logging(format: LogFormat) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
         tracing_subscriber::EnvFilter::new("info,hyper=warn,h2=warn,rustls=warn,tonic=warn")
     });
+    // The access log (one line per request) does not go through here: see
+    // paddock_server::access_log.
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr);

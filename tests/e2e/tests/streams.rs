@@ -326,6 +326,50 @@ fn run(cp: &ControlPlane, p: &Paddock) -> Result<()> {
         eprintln!("attach over {}: an appended line arrived", proto(websocket));
     }
 
+    // get -A -w: a cluster-wide watch is one upstream watch per namespace of the tenant; a
+    // namespace created while it runs joins it (paddock follows the tenant's namespaces), and
+    // a change in an existing namespace arrives as well.
+    {
+        let mut w = Running::spawn(
+            &k,
+            &cache,
+            &["get", "configmaps", "-A", "-w", "-o", "name"],
+            &BTreeMap::new(),
+        )?;
+        // The initial list: every namespace has kube-root-ca.crt.
+        w.wait_stdout("configmap/kube-root-ca.crt", Duration::from_secs(30))?;
+        k.run(&[
+            "-n",
+            NS,
+            "create",
+            "configmap",
+            "in-existing-ns",
+            "--from-literal=a=1",
+        ])?;
+        w.wait_stdout("configmap/in-existing-ns", Duration::from_secs(20))?;
+        let t0 = Instant::now();
+        k.run(&["create", "namespace", "late-ns"])?;
+        k.run(&[
+            "-n",
+            "late-ns",
+            "create",
+            "configmap",
+            "in-late-ns",
+            "--from-literal=a=1",
+        ])?;
+        w.wait_stdout("configmap/in-late-ns", Duration::from_secs(30))?;
+        ensure!(
+            !w.stdout().contains(TENANT) && !w.stderr().contains(TENANT),
+            "the cluster-wide watch shows upstream names:\n{}",
+            w.report()
+        );
+        eprintln!(
+            "get -A -w: a ConfigMap in a namespace created after the watch started arrived {:.1}s after the namespace",
+            t0.elapsed().as_secs_f64()
+        );
+        k.run(&["delete", "namespace", "late-ns", "--wait=false"])?;
+    }
+
     // The kubelet connections went through the loopback-only egress proxy.
     let proxy_log = std::fs::read_to_string(cp.dir().join("logs").join("egress-proxy.log"))?;
     let kubelet = format!("CONNECT 127.0.0.1:{} ok", cp.var("KWOK_KUBELET_PORT")?);

@@ -50,6 +50,13 @@ struct Args {
     /// into this file.
     #[arg(long)]
     perf: Option<PathBuf>,
+    /// Record a CPU profile of kube-apiserver (its `/debug/pprof/profile`, read with the
+    /// admin's certificate) for `--apiserver-pprof-seconds` from the start of the load part
+    /// into this file; `go tool pprof -top FILE` reads it.
+    #[arg(long)]
+    apiserver_pprof: Option<PathBuf>,
+    #[arg(long, default_value_t = 30)]
+    apiserver_pprof_seconds: u64,
     /// Pairs (direct, paddock) per workload, protocol and concurrency.
     #[arg(long, default_value_t = 4)]
     reps: usize,
@@ -257,6 +264,28 @@ async fn run(mut args: Args) -> Result<()> {
         Some(f) if args.wants("load") => Some(start_perf(f, procs.paddock)?),
         _ => None,
     };
+    let pprof = match &args.apiserver_pprof {
+        Some(f) if args.wants("load") || args.wants("imp") => {
+            let api = Api::new(&admin_cred, Proto::H2)?;
+            let (file, secs) = (f.clone(), args.apiserver_pprof_seconds);
+            eprintln!(
+                "  CPU profile of kube-apiserver for {secs} s into {}",
+                file.display()
+            );
+            Some(tokio::spawn(async move {
+                let path = format!("/debug/pprof/profile?seconds={secs}");
+                match api.ok(Method::GET, &path, None).await {
+                    Ok(b) => {
+                        if let Err(e) = std::fs::write(&file, &b) {
+                            eprintln!("  writing {}: {e}", file.display());
+                        }
+                    }
+                    Err(e) => eprintln!("  kube-apiserver profile failed: {e:#}"),
+                }
+            }))
+        }
+        _ => None,
+    };
     if args.wants("load") {
         load_bench(
             &args,
@@ -284,6 +313,9 @@ async fn run(mut args: Args) -> Result<()> {
             &mut report,
         )
         .await?;
+    }
+    if let Some(task) = pprof {
+        let _ = task.await;
     }
     if args.wants("watch") {
         watch_bench(&args, &admin_cred, &tenant_cred, procs, &mut report).await?;
@@ -381,7 +413,7 @@ fn start_perf(out: &std::path::Path, p: Proc) -> Result<std::process::Child> {
             "-e",
             "cpu-clock",
             "-F",
-            "499",
+            "2999",
             "--call-graph",
             "dwarf,32768",
             "-p",
