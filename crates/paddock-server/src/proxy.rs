@@ -381,8 +381,11 @@ pub async fn serve_tenant(
         let body = RewriteBody::new(resp.into_body(), rw, on_finish);
         if long {
             body.until(state.shutdown.clone()).boxed()
-        } else {
+        } else if plan.long_running {
+            // `logs -f` and the like: what arrives leaves at once.
             body.boxed()
+        } else {
+            body.batched().boxed()
         }
     };
     let resp = out
