@@ -220,7 +220,10 @@ async fn review_token(
         .header(header::ACCEPT, "application/json")
         .body(crate::body::full_up(bytes::Bytes::from(bytes)))
         .map_err(|e| ServerError::Internal(e.to_string()))?;
-    let resp = state.upstream.send(req, false).await?;
+    let resp = state
+        .upstream
+        .send(req, crate::upstream::Route::Short)
+        .await?;
     let status = resp.status();
     let raw = crate::body::collect_limited(resp.into_body(), 1 << 20).await?;
     if !status.is_success() {

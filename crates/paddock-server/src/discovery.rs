@@ -92,7 +92,7 @@ async fn fetch(upstream: &Upstream, path: &str) -> Result<Bytes, ServerError> {
         .header(http::header::ACCEPT, AGGREGATED_V2)
         .body(crate::body::empty_up())
         .map_err(|e| ServerError::Internal(e.to_string()))?;
-    let resp = upstream.send(req, false).await?;
+    let resp = upstream.send(req, crate::upstream::Route::Short).await?;
     let status = resp.status();
     let body = collect_limited(resp.into_body(), 64 << 20).await?;
     if !status.is_success() {

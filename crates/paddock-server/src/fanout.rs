@@ -61,7 +61,10 @@ pub async fn tenant_namespaces(
         .header(header::ACCEPT, "application/json")
         .body(crate::body::empty_up())
         .map_err(|e| ServerError::Internal(e.to_string()))?;
-    let resp = state.upstream.send(req, false).await?;
+    let resp = state
+        .upstream
+        .send(req, crate::upstream::Route::Bulk)
+        .await?;
     let status = resp.status();
     let body = collect_limited(resp.into_body(), MAX_NAMESPACE_LIST_BYTES).await?;
     if !status.is_success() {
@@ -236,7 +239,13 @@ async fn send_one(
         let (resp, slot) = state.upstream.send_watch(req).await?;
         return Ok((resp, Some(slot)));
     }
-    Ok((state.upstream.send(req, false).await?, None))
+    Ok((
+        state
+            .upstream
+            .send(req, crate::upstream::Route::Bulk)
+            .await?,
+        None,
+    ))
 }
 
 /// Per-namespace requests of one fan-out in flight at once. The answer keeps namespace order.

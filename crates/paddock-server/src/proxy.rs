@@ -12,6 +12,7 @@ use crate::body::{ResBody, RewriteBody, collect_limited, empty, full, passthroug
 use crate::error::ServerError;
 use crate::fanout;
 use crate::state::AppState;
+use crate::upstream::Route;
 use crate::upstream::UpBody;
 
 /// Request headers that are copied upstream as they are. Everything else is dropped: hop-by-hop
@@ -179,10 +180,14 @@ pub async fn serve_tenant(
             r
         })
     } else {
-        state
-            .upstream
-            .send(up_req, plan.long_running || plan.upgrade)
-            .await
+        let route = if plan.long_running || plan.upgrade {
+            Route::Stream
+        } else if matches!(plan.request.verb, paddock_core::Verb::List) {
+            Route::Bulk
+        } else {
+            Route::Short
+        };
+        state.upstream.send(up_req, route).await
     };
     let mut resp = match sent {
         Ok(r) => r,

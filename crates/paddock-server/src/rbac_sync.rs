@@ -212,7 +212,10 @@ pub async fn recheck_self_review(
         .body(crate::body::full_up(bytes::Bytes::from(body)))
         .map_err(|e| ServerError::Internal(e.to_string()))?;
     crate::proxy::add_impersonation_as(r.headers_mut(), t, user, groups, As::Shadow)?;
-    let resp = state.upstream.send(r, false).await?;
+    let resp = state
+        .upstream
+        .send(r, crate::upstream::Route::Short)
+        .await?;
     if !resp.status().is_success() {
         return Ok(raw);
     }

@@ -51,7 +51,7 @@ pub async fn call(
     let req = b
         .body(crate::body::full_up(bytes))
         .map_err(|e| ServerError::Internal(e.to_string()))?;
-    let resp = up.send(req, false).await?;
+    let resp = up.send(req, crate::upstream::Route::Short).await?;
     let status = resp.status();
     let raw = collect_limited(resp.into_body(), 64 << 20).await?;
     let body = if raw.is_empty() {

@@ -1,6 +1,13 @@
-//! The upstream side: paddock's own credential from a kubeconfig, and three connection pools.
+//! The upstream side: paddock's own credential from a kubeconfig, and four connection pools
+//! ([`Route`]).
 //!
-//! Short requests share an HTTP/2 pool. Watches use HTTP/2 connections of their own
+//! Lists use a pool of HTTP/1.1 keep-alive connections: kube-apiserver's Go HTTP/2 server
+//! spends about a third more CPU on a 25 MB LIST than its HTTP/1.1 server (it writes the body
+//! as thousands of 4 KiB DATA frames), enough that a LIST through paddock over HTTP/1.1 was
+//! faster than the same LIST sent directly over HTTP/2 (docs/performance.md); and a big list
+//! then never shares a flow-control window with other requests. Other short requests share an
+//! HTTP/2 pool: for small requests one multiplexed connection costs paddock less CPU than one
+//! HTTP/1.1 connection per request in flight. Watches use HTTP/2 connections of their own
 //! ([`WatchPool`]), each carrying at most [`WATCH_STREAMS_PER_CONN`] watches: hyper's pool never
 //! opens a second connection to a host and kube-apiserver caps the streams of a connection, so
 //! watches on the shared connection would eventually stall every other request; one HTTP/1.1
@@ -228,9 +235,24 @@ impl UpstreamCredential {
 pub struct Upstream {
     cred: UpstreamCredential,
     short: Client<HttpsConnector<HttpConnector>, UpBody>,
+    bulk: Client<HttpsConnector<HttpConnector>, UpBody>,
     long: Client<HttpsConnector<HttpConnector>, UpBody>,
     watches: Arc<WatchPool>,
 }
+
+/// Which pool a (non-watch) request goes to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Route {
+    /// Small requests: one object, a write, discovery, reviews (HTTP/2).
+    Short,
+    /// Lists, whose answers can be large (HTTP/1.1 keep-alive pool).
+    Bulk,
+    /// `logs -f`, proxies and upgrades (exec, attach, port-forward): HTTP/1.1, long-lived.
+    Stream,
+}
+
+/// Idle connections the list pool keeps (one per list in flight).
+const BULK_POOL_MAX_IDLE: usize = 64;
 
 /// Watches per upstream HTTP/2 connection: below kube-apiserver's limit of concurrent streams
 /// (`--http2-max-streams-per-connection`, 100 at the least in any version), so a watch never
@@ -412,6 +434,11 @@ impl Upstream {
     pub fn new(cred: UpstreamCredential) -> Result<Self, ServerError> {
         let short_conn = connector(&cred, Versions::Both)?;
         let long_conn = connector(&cred, Versions::H1)?;
+        let bulk = Client::builder(TokioExecutor::new())
+            .pool_idle_timeout(Duration::from_secs(90))
+            .pool_max_idle_per_host(BULK_POOL_MAX_IDLE)
+            .timer(hyper_util::rt::TokioTimer::new())
+            .build(connector(&cred, Versions::H1)?);
         let watches = Arc::new(WatchPool::new(connector(&cred, Versions::H2)?));
         let short = Client::builder(TokioExecutor::new())
             .pool_idle_timeout(Duration::from_secs(90))
@@ -425,6 +452,7 @@ impl Upstream {
         Ok(Upstream {
             cred,
             short,
+            bulk,
             long,
             watches,
         })
@@ -451,17 +479,17 @@ impl Upstream {
         Ok(())
     }
 
-    /// Sends a request. `long_running` picks the HTTP/1.1 pool.
+    /// Sends a request (not a watch: [`Upstream::send_watch`]) through the pool of `route`.
     pub async fn send(
         &self,
         mut req: Request<UpBody>,
-        long_running: bool,
+        route: Route,
     ) -> Result<Response<Incoming>, ServerError> {
         self.authorize(&mut req)?;
-        let client = if long_running {
-            &self.long
-        } else {
-            &self.short
+        let client = match route {
+            Route::Short => &self.short,
+            Route::Bulk => &self.bulk,
+            Route::Stream => &self.long,
         };
         client
             .request(req)
