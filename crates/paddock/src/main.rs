@@ -184,11 +184,6 @@ enum CertCommand {
     Revoke { serial: String },
 }
 
-/// mimalloc instead of glibc's malloc: under a load of small requests glibc's allocator (its
-/// arena locks and `malloc_consolidate`) was about 8 % of paddock's CPU (docs/performance.md).
-#[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 fn main() -> std::process::ExitCode {
     paddock_pki::install_crypto_provider();
     let cli = Cli::parse();
