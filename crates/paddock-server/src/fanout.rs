@@ -18,7 +18,7 @@ use tokio::sync::mpsc;
 
 use crate::body::{ResBody, collect_limited};
 use crate::error::{BoxError, ServerError};
-use crate::proxy::add_impersonation;
+use crate::proxy::{add_impersonation, content_type_of, rewrite_whole};
 use crate::state::AppState;
 
 const MAX_NAMESPACE_LIST_BYTES: usize = 256 << 20;
@@ -297,17 +297,9 @@ async fn fetch_part(
 ) -> Result<ListPart, ServerError> {
     let (resp, _) = send_one(state, p, &ctx.tenant, user, groups, accept, false).await?;
     let status = resp.status();
-    let content_type = resp
-        .headers()
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("")
-        .to_string();
+    let content_type = content_type_of(&resp);
     let raw = collect_limited(resp.into_body(), MAX_NAMESPACE_LIST_BYTES).await?;
-    let mut rw = paddock_core::response_rewriter(ctx, p, status.as_u16(), &content_type);
-    let mut doc = Vec::with_capacity(raw.len());
-    rw.feed(&raw, &mut doc)?;
-    rw.finish(&mut doc)?;
+    let doc = rewrite_whole(ctx, p, status, &content_type, &raw)?;
     Ok(ListPart {
         status,
         content_type,
@@ -604,23 +596,12 @@ async fn open_part(
     }
     let ct = content_type_of(&resp);
     let raw = collect_limited(resp.into_body(), 1 << 20).await?;
-    let mut rw = paddock_core::response_rewriter(&sh.ctx, p, status.as_u16(), &ct);
-    let mut doc = Vec::new();
-    rw.feed(&raw, &mut doc)?;
-    rw.finish(&mut doc)?;
+    let doc = rewrite_whole(&sh.ctx, p, status, &ct, &raw)?;
     Ok(Err(ListPart {
         status,
         content_type: ct,
         doc,
     }))
-}
-
-fn content_type_of<B>(resp: &Response<B>) -> String {
-    resp.headers()
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("")
-        .to_string()
 }
 
 /// Forwards one namespace's events, rewritten, until it ends, the client goes, or the whole

@@ -214,11 +214,7 @@ pub async fn serve_tenant(
         let raw = collect_limited(resp.into_body(), 1 << 20).await?;
         let raw =
             crate::rbac_sync::recheck_self_review(state, &ctx, tenant, user, groups, raw).await?;
-        let mut rw =
-            paddock_core::response_rewriter(&ctx, &plan, status.as_u16(), "application/json");
-        let mut doc = Vec::with_capacity(raw.len());
-        rw.feed(&raw, &mut doc)?;
-        rw.finish(&mut doc)?;
+        let doc = rewrite_whole(&ctx, &plan, status, "application/json", &raw)?;
         let mut out = Response::builder().status(status);
         if let Some(h) = out.headers_mut() {
             h.insert(
@@ -236,12 +232,7 @@ pub async fn serve_tenant(
         // The tenant's admins get full rights in every namespace of theirs; done before
         // answering so the namespace is usable at once. The name comes from upstream's answer
         // (the request may have used generateName or a protobuf body).
-        let ct = resp
-            .headers()
-            .get(header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or("")
-            .to_string();
+        let ct = content_type_of(&resp);
         let raw = collect_limited(resp.into_body(), 1 << 20).await?;
         if let Some(ns) = serde_json::from_slice::<serde_json::Value>(&raw)
             .ok()
@@ -250,10 +241,7 @@ pub async fn serve_tenant(
         {
             crate::provision::ensure_namespace_binding(&state.upstream, tenant, &ns).await?;
         }
-        let mut rw = paddock_core::response_rewriter(&ctx, &plan, status.as_u16(), &ct);
-        let mut doc = Vec::with_capacity(raw.len());
-        rw.feed(&raw, &mut doc)?;
-        rw.finish(&mut doc)?;
+        let doc = rewrite_whole(&ctx, &plan, status, &ct, &raw)?;
         let mut out = Response::builder().status(status);
         if let Some(h) = out.headers_mut() {
             h.insert(header::CONTENT_TYPE, header_value(&ct)?);
@@ -312,12 +300,7 @@ pub async fn serve_tenant(
         ));
     }
 
-    let content_type = resp
-        .headers()
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("")
-        .to_string();
+    let content_type = content_type_of(&resp);
     let mut out = Response::builder().status(status);
     let out_headers = out
         .headers_mut()
@@ -332,10 +315,7 @@ pub async fn serve_tenant(
         passthrough(resp.into_body())
     } else if buffered && status.is_success() {
         let raw = collect_limited(resp.into_body(), MAX_DOCUMENT_BYTES).await?;
-        let mut rw = paddock_core::response_rewriter(&ctx, &plan, status.as_u16(), &content_type);
-        let mut doc = Vec::with_capacity(raw.len());
-        rw.feed(&raw, &mut doc)?;
-        rw.finish(&mut doc)?;
+        let mut doc = rewrite_whole(&ctx, &plan, status, &content_type, &raw)?;
         if matches!(plan.request.path, paddock_core::ApiPath::Apis)
             && let Some(with_paddock) = crate::admin::add_tenant_group(&doc)
         {
@@ -360,11 +340,7 @@ pub async fn serve_tenant(
         // read it whole and answer with headers and body together. Streamed, the headers
         // would leave first and the body in a second write, after another wake-up.
         let raw = collect_limited(resp.into_body(), len).await?;
-        let mut rw = paddock_core::response_rewriter(&ctx, &plan, status.as_u16(), &content_type);
-        let mut doc = Vec::with_capacity(raw.len() + raw.len() / 8);
-        rw.feed(&raw, &mut doc)?;
-        rw.finish(&mut doc)?;
-        full(doc)
+        full(rewrite_whole(&ctx, &plan, status, &content_type, &raw)?)
     } else {
         let rw = paddock_core::response_rewriter(&ctx, &plan, status.as_u16(), &content_type);
         let on_finish: Option<Box<dyn FnOnce() + Send>> = if matches!(
@@ -419,6 +395,30 @@ fn small_complete_body(plan: &paddock_core::Plan, h: &HeaderMap) -> Option<usize
         .parse::<usize>()
         .ok()
         .filter(|&n| n <= SMALL_BODY_BYTES)
+}
+
+/// A whole upstream answer rewritten for the tenant.
+pub fn rewrite_whole(
+    ctx: &TenantContext,
+    plan: &paddock_core::Plan,
+    status: StatusCode,
+    content_type: &str,
+    raw: &[u8],
+) -> Result<Vec<u8>, ServerError> {
+    let mut rw = paddock_core::response_rewriter(ctx, plan, status.as_u16(), content_type);
+    let mut doc = Vec::with_capacity(raw.len() + raw.len() / 8);
+    rw.feed(raw, &mut doc)?;
+    rw.finish(&mut doc)?;
+    Ok(doc)
+}
+
+/// The Content-Type of a response ("" when absent or not text).
+pub fn content_type_of<B>(resp: &Response<B>) -> String {
+    resp.headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_string()
 }
 
 fn parts_content_type(h: &HeaderMap) -> Option<HeaderValue> {
