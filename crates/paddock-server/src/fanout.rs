@@ -20,7 +20,9 @@ use crate::body::{ResBody, collect_limited};
 use crate::error::{BoxError, ServerError};
 use crate::proxy::{add_impersonation, content_type_of, rewrite_whole};
 use crate::state::AppState;
+use crate::upjson::query_escape;
 
+/// Largest answer of one namespace of a fan-out list.
 const MAX_NAMESPACE_LIST_BYTES: usize = 256 << 20;
 
 /// Is this a list or watch of a namespaced kind across all namespaces?
@@ -46,36 +48,25 @@ pub struct TenantNamespaces {
     pub resource_version: String,
 }
 
-/// The tenant's namespaces, as upstream names.
+/// The tenant's namespaces, as upstream names (listed by label with paddock's own
+/// credential; the exact prefix is checked too).
 pub async fn tenant_namespaces(
     state: &AppState,
     ctx: &TenantContext,
 ) -> Result<TenantNamespaces, ServerError> {
     let path = format!(
         "/api/v1/namespaces?labelSelector={}",
-        urlenc(&ctx.tenant.tenant_label_selector())
+        query_escape(&ctx.tenant.tenant_label_selector())
     );
-    let req = Request::builder()
-        .method(Method::GET)
-        .uri(state.upstream.uri(&path)?)
-        .header(header::ACCEPT, "application/json")
-        .body(crate::body::empty_up())
-        .map_err(|e| ServerError::Internal(e.to_string()))?;
-    let resp = state
-        .upstream
-        .send(req, crate::upstream::Route::Bulk)
-        .await?;
-    let status = resp.status();
-    let body = collect_limited(resp.into_body(), MAX_NAMESPACE_LIST_BYTES).await?;
-    if !status.is_success() {
+    let list = crate::upjson::call(&state.upstream, Method::GET, &path, None, None).await?;
+    if !list.status.is_success() {
         return Err(ServerError::Upstream(format!(
-            "listing the tenant's namespaces upstream: {status}"
+            "listing the tenant's namespaces upstream: {}",
+            list.message()
         )));
     }
-    let v: Value = serde_json::from_slice(&body)
-        .map_err(|e| ServerError::Upstream(format!("namespace list: {e}")))?;
     let prefix = ctx.tenant.prefix();
-    let mut names: Vec<String> = v["items"]
+    let mut names: Vec<String> = list.body["items"]
         .as_array()
         .map(|items| {
             items
@@ -91,7 +82,7 @@ pub async fn tenant_namespaces(
         })
         .unwrap_or_default();
     names.sort();
-    let resource_version = v["metadata"]["resourceVersion"]
+    let resource_version = list.body["metadata"]["resourceVersion"]
         .as_str()
         .unwrap_or_default()
         .to_string();
@@ -99,22 +90,6 @@ pub async fn tenant_namespaces(
         names,
         resource_version,
     })
-}
-
-fn urlenc(s: &str) -> String {
-    form_urlencoded_byte_serialize(s)
-}
-
-fn form_urlencoded_byte_serialize(s: &str) -> String {
-    let mut out = String::new();
-    for b in s.bytes() {
-        if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
 }
 
 /// The tenant's request path with `/namespaces/<ns>` inserted.
@@ -146,9 +121,9 @@ fn per_namespace_query(plan: &Plan, since: Option<&str>) -> String {
         if !ser.is_empty() {
             ser.push('&');
         }
-        ser.push_str(&urlenc(k));
+        ser.push_str(&query_escape(k));
         ser.push('=');
-        ser.push_str(&urlenc(v));
+        ser.push_str(&query_escape(v));
     };
     for (k, v) in &plan.request.query {
         if k == "limit" || k == "continue" {
@@ -736,8 +711,8 @@ async fn follow_inner(
 ) -> Result<(), ServerError> {
     let path = format!(
         "/api/v1/namespaces?watch=true&allowWatchBookmarks=true&labelSelector={}&resourceVersion={}",
-        urlenc(&sh.ctx.tenant.tenant_label_selector()),
-        urlenc(&listed.resource_version)
+        query_escape(&sh.ctx.tenant.tenant_label_selector()),
+        query_escape(&listed.resource_version)
     );
     let req = Request::builder()
         .method(Method::GET)

@@ -310,37 +310,12 @@ pub fn mirror_binding(t: &TenantId, crb: &Value, upstream_ns: &str) -> Option<(S
     ))
 }
 
-fn sel(s: &str) -> String {
-    s.replace('/', "%2F")
-        .replace('=', "%3D")
-        .replace(',', "%2C")
-}
-
-/// The tenant's namespaces upstream (label and exact prefix).
-pub async fn tenant_namespaces(up: &Upstream, t: &TenantId) -> Result<Vec<String>, ServerError> {
-    let items = upjson::list(
-        up,
-        &format!(
-            "/api/v1/namespaces?labelSelector={}",
-            sel(&t.tenant_label_selector())
-        ),
-    )
-    .await?;
-    Ok(items
-        .iter()
-        .filter(|n| n["metadata"]["deletionTimestamp"].is_null())
-        .filter_map(|n| n["metadata"]["name"].as_str())
-        .filter(|n| t.strip(n).is_some())
-        .map(str::to_owned)
-        .collect())
-}
-
 async fn tenant_crbs(up: &Upstream, t: &TenantId) -> Result<Vec<Value>, ServerError> {
     let items = upjson::list(
         up,
         &format!(
             "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings?labelSelector={}",
-            sel(&t.tenant_label_selector())
+            crate::upjson::query_escape(&t.tenant_label_selector())
         ),
     )
     .await?;
@@ -369,7 +344,7 @@ async fn sync_namespace_with(
         up,
         &format!(
             "{base}?labelSelector={}",
-            sel(&format!(
+            crate::upjson::query_escape(&format!(
                 "{MANAGED_FOR_LABEL}={},{MIRROR_LABEL}",
                 t.as_str()
             ))
@@ -427,7 +402,7 @@ pub async fn sync_tenant(up: &Upstream, t: &TenantId) -> Result<(), ServerError>
         up,
         &format!(
             "/api/v1/namespaces?labelSelector={}",
-            sel(&t.tenant_label_selector())
+            crate::upjson::query_escape(&t.tenant_label_selector())
         ),
     )
     .await?;
@@ -460,7 +435,7 @@ pub async fn sync_custom_resource_role(up: &Upstream, t: &TenantId) -> Result<()
         up,
         &format!(
             "/apis/apiextensions.k8s.io/v1/customresourcedefinitions?labelSelector={}",
-            sel(&t.tenant_label_selector())
+            crate::upjson::query_escape(&t.tenant_label_selector())
         ),
     )
     .await?;

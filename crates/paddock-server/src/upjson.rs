@@ -99,6 +99,20 @@ pub async fn delete(up: &Upstream, path: &str) -> Result<(), ServerError> {
     }
 }
 
+/// A query parameter value (or key), percent-encoded: everything but RFC 3986's unreserved
+/// characters. Label selectors carry `/`, `=`, `,` and `!`.
+pub fn query_escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
 /// Lists objects; returns the items.
 pub async fn list(up: &Upstream, path: &str) -> Result<Vec<Value>, ServerError> {
     let a = call(up, Method::GET, path, None, None).await?;
@@ -110,4 +124,16 @@ pub async fn list(up: &Upstream, path: &str) -> Result<Vec<Value>, ServerError> 
         )));
     }
     Ok(a.body["items"].as_array().cloned().unwrap_or_default())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn query_escape_keeps_only_unreserved_characters() {
+        assert_eq!(
+            super::query_escape("paddock.io/tenant=foofoo,a!=b c"),
+            "paddock.io%2Ftenant%3Dfoofoo%2Ca%21%3Db%20c"
+        );
+        assert_eq!(super::query_escape("A-z_0.9~"), "A-z_0.9~");
+    }
 }
