@@ -16,11 +16,22 @@ pub const DEFAULT_NAMESPACES: &[&str] =
     &["default", "kube-system", "kube-public", "kube-node-lease"];
 /// In-tenant group of the tenant's administrators.
 pub const TENANT_ADMIN_GROUP: &str = "tenant-admins";
-/// Shared ClusterRole with the cluster-scoped rights of tenant admins. It is bound only to the
-/// tenant admins' *shadow* group (`paddock:cluster:<tid>:paddock:<tid>:tenant-admins`), which
-/// paddock asserts only on requests for cluster-scoped objects; the real identity of a tenant
-/// user holds no cluster-scoped right at all.
+/// Shared ClusterRole with the cluster-scoped rights of tenant admins, bound once (a
+/// ClusterRoleBinding of the same name) to [`CLUSTER_SCOPE_GROUP`], which paddock asserts only
+/// on requests of a tenant admin for cluster-scoped objects; the real identity of a tenant user
+/// holds no cluster-scoped right at all.
 pub const CLUSTER_SCOPE_ROLE: &str = "paddock:tenant-cluster-scope";
+/// The group every tenant admin's *shadow* identity carries besides its own shadow groups.
+///
+/// One binding for all tenants, not one per tenant: the apiserver's RBAC authorizer lists and
+/// matches every ClusterRoleBinding of the cluster for every request of every user that is not
+/// `system:masters`, so a binding per tenant made every request in the cluster cost
+/// O(tenants) (docs/performance.md). Every tenant's admins had the same role anyway; what keeps
+/// them apart is the admission guard (`paddock:tenant:<tid>`) and paddock's label-filtered
+/// lists, not the binding. Not `paddock:cluster:<tid>:`-shaped, so no tenant
+/// ClusterRoleBinding can name it (the guard), and no tenant-written group maps to it (tenant
+/// groups become `paddock:<tid>:<g>`).
+pub const CLUSTER_SCOPE_GROUP: &str = "paddock:tenant-cluster-scope-admins";
 /// Name of the admission guard policy and binding.
 pub const GUARD_NAME: &str = "paddock-tenant-guard";
 /// Label on objects paddock manages for a tenant that are not the tenant's own objects.
@@ -51,13 +62,16 @@ pub fn shadow_admin_group(t: &TenantId) -> String {
     paddock_core::identity::cluster_shadow(t, &upstream_admin_group(t))
 }
 
-/// ClusterRoleBinding of the tenant admins' shadow group to [`CLUSTER_SCOPE_ROLE`].
-pub fn tenant_scope_binding_name(t: &TenantId) -> String {
+/// The per-tenant ClusterRoleBinding of the tenant admins' shadow group to
+/// [`CLUSTER_SCOPE_ROLE`] that paddock wrote before [`CLUSTER_SCOPE_GROUP`]; removed when a
+/// tenant is repaired (start-up) or deleted.
+pub fn legacy_tenant_scope_binding_name(t: &TenantId) -> String {
     format!("paddock:tenant:{}", t.as_str())
 }
 
 /// Per-tenant ClusterRole (and its binding) for the tenant's custom resources (its CRD groups),
-/// bound to the admins' shadow group; kept in step by `rbac_sync`.
+/// bound to the admins' shadow group; kept in step by `rbac_sync`, and present only while the
+/// tenant has CRDs.
 pub fn tenant_cluster_role_name(t: &TenantId) -> String {
     format!("paddock:tenant:{}:custom-resources", t.as_str())
 }
@@ -101,6 +115,17 @@ pub fn cluster_scope_role() -> Value {
             {"apiGroups": ["flowcontrol.apiserver.k8s.io"], "resources": ["flowschemas", "prioritylevelconfigurations"], "verbs": read},
             {"apiGroups": ["authorization.k8s.io"], "resources": ["selfsubjectaccessreviews", "selfsubjectrulesreviews"], "verbs": ["create"]}
         ]
+    })
+}
+
+/// The one binding of [`CLUSTER_SCOPE_ROLE`]: to [`CLUSTER_SCOPE_GROUP`].
+pub fn cluster_scope_binding() -> Value {
+    json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRoleBinding",
+        "metadata": {"name": CLUSTER_SCOPE_ROLE, "labels": {"app.kubernetes.io/managed-by": "paddock"}},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": CLUSTER_SCOPE_ROLE},
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": CLUSTER_SCOPE_GROUP}]
     })
 }
 
@@ -357,6 +382,12 @@ pub async fn bootstrap(up: &Upstream, tenant_priority_shares: u32) -> Result<(),
         &cluster_scope_role(),
     )
     .await?;
+    upjson::apply(
+        up,
+        &format!("/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/{CLUSTER_SCOPE_ROLE}"),
+        &cluster_scope_binding(),
+    )
+    .await?;
     for (name, policy) in guard_policies() {
         upjson::apply(
             up,
@@ -545,29 +576,24 @@ pub fn lock_namespace_labels(body: Vec<u8>, content_type: &str) -> Result<Vec<u8
 
 /// Creates (or repairs) everything a tenant needs upstream. Idempotent.
 pub async fn provision_tenant(up: &Upstream, t: &TenantId) -> Result<(), ServerError> {
-    let crb_name = tenant_scope_binding_name(t);
-    upjson::apply(
-        up,
-        &format!("/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/{crb_name}"),
-        &json!({
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "ClusterRoleBinding",
-            "metadata": {"name": crb_name, "labels": managed_labels(t)},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": CLUSTER_SCOPE_ROLE},
-            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": shadow_admin_group(t)}]
-        }),
-    )
-    .await?;
     // The default namespaces side by side: tenant creation is a chain of upstream round
     // trips, and its latency is what the platform admin waits for (docs/performance.md).
     let namespaces: Vec<String> = DEFAULT_NAMESPACES
         .iter()
         .map(|ns| t.upstream_name(ns))
         .collect();
-    futures_util::future::try_join_all(
-        namespaces
-            .iter()
-            .map(|ns| ensure_namespace_binding(up, t, ns)),
+    // Tenants provisioned before CLUSTER_SCOPE_GROUP had a binding of their own.
+    let legacy_binding = format!(
+        "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/{}",
+        legacy_tenant_scope_binding_name(t)
+    );
+    futures_util::future::try_join(
+        upjson::delete(up, &legacy_binding),
+        futures_util::future::try_join_all(
+            namespaces
+                .iter()
+                .map(|ns| ensure_namespace_binding(up, t, ns)),
+        ),
     )
     .await?;
     // Every cluster has the `kubernetes` Service in `default`; clients (and the e2e
@@ -649,7 +675,7 @@ pub async fn delete_tenant_objects(
             }
         }
         // paddock's own per-tenant cluster objects: exact names, and the managed-for label.
-        let own = [tenant_scope_binding_name(t), tenant_cluster_role_name(t)];
+        let own = [legacy_tenant_scope_binding_name(t), tenant_cluster_role_name(t)];
         for kind in ["clusterrolebindings", "clusterroles"] {
             let path = format!("/apis/rbac.authorization.k8s.io/v1/{kind}");
             for obj in upjson::list(up, &format!("{path}?{managed}")).await? {

@@ -22,7 +22,10 @@ use paddock_core::{Impersonation, Plan, Scope, TENANT_LABEL, TenantId};
 use serde_json::{Value, json};
 
 use crate::error::ServerError;
-use crate::provision::{MANAGED_FOR_LABEL, shadow_admin_group, tenant_cluster_role_name};
+use crate::provision::{
+    CLUSTER_SCOPE_GROUP, MANAGED_FOR_LABEL, shadow_admin_group, tenant_cluster_role_name,
+    upstream_admin_group,
+};
 use crate::upjson;
 use crate::upstream::Upstream;
 
@@ -69,19 +72,23 @@ pub fn impersonation(t: &TenantId, user: &str, groups: &[String], who: As) -> Im
                 paddock_core::identity::ALL_TENANTS_GROUP.to_owned(),
                 "system:authenticated".to_owned(),
             ];
+            let mut groups: Vec<String> = real
+                .groups
+                .iter()
+                .map(|g| {
+                    if keep.contains(g) {
+                        g.clone()
+                    } else {
+                        cluster_shadow(t, g)
+                    }
+                })
+                .collect();
+            if real.groups.contains(&upstream_admin_group(t)) {
+                groups.push(CLUSTER_SCOPE_GROUP.to_owned());
+            }
             Impersonation {
                 user: cluster_shadow(t, &real.user),
-                groups: real
-                    .groups
-                    .iter()
-                    .map(|g| {
-                        if keep.contains(g) {
-                            g.clone()
-                        } else {
-                            cluster_shadow(t, g)
-                        }
-                    })
-                    .collect(),
+                groups,
                 extra: real.extra,
             }
         }
@@ -446,25 +453,38 @@ pub async fn sync_custom_resource_role(up: &Upstream, t: &TenantId) -> Result<()
         .map(str::to_owned)
         .collect();
     let name = tenant_cluster_role_name(t);
-    let rules = if groups.is_empty() {
-        json!([])
-    } else {
-        json!([{"apiGroups": groups, "resources": ["*"], "verbs": ["*"]}])
-    };
+    let binding_path = format!(
+        "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/{}",
+        pct(&name)
+    );
+    let role_path = format!(
+        "/apis/rbac.authorization.k8s.io/v1/clusterroles/{}",
+        pct(&name)
+    );
+    if groups.is_empty() {
+        // No binding at all rather than a binding to an empty role: every ClusterRoleBinding
+        // costs every non-admin request in the cluster a match (CLUSTER_SCOPE_GROUP's note).
+        // One GET on the usual path (the 30 s resync comes here for every tenant); the role
+        // goes first, so that a binding left by an interrupted removal is found next time.
+        let present = upjson::call(up, http::Method::GET, &binding_path, None, None).await?;
+        if present.status != http::StatusCode::NOT_FOUND {
+            upjson::delete(up, &role_path).await?;
+            upjson::delete(up, &binding_path).await?;
+        }
+        return Ok(());
+    }
+    let rules = json!([{"apiGroups": groups, "resources": ["*"], "verbs": ["*"]}]);
     let labels = json!({MANAGED_FOR_LABEL: t.as_str(), "app.kubernetes.io/managed-by": "paddock"});
     upjson::apply(
         up,
-        &format!(
-            "/apis/rbac.authorization.k8s.io/v1/clusterroles/{}",
-            pct(&name)
-        ),
+        &role_path,
         &json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
                 "metadata": {"name": name, "labels": labels}, "rules": rules}),
     )
     .await?;
     upjson::apply(
         up,
-        &format!("/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/{}", pct(&name)),
+        &binding_path,
         &json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
                 "metadata": {"name": name, "labels": labels},
                 "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
@@ -538,6 +558,17 @@ mod tests {
         );
         assert!(sh.groups.contains(&"paddock:tenant:foofoo".to_owned()));
         assert!(!sh.groups.contains(&"paddock:foofoo:dev".to_owned()));
+        // Only an admin's shadow carries the shared cluster-scope group; never a real identity.
+        assert!(!sh.groups.contains(&CLUSTER_SCOPE_GROUP.to_owned()));
+        let admin = impersonation(&t(), "root", &["tenant-admins".into()], As::Shadow);
+        assert!(admin.groups.contains(&CLUSTER_SCOPE_GROUP.to_owned()));
+        assert!(
+            admin
+                .groups
+                .contains(&"paddock:cluster:foofoo:paddock:foofoo:tenant-admins".to_owned())
+        );
+        let admin_real = impersonation(&t(), "root", &["tenant-admins".into()], As::Real);
+        assert!(!admin_real.groups.contains(&CLUSTER_SCOPE_GROUP.to_owned()));
         let sa = impersonation(&t(), "system:serviceaccount:ci:builder", &[], As::Real);
         assert_eq!(sa.user, "system:serviceaccount:foofoo-ci:builder");
         assert!(

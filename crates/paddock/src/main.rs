@@ -187,10 +187,13 @@ enum CertCommand {
 fn main() -> std::process::ExitCode {
     paddock_pki::install_crypto_provider();
     let cli = Cli::parse();
-    let rt = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
+    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    if let Command::Serve(args) = &cli.command
+        && let Some(n) = args.worker_threads
     {
+        builder.worker_threads(usize::from(n));
+    }
+    let rt = match builder.enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("error: cannot start the runtime: {e}");

@@ -59,6 +59,11 @@ pub struct ServeArgs {
     /// One log line per request (`paddock::access`; default true).
     #[arg(long, env = "PADDOCK_ACCESS_LOG")]
     pub access_log: Option<bool>,
+    /// Threads serving requests (default: one per CPU). Read before the config file, so a
+    /// flag or variable only. Where paddock shares its cores with the apiserver, 1 costs
+    /// about a quarter less CPU per request (docs/performance.md).
+    #[arg(long, env = "PADDOCK_WORKER_THREADS", value_parser = clap::value_parser!(u16).range(1..=1024))]
+    pub worker_threads: Option<u16>,
 }
 
 /// Shares of the tenants' APF priority level: as many as `workload-low` (service accounts).

@@ -81,6 +81,16 @@ impl Paddock {
 
     /// Like [`Paddock::start`], with its own directory name under the test bed (for replicas).
     pub fn start_named(cp: &ControlPlane, store: StoreKind, name: &str) -> Result<Self> {
+        Self::start_with_args(cp, store, name, &[])
+    }
+
+    /// Like [`Paddock::start_named`], with more `paddock serve` flags (the benchmarks' knobs).
+    pub fn start_with_args(
+        cp: &ControlPlane,
+        store: StoreKind,
+        name: &str,
+        extra_args: &[String],
+    ) -> Result<Self> {
         let bin = paddock_binary()?;
         let dir = cp.dir().join(name);
         std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
@@ -130,6 +140,7 @@ impl Paddock {
                 args.push(dir.join("data").into());
             }
         }
+        args.extend(extra_args.iter().map(OsString::from));
         let mut me = Self {
             bin,
             dir,

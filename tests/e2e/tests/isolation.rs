@@ -1168,6 +1168,33 @@ fn snapshot(up: &Kubectl) -> Result<BTreeSet<String>> {
 fn deletion_test(cp: &ControlPlane, paddock: &Paddock, up: &Kubectl) -> Result<String> {
     const C: &str = "charly";
     let kc = paddock.kubectl_tenant(C)?;
+    // A tenant adds no ClusterRoleBinding upstream until it has CRDs: its admins' cluster-scope
+    // rights come from the one shared binding (each binding costs every request in the
+    // cluster an RBAC match; docs/performance.md).
+    let managed_crbs = || -> Result<String> {
+        up.run(&[
+            "get",
+            "clusterrolebindings",
+            "-l",
+            "paddock.io/managed-for=charly",
+            "-o",
+            "name",
+        ])
+    };
+    let fresh = managed_crbs()?;
+    if !fresh.trim().is_empty() {
+        bail!("a tenant without CRDs has ClusterRoleBindings of its own upstream: {fresh}");
+    }
+    let shared = up.run(&[
+        "get",
+        "clusterrolebinding",
+        "paddock:tenant-cluster-scope",
+        "-o",
+        "jsonpath={.roleRef.name} {.subjects[*].kind}/{.subjects[*].name}",
+    ])?;
+    if shared.trim() != "paddock:tenant-cluster-scope Group/paddock:tenant-cluster-scope-admins" {
+        bail!("the shared cluster-scope binding is not as expected: {shared:?}");
+    }
     kc.run_stdin(
         &["apply", "-f", "-"],
         Some(&format!(
@@ -1195,6 +1222,11 @@ fn deletion_test(cp: &ControlPlane, paddock: &Paddock, up: &Kubectl) -> Result<S
         ])?;
         Ok(o.split_whitespace().filter(|p| *p == "Running").count() == 2)
     })?;
+    // With a CRD, exactly one: the binding of its custom-resources role.
+    let with_crd = managed_crbs()?;
+    if with_crd.trim() != "clusterrolebinding.rbac.authorization.k8s.io/paddock:tenant:charly:custom-resources" {
+        bail!("with a CRD, the tenant's own ClusterRoleBindings upstream are: {with_crd:?}");
+    }
     // A platform object whose name merely starts with the id (no dash): must survive.
     up.run_stdin(&["apply", "-f", "-"], Some("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: charlyx-keep, namespace: plat-core}\n---\napiVersion: v1\nkind: Namespace\nmetadata: {name: charlyx-platform}\n"))?;
     let is_charly = |l: &str| {
