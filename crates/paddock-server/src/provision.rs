@@ -675,7 +675,10 @@ pub async fn delete_tenant_objects(
             }
         }
         // paddock's own per-tenant cluster objects: exact names, and the managed-for label.
-        let own = [legacy_tenant_scope_binding_name(t), tenant_cluster_role_name(t)];
+        let own = [
+            legacy_tenant_scope_binding_name(t),
+            tenant_cluster_role_name(t),
+        ];
         for kind in ["clusterrolebindings", "clusterroles"] {
             let path = format!("/apis/rbac.authorization.k8s.io/v1/{kind}");
             for obj in upjson::list(up, &format!("{path}?{managed}")).await? {

@@ -115,16 +115,43 @@ pub fn query_escape(s: &str) -> String {
 
 /// Lists objects; returns the items.
 pub async fn list(up: &Upstream, path: &str) -> Result<Vec<Value>, ServerError> {
-    let a = call(up, Method::GET, path, None, None).await?;
-    if !a.status.is_success() {
-        return Err(ServerError::Upstream(format!(
-            "listing {path} upstream failed ({}): {}",
-            a.status,
-            a.message()
-        )));
+    let sep = if path.contains('?') { '&' } else { '?' };
+    let mut items = Vec::new();
+    let mut token = String::new();
+    // In pages: the periodic RBAC resync lists every tenant's namespaces and bindings at once,
+    // and one answer for a large cluster would outgrow `call`'s body limit.
+    loop {
+        let page = if token.is_empty() {
+            format!("{path}{sep}limit={LIST_PAGE}")
+        } else {
+            format!(
+                "{path}{sep}limit={LIST_PAGE}&continue={}",
+                query_escape(&token)
+            )
+        };
+        let mut a = call(up, Method::GET, &page, None, None).await?;
+        if !a.status.is_success() {
+            return Err(ServerError::Upstream(format!(
+                "listing {path} upstream failed ({}): {}",
+                a.status,
+                a.message()
+            )));
+        }
+        if let Some(Value::Array(v)) = a.body.get_mut("items").map(Value::take) {
+            items.extend(v);
+        }
+        token = a.body["metadata"]["continue"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        if token.is_empty() {
+            return Ok(items);
+        }
     }
-    Ok(a.body["items"].as_array().cloned().unwrap_or_default())
 }
+
+/// Objects per page of [`list`].
+const LIST_PAGE: usize = 500;
 
 #[cfg(test)]
 mod tests {

@@ -1224,9 +1224,49 @@ fn deletion_test(cp: &ControlPlane, paddock: &Paddock, up: &Kubectl) -> Result<S
     })?;
     // With a CRD, exactly one: the binding of its custom-resources role.
     let with_crd = managed_crbs()?;
-    if with_crd.trim() != "clusterrolebinding.rbac.authorization.k8s.io/paddock:tenant:charly:custom-resources" {
+    if with_crd.trim()
+        != "clusterrolebinding.rbac.authorization.k8s.io/paddock:tenant:charly:custom-resources"
+    {
         bail!("with a CRD, the tenant's own ClusterRoleBindings upstream are: {with_crd:?}");
     }
+    // The periodic resync (one read of the whole cluster every 30 s) puts back what it derives
+    // when it goes missing behind paddock's back: a mirror RoleBinding and the
+    // custom-resources binding, deleted here directly upstream.
+    let mirror = [
+        "rolebinding",
+        "paddock:crb:charly-c-crb",
+        "-n",
+        "charly-app",
+    ];
+    let custom = [
+        "clusterrolebinding",
+        "paddock:tenant:charly:custom-resources",
+    ];
+    up.run(&[&["delete"][..], &mirror[..]].concat())?;
+    up.run(&[&["delete"][..], &custom[..]].concat())?;
+    let exists = |what: &[&str]| -> Result<bool> {
+        let (_, o) = up.run_raw(
+            &[&["get"][..], what, &["-o", "name"][..]]
+                .concat()
+                .iter()
+                .map(|s| (*s).to_owned())
+                .collect::<Vec<_>>(),
+            None,
+            &BTreeMap::new(),
+            None,
+        )?;
+        Ok(o.success())
+    };
+    let t_resync = Instant::now();
+    wait_until(
+        "the resync to restore charly's mirror and custom-resources binding",
+        Duration::from_secs(75),
+        || Ok(exists(&mirror)? && exists(&custom)?),
+    )?;
+    eprintln!(
+        "resync restored a deleted mirror and custom-resources binding in {:.1} s",
+        t_resync.elapsed().as_secs_f64()
+    );
     // A platform object whose name merely starts with the id (no dash): must survive.
     up.run_stdin(&["apply", "-f", "-"], Some("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: charlyx-keep, namespace: plat-core}\n---\napiVersion: v1\nkind: Namespace\nmetadata: {name: charlyx-platform}\n"))?;
     let is_charly = |l: &str| {

@@ -638,12 +638,7 @@ async fn load_bench(
             .iter()
             .map(|(p, s)| (*p, s.rps_ratio()))
             .collect();
-        report.goal(
-            label,
-            ">= 0.85",
-            fmt(&v),
-            met(&v, |x| x >= 0.85),
-        );
+        report.goal(label, ">= 0.85", fmt(&v), met(&v, |x| x >= 0.85));
     }
     let list1 = pick(
         Work::List,
