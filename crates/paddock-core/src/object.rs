@@ -2021,6 +2021,11 @@ pub fn text_down(ctx: &TenantContext, s: &str) -> String {
 /// [`text_down`] where `is_tenant(id)` says whether a 6-character id belongs to some tenant,
 /// so that platform names of the same shape (`worker-1`) can be left alone.
 pub fn text_down_with(ctx: &TenantContext, s: &str, is_tenant: &dyn Fn(&str) -> bool) -> String {
+    // Nothing below can apply without a `-` (every upstream name rewritten here has one after
+    // its id) or an identity prefix: most Table cells ("Running", "1/1", "5m").
+    if !s.contains('-') && !s.contains("paddock:") {
+        return s.to_owned();
+    }
     let t = ctx.tenant.as_str();
     let user_prefix = format!("paddock:{t}:");
     // Shadow identities (subjects of ClusterRoleBindings) read as the identity they shadow.

@@ -475,6 +475,8 @@ pub struct DomCollection {
     list_kind: Option<String>,
     item_type: Option<ItemType>,
     columns: Option<Columns>,
+    /// A Table row's rewritten object, reused from row to row.
+    row_scratch: Vec<u8>,
 }
 
 impl DomCollection {
@@ -487,6 +489,7 @@ impl DomCollection {
             list_kind: None,
             item_type: None,
             columns: None,
+            row_scratch: Vec::new(),
         }
     }
 }
@@ -497,7 +500,7 @@ impl DomCollection {
     /// splicer as the listed kind; only the small `cells` array is parsed. `None` when the
     /// splicer is unsure (the DOM path then runs; nothing was written); `Some(keep)`
     /// otherwise. Equivalent to `row_down` (tests below, and on every captured Table).
-    fn row_fast(&self, raw: &[u8], out: &mut Vec<u8>) -> Option<bool> {
+    fn row_fast(&mut self, raw: &[u8], out: &mut Vec<u8>) -> Option<bool> {
         let info = self.scope.resource.as_ref()?;
         if !crate::splice::is_fast_kind(&info.group, &info.kind) {
             return None;
@@ -520,15 +523,36 @@ impl DomCollection {
         }
         let (cells_at, object_at) = (cells_at?, object_at?);
         let object = &raw[parts[object_at].1.clone()];
-        let mut object_out = Vec::with_capacity(object.len());
-        match self
-            .splicer
-            .object_as(object, (&info.group, &info.kind), &mut object_out)
-        {
-            Fast::Keep => {}
-            Fast::Drop => return Some(false),
-            Fast::Fallback => return None,
-        }
+        // One scratch buffer per response, not an allocation per row.
+        let mut object_out = std::mem::take(&mut self.row_scratch);
+        object_out.clear();
+        let (fast, found) =
+            self.splicer
+                .object_as_found(object, (&info.group, &info.kind), &mut object_out);
+        let kept = match fast {
+            Fast::Keep => {
+                self.write_row(raw, &parts, cells_at, object_at, &object_out, &found, out)
+            }
+            Fast::Drop => Some(false),
+            Fast::Fallback => None,
+        };
+        self.row_scratch = object_out;
+        kept
+    }
+
+    /// Writes a row whose object was spliced into `object_out` (`found` says where its name
+    /// and namespace are there); None, with nothing written, when unsure.
+    #[allow(clippy::too_many_arguments)]
+    fn write_row(
+        &self,
+        raw: &[u8],
+        parts: &[(std::ops::Range<usize>, std::ops::Range<usize>)],
+        cells_at: usize,
+        object_at: usize,
+        object_out: &[u8],
+        found: &crate::splice::Found,
+        out: &mut Vec<u8>,
+    ) -> Option<bool> {
         #[derive(serde::Deserialize)]
         struct Obj<'a> {
             #[serde(borrow, default)]
@@ -541,11 +565,21 @@ impl DomCollection {
             #[serde(borrow, default)]
             namespace: Option<std::borrow::Cow<'a, str>>,
         }
-        let obj: Obj = serde_json::from_slice(&object_out).ok()?;
-        let (name, namespace) = obj
-            .metadata
-            .map(|m| (m.name, m.namespace))
-            .unwrap_or_default();
+        let text = |r: &std::ops::Range<usize>| std::str::from_utf8(&object_out[r.clone()]).ok();
+        let (name, namespace) = match (&found.name, &found.namespace) {
+            // Where the splice saw both (the usual order: name before namespace), no second
+            // pass over the object (whose managedFields are most of it).
+            (Some(n), Some(ns)) => (
+                Some(std::borrow::Cow::Borrowed(text(n)?)),
+                Some(std::borrow::Cow::Borrowed(text(ns)?)),
+            ),
+            _ => {
+                let obj: Obj = serde_json::from_slice(object_out).ok()?;
+                obj.metadata
+                    .map(|m| (m.name, m.namespace))
+                    .unwrap_or_default()
+            }
+        };
         let mut cells: Vec<Value> = serde_json::from_slice(&raw[parts[cells_at].1.clone()]).ok()?;
         let cols = self.columns.clone().unwrap_or_default();
         crate::table::cells_down(
@@ -555,25 +589,28 @@ impl DomCollection {
             name.as_deref(),
             namespace.as_deref(),
         );
-        let mut row = Vec::with_capacity(raw.len());
-        row.push(b'{');
+        // Straight into `out`; on failure it is cut back to where this row began.
+        let mark = out.len();
+        out.push(b'{');
         for (i, (key, value)) in parts.iter().enumerate() {
             if i > 0 {
-                row.push(b',');
+                out.push(b',');
             }
-            row.push(b'"');
-            row.extend_from_slice(&raw[key.clone()]);
-            row.extend_from_slice(b"\":");
+            out.push(b'"');
+            out.extend_from_slice(&raw[key.clone()]);
+            out.extend_from_slice(b"\":");
             if i == cells_at {
-                serde_json::to_writer(&mut row, &cells).ok()?;
+                if serde_json::to_writer(&mut *out, &cells).is_err() {
+                    out.truncate(mark);
+                    return None;
+                }
             } else if i == object_at {
-                row.extend_from_slice(&object_out);
+                out.extend_from_slice(object_out);
             } else {
-                row.extend_from_slice(&raw[value.clone()]);
+                out.extend_from_slice(&raw[value.clone()]);
             }
         }
-        row.push(b'}');
-        out.extend_from_slice(&row);
+        out.push(b'}');
         Some(true)
     }
 }

@@ -119,13 +119,37 @@ impl Splicer {
         if !ok_kind {
             return Fast::Fallback;
         }
-        self.namespace_splice(raw, meta_start, out)
+        self.namespace_splice(raw, meta_start, out, &mut Found::default())
     }
 
     /// Like [`Splicer::object`] for an object that stands for an item of kind `gk` whatever
     /// kind it names itself: the `object` of a Table row, a PartialObjectMetadata that
     /// `table::row_object_down` rewrites as the listed kind.
     pub fn object_as(&self, raw: &[u8], gk: (&str, &str), out: &mut Vec<u8>) -> Fast {
+        self.object_as_found(raw, gk, out).0
+    }
+
+    /// [`Splicer::object_as`], also telling where the object's name and namespace are when the
+    /// walk to the namespace passed them (a Table row's Name and Namespace cells come from
+    /// them, without parsing the object again past its managedFields).
+    pub fn object_as_found(
+        &self,
+        raw: &[u8],
+        gk: (&str, &str),
+        out: &mut Vec<u8>,
+    ) -> (Fast, Found) {
+        let mut found = Found::default();
+        let fast = self.object_as_into(raw, gk, out, &mut found);
+        (fast, found)
+    }
+
+    fn object_as_into(
+        &self,
+        raw: &[u8],
+        gk: (&str, &str),
+        out: &mut Vec<u8>,
+        found: &mut Found,
+    ) -> Fast {
         if !is_fast_kind(gk.0, gk.1) {
             return Fast::Fallback;
         }
@@ -144,14 +168,21 @@ impl Splicer {
                 return Fast::Fallback;
             }
         };
-        self.namespace_splice(raw, meta_start, out)
+        self.namespace_splice(raw, meta_start, out, found)
     }
 
     /// The namespace of the object `raw` whose metadata starts at `meta_start`: drop, splice,
     /// or fall back.
-    fn namespace_splice(&self, raw: &[u8], meta_start: usize, out: &mut Vec<u8>) -> Fast {
+    fn namespace_splice(
+        &self,
+        raw: &[u8],
+        meta_start: usize,
+        out: &mut Vec<u8>,
+        found: &mut Found,
+    ) -> Fast {
         let meta = &raw[meta_start..];
         let mut members = Members::new(meta);
+        let mut name = None;
         let ns = loop {
             let Ok(Some((key, escaped))) = members.next_key() else {
                 return Fast::Fallback;
@@ -162,8 +193,10 @@ impl Splicer {
             let Ok(v) = members.value() else {
                 return Fast::Fallback;
             };
-            if &meta[key] == b"namespace" {
-                break v;
+            match &meta[key] {
+                b"namespace" => break v,
+                b"name" => name = Some(meta_start + v.start..meta_start + v.end),
+                _ => {}
             }
         };
         // Absolute range of the namespace's characters, quotes excluded.
@@ -187,10 +220,26 @@ impl Splicer {
         if first != Some(s + 1) || hits.next().is_some() {
             return Fast::Fallback;
         }
+        let base = out.len();
         out.extend_from_slice(&raw[..s + 1]);
         out.extend_from_slice(&raw[s + 1 + self.prefix.len()..]);
+        // The name of a fast kind (namespaced, built in) reads the same inside the tenant; it
+        // precedes the splice, so its offsets in `out` are its offsets in `raw`.
+        found.name = name
+            .filter(|r: &std::ops::Range<usize>| plain_str(&raw[r.clone()]).is_some())
+            .map(|r| base + r.start + 1..base + r.end - 1);
+        found.namespace = Some(base + s + 1..base + e - 1 - self.prefix.len());
         Fast::Keep
     }
+}
+
+/// Where [`Splicer::object_as_found`] put the object's name and namespace as the tenant reads
+/// them: byte ranges of `out` (the rewritten object), quotes excluded, free of escapes. Set
+/// only on [`Fast::Keep`]; `name` is None when the name did not come before the namespace.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Found {
+    pub name: Option<std::ops::Range<usize>>,
+    pub namespace: Option<std::ops::Range<usize>>,
 }
 
 /// The contents of a JSON string token without escapes.
@@ -230,6 +279,28 @@ mod tests {
         let with_kind =
             r#"{"kind":"ConfigMap","apiVersion":"v1","metadata":{"namespace":"foofoo-x"}}"#;
         assert_eq!(run(with_kind, None).0, Fast::Keep);
+    }
+
+    #[test]
+    fn found_names_the_rewritten_name_and_namespace() {
+        let s = Splicer::new(&TenantId::parse("foofoo").unwrap());
+        let mut out = b"prior".to_vec();
+        let raw = r#"{"kind":"PartialObjectMetadata","metadata":{"name":"web-1","namespace":"foofoo-prod","uid":"u"}}"#;
+        let (f, found) = s.object_as_found(raw.as_bytes(), ("", "Pod"), &mut out);
+        assert_eq!(f, Fast::Keep);
+        assert_eq!(&out[found.name.unwrap()], b"web-1");
+        assert_eq!(&out[found.namespace.unwrap()], b"prod");
+        // Name after the namespace: not seen by the walk, so not reported.
+        let late = r#"{"metadata":{"namespace":"foofoo-prod","name":"web-1"}}"#;
+        let (f, found) = s.object_as_found(late.as_bytes(), ("", "Pod"), &mut Vec::new());
+        assert_eq!(f, Fast::Keep);
+        assert_eq!(found.name, None);
+        // An escaped name is not reported either (the caller parses instead).
+        let esc = r#"{"metadata":{"name":"w\u0065b","namespace":"foofoo-prod"}}"#;
+        let (f, found) = s.object_as_found(esc.as_bytes(), ("", "Pod"), &mut Vec::new());
+        assert_eq!(f, Fast::Keep);
+        assert_eq!(found.name, None);
+        assert!(found.namespace.is_some());
     }
 
     #[test]
