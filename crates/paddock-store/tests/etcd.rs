@@ -82,8 +82,19 @@ impl Etcd {
             peer_port: free_port(),
             child: None,
         };
-        e.spawn().await;
-        e
+        // free_port() releases the port before etcd binds it, and the other tests of this
+        // binary pick ports at the same time: a lost race is retried on fresh ports.
+        for _ in 0..5 {
+            match e.try_spawn().await {
+                Ok(()) => return e,
+                Err(log) if log.contains("address already in use") => {
+                    e.client_port = free_port();
+                    e.peer_port = free_port();
+                }
+                Err(log) => panic!("{log}"),
+            }
+        }
+        panic!("etcd: no free ports after 5 attempts");
     }
 
     fn endpoint(&self) -> String {
@@ -91,6 +102,12 @@ impl Etcd {
     }
 
     async fn spawn(&mut self) {
+        if let Err(log) = self.try_spawn().await {
+            panic!("{log}");
+        }
+    }
+
+    async fn try_spawn(&mut self) -> Result<(), String> {
         assert!(self.child.is_none());
         let client = format!("http://127.0.0.1:{}", self.client_port);
         let peer = format!("http://127.0.0.1:{}", self.peer_port);
@@ -114,16 +131,18 @@ impl Etcd {
             .spawn()
             .unwrap();
         self.child = Some(child);
-        self.wait_ready().await;
+        self.wait_ready().await
     }
 
-    async fn wait_ready(&mut self) {
+    /// Err with etcd's log when it exited before becoming ready.
+    async fn wait_ready(&mut self) -> Result<(), String> {
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
             if let Some(st) = self.child.as_mut().unwrap().try_wait().unwrap() {
                 let log =
                     std::fs::read_to_string(self.data.path().join("etcd.log")).unwrap_or_default();
-                panic!("etcd exited early ({st}):\n{log}");
+                self.child = None;
+                return Err(format!("etcd exited early ({st}):\n{log}"));
             }
             let ok = tokio::time::timeout(Duration::from_secs(2), async {
                 let mut c = etcd_client::Client::connect([self.endpoint()], None).await?;
@@ -131,7 +150,7 @@ impl Etcd {
             })
             .await;
             if matches!(ok, Ok(Ok(_))) {
-                return;
+                return Ok(());
             }
             assert!(Instant::now() < deadline, "etcd did not become ready");
             tokio::time::sleep(Duration::from_millis(100)).await;
