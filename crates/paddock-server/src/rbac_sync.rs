@@ -589,9 +589,9 @@ async fn reconcile_tenant(
         };
         // A namespace that missed its setup (created while paddock was down, or by a request
         // paddock did not recognise): the whole setup, mirrors included.
-        if n["metadata"]["labels"][crate::provision::PSA_ENFORCE_LABEL].as_str()
-            != Some(crate::provision::POD_SECURITY_LEVEL)
-        {
+        // (A stricter level the tenant chose counts as set up: it is kept.)
+        let level = n["metadata"]["labels"][crate::provision::PSA_ENFORCE_LABEL].as_str();
+        if !level.is_some_and(|l| crate::provision::PERMITTED_POD_SECURITY_LEVELS.contains(&l)) {
             crate::provision::ensure_namespace_binding(up, t, ns).await?;
             continue;
         }
