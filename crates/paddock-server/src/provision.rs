@@ -477,6 +477,23 @@ pub async fn ensure_namespace_binding(
     t: &TenantId,
     upstream_ns: &str,
 ) -> Result<(), ServerError> {
+    set_up_namespace(
+        up,
+        t,
+        upstream_ns,
+        crate::rbac_sync::sync_namespace(up, t, upstream_ns),
+    )
+    .await
+}
+
+/// [`ensure_namespace_binding`] with the namespace's mirror RoleBindings brought in step by
+/// `mirrors` (the resync passes what it has already read instead of reading it again).
+pub async fn set_up_namespace(
+    up: &Upstream,
+    t: &TenantId,
+    upstream_ns: &str,
+    mirrors: impl std::future::Future<Output = Result<(), ServerError>>,
+) -> Result<(), ServerError> {
     // Keep a stricter level the tenant chose; anything else becomes the platform's level.
     let current = upjson::call(
         up,
@@ -516,7 +533,7 @@ pub async fn ensure_namespace_binding(
         upjson::apply(up, &rb_path, &rb),
         upjson::apply(up, &np_path, &np),
         upjson::apply(up, &quota_path, &quota),
-        crate::rbac_sync::sync_namespace(up, t, upstream_ns),
+        mirrors,
     )
     .await?;
     Ok(())
@@ -574,6 +591,21 @@ pub fn lock_namespace_labels(body: Vec<u8>, content_type: &str) -> Result<Vec<u8
     serde_json::to_vec(&v).map_err(|e| ServerError::Internal(e.to_string()))
 }
 
+/// [`provision_tenant`] for a tenant that may have been provisioned by an older paddock (at
+/// start-up): also removes what this version no longer keeps.
+pub async fn repair_tenant(up: &Upstream, t: &TenantId) -> Result<(), ServerError> {
+    // Tenants provisioned before CLUSTER_SCOPE_GROUP had a binding of their own.
+    upjson::delete(
+        up,
+        &format!(
+            "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/{}",
+            legacy_tenant_scope_binding_name(t)
+        ),
+    )
+    .await?;
+    provision_tenant(up, t).await
+}
+
 /// Creates (or repairs) everything a tenant needs upstream. Idempotent.
 pub async fn provision_tenant(up: &Upstream, t: &TenantId) -> Result<(), ServerError> {
     // The default namespaces side by side: tenant creation is a chain of upstream round
@@ -582,18 +614,10 @@ pub async fn provision_tenant(up: &Upstream, t: &TenantId) -> Result<(), ServerE
         .iter()
         .map(|ns| t.upstream_name(ns))
         .collect();
-    // Tenants provisioned before CLUSTER_SCOPE_GROUP had a binding of their own.
-    let legacy_binding = format!(
-        "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/{}",
-        legacy_tenant_scope_binding_name(t)
-    );
-    futures_util::future::try_join(
-        upjson::delete(up, &legacy_binding),
-        futures_util::future::try_join_all(
-            namespaces
-                .iter()
-                .map(|ns| ensure_namespace_binding(up, t, ns)),
-        ),
+    futures_util::future::try_join_all(
+        namespaces
+            .iter()
+            .map(|ns| ensure_namespace_binding(up, t, ns)),
     )
     .await?;
     // Every cluster has the `kubernetes` Service in `default`; clients (and the e2e

@@ -341,13 +341,17 @@ async fn tenant_crbs(up: &Upstream, t: &TenantId) -> Result<Vec<Value>, ServerEr
     Ok(own_crbs(t, items))
 }
 
-/// Label selector of the mirror RoleBindings of one tenant, or of all tenants.
-fn mirror_selector(t: Option<&TenantId>) -> String {
-    let managed = match t {
+/// Selector (unescaped) of what paddock manages for one tenant, or for any tenant.
+fn managed_for(t: Option<&TenantId>) -> String {
+    match t {
         Some(t) => format!("{MANAGED_FOR_LABEL}={}", t.as_str()),
         None => MANAGED_FOR_LABEL.to_owned(),
-    };
-    upjson::query_escape(&format!("{managed},{MIRROR_LABEL}"))
+    }
+}
+
+/// Label selector of the mirror RoleBindings of one tenant, or of all tenants.
+fn mirror_selector(t: Option<&TenantId>) -> String {
+    upjson::query_escape(&format!("{},{MIRROR_LABEL}", managed_for(t)))
 }
 
 async fn sync_namespace_with(
@@ -476,10 +480,7 @@ impl ViewLists {
             Some(t) => t.tenant_label_selector(),
             None => TENANT_LABEL.to_owned(),
         });
-        let managed = upjson::query_escape(&match t {
-            Some(t) => format!("{MANAGED_FOR_LABEL}={}", t.as_str()),
-            None => MANAGED_FOR_LABEL.to_owned(),
-        });
+        let managed = upjson::query_escape(&managed_for(t));
         let rbac = "/apis/rbac.authorization.k8s.io/v1";
         let paths = [
             format!("{rbac}/clusterrolebindings?labelSelector={tenant}"),
@@ -591,12 +592,13 @@ async fn reconcile_tenant(
         // paddock did not recognise): the whole setup, mirrors included.
         // (A stricter level the tenant chose counts as set up: it is kept.)
         let level = n["metadata"]["labels"][crate::provision::PSA_ENFORCE_LABEL].as_str();
-        if !level.is_some_and(|l| crate::provision::PERMITTED_POD_SECURITY_LEVELS.contains(&l)) {
-            crate::provision::ensure_namespace_binding(up, t, ns).await?;
-            continue;
-        }
         let existing = view.mirrors.get(ns).unwrap_or(&none);
-        reconcile_mirrors(up, t, ns, &view.crbs, existing).await?;
+        let mirrors = reconcile_mirrors(up, t, ns, &view.crbs, existing);
+        if !level.is_some_and(|l| crate::provision::PERMITTED_POD_SECURITY_LEVELS.contains(&l)) {
+            crate::provision::set_up_namespace(up, t, ns, mirrors).await?;
+        } else {
+            mirrors.await?;
+        }
     }
     reconcile_custom_resource_role(up, t, view).await
 }
@@ -680,7 +682,7 @@ pub async fn resync_loop(state: std::sync::Arc<crate::state::AppState>) {
             .collect();
         if first {
             for t in &active {
-                if let Err(e) = crate::provision::provision_tenant(&state.upstream, t).await {
+                if let Err(e) = crate::provision::repair_tenant(&state.upstream, t).await {
                     tracing::warn!(tenant = %t, error = %e, "tenant repair failed");
                 }
             }
