@@ -1072,8 +1072,9 @@ fn escape_field(v: &str) -> String {
 }
 
 /// Rewrites a field selector: `metadata.name` of cluster-scoped kinds, `metadata.namespace`,
-/// `involvedObject.*` / `regarding.*` namespace, name (for cluster-scoped kinds) and
-/// apiVersion (tenant CRD groups). Other keys (`spec.nodeName`, `status.phase`, ...) pass.
+/// and the namespace, name (for cluster-scoped kinds) and apiVersion (tenant CRD groups) of
+/// the rule table's object-reference fields (`involvedObject.*`, `regarding.*`, `related.*`).
+/// Other keys (`spec.nodeName`, `status.phase`, ...) pass.
 pub fn translate_field_selector(
     ctx: &TenantContext,
     info: &ResourceInfo,
@@ -1100,50 +1101,41 @@ pub fn translate_field_selector(
             value: unescape_field(&raw[idx + op.len()..]),
         });
     }
-    // The kind of the referenced object decides whether its name is prefixed.
-    let ref_info = |prefix: &str| -> Option<ResourceInfo> {
+    // Fields that hold an object reference come from the rule table (`involvedObject`,
+    // `regarding`, `related`); the kind of the referenced object decides whether its name is
+    // prefixed.
+    let ref_info = |field: &str| -> Option<ResourceInfo> {
         let kind = terms
             .iter()
-            .find(|x| x.key == format!("{prefix}.kind"))?
+            .find(|x| x.key == format!("{field}.kind"))?
             .value
             .clone();
         let av = terms
             .iter()
-            .find(|x| x.key == format!("{prefix}.apiVersion"))
+            .find(|x| x.key == format!("{field}.apiVersion"))
             .map(|x| x.value.clone());
         resolve_ref_kind(ctx, av.as_deref(), &kind)
     };
-    let involved = ref_info("involvedObject");
-    let regarding = ref_info("regarding");
     let mut out = Vec::new();
     for term in &terms {
         let v = &term.value;
+        let reference = term.key.split_once('.').filter(|(field, _)| {
+            crate::rules::table::reference_field_selectors().any(|f| f == *field)
+        });
         let new = if v.is_empty() {
             v.clone()
         } else {
-            match term.key.as_str() {
-                "metadata.name" if info.prefixes_name() => name_up(t, info, v)?,
-                "metadata.namespace" | "involvedObject.namespace" | "regarding.namespace" => {
+            match (term.key.as_str(), reference) {
+                ("metadata.name", _) if info.prefixes_name() => name_up(t, info, v)?,
+                ("metadata.namespace", _) | (_, Some((_, "namespace"))) => {
                     check_prefixed_len(NameKind::Namespace, v)?;
                     t.upstream_name(v)
                 }
-                "involvedObject.name"
-                    if involved.as_ref().is_some_and(ResourceInfo::prefixes_name) =>
-                {
-                    involved
-                        .as_ref()
-                        .map(|i| name_up(t, i, v))
-                        .transpose()?
-                        .unwrap_or_default()
-                }
-                "regarding.name" if regarding.as_ref().is_some_and(ResourceInfo::prefixes_name) => {
-                    regarding
-                        .as_ref()
-                        .map(|i| name_up(t, i, v))
-                        .transpose()?
-                        .unwrap_or_default()
-                }
-                "involvedObject.apiVersion" | "regarding.apiVersion" => api_version_up(ctx, v),
+                (_, Some((field, "name"))) => match ref_info(field) {
+                    Some(i) if i.prefixes_name() => name_up(t, &i, v)?,
+                    _ => v.clone(),
+                },
+                (_, Some((_, "apiVersion"))) => api_version_up(ctx, v),
                 _ => v.clone(),
             }
         };

@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use paddock_core::catalog::{Policy, Scope, is_builtin_group};
-use paddock_core::object::REDACTED;
+use paddock_core::rules::REDACTED;
 use paddock_core::{
     ApiPath, Catalog, Disposition, TenantContext, TenantId, object_down, object_up, parse_request,
     plan, translate_request_body,

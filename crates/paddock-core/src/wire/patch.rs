@@ -6,8 +6,8 @@ use serde_json::{Map, Value};
 
 use crate::catalog::ResourceInfo;
 use crate::error::TranslateError;
-use crate::object::{UpMode, object_up_with};
 use crate::request::TenantContext;
+use crate::rules::{UpMode, object_up_with};
 use crate::tenant::TENANT_LABEL;
 
 fn bad(m: impl Into<String>) -> TranslateError {
@@ -47,12 +47,11 @@ fn check_path(
     // Inside a selector paddock confines (namespaceSelector, aggregation selectors), an
     // operation addressed by index could replace or remove the tenant term; replace the
     // whole selector instead (its value gets the term).
+    let confined = crate::rules::table::confined_selector_fields();
     for (i, seg) in s.iter().enumerate() {
-        let deeper = match *seg {
-            "namespaceSelector" => s.len() > i + 1,
-            "clusterRoleSelectors" => s.len() > i + 2,
-            _ => false,
-        };
+        let deeper = confined
+            .iter()
+            .any(|(name, depth)| name == seg && s.len() > i + depth);
         if deeper && op != "test" {
             return Err(TranslateError::invalid(format!(
                 "json-patch inside {seg} is not supported in this cluster; replace the whole selector"
@@ -71,10 +70,11 @@ fn check_path(
                 "metadata.labels cannot be removed as a whole on this kind (it carries {TENANT_LABEL})"
             )));
         }
-        if s.len() == 3 && s[0] == "webhooks" && s[2] == "namespaceSelector" {
-            return Err(TranslateError::forbidden(
-                "a webhook's namespaceSelector cannot be removed in this cluster",
-            ));
+        if crate::rules::table::is_forced_field(&s) {
+            return Err(TranslateError::forbidden(format!(
+                "{} cannot be removed in this cluster",
+                s.join("/")
+            )));
         }
     }
     Ok(())

@@ -10,7 +10,7 @@ use serde_json::{Map, Value};
 
 use crate::error::TranslateError;
 use crate::framer::{Event, FrameError, ObjectFramer};
-use crate::tenant::{TenantId, looks_tenant_prefixed};
+use crate::tenant::TenantId;
 
 impl From<FrameError> for TranslateError {
     fn from(e: FrameError) -> Self {
@@ -165,24 +165,7 @@ pub fn keeps_remaining(scope: &crate::table::TableScope) -> bool {
             .is_some_and(|r| matches!(r.scope, crate::catalog::Scope::Namespaced))
 }
 
-/// `apiVersion` of an upstream object or list into the tenant's view: the tenant's own CRD
-/// group loses its prefix; another tenant's group is refused (it must never reach the tenant).
-pub fn api_version_down(tenant: &TenantId, av: &str) -> Result<String, TranslateError> {
-    match av.rsplit_once('/') {
-        None => Ok(av.to_owned()),
-        Some((g, v)) => {
-            if let Some(own) = tenant.strip(g) {
-                Ok(format!("{own}/{v}"))
-            } else if looks_tenant_prefixed(g) {
-                Err(TranslateError::Upstream(
-                    "upstream returned an object of a group outside the tenant".into(),
-                ))
-            } else {
-                Ok(av.to_owned())
-            }
-        }
-    }
-}
+pub use crate::rules::api_version_down;
 
 /// Rewrites a raw JSON string value holding an `apiVersion`.
 pub fn api_version_raw_down(

@@ -16,8 +16,8 @@ use serde_json::{Map, Value};
 
 use crate::catalog::{ResourceInfo, Scope};
 use crate::error::TranslateError;
-use crate::object::{Disposition, object_down, text_down};
 use crate::request::{TenantContext, name_down};
+use crate::rules::{Disposition, object_down, text_down};
 
 /// Where the Name and Namespace cells are.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -6,6 +6,8 @@ use serde_json::{Value, json};
 
 use super::*;
 use crate::catalog::tests::catalog;
+use crate::rules::text::{text_down, text_down_with};
+use crate::tenant::TenantId;
 
 fn ctx() -> TenantContext {
     TenantContext {

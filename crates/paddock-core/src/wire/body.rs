@@ -5,10 +5,10 @@ use serde_json::Value;
 
 use crate::catalog::ResourceInfo;
 use crate::error::TranslateError;
-use crate::object::{UpMode, object_up_with};
 use crate::patch::translate_json_patch;
 use crate::protobuf::translate_protobuf_body;
 use crate::request::{Plan, TenantContext, Verb};
+use crate::rules::{UpMode, object_up_with};
 
 /// The apiserver's request body cap (`MaxRequestBodyBytes`).
 pub const MAX_BODY_BYTES: usize = 3 * 1024 * 1024;
@@ -60,19 +60,10 @@ fn body_hint(plan: &Plan) -> Option<ResourceInfo> {
         None | Some("status" | "ephemeralcontainers" | "resize" | "finalize" | "approval") => {
             Some(info)
         }
-        Some("scale") => Some(ResourceInfo {
-            group: "autoscaling".into(),
-            version: "v1".into(),
-            resource: String::new(),
-            kind: "Scale".into(),
-            scope: crate::catalog::Scope::Namespaced,
-            policy: crate::catalog::Policy::TenantOwned,
-            verbs: Vec::new(),
-            subresources: Vec::new(),
-            tenant_crd: false,
-            upstream_group: "autoscaling".into(),
-        }),
-        Some(_) => None,
+        // Bodies of subresources with a kind of their own (scale, eviction, token): the
+        // table's row (`kubectl scale` patches the scale subresource without a kind).
+        Some(sub) => crate::rules::table::subresource_body(sub)
+            .map(|row| crate::rules::object::body_kind_info(row, "v1")),
     }
 }
 

@@ -11,6 +11,15 @@
 //! The dispatch also looks at the body itself where the plan cannot know: a GET may come
 //! back as a Table, a DELETE as a Status, a deletecollection as a List.
 
+pub mod discovery;
+pub mod framer;
+pub mod list;
+pub mod openapi;
+pub mod splice;
+pub mod table;
+pub mod watch;
+pub mod wsframe;
+
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
@@ -20,12 +29,11 @@ use crate::error::TranslateError;
 use crate::list::{
     Collection, CollectionRewriter, api_version_down, api_version_raw_down, list_meta_down,
 };
-use crate::object::{Disposition, object_down, text_down};
 use crate::openapi::openapi_down;
 use crate::request::{Plan, ResponseKind, TenantContext};
+use crate::rules::{Disposition, object_down, status_down, text_down};
 use crate::splice::{Fast, Splicer};
 use crate::table::{Columns, TableScope, TableState, row_down, table_down};
-use crate::tenant::looks_tenant_prefixed;
 use crate::watch::{Events, WatchRewriter};
 
 /// Cap on buffered bodies (objects, Status, discovery, OpenAPI). OpenAPI v2 of a cluster with
@@ -277,42 +285,6 @@ fn error_body_down(
         )),
     }
     Ok(())
-}
-
-/// Rewrites a `metav1.Status` in place: message, details.name / group / causes. Names of the
-/// tenant lose their prefix; other tenants' names are scrubbed by `text_down`.
-pub fn status_down(ctx: &TenantContext, v: &mut Value) {
-    let Some(o) = v.as_object_mut() else { return };
-    if let Some(Value::String(m)) = o.get_mut("message") {
-        *m = text_down(ctx, m);
-    }
-    let Some(d) = o.get_mut("details").and_then(Value::as_object_mut) else {
-        return;
-    };
-    if let Some(Value::String(n)) = d.get_mut("name") {
-        *n = match ctx.tenant.strip(n) {
-            Some(s) => s.to_owned(),
-            None => text_down(ctx, n),
-        };
-    }
-    if let Some(Value::String(g)) = d.get_mut("group") {
-        if let Some(s) = ctx.tenant.strip(g) {
-            *g = s.to_owned();
-        } else if looks_tenant_prefixed(g) {
-            *g = text_down(ctx, g);
-        }
-    }
-    if let Some(causes) = d.get_mut("causes").and_then(Value::as_array_mut) {
-        for c in causes {
-            if let Some(co) = c.as_object_mut() {
-                for k in ["message", "field"] {
-                    if let Some(Value::String(s)) = co.get_mut(k) {
-                        *s = text_down(ctx, s);
-                    }
-                }
-            }
-        }
-    }
 }
 
 /// Every string value in a document through `text_down` (keys are left alone).

@@ -1,0 +1,203 @@
+//! The rule table as Markdown, for docs/translation.md (`tests/rule_table_doc.rs` fails when
+//! the document is stale and prints the command that regenerates it).
+
+use super::table::{Check, FieldRule, Holds, KINDS, Step};
+
+/// Markers around the generated part of docs/translation.md.
+pub const BEGIN: &str =
+    "<!-- BEGIN GENERATED RULE TABLE (cargo run -p paddock-core --example rule_table) -->";
+pub const END: &str = "<!-- END GENERATED RULE TABLE -->";
+
+/// What a rule does, up and down, in a few words.
+pub fn describe(h: Holds) -> (&'static str, &'static str, &'static str) {
+    match h {
+        Holds::Namespace => ("namespace", "prefixed", "own prefix stripped"),
+        Holds::VolumeName => (
+            "PersistentVolume name",
+            "prefixed, except provisioned `pvc-<uid>`",
+            "own prefix stripped",
+        ),
+        Holds::ObjectRef => (
+            "object reference",
+            "namespace prefixed, name of prefixed cluster-scoped kinds prefixed, CR apiVersion; forbidden kind 403",
+            "reverse; foreign CR group refused",
+        ),
+        Holds::NamespaceSelector { forced: false } => (
+            "namespace selector",
+            "`kubernetes.io/metadata.name` values prefixed, ANDed with `paddock.io/tenant In [<tid>]`; tenant label 403",
+            "reverse",
+        ),
+        Holds::NamespaceSelector { forced: true } => (
+            "namespace selector (confining)",
+            "as a namespace selector, and created when absent; `null` in a strategic merge patch 403",
+            "reverse",
+        ),
+        Holds::RoleSelector => (
+            "ClusterRole selector",
+            "ANDed with `paddock.io/tenant In [<tid>]`; tenant label 403",
+            "term removed",
+        ),
+        Holds::Subjects { cluster: false } => (
+            "subjects",
+            "users/groups mapped, ServiceAccount namespace prefixed; reserved identities 403",
+            "mapped; foreign identities dropped",
+        ),
+        Holds::Subjects { cluster: true } => (
+            "subjects (cluster)",
+            "as subjects, SA namespace required, stored in the inert shadow form",
+            "unshadowed, mapped; foreign identities dropped",
+        ),
+        Holds::RoleRef { cluster: false } => (
+            "role ref",
+            "ClusterRole prefixed except `admin`/`edit`/`view`; Role unchanged",
+            "own prefix stripped",
+        ),
+        Holds::RoleRef { cluster: true } => (
+            "role ref (cluster)",
+            "always a tenant ClusterRole; `kind: Role` 422",
+            "own prefix stripped",
+        ),
+        Holds::PolicyRules { cluster: false } => (
+            "policy rules",
+            "`apiGroups` of tenant CRD groups prefixed",
+            "groups stripped",
+        ),
+        Holds::PolicyRules { cluster: true } => (
+            "policy rules (cluster)",
+            "`apiGroups` prefixed; `resourceNames` of prefixed kinds prefixed; mixing or `*` with names 422",
+            "groups and names stripped",
+        ),
+        Holds::WebhookRules => (
+            "webhook rules",
+            "`apiGroups` like RBAC; scope forced to Namespaced, `Cluster` only for namespaces (else 403)",
+            "groups stripped",
+        ),
+        Holds::ClientConfig => (
+            "webhook client config",
+            "`service.namespace` prefixed; `url` 403",
+            "namespace stripped",
+        ),
+        Holds::CrdGroup => (
+            "CRD group",
+            "prefixed; built-in groups 422",
+            "stripped; other tenants' CRDs dropped",
+        ),
+        Holds::ResourceAttributes => (
+            "resource attributes",
+            "namespace prefixed, group like RBAC, name of prefixed kinds prefixed",
+            "reverse",
+        ),
+        Holds::ReviewIdentity { writable: true } => (
+            "review identity",
+            "user/groups mapped; tenant users get their upstream groups and extra; reserved extra 403",
+            "mapped, additions removed",
+        ),
+        Holds::ReviewIdentity { writable: false } => (
+            "review identity (self)",
+            "untouched (the apiserver fills it in)",
+            "mapped, additions removed",
+        ),
+        Holds::RulesReviewStatus => (
+            "rules review status",
+            "—",
+            "groups and names stripped, invisible groups removed",
+        ),
+        Holds::UserInfo => (
+            "user info",
+            "—",
+            "user and groups mapped, `paddock:tenant:*` and the extra removed",
+        ),
+        Holds::FreeText => ("free text", "—", "`text_down`"),
+        Holds::Embed(s) => (s.name, "its rules below", "its rules below"),
+    }
+}
+
+fn json_path(path: &[Step]) -> String {
+    let mut out = String::new();
+    for (i, s) in path.iter().enumerate() {
+        if i > 0 {
+            out.push('.');
+        }
+        out.push_str(s.json);
+        if s.repeated && i + 1 < path.len() {
+            out.push_str("[]");
+        }
+    }
+    out
+}
+
+fn pb_path(path: &[Step]) -> String {
+    path.iter()
+        .map(|s| {
+            s.pb.iter()
+                .map(u32::to_string)
+                .collect::<Vec<_>>()
+                .join(".")
+        })
+        .collect::<Vec<_>>()
+        .join(".")
+}
+
+fn rows(out: &mut String, who: &str, fields: &[FieldRule]) {
+    for r in fields {
+        let (what, up, down) = describe(r.holds);
+        out.push_str(&format!(
+            "| {who} | `{}` | {} | {what} | {up} | {down} |\n",
+            json_path(r.path),
+            pb_path(r.path)
+        ));
+    }
+}
+
+/// The generated section (between [`BEGIN`] and [`END`], exclusive).
+pub fn markdown() -> String {
+    let mut out = String::new();
+    out.push_str("| kind | field (JSON) | protobuf field numbers | holds | up | down |\n");
+    out.push_str("|---|---|---|---|---|---|\n");
+    out.push_str("| every kind | `metadata` | 1 | ObjectMeta | see the table above | see the table above |\n");
+    let mut embedded = Vec::new();
+    for k in KINDS {
+        let who = if k.group.is_empty() {
+            format!("{} (core)", k.kind)
+        } else {
+            format!("{} ({})", k.kind, k.group)
+        };
+        if let Some(sub) = k.body_of {
+            out.push_str(&format!(
+                "| {who} | — | — | body of subresource `{sub}` | `metadata` only | `metadata` only |\n"
+            ));
+        }
+        rows(&mut out, &who, k.fields);
+        for c in k.checks {
+            match c {
+                Check::Absent { path, reason } => out.push_str(&format!(
+                    "| {who} | `{}` | {} | check | present -> 403 ({reason}) | — |\n",
+                    json_path(path),
+                    pb_path(path)
+                )),
+                Check::NoLabelPrefix { prefix, reason } => out.push_str(&format!(
+                    "| {who} | `metadata.labels` | 1.11 | check | a label `{prefix}*` -> 403 ({reason}) | — |\n"
+                )),
+            }
+        }
+        for r in k.fields {
+            collect_embedded(r.holds, &mut embedded);
+        }
+    }
+    for s in embedded {
+        rows(&mut out, &format!("*{}*", s.name), s.fields);
+    }
+    out.push_str("| every custom resource | `apiVersion` | — | API group/version | tenant CRD group prefixed | stripped |\n");
+    out
+}
+
+fn collect_embedded(h: Holds, out: &mut Vec<&'static super::table::Struct>) {
+    if let Holds::Embed(s) = h {
+        if !out.iter().any(|x| x.name == s.name) {
+            out.push(s);
+        }
+        for r in s.fields {
+            collect_embedded(r.holds, out);
+        }
+    }
+}

@@ -1,0 +1,22 @@
+//! The rules: which field of which kind holds something tenant-relative ([`table`]), and how
+//! each is moved into the tenant's space on the way up and back on the way down. One walker
+//! ([`walk`]) applies the table to JSON objects; protobuf bodies, patches and field selectors
+//! reach the same rules through it (`crate::wire`, `crate::request`).
+
+pub mod doc;
+pub mod object;
+pub mod table;
+pub mod text;
+
+mod meta;
+mod rbac;
+mod refs;
+mod reviews;
+mod selectors;
+pub(crate) mod walk;
+
+pub use object::{Disposition, UpMode, object_down, object_down_as, object_up, object_up_with};
+pub use rbac::SHARED_BINDABLE_CLUSTER_ROLES;
+pub use refs::api_version_down;
+pub use table::AGGREGATE_LABEL_PREFIX;
+pub use text::{REDACTED, status_down, text_down, text_down_with};

@@ -1,0 +1,632 @@
+//! The rule table: for every kind, the fields that hold something tenant-relative, each with
+//! its JSON path, its protobuf field numbers and what it holds. This is the one declaration
+//! the JSON walker, the protobuf walker, json-patch checks, field selectors and the generated
+//! rule table in docs/translation.md read. Adding a kind is one row in [`KINDS`].
+//!
+//! Protobuf field numbers are those of the upstream `generated.proto` files
+//! (k8s.io/api v0.33, k8s.io/apiextensions-apiserver v0.33), never guessed; the unit tests in
+//! `wire::protobuf` encode bodies with the real generated types (k8s-pb) to prove them.
+//!
+//! Every kind also gets the universal rules of `metadata` (ObjectMeta, protobuf field 1 of
+//! every built-in kind), which are not repeated per row.
+
+/// One step of a field path: its JSON key and the protobuf field numbers that lead to it.
+/// There is more than one number where Go embeds a struct inline: JSON `spec.hostPath` is
+/// protobuf `spec(2).persistentVolumeSource(2).hostPath(3)`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Step {
+    pub json: &'static str,
+    pub pb: &'static [u32],
+    /// A list: a JSON array, a repeated protobuf field.
+    pub repeated: bool,
+}
+
+/// A single field.
+pub const fn one(json: &'static str, pb: &'static [u32]) -> Step {
+    Step {
+        json,
+        pb,
+        repeated: false,
+    }
+}
+
+/// A list field.
+pub const fn many(json: &'static str, pb: &'static [u32]) -> Step {
+    Step {
+        json,
+        pb,
+        repeated: true,
+    }
+}
+
+/// What a field holds, which decides its rule in both directions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Holds {
+    /// A namespace name (or a list of them): prefixed up, own prefix stripped down.
+    Namespace,
+    /// The name of a PersistentVolume: prefixed, except provisioned `pvc-<uid>` names.
+    VolumeName,
+    /// A core/v1 ObjectReference: namespace, name of prefixed kinds, CR apiVersion.
+    ObjectRef,
+    /// A label selector that selects namespaces: `kubernetes.io/metadata.name` values mapped,
+    /// ANDed with the tenant term. `forced`: created when absent (it is what confines).
+    NamespaceSelector { forced: bool },
+    /// A label selector over ClusterRoles (aggregation): ANDed with the tenant term.
+    RoleSelector,
+    /// RBAC subjects (identities mapped; a ClusterRoleBinding's stored in shadow form).
+    Subjects { cluster: bool },
+    /// An RBAC roleRef.
+    RoleRef { cluster: bool },
+    /// RBAC policy rules: apiGroups, and resourceNames of prefixed cluster-scoped kinds.
+    PolicyRules { cluster: bool },
+    /// Admission webhook rules: apiGroups, scope forced to Namespaced.
+    WebhookRules,
+    /// A webhook clientConfig: service namespace prefixed, url refused.
+    ClientConfig,
+    /// The API group of a tenant CRD.
+    CrdGroup,
+    /// An access review's resourceAttributes: namespace, group, name.
+    ResourceAttributes,
+    /// An access review's user, groups and extra; `writable`: translated on the way up
+    /// (SubjectAccessReview), or only shown down (SelfSubjectAccessReview).
+    ReviewIdentity { writable: bool },
+    /// A SelfSubjectRulesReview's resourceRules (down only).
+    RulesReviewStatus,
+    /// An authentication UserInfo (down only).
+    UserInfo,
+    /// Free text that may name upstream objects (down only, through `text_down`).
+    FreeText,
+    /// An embedded structure with rules of its own (a pod spec, a claim spec).
+    Embed(&'static Struct),
+}
+
+/// A named structure embedded in several kinds.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Struct {
+    pub name: &'static str,
+    pub fields: &'static [FieldRule],
+}
+
+/// One rule: the field at `path` holds `holds`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FieldRule {
+    pub path: &'static [Step],
+    pub holds: Holds,
+}
+
+const fn f(path: &'static [Step], holds: Holds) -> FieldRule {
+    FieldRule { path, holds }
+}
+
+/// A per-kind check that refuses a body (403).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Check {
+    /// The field must be absent.
+    Absent {
+        path: &'static [Step],
+        reason: &'static str,
+    },
+    /// No label key with this prefix.
+    NoLabelPrefix {
+        prefix: &'static str,
+        reason: &'static str,
+    },
+}
+
+/// The rules of one kind.
+#[derive(Debug, PartialEq, Eq)]
+pub struct KindRules {
+    /// Upstream API group ("" for core).
+    pub group: &'static str,
+    pub kind: &'static str,
+    pub fields: &'static [FieldRule],
+    pub checks: &'static [Check],
+    /// For kinds that are the body of a subresource and have no resource of their own
+    /// (Scale, Eviction, TokenRequest): that subresource.
+    pub body_of: Option<&'static str>,
+}
+
+const fn kind(group: &'static str, kind: &'static str, fields: &'static [FieldRule]) -> KindRules {
+    KindRules {
+        group,
+        kind,
+        fields,
+        checks: &[],
+        body_of: None,
+    }
+}
+
+/// Label-key prefix of the platform's role aggregation; refused on tenant ClusterRoles.
+pub const AGGREGATE_LABEL_PREFIX: &str = "rbac.authorization.k8s.io/aggregate-to-";
+
+// ---------------------------------------------------------------------------------------------
+// Embedded structures (k8s.io/api/core/v1/generated.proto)
+
+const AFFINITY_TERM: Struct = Struct {
+    name: "PodAffinityTerm",
+    fields: &[
+        f(&[many("namespaces", &[2])], Holds::Namespace),
+        f(
+            &[one("namespaceSelector", &[4])],
+            Holds::NamespaceSelector { forced: false },
+        ),
+    ],
+};
+
+const REQUIRED: Step = many("requiredDuringSchedulingIgnoredDuringExecution", &[1]);
+const PREFERRED: Step = many("preferredDuringSchedulingIgnoredDuringExecution", &[2]);
+const TERM: Step = one("podAffinityTerm", &[2]);
+const AFFINITY: Step = one("affinity", &[18]);
+const POD_AFFINITY: Step = one("podAffinity", &[2]);
+const POD_ANTI_AFFINITY: Step = one("podAntiAffinity", &[3]);
+
+/// Where a pod names other namespaces: its (anti-)affinity terms, required and preferred.
+pub const POD_SPEC: Struct = Struct {
+    name: "PodSpec",
+    fields: &[
+        f(
+            &[AFFINITY, POD_AFFINITY, REQUIRED],
+            Holds::Embed(&AFFINITY_TERM),
+        ),
+        f(
+            &[AFFINITY, POD_AFFINITY, PREFERRED, TERM],
+            Holds::Embed(&AFFINITY_TERM),
+        ),
+        f(
+            &[AFFINITY, POD_ANTI_AFFINITY, REQUIRED],
+            Holds::Embed(&AFFINITY_TERM),
+        ),
+        f(
+            &[AFFINITY, POD_ANTI_AFFINITY, PREFERRED, TERM],
+            Holds::Embed(&AFFINITY_TERM),
+        ),
+    ],
+};
+
+/// A claim names a volume, and a data source in another namespace.
+pub const PVC_SPEC: Struct = Struct {
+    name: "PersistentVolumeClaimSpec",
+    fields: &[
+        f(&[one("volumeName", &[3])], Holds::VolumeName),
+        f(
+            &[one("dataSourceRef", &[8]), one("namespace", &[4])],
+            Holds::Namespace,
+        ),
+    ],
+};
+
+const SPEC: Step = one("spec", &[2]);
+const TEMPLATE_SPEC: Step = one("spec", &[2]);
+const POD: Holds = Holds::Embed(&POD_SPEC);
+const PVC: Holds = Holds::Embed(&PVC_SPEC);
+
+const WEBHOOK_FIELDS: &[FieldRule] = &[
+    f(
+        &[many("webhooks", &[2]), one("clientConfig", &[2])],
+        Holds::ClientConfig,
+    ),
+    f(
+        &[many("webhooks", &[2]), one("namespaceSelector", &[5])],
+        Holds::NamespaceSelector { forced: true },
+    ),
+    f(
+        &[many("webhooks", &[2]), many("rules", &[3])],
+        Holds::WebhookRules,
+    ),
+];
+
+const ACCESS_REVIEW_STATUS: [FieldRule; 2] = [
+    f(&[one("status", &[3]), one("reason", &[2])], Holds::FreeText),
+    f(
+        &[one("status", &[3]), one("evaluationError", &[3])],
+        Holds::FreeText,
+    ),
+];
+
+const RESOURCE_ATTRIBUTES: FieldRule = f(
+    &[SPEC, one("resourceAttributes", &[1])],
+    Holds::ResourceAttributes,
+);
+
+/// Every kind with rules beyond `metadata`, and the subresource body kinds. A built-in kind
+/// absent from this table has only the `metadata` rules (its other fields name nothing
+/// outside its namespace; `tests/openapi_fields.rs` proves it for every built-in kind).
+pub const KINDS: &[KindRules] = &[
+    // --- workloads: pod specs
+    kind("", "Pod", &[f(&[SPEC], POD)]),
+    kind(
+        "",
+        "PodTemplate",
+        &[f(&[one("template", &[2]), TEMPLATE_SPEC], POD)],
+    ),
+    kind(
+        "",
+        "ReplicationController",
+        &[f(&[SPEC, one("template", &[3]), TEMPLATE_SPEC], POD)],
+    ),
+    kind(
+        "apps",
+        "Deployment",
+        &[f(&[SPEC, one("template", &[3]), TEMPLATE_SPEC], POD)],
+    ),
+    kind(
+        "apps",
+        "ReplicaSet",
+        &[f(&[SPEC, one("template", &[3]), TEMPLATE_SPEC], POD)],
+    ),
+    kind(
+        "apps",
+        "StatefulSet",
+        &[
+            f(&[SPEC, one("template", &[3]), TEMPLATE_SPEC], POD),
+            f(&[SPEC, many("volumeClaimTemplates", &[4]), SPEC], PVC),
+        ],
+    ),
+    kind(
+        "apps",
+        "DaemonSet",
+        &[f(&[SPEC, one("template", &[2]), TEMPLATE_SPEC], POD)],
+    ),
+    kind(
+        "batch",
+        "Job",
+        &[f(&[SPEC, one("template", &[6]), TEMPLATE_SPEC], POD)],
+    ),
+    kind(
+        "batch",
+        "CronJob",
+        &[f(
+            &[
+                SPEC,
+                one("jobTemplate", &[5]),
+                SPEC,
+                one("template", &[6]),
+                TEMPLATE_SPEC,
+            ],
+            POD,
+        )],
+    ),
+    // --- storage
+    kind("", "PersistentVolumeClaim", &[f(&[SPEC], PVC)]),
+    KindRules {
+        group: "",
+        kind: "PersistentVolume",
+        fields: &[f(
+            &[SPEC, one("claimRef", &[4]), one("namespace", &[2])],
+            Holds::Namespace,
+        )],
+        checks: &[
+            Check::Absent {
+                path: &[SPEC, one("hostPath", &[2, 3])],
+                reason: "a host path volume is a way onto a shared node's filesystem",
+            },
+            Check::Absent {
+                path: &[SPEC, one("local", &[2, 20])],
+                reason: "a local volume is a way onto a shared node's filesystem",
+            },
+        ],
+        body_of: None,
+    },
+    // --- events and endpoints: object references
+    kind(
+        "",
+        "Event",
+        &[
+            f(&[one("involvedObject", &[2])], Holds::ObjectRef),
+            f(&[one("related", &[13])], Holds::ObjectRef),
+            f(&[one("message", &[4])], Holds::FreeText),
+        ],
+    ),
+    kind(
+        "events.k8s.io",
+        "Event",
+        &[
+            f(&[one("regarding", &[8])], Holds::ObjectRef),
+            f(&[one("related", &[9])], Holds::ObjectRef),
+            f(&[one("note", &[10])], Holds::FreeText),
+        ],
+    ),
+    kind(
+        "",
+        "Endpoints",
+        &[
+            f(
+                &[
+                    many("subsets", &[2]),
+                    many("addresses", &[1]),
+                    one("targetRef", &[2]),
+                ],
+                Holds::ObjectRef,
+            ),
+            f(
+                &[
+                    many("subsets", &[2]),
+                    many("notReadyAddresses", &[2]),
+                    one("targetRef", &[2]),
+                ],
+                Holds::ObjectRef,
+            ),
+        ],
+    ),
+    kind(
+        "discovery.k8s.io",
+        "EndpointSlice",
+        &[f(
+            &[many("endpoints", &[2]), one("targetRef", &[4])],
+            Holds::ObjectRef,
+        )],
+    ),
+    // --- networking
+    kind(
+        "networking.k8s.io",
+        "NetworkPolicy",
+        &[
+            f(
+                &[
+                    SPEC,
+                    many("ingress", &[2]),
+                    many("from", &[2]),
+                    one("namespaceSelector", &[2]),
+                ],
+                Holds::NamespaceSelector { forced: false },
+            ),
+            f(
+                &[
+                    SPEC,
+                    many("egress", &[3]),
+                    many("to", &[2]),
+                    one("namespaceSelector", &[2]),
+                ],
+                Holds::NamespaceSelector { forced: false },
+            ),
+        ],
+    ),
+    // --- RBAC
+    kind(
+        "rbac.authorization.k8s.io",
+        "Role",
+        &[f(
+            &[many("rules", &[2])],
+            Holds::PolicyRules { cluster: false },
+        )],
+    ),
+    KindRules {
+        group: "rbac.authorization.k8s.io",
+        kind: "ClusterRole",
+        fields: &[
+            f(&[many("rules", &[2])], Holds::PolicyRules { cluster: true }),
+            f(
+                &[
+                    one("aggregationRule", &[3]),
+                    many("clusterRoleSelectors", &[1]),
+                ],
+                Holds::RoleSelector,
+            ),
+        ],
+        checks: &[Check::NoLabelPrefix {
+            prefix: AGGREGATE_LABEL_PREFIX,
+            reason: "it would aggregate this role into the platform's roles",
+        }],
+        body_of: None,
+    },
+    kind(
+        "rbac.authorization.k8s.io",
+        "RoleBinding",
+        &[
+            f(&[one("roleRef", &[3])], Holds::RoleRef { cluster: false }),
+            f(
+                &[many("subjects", &[2])],
+                Holds::Subjects { cluster: false },
+            ),
+        ],
+    ),
+    kind(
+        "rbac.authorization.k8s.io",
+        "ClusterRoleBinding",
+        &[
+            f(&[one("roleRef", &[3])], Holds::RoleRef { cluster: true }),
+            f(&[many("subjects", &[2])], Holds::Subjects { cluster: true }),
+        ],
+    ),
+    // --- admission webhooks
+    kind(
+        "admissionregistration.k8s.io",
+        "MutatingWebhookConfiguration",
+        WEBHOOK_FIELDS,
+    ),
+    kind(
+        "admissionregistration.k8s.io",
+        "ValidatingWebhookConfiguration",
+        WEBHOOK_FIELDS,
+    ),
+    // --- CRDs
+    kind(
+        "apiextensions.k8s.io",
+        "CustomResourceDefinition",
+        &[
+            f(&[SPEC, one("group", &[1])], Holds::CrdGroup),
+            f(
+                &[
+                    SPEC,
+                    one("conversion", &[9]),
+                    one("webhook", &[2]),
+                    one("clientConfig", &[2]),
+                ],
+                Holds::ClientConfig,
+            ),
+            f(
+                &[
+                    one("status", &[3]),
+                    many("conditions", &[1]),
+                    one("message", &[5]),
+                ],
+                Holds::FreeText,
+            ),
+        ],
+    ),
+    // --- reviews
+    kind(
+        "authorization.k8s.io",
+        "SelfSubjectAccessReview",
+        &[
+            RESOURCE_ATTRIBUTES,
+            f(&[SPEC], Holds::ReviewIdentity { writable: false }),
+            ACCESS_REVIEW_STATUS[0],
+            ACCESS_REVIEW_STATUS[1],
+        ],
+    ),
+    kind(
+        "authorization.k8s.io",
+        "SubjectAccessReview",
+        &[
+            RESOURCE_ATTRIBUTES,
+            f(&[SPEC], Holds::ReviewIdentity { writable: true }),
+            ACCESS_REVIEW_STATUS[0],
+            ACCESS_REVIEW_STATUS[1],
+        ],
+    ),
+    kind(
+        "authorization.k8s.io",
+        "LocalSubjectAccessReview",
+        &[
+            RESOURCE_ATTRIBUTES,
+            f(&[SPEC], Holds::ReviewIdentity { writable: true }),
+            ACCESS_REVIEW_STATUS[0],
+            ACCESS_REVIEW_STATUS[1],
+        ],
+    ),
+    kind(
+        "authorization.k8s.io",
+        "SelfSubjectRulesReview",
+        &[
+            f(&[SPEC, one("namespace", &[1])], Holds::Namespace),
+            f(
+                &[one("status", &[3]), many("resourceRules", &[1])],
+                Holds::RulesReviewStatus,
+            ),
+            f(
+                &[one("status", &[3]), one("evaluationError", &[4])],
+                Holds::FreeText,
+            ),
+        ],
+    ),
+    kind(
+        "authentication.k8s.io",
+        "SelfSubjectReview",
+        &[f(
+            &[one("status", &[2]), one("userInfo", &[1])],
+            Holds::UserInfo,
+        )],
+    ),
+    // --- subresource bodies without a resource of their own: metadata only
+    KindRules {
+        group: "autoscaling",
+        kind: "Scale",
+        fields: &[],
+        checks: &[],
+        body_of: Some("scale"),
+    },
+    KindRules {
+        group: "policy",
+        kind: "Eviction",
+        fields: &[],
+        checks: &[],
+        body_of: Some("eviction"),
+    },
+    KindRules {
+        group: "authentication.k8s.io",
+        kind: "TokenRequest",
+        fields: &[],
+        checks: &[],
+        body_of: Some("token"),
+    },
+];
+
+/// The rules of a kind (by upstream group); None for kinds with `metadata` rules only
+/// (including every custom resource).
+pub fn rules_for(group: &str, kind: &str) -> Option<&'static KindRules> {
+    KINDS.iter().find(|k| k.group == group && k.kind == kind)
+}
+
+/// The body kind of a subresource that has one of its own (`scale` -> autoscaling Scale).
+pub fn subresource_body(sub: &str) -> Option<&'static KindRules> {
+    KINDS.iter().find(|k| k.body_of == Some(sub))
+}
+
+/// Top-level fields that hold an object reference in some kind (`involvedObject`, `regarding`,
+/// `related`): their `<field>.namespace|name|apiVersion` field selectors are translated.
+/// Deliberately the union over all kinds: a selector on another kind is refused upstream
+/// anyway, and translating it there costs nothing.
+pub fn reference_field_selectors() -> impl Iterator<Item = &'static str> {
+    let mut seen: Vec<&'static str> = Vec::new();
+    for k in KINDS {
+        for r in k.fields {
+            if r.holds == Holds::ObjectRef
+                && let [step] = r.path
+                && !seen.contains(&step.json)
+            {
+                seen.push(step.json);
+            }
+        }
+    }
+    seen.into_iter()
+}
+
+/// Field names inside selectors paddock confines (a json-patch may not reach inside them by
+/// index): every `NamespaceSelector` and `RoleSelector` field of the table. The number is the
+/// depth below the field name at which an operation reaches inside one selector (a list of
+/// selectors needs one more step: its index).
+pub fn confined_selector_fields() -> Vec<(&'static str, usize)> {
+    let mut out: Vec<(&'static str, usize)> = Vec::new();
+    let mut add = |step: &Step| {
+        let depth = if step.repeated { 2 } else { 1 };
+        if !out.iter().any(|(n, _)| *n == step.json) {
+            out.push((step.json, depth));
+        }
+    };
+    fn visit(fields: &[FieldRule], add: &mut dyn FnMut(&Step)) {
+        for r in fields {
+            match r.holds {
+                Holds::NamespaceSelector { .. } | Holds::RoleSelector => {
+                    if let Some(last) = r.path.last() {
+                        add(last);
+                    }
+                }
+                Holds::Embed(s) => visit(s.fields, add),
+                _ => {}
+            }
+        }
+    }
+    for k in KINDS {
+        visit(k.fields, &mut add);
+    }
+    out
+}
+
+/// Whether a json-patch path (segments) addresses a forced, confining field as a whole (a
+/// webhook's `namespaceSelector`: `webhooks/<i>/namespaceSelector`), which may not be removed.
+pub fn is_forced_field(segs: &[&str]) -> bool {
+    fn matches(path: &[Step], segs: &[&str]) -> bool {
+        let Some((step, rest)) = path.split_first() else {
+            return segs.is_empty();
+        };
+        let Some((first, more)) = segs.split_first() else {
+            return false;
+        };
+        if *first != step.json {
+            return false;
+        }
+        if step.repeated && !rest.is_empty() {
+            let Some((idx, more)) = more.split_first() else {
+                return false;
+            };
+            return idx.bytes().all(|b| b.is_ascii_digit())
+                && !idx.is_empty()
+                && matches(rest, more);
+        }
+        matches(rest, more)
+    }
+    KINDS.iter().flat_map(|k| k.fields).any(|r| {
+        matches!(r.holds, Holds::NamespaceSelector { forced: true }) && matches(r.path, segs)
+    })
+}

@@ -1,0 +1,9 @@
+//! Encodings of request bodies: JSON and YAML objects, the object inside every patch type,
+//! protobuf envelopes. Each reaches the same object rules (`crate::rules`).
+
+pub mod body;
+pub mod dupkeys;
+pub mod patch;
+mod pb;
+mod pb_label;
+pub mod protobuf;
