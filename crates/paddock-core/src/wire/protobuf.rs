@@ -556,3 +556,7 @@ pub fn protobuf_down(
 #[cfg(test)]
 #[path = "protobuf_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "protobuf_kinds_tests.rs"]
+mod kinds_tests;

@@ -1,0 +1,801 @@
+//! Every kind with rules, as protobuf bodies built and read with the real generated types
+//! (k8s-pb, from the upstream `generated.proto`): translated up, checked field by field, and
+//! brought back down to what the tenant sent. This is what proves the table's field numbers.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use k8s_pb::api::admissionregistration::v1 as adm;
+use k8s_pb::api::apps::v1 as apps;
+use k8s_pb::api::batch::v1 as batch;
+use k8s_pb::api::core::v1 as core;
+use k8s_pb::api::discovery::v1 as discovery;
+use k8s_pb::api::events::v1 as events;
+use k8s_pb::api::networking::v1 as net;
+use k8s_pb::api::rbac::v1 as rbac;
+use k8s_pb::apiextensions_apiserver::pkg::apis::apiextensions::v1 as ext;
+use k8s_pb::apimachinery::pkg::apis::meta::v1::{
+    LabelSelector, LabelSelectorRequirement, ObjectMeta,
+};
+use k8s_pb::apimachinery::pkg::runtime::{TypeMeta, Unknown};
+use prost::Message;
+
+use super::*;
+use crate::catalog::tests::catalog;
+use crate::tenant::TenantId;
+
+fn ctx() -> TenantContext {
+    TenantContext {
+        tenant: TenantId::parse("foofoo").unwrap(),
+        catalog: Arc::new(catalog()),
+    }
+}
+
+fn st(s: &str) -> Option<String> {
+    Some(s.to_owned())
+}
+
+fn meta(name: &str, ns: Option<&str>) -> Option<ObjectMeta> {
+    Some(ObjectMeta {
+        name: st(name),
+        namespace: ns.map(str::to_owned),
+        ..Default::default()
+    })
+}
+
+fn wrap<M: Message>(av: &str, kind: &str, obj: &M) -> Vec<u8> {
+    let u = Unknown {
+        type_meta: Some(TypeMeta {
+            api_version: st(av),
+            kind: st(kind),
+        }),
+        raw: Some(obj.encode_to_vec()),
+        content_encoding: st(""),
+        content_type: st(""),
+    };
+    let mut out = MAGIC.to_vec();
+    out.extend(u.encode_to_vec());
+    out
+}
+
+fn unwrap<M: Message + Default>(body: &[u8]) -> M {
+    let u = Unknown::decode(&body[4..]).unwrap();
+    M::decode(u.raw.unwrap_or_default().as_slice()).unwrap()
+}
+
+/// Up, then down again: returns the upstream object and asserts that the tenant gets back
+/// what it sent.
+fn both_ways<M: Message + Default + PartialEq + std::fmt::Debug>(
+    av: &str,
+    kind: &str,
+    ns: Option<&str>,
+    obj: &M,
+) -> M {
+    let c = ctx();
+    let up = translate_protobuf_body(&c, None, ns, &wrap(av, kind, obj)).unwrap();
+    let upstream: M = unwrap(&up);
+    let down = protobuf_down(&c, None, &up).unwrap().expect("kept");
+    let back: M = unwrap(&down);
+    assert_eq!(&back, obj, "{kind}: down(up(x)) != x");
+    upstream
+}
+
+fn code<M: Message>(av: &str, kind: &str, ns: Option<&str>, obj: &M) -> u16 {
+    translate_protobuf_body(&ctx(), None, ns, &wrap(av, kind, obj))
+        .unwrap_err()
+        .http_code()
+}
+
+fn objref(kind: &str, ns: &str, name: &str) -> Option<core::ObjectReference> {
+    Some(core::ObjectReference {
+        kind: st(kind),
+        namespace: (!ns.is_empty()).then(|| ns.to_owned()),
+        name: st(name),
+        api_version: st("v1"),
+        ..Default::default()
+    })
+}
+
+fn ns_selector(ns: &str) -> Option<LabelSelector> {
+    Some(LabelSelector {
+        match_labels: BTreeMap::from([("kubernetes.io/metadata.name".into(), ns.into())]),
+        match_expressions: Vec::new(),
+    })
+}
+
+fn tenant_term() -> LabelSelectorRequirement {
+    LabelSelectorRequirement {
+        key: st("paddock.io/tenant"),
+        operator: st("In"),
+        values: vec!["foofoo".into()],
+    }
+}
+
+#[test]
+fn core_and_events_k8s_io_events() {
+    let ev = core::Event {
+        metadata: meta("e1", Some("default")),
+        involved_object: objref("Pod", "default", "web"),
+        related: objref("Namespace", "", "default"),
+        message: st("pulled image for web"),
+        reason: st("Pulled"),
+        ..Default::default()
+    };
+    let up = both_ways("v1", "Event", Some("default"), &ev);
+    let io = up.involved_object.unwrap();
+    assert_eq!(io.namespace.as_deref(), Some("foofoo-default"));
+    assert_eq!(io.name.as_deref(), Some("web"));
+    assert_eq!(up.related.unwrap().name.as_deref(), Some("foofoo-default"));
+    assert_eq!(up.reason.as_deref(), Some("Pulled"));
+
+    let ev = events::Event {
+        metadata: meta("e2", Some("default")),
+        regarding: objref("Pod", "default", "web"),
+        related: objref("Pod", "other", "db"),
+        note: st("ok"),
+        reporting_controller: st("kubelet"),
+        ..Default::default()
+    };
+    let up = both_ways("events.k8s.io/v1", "Event", Some("default"), &ev);
+    assert_eq!(
+        up.regarding.unwrap().namespace.as_deref(),
+        Some("foofoo-default")
+    );
+    assert_eq!(
+        up.related.unwrap().namespace.as_deref(),
+        Some("foofoo-other")
+    );
+    assert_eq!(up.reporting_controller.as_deref(), Some("kubelet"));
+}
+
+#[test]
+fn event_notes_are_scrubbed_down() {
+    let c = ctx();
+    let upstream = core::Event {
+        metadata: meta("e1", Some("foofoo-default")),
+        message: st("pod foofoo-default/web and barbar-db"),
+        ..Default::default()
+    };
+    let down = protobuf_down(&c, None, &wrap("v1", "Event", &upstream))
+        .unwrap()
+        .unwrap();
+    let ev: core::Event = unwrap(&down);
+    assert_eq!(
+        ev.message.as_deref(),
+        Some("pod default/web and <redacted>")
+    );
+    // another tenant's event is dropped
+    let other = core::Event {
+        metadata: meta("e1", Some("barbar-default")),
+        ..Default::default()
+    };
+    assert!(
+        protobuf_down(&c, None, &wrap("v1", "Event", &other))
+            .unwrap()
+            .is_none()
+    );
+}
+
+#[test]
+fn endpoints_and_endpoint_slices() {
+    let addr = |name: &str| core::EndpointAddress {
+        ip: st("10.0.0.1"),
+        target_ref: objref("Pod", "default", name),
+        ..Default::default()
+    };
+    let ep = core::Endpoints {
+        metadata: meta("svc", Some("default")),
+        subsets: vec![core::EndpointSubset {
+            addresses: vec![addr("a")],
+            not_ready_addresses: vec![addr("b")],
+            ..Default::default()
+        }],
+    };
+    let up = both_ways("v1", "Endpoints", Some("default"), &ep);
+    let s = &up.subsets[0];
+    for a in s.addresses.iter().chain(&s.not_ready_addresses) {
+        let r = a.target_ref.as_ref().unwrap();
+        assert_eq!(r.namespace.as_deref(), Some("foofoo-default"));
+    }
+    assert_eq!(s.addresses[0].ip.as_deref(), Some("10.0.0.1"));
+
+    let slice = discovery::EndpointSlice {
+        metadata: meta("svc-1", Some("default")),
+        address_type: st("IPv4"),
+        endpoints: vec![discovery::Endpoint {
+            addresses: vec!["10.0.0.1".into()],
+            target_ref: objref("Pod", "default", "a"),
+            node_name: st("node-1"),
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    let up = both_ways(
+        "discovery.k8s.io/v1",
+        "EndpointSlice",
+        Some("default"),
+        &slice,
+    );
+    let e = &up.endpoints[0];
+    assert_eq!(
+        e.target_ref.as_ref().unwrap().namespace.as_deref(),
+        Some("foofoo-default")
+    );
+    assert_eq!(e.node_name.as_deref(), Some("node-1"));
+    assert_eq!(
+        up.metadata.unwrap().namespace.as_deref(),
+        Some("foofoo-default")
+    );
+}
+
+#[test]
+fn network_policies() {
+    let np = net::NetworkPolicy {
+        metadata: meta("np", Some("default")),
+        spec: Some(net::NetworkPolicySpec {
+            ingress: vec![net::NetworkPolicyIngressRule {
+                from: vec![net::NetworkPolicyPeer {
+                    namespace_selector: ns_selector("db"),
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }],
+            egress: vec![net::NetworkPolicyEgressRule {
+                to: vec![net::NetworkPolicyPeer {
+                    namespace_selector: Some(LabelSelector::default()),
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }],
+            policy_types: vec!["Ingress".into(), "Egress".into()],
+            ..Default::default()
+        }),
+    };
+    let up = both_ways(
+        "networking.k8s.io/v1",
+        "NetworkPolicy",
+        Some("default"),
+        &np,
+    );
+    let spec = up.spec.unwrap();
+    let from = spec.ingress[0].from[0].namespace_selector.clone().unwrap();
+    assert_eq!(
+        from.match_labels["kubernetes.io/metadata.name"],
+        "foofoo-db"
+    );
+    assert_eq!(from.match_expressions, vec![tenant_term()]);
+    let to = spec.egress[0].to[0].namespace_selector.clone().unwrap();
+    assert_eq!(to.match_expressions, vec![tenant_term()]);
+    assert_eq!(spec.policy_types.len(), 2);
+}
+
+fn claim_spec() -> core::PersistentVolumeClaimSpec {
+    core::PersistentVolumeClaimSpec {
+        volume_name: st("vol"),
+        data_source_ref: Some(core::TypedObjectReference {
+            kind: st("PersistentVolumeClaim"),
+            name: st("src"),
+            namespace: st("other"),
+            ..Default::default()
+        }),
+        storage_class_name: st("standard"),
+        ..Default::default()
+    }
+}
+
+#[test]
+fn claims_and_volumes() {
+    let pvc = core::PersistentVolumeClaim {
+        metadata: meta("data", Some("default")),
+        spec: Some(claim_spec()),
+        ..Default::default()
+    };
+    let up = both_ways("v1", "PersistentVolumeClaim", Some("default"), &pvc);
+    let spec = up.spec.unwrap();
+    assert_eq!(spec.volume_name.as_deref(), Some("foofoo-vol"));
+    assert_eq!(
+        spec.data_source_ref.unwrap().namespace.as_deref(),
+        Some("foofoo-other")
+    );
+    assert_eq!(spec.storage_class_name.as_deref(), Some("standard"));
+
+    let pv = core::PersistentVolume {
+        metadata: meta("vol", None),
+        spec: Some(core::PersistentVolumeSpec {
+            claim_ref: objref("PersistentVolumeClaim", "default", "data"),
+            persistent_volume_source: Some(core::PersistentVolumeSource {
+                nfs: Some(core::NfsVolumeSource {
+                    server: st("nfs"),
+                    path: st("/x"),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let c = ctx();
+    let up: core::PersistentVolume = unwrap(
+        &translate_protobuf_body(&c, None, None, &wrap("v1", "PersistentVolume", &pv)).unwrap(),
+    );
+    assert_eq!(
+        up.metadata.as_ref().unwrap().name.as_deref(),
+        Some("foofoo-vol")
+    );
+    assert_eq!(
+        up.metadata.as_ref().unwrap().labels["paddock.io/tenant"],
+        "foofoo"
+    );
+    let spec = up.spec.unwrap();
+    assert_eq!(
+        spec.claim_ref.unwrap().namespace.as_deref(),
+        Some("foofoo-default")
+    );
+    assert!(spec.persistent_volume_source.unwrap().nfs.is_some());
+    for source in [
+        core::PersistentVolumeSource {
+            host_path: Some(core::HostPathVolumeSource {
+                path: st("/etc"),
+                ..Default::default()
+            }),
+            ..Default::default()
+        },
+        core::PersistentVolumeSource {
+            local: Some(core::LocalVolumeSource {
+                path: st("/mnt"),
+                ..Default::default()
+            }),
+            ..Default::default()
+        },
+    ] {
+        let mut bad = pv.clone();
+        if let Some(s) = bad.spec.as_mut() {
+            s.persistent_volume_source = Some(source);
+        }
+        assert_eq!(code("v1", "PersistentVolume", None, &bad), 403);
+    }
+}
+
+fn affinity_spec() -> core::PodSpec {
+    let term = |ns: &str| core::PodAffinityTerm {
+        label_selector: Some(LabelSelector {
+            match_labels: BTreeMap::from([("app".into(), "db".into())]),
+            ..Default::default()
+        }),
+        namespaces: vec![ns.into()],
+        topology_key: st("kubernetes.io/hostname"),
+        namespace_selector: ns_selector(ns),
+        ..Default::default()
+    };
+    let weighted = |ns: &str| core::WeightedPodAffinityTerm {
+        weight: Some(10),
+        pod_affinity_term: Some(term(ns)),
+    };
+    core::PodSpec {
+        containers: vec![core::Container {
+            name: st("c"),
+            image: st("nginx"),
+            ..Default::default()
+        }],
+        affinity: Some(core::Affinity {
+            pod_affinity: Some(core::PodAffinity {
+                required_during_scheduling_ignored_during_execution: vec![term("a")],
+                preferred_during_scheduling_ignored_during_execution: vec![weighted("b")],
+            }),
+            pod_anti_affinity: Some(core::PodAntiAffinity {
+                required_during_scheduling_ignored_during_execution: vec![term("c")],
+                preferred_during_scheduling_ignored_during_execution: vec![weighted("d")],
+            }),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+/// Every affinity term of the (upstream) pod spec names only the tenant's namespaces.
+fn assert_affinity_up(spec: &core::PodSpec) {
+    let aff = spec.affinity.as_ref().unwrap();
+    let pa = aff.pod_affinity.as_ref().unwrap();
+    let paa = aff.pod_anti_affinity.as_ref().unwrap();
+    let terms = pa
+        .required_during_scheduling_ignored_during_execution
+        .iter()
+        .chain(&paa.required_during_scheduling_ignored_during_execution)
+        .chain(
+            pa.preferred_during_scheduling_ignored_during_execution
+                .iter()
+                .chain(&paa.preferred_during_scheduling_ignored_during_execution)
+                .filter_map(|w| w.pod_affinity_term.as_ref()),
+        );
+    let mut n = 0;
+    for t in terms {
+        n += 1;
+        assert!(
+            t.namespaces.iter().all(|x| x.starts_with("foofoo-")),
+            "{t:?}"
+        );
+        let sel = t.namespace_selector.as_ref().unwrap();
+        assert!(sel.match_labels.values().all(|x| x.starts_with("foofoo-")));
+        assert_eq!(sel.match_expressions, vec![tenant_term()]);
+        assert_eq!(t.topology_key.as_deref(), Some("kubernetes.io/hostname"));
+    }
+    assert_eq!(n, 4);
+    assert_eq!(spec.containers[0].image.as_deref(), Some("nginx"));
+}
+
+fn template() -> Option<core::PodTemplateSpec> {
+    Some(core::PodTemplateSpec {
+        metadata: Some(ObjectMeta::default()),
+        spec: Some(affinity_spec()),
+    })
+}
+
+#[test]
+fn pod_specs_of_every_workload() {
+    let ns = Some("default");
+    let pod = core::Pod {
+        metadata: meta("p", ns),
+        spec: Some(affinity_spec()),
+        ..Default::default()
+    };
+    assert_affinity_up(&both_ways("v1", "Pod", ns, &pod).spec.unwrap());
+    let pt = core::PodTemplate {
+        metadata: meta("t", ns),
+        template: template(),
+    };
+    let up = both_ways("v1", "PodTemplate", ns, &pt);
+    assert_affinity_up(&up.template.unwrap().spec.unwrap());
+    let rc = core::ReplicationController {
+        metadata: meta("rc", ns),
+        spec: Some(core::ReplicationControllerSpec {
+            template: template(),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let up = both_ways("v1", "ReplicationController", ns, &rc);
+    assert_affinity_up(&up.spec.unwrap().template.unwrap().spec.unwrap());
+    let d = apps::Deployment {
+        metadata: meta("d", ns),
+        spec: Some(apps::DeploymentSpec {
+            replicas: Some(2),
+            template: template(),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let up = both_ways("apps/v1", "Deployment", ns, &d);
+    let spec = up.spec.unwrap();
+    assert_eq!(spec.replicas, Some(2));
+    assert_affinity_up(&spec.template.unwrap().spec.unwrap());
+    let rs = apps::ReplicaSet {
+        metadata: meta("rs", ns),
+        spec: Some(apps::ReplicaSetSpec {
+            template: template(),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let up = both_ways("apps/v1", "ReplicaSet", ns, &rs);
+    assert_affinity_up(&up.spec.unwrap().template.unwrap().spec.unwrap());
+    let ds = apps::DaemonSet {
+        metadata: meta("ds", ns),
+        spec: Some(apps::DaemonSetSpec {
+            template: template(),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let up = both_ways("apps/v1", "DaemonSet", ns, &ds);
+    assert_affinity_up(&up.spec.unwrap().template.unwrap().spec.unwrap());
+    let job = batch::Job {
+        metadata: meta("j", ns),
+        spec: Some(batch::JobSpec {
+            template: template(),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let up = both_ways("batch/v1", "Job", ns, &job);
+    assert_affinity_up(&up.spec.unwrap().template.unwrap().spec.unwrap());
+    let cj = batch::CronJob {
+        metadata: meta("cj", ns),
+        spec: Some(batch::CronJobSpec {
+            schedule: st("* * * * *"),
+            job_template: Some(batch::JobTemplateSpec {
+                metadata: None,
+                spec: job.spec.clone(),
+            }),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let up = both_ways("batch/v1", "CronJob", ns, &cj);
+    let js = up.spec.unwrap().job_template.unwrap().spec.unwrap();
+    assert_affinity_up(&js.template.unwrap().spec.unwrap());
+}
+
+#[test]
+fn stateful_sets_with_claim_templates() {
+    let ss = apps::StatefulSet {
+        metadata: meta("db", Some("default")),
+        spec: Some(apps::StatefulSetSpec {
+            service_name: st("db"),
+            template: template(),
+            volume_claim_templates: vec![core::PersistentVolumeClaim {
+                metadata: meta("data", None),
+                spec: Some(claim_spec()),
+                ..Default::default()
+            }],
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let up = both_ways("apps/v1", "StatefulSet", Some("default"), &ss);
+    let spec = up.spec.unwrap();
+    assert_eq!(spec.service_name.as_deref(), Some("db"));
+    let claim = spec.volume_claim_templates[0].spec.clone().unwrap();
+    assert_eq!(claim.volume_name.as_deref(), Some("foofoo-vol"));
+    assert_eq!(
+        claim.data_source_ref.unwrap().namespace.as_deref(),
+        Some("foofoo-other")
+    );
+    assert_affinity_up(&spec.template.unwrap().spec.unwrap());
+}
+
+#[test]
+fn controller_revisions_and_metadata_only_kinds() {
+    let cr = apps::ControllerRevision {
+        metadata: meta("web-1", Some("default")),
+        revision: Some(3),
+        ..Default::default()
+    };
+    let up = both_ways("apps/v1", "ControllerRevision", Some("default"), &cr);
+    assert_eq!(
+        up.metadata.unwrap().namespace.as_deref(),
+        Some("foofoo-default")
+    );
+    assert_eq!(up.revision, Some(3));
+    let cm = core::ConfigMap {
+        metadata: meta("c", Some("default")),
+        data: BTreeMap::from([("k".into(), "foofoo-v".into())]),
+        ..Default::default()
+    };
+    let up = both_ways("v1", "ConfigMap", Some("default"), &cm);
+    assert_eq!(up.data["k"], "foofoo-v");
+}
+
+fn client_config(ns: &str) -> Option<adm::WebhookClientConfig> {
+    Some(adm::WebhookClientConfig {
+        service: Some(adm::ServiceReference {
+            namespace: st(ns),
+            name: st("hook"),
+            ..Default::default()
+        }),
+        ca_bundle: Some(b"ca".to_vec()),
+        ..Default::default()
+    })
+}
+
+fn rule(scope: &str) -> adm::RuleWithOperations {
+    adm::RuleWithOperations {
+        operations: vec!["CREATE".into()],
+        rule: Some(adm::Rule {
+            api_groups: vec!["example.com".into()],
+            api_versions: vec!["v1".into()],
+            resources: vec!["widgets".into()],
+            scope: st(scope),
+        }),
+    }
+}
+
+#[test]
+fn webhook_configurations() {
+    let hook = adm::ValidatingWebhook {
+        name: st("v.example.com"),
+        client_config: client_config("hooks"),
+        rules: vec![rule("Namespaced")],
+        namespace_selector: ns_selector("default"),
+        side_effects: st("None"),
+        ..Default::default()
+    };
+    let cfg = adm::ValidatingWebhookConfiguration {
+        metadata: meta("v", None),
+        webhooks: vec![hook.clone()],
+    };
+    let c = ctx();
+    let av = "admissionregistration.k8s.io/v1";
+    let up: adm::ValidatingWebhookConfiguration = unwrap(
+        &translate_protobuf_body(
+            &c,
+            None,
+            None,
+            &wrap(av, "ValidatingWebhookConfiguration", &cfg),
+        )
+        .unwrap(),
+    );
+    let h = &up.webhooks[0];
+    let svc = h.client_config.as_ref().unwrap().service.as_ref().unwrap();
+    assert_eq!(svc.namespace.as_deref(), Some("foofoo-hooks"));
+    assert_eq!(
+        h.client_config.as_ref().unwrap().ca_bundle.as_deref(),
+        Some(&b"ca"[..])
+    );
+    let r = h.rules[0].rule.as_ref().unwrap();
+    assert_eq!(r.api_groups, vec!["foofoo-example.com".to_string()]);
+    assert_eq!(r.api_versions, vec!["v1".to_string()]);
+    assert_eq!(h.rules[0].operations, vec!["CREATE".to_string()]);
+    let sel = h.namespace_selector.as_ref().unwrap();
+    assert_eq!(sel.match_expressions, vec![tenant_term()]);
+    // down gives back the tenant's object
+    let down = protobuf_down(&c, None, &wrap(av, "ValidatingWebhookConfiguration", &up))
+        .unwrap()
+        .unwrap();
+    assert_eq!(unwrap::<adm::ValidatingWebhookConfiguration>(&down), cfg);
+
+    // A webhook without a selector gets the confining one; scope * becomes Namespaced.
+    let m = adm::MutatingWebhookConfiguration {
+        metadata: meta("m", None),
+        webhooks: vec![adm::MutatingWebhook {
+            name: st("m.example.com"),
+            client_config: client_config("hooks"),
+            rules: vec![rule("*")],
+            ..Default::default()
+        }],
+    };
+    let up: adm::MutatingWebhookConfiguration = unwrap(
+        &translate_protobuf_body(
+            &c,
+            None,
+            None,
+            &wrap(av, "MutatingWebhookConfiguration", &m),
+        )
+        .unwrap(),
+    );
+    let h = &up.webhooks[0];
+    assert_eq!(
+        h.namespace_selector.as_ref().unwrap().match_expressions,
+        vec![tenant_term()]
+    );
+    assert_eq!(
+        h.rules[0].rule.as_ref().unwrap().scope.as_deref(),
+        Some("Namespaced")
+    );
+    // url and Cluster scope are refused
+    let mut bad = m.clone();
+    bad.webhooks[0].client_config = Some(adm::WebhookClientConfig {
+        url: st("https://evil"),
+        ..Default::default()
+    });
+    assert_eq!(code(av, "MutatingWebhookConfiguration", None, &bad), 403);
+    let mut bad = m;
+    bad.webhooks[0].rules = vec![rule("Cluster")];
+    assert_eq!(code(av, "MutatingWebhookConfiguration", None, &bad), 403);
+}
+
+#[test]
+fn crd_conversion_webhooks_and_conditions() {
+    let crd = ext::CustomResourceDefinition {
+        metadata: meta("widgets.example.com", None),
+        spec: Some(ext::CustomResourceDefinitionSpec {
+            group: st("example.com"),
+            scope: st("Namespaced"),
+            conversion: Some(ext::CustomResourceConversion {
+                strategy: st("Webhook"),
+                webhook: Some(ext::WebhookConversion {
+                    client_config: Some(ext::WebhookClientConfig {
+                        service: Some(ext::ServiceReference {
+                            namespace: st("conv"),
+                            name: st("svc"),
+                            ..Default::default()
+                        }),
+                        ..Default::default()
+                    }),
+                    conversion_review_versions: vec!["v1".into()],
+                }),
+            }),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let c = ctx();
+    let av = "apiextensions.k8s.io/v1";
+    let up: ext::CustomResourceDefinition = unwrap(
+        &translate_protobuf_body(&c, None, None, &wrap(av, "CustomResourceDefinition", &crd))
+            .unwrap(),
+    );
+    let spec = up.spec.clone().unwrap();
+    assert_eq!(spec.group.as_deref(), Some("foofoo-example.com"));
+    let cc = spec
+        .conversion
+        .unwrap()
+        .webhook
+        .unwrap()
+        .client_config
+        .unwrap();
+    assert_eq!(
+        cc.service.unwrap().namespace.as_deref(),
+        Some("foofoo-conv")
+    );
+    // down: group and namespace back, condition messages scrubbed
+    let mut stored = up;
+    stored.status = Some(ext::CustomResourceDefinitionStatus {
+        conditions: vec![ext::CustomResourceDefinitionCondition {
+            r#type: st("NamesAccepted"),
+            message: st("conflicts with barbar-x"),
+            ..Default::default()
+        }],
+        ..Default::default()
+    });
+    let down = protobuf_down(&c, None, &wrap(av, "CustomResourceDefinition", &stored))
+        .unwrap()
+        .unwrap();
+    let back: ext::CustomResourceDefinition = unwrap(&down);
+    assert_eq!(back.spec, crd.spec);
+    assert_eq!(
+        back.metadata.unwrap().name.as_deref(),
+        Some("widgets.example.com")
+    );
+    assert_eq!(
+        back.status.unwrap().conditions[0].message.as_deref(),
+        Some("conflicts with <redacted>")
+    );
+}
+
+#[test]
+fn cluster_roles_aggregation_and_bindings() {
+    let cr = rbac::ClusterRole {
+        metadata: meta("agg", None),
+        aggregation_rule: Some(rbac::AggregationRule {
+            cluster_role_selectors: vec![LabelSelector {
+                match_labels: BTreeMap::from([("team".into(), "a".into())]),
+                ..Default::default()
+            }],
+        }),
+        rules: vec![rbac::PolicyRule {
+            verbs: vec!["get".into()],
+            api_groups: vec!["".into()],
+            resources: vec!["namespaces".into()],
+            resource_names: vec!["dev".into()],
+            ..Default::default()
+        }],
+    };
+    let c = ctx();
+    let av = "rbac.authorization.k8s.io/v1";
+    let up: rbac::ClusterRole =
+        unwrap(&translate_protobuf_body(&c, None, None, &wrap(av, "ClusterRole", &cr)).unwrap());
+    let sel = &up.aggregation_rule.as_ref().unwrap().cluster_role_selectors[0];
+    assert_eq!(sel.match_expressions, vec![tenant_term()]);
+    assert_eq!(up.rules[0].resource_names, vec!["foofoo-dev".to_string()]);
+    let down = protobuf_down(&c, None, &wrap(av, "ClusterRole", &up))
+        .unwrap()
+        .unwrap();
+    assert_eq!(unwrap::<rbac::ClusterRole>(&down), cr);
+    let mut bad = cr;
+    if let Some(m) = bad.metadata.as_mut() {
+        m.labels.insert(
+            "rbac.authorization.k8s.io/aggregate-to-admin".into(),
+            "true".into(),
+        );
+    }
+    assert_eq!(code(av, "ClusterRole", None, &bad), 403);
+
+    let rb = rbac::RoleBinding {
+        metadata: meta("b", Some("default")),
+        subjects: vec![rbac::Subject {
+            kind: st("ServiceAccount"),
+            name: st("ci"),
+            namespace: st("build"),
+            ..Default::default()
+        }],
+        role_ref: Some(rbac::RoleRef {
+            api_group: st("rbac.authorization.k8s.io"),
+            kind: st("ClusterRole"),
+            name: st("reader"),
+        }),
+    };
+    let up = both_ways(av, "RoleBinding", Some("default"), &rb);
+    assert_eq!(up.subjects[0].namespace.as_deref(), Some("foofoo-build"));
+    assert_eq!(up.role_ref.unwrap().name.as_deref(), Some("foofoo-reader"));
+}
