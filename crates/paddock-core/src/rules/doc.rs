@@ -20,7 +20,7 @@ pub fn describe(h: Holds) -> (&'static str, &'static str, &'static str) {
         Holds::ObjectRef => (
             "object reference",
             "namespace prefixed, name of prefixed cluster-scoped kinds prefixed, CR apiVersion; forbidden kind 403",
-            "reverse; foreign CR group refused",
+            "reverse (own CR group stripped)",
         ),
         Holds::NamespaceSelector { forced: false } => (
             "namespace selector",
@@ -119,7 +119,7 @@ fn json_path(path: &[Step]) -> String {
             out.push('.');
         }
         out.push_str(s.json);
-        if s.repeated && i + 1 < path.len() {
+        if s.repeated {
             out.push_str("[]");
         }
     }
@@ -200,4 +200,12 @@ fn collect_embedded(h: Holds, out: &mut Vec<&'static super::table::Struct>) {
             collect_embedded(r.holds, out);
         }
     }
+}
+
+/// `doc` with the part between [`BEGIN`] and [`END`] replaced by [`markdown`]; None when the
+/// markers are missing.
+pub fn splice_into(doc: &str) -> Option<String> {
+    let start = doc.find(BEGIN)? + BEGIN.len();
+    let end = doc[start..].find(END)? + start;
+    Some(format!("{}\n{}{}", &doc[..start], markdown(), &doc[end..]))
 }

@@ -448,6 +448,14 @@ fn webhook_configurations_are_confined() {
     let mut p = json!({"webhooks":[{"name":"a","timeoutSeconds":5}]});
     object_up_with(&c, &mut p, Some(&info), None, UpMode::MergePatch).unwrap();
     assert!(p["webhooks"][0]["namespaceSelector"].is_object());
+    // a strategic merge `null` would delete the confining selector
+    let mut p = json!({"webhooks":[{"name":"a","namespaceSelector":null}]});
+    let e = object_up_with(&c, &mut p, Some(&info), None, UpMode::StrategicMerge).unwrap_err();
+    assert_eq!(e.http_code(), 403);
+    // in a merge patch the list is replaced whole: `null` becomes the confining selector
+    let mut p = json!({"webhooks":[{"name":"a","namespaceSelector":null}]});
+    object_up_with(&c, &mut p, Some(&info), None, UpMode::MergePatch).unwrap();
+    assert!(p["webhooks"][0]["namespaceSelector"]["matchExpressions"].is_array());
 }
 
 #[test]

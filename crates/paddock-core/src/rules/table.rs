@@ -630,3 +630,43 @@ pub fn is_forced_field(segs: &[&str]) -> bool {
         matches!(r.holds, Holds::NamespaceSelector { forced: true }) && matches(r.path, segs)
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_row_per_kind() {
+        for (i, a) in KINDS.iter().enumerate() {
+            assert!(
+                !KINDS[i + 1..]
+                    .iter()
+                    .any(|b| a.group == b.group && a.kind == b.kind),
+                "{}/{} has two rows",
+                a.group,
+                a.kind
+            );
+            for r in a.fields {
+                assert!(
+                    r.path.iter().all(|s| !s.pb.is_empty()),
+                    "{}: a step without a protobuf field number",
+                    a.kind
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn derived_views_of_the_table() {
+        let refs: Vec<&str> = reference_field_selectors().collect();
+        assert_eq!(refs, vec!["involvedObject", "related", "regarding"]);
+        let confined = confined_selector_fields();
+        assert!(confined.contains(&("namespaceSelector", 1)));
+        assert!(confined.contains(&("clusterRoleSelectors", 2)));
+        assert!(is_forced_field(&["webhooks", "0", "namespaceSelector"]));
+        assert!(!is_forced_field(&["webhooks", "x", "namespaceSelector"]));
+        assert!(!is_forced_field(&["spec", "namespaceSelector"]));
+        assert_eq!(subresource_body("scale").map(|r| r.kind), Some("Scale"));
+        assert!(subresource_body("status").is_none());
+    }
+}

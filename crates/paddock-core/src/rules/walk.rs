@@ -15,7 +15,7 @@ type Visit<'a> = dyn FnMut(&mut Value) -> Result<(), TranslateError> + 'a;
 
 /// Calls `f` on the value at `path` (the whole list for a repeated last step); repeated
 /// intermediate steps visit every element. Missing or null steps are skipped (patches are
-/// partial). With `create`, a missing last field is created as `{}` first.
+/// partial). With `create`, a missing or null last field is made `{}` first.
 pub(crate) fn visit(
     v: &mut Value,
     path: &[Step],
@@ -26,7 +26,7 @@ pub(crate) fn visit(
         return if v.is_null() { Ok(()) } else { f(v) };
     };
     let Value::Object(m) = v else { return Ok(()) };
-    if rest.is_empty() && create && !m.contains_key(step.json) {
+    if rest.is_empty() && create && m.get(step.json).is_none_or(Value::is_null) {
         m.insert(step.json.into(), Value::Object(Map::new()));
     }
     let Some(next) = m.get_mut(step.json) else {
