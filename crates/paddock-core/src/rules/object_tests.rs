@@ -788,3 +788,15 @@ fn text_down_reads_shadow_identities_as_their_identity() {
         "system:serviceaccount:ci:b"
     );
 }
+
+#[test]
+fn volume_secrets_and_ephemeral_claims() {
+    round_trip(
+        json!({"apiVersion":"v1","kind":"PersistentVolume","metadata":{"name":"v"},"spec":{"csi":{"driver":"d","volumeHandle":"h","nodePublishSecretRef":{"name":"s","namespace":"creds"}},"azureFile":{"secretName":"s","secretNamespace":"creds","shareName":"x"}}}),
+        json!({"apiVersion":"v1","kind":"PersistentVolume","metadata":{"name":"foofoo-v","labels":{"paddock.io/tenant":"foofoo"}},"spec":{"csi":{"driver":"d","volumeHandle":"h","nodePublishSecretRef":{"name":"s","namespace":"foofoo-creds"}},"azureFile":{"secretName":"s","secretNamespace":"foofoo-creds","shareName":"x"}}}),
+    );
+    round_trip(
+        json!({"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","namespace":"default"},"spec":{"volumes":[{"name":"s","ephemeral":{"volumeClaimTemplate":{"spec":{"volumeName":"pv1","dataSourceRef":{"kind":"PersistentVolumeClaim","name":"src","namespace":"other"}}}}}]}}),
+        json!({"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","namespace":"foofoo-default"},"spec":{"volumes":[{"name":"s","ephemeral":{"volumeClaimTemplate":{"spec":{"volumeName":"foofoo-pv1","dataSourceRef":{"kind":"PersistentVolumeClaim","name":"src","namespace":"foofoo-other"}}}}}]}}),
+    );
+}

@@ -180,8 +180,20 @@ pub const POD_SPEC: Struct = Struct {
             &[AFFINITY, POD_ANTI_AFFINITY, PREFERRED, TERM],
             Holds::Embed(&AFFINITY_TERM),
         ),
+        // An ephemeral volume is a claim made from this template (`volumeSource` is inline).
+        f(
+            &[
+                POD_VOLUMES,
+                one("ephemeral", &[2, 29]),
+                one("volumeClaimTemplate", &[1]),
+                one("spec", &[2]),
+            ],
+            Holds::Embed(&PVC_SPEC),
+        ),
     ],
 };
+
+const POD_VOLUMES: Step = many("volumes", &[1]);
 
 /// A claim names a volume, and a data source in another namespace.
 pub const PVC_SPEC: Struct = Struct {
@@ -190,6 +202,81 @@ pub const PVC_SPEC: Struct = Struct {
         f(&[one("volumeName", &[3])], Holds::VolumeName),
         f(
             &[one("dataSourceRef", &[8]), one("namespace", &[4])],
+            Holds::Namespace,
+        ),
+    ],
+};
+
+const NS: Step = one("namespace", &[2]);
+
+/// The secrets and endpoints a volume source names by namespace (SecretReference and
+/// ObjectReference: namespace = 2). A volume plugin reads them with the platform's rights, so
+/// a tenant volume must not name another tenant's. `persistentVolumeSource` is inline (2).
+pub const PV_SOURCE: Struct = Struct {
+    name: "PersistentVolumeSource",
+    fields: &[
+        f(
+            &[one("cephfs", &[2, 9]), one("secretRef", &[5]), NS],
+            Holds::Namespace,
+        ),
+        f(
+            &[one("cinder", &[2, 8]), one("secretRef", &[4]), NS],
+            Holds::Namespace,
+        ),
+        f(
+            &[
+                one("csi", &[2, 22]),
+                one("controllerPublishSecretRef", &[6]),
+                NS,
+            ],
+            Holds::Namespace,
+        ),
+        f(
+            &[one("csi", &[2, 22]), one("nodeStageSecretRef", &[7]), NS],
+            Holds::Namespace,
+        ),
+        f(
+            &[one("csi", &[2, 22]), one("nodePublishSecretRef", &[8]), NS],
+            Holds::Namespace,
+        ),
+        f(
+            &[
+                one("csi", &[2, 22]),
+                one("controllerExpandSecretRef", &[9]),
+                NS,
+            ],
+            Holds::Namespace,
+        ),
+        f(
+            &[one("csi", &[2, 22]), one("nodeExpandSecretRef", &[10]), NS],
+            Holds::Namespace,
+        ),
+        f(
+            &[one("flexVolume", &[2, 12]), one("secretRef", &[3]), NS],
+            Holds::Namespace,
+        ),
+        f(
+            &[one("iscsi", &[2, 7]), one("secretRef", &[10]), NS],
+            Holds::Namespace,
+        ),
+        f(
+            &[one("rbd", &[2, 6]), one("secretRef", &[7]), NS],
+            Holds::Namespace,
+        ),
+        f(
+            &[one("scaleIO", &[2, 19]), one("secretRef", &[3]), NS],
+            Holds::Namespace,
+        ),
+        f(
+            &[one("storageos", &[2, 21]), one("secretRef", &[5]), NS],
+            Holds::Namespace,
+        ),
+        f(
+            &[one("azureFile", &[2, 13]), one("secretNamespace", &[4])],
+            Holds::Namespace,
+        ),
+        f(
+            &[one("glusterfs", &[2, 4]), one("endpointsNamespace", &[4])],
             Holds::Namespace,
         ),
     ],
@@ -275,26 +362,38 @@ pub const KINDS: &[KindRules] = &[
     kind(
         "batch",
         "CronJob",
-        &[f(
-            &[
-                SPEC,
-                one("jobTemplate", &[5]),
-                SPEC,
-                one("template", &[6]),
-                TEMPLATE_SPEC,
-            ],
-            POD,
-        )],
+        &[
+            f(
+                &[
+                    SPEC,
+                    one("jobTemplate", &[5]),
+                    SPEC,
+                    one("template", &[6]),
+                    TEMPLATE_SPEC,
+                ],
+                POD,
+            ),
+            f(
+                &[one("status", &[3]), many("active", &[1])],
+                Holds::ObjectRef,
+            ),
+        ],
+    ),
+    // --- service accounts: their (legacy) token secrets
+    kind(
+        "",
+        "ServiceAccount",
+        &[f(&[many("secrets", &[2])], Holds::ObjectRef)],
     ),
     // --- storage
     kind("", "PersistentVolumeClaim", &[f(&[SPEC], PVC)]),
     KindRules {
         group: "",
         kind: "PersistentVolume",
-        fields: &[f(
-            &[SPEC, one("claimRef", &[4]), one("namespace", &[2])],
-            Holds::Namespace,
-        )],
+        fields: &[
+            f(&[SPEC, one("claimRef", &[4]), NS], Holds::Namespace),
+            f(&[SPEC], Holds::Embed(&PV_SOURCE)),
+        ],
         checks: &[
             Check::Absent {
                 path: &[SPEC, one("hostPath", &[2, 3])],
@@ -563,6 +662,7 @@ pub fn reference_field_selectors() -> impl Iterator<Item = &'static str> {
         for r in k.fields {
             if r.holds == Holds::ObjectRef
                 && let [step] = r.path
+                && !step.repeated
                 && !seen.contains(&step.json)
             {
                 seen.push(step.json);

@@ -799,3 +799,131 @@ fn cluster_roles_aggregation_and_bindings() {
     assert_eq!(up.subjects[0].namespace.as_deref(), Some("foofoo-build"));
     assert_eq!(up.role_ref.unwrap().name.as_deref(), Some("foofoo-reader"));
 }
+
+#[test]
+fn volume_secrets_ephemeral_claims_and_status_references() {
+    // A volume plugin reads a PV's secrets with the platform's rights.
+    let secret = |ns: &str| {
+        Some(core::SecretReference {
+            name: st("creds"),
+            namespace: st(ns),
+        })
+    };
+    let pv = core::PersistentVolume {
+        metadata: meta("vol", None),
+        spec: Some(core::PersistentVolumeSpec {
+            persistent_volume_source: Some(core::PersistentVolumeSource {
+                csi: Some(core::CSIPersistentVolumeSource {
+                    driver: st("csi.example.com"),
+                    volume_handle: st("h1"),
+                    node_publish_secret_ref: secret("secrets"),
+                    controller_expand_secret_ref: secret("secrets"),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let c = ctx();
+    let up: core::PersistentVolume = unwrap(
+        &translate_protobuf_body(&c, None, None, &wrap("v1", "PersistentVolume", &pv)).unwrap(),
+    );
+    let csi = up
+        .spec
+        .clone()
+        .unwrap()
+        .persistent_volume_source
+        .unwrap()
+        .csi
+        .unwrap();
+    assert_eq!(
+        csi.node_publish_secret_ref.unwrap().namespace.as_deref(),
+        Some("foofoo-secrets")
+    );
+    assert_eq!(
+        csi.controller_expand_secret_ref
+            .unwrap()
+            .namespace
+            .as_deref(),
+        Some("foofoo-secrets")
+    );
+    assert_eq!(csi.volume_handle.as_deref(), Some("h1"));
+    let down = protobuf_down(&c, None, &wrap("v1", "PersistentVolume", &up))
+        .unwrap()
+        .unwrap();
+    let back: core::PersistentVolume = unwrap(&down);
+    assert_eq!(back.spec, pv.spec);
+
+    // An ephemeral volume's claim template is a claim.
+    let mut spec = affinity_spec();
+    spec.volumes = vec![core::Volume {
+        name: st("scratch"),
+        volume_source: Some(core::VolumeSource {
+            ephemeral: Some(core::EphemeralVolumeSource {
+                volume_claim_template: Some(core::PersistentVolumeClaimTemplate {
+                    metadata: None,
+                    spec: Some(claim_spec()),
+                }),
+            }),
+            ..Default::default()
+        }),
+    }];
+    let pod = core::Pod {
+        metadata: meta("p", Some("default")),
+        spec: Some(spec),
+        ..Default::default()
+    };
+    let up = both_ways("v1", "Pod", Some("default"), &pod);
+    let claim = up.spec.unwrap().volumes[0]
+        .volume_source
+        .clone()
+        .unwrap()
+        .ephemeral
+        .unwrap()
+        .volume_claim_template
+        .unwrap()
+        .spec
+        .unwrap();
+    assert_eq!(claim.volume_name.as_deref(), Some("foofoo-vol"));
+    assert_eq!(
+        claim.data_source_ref.unwrap().namespace.as_deref(),
+        Some("foofoo-other")
+    );
+
+    // A CronJob's status names its jobs; a ServiceAccount its token secrets.
+    let stored = batch::CronJob {
+        metadata: meta("cj", Some("foofoo-default")),
+        status: Some(batch::CronJobStatus {
+            active: vec![core::ObjectReference {
+                kind: st("Job"),
+                namespace: st("foofoo-default"),
+                name: st("cj-1"),
+                api_version: st("batch/v1"),
+                ..Default::default()
+            }],
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let down = protobuf_down(&c, None, &wrap("batch/v1", "CronJob", &stored))
+        .unwrap()
+        .unwrap();
+    let cj: batch::CronJob = unwrap(&down);
+    assert_eq!(
+        cj.status.unwrap().active[0].namespace.as_deref(),
+        Some("default")
+    );
+    let sa = core::ServiceAccount {
+        metadata: meta("ci", Some("default")),
+        secrets: vec![core::ObjectReference {
+            name: st("ci-token"),
+            namespace: st("default"),
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    let up = both_ways("v1", "ServiceAccount", Some("default"), &sa);
+    assert_eq!(up.secrets[0].namespace.as_deref(), Some("foofoo-default"));
+}
