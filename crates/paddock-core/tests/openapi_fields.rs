@@ -4,6 +4,7 @@
 //! that the rule table neither handles nor excludes below with a reason.
 //!
 //! The tenant-owned kinds come from the catalog built from real discovery, not from the table.
+#![allow(clippy::unwrap_used)]
 
 use std::collections::BTreeSet;
 
