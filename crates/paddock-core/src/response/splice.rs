@@ -65,6 +65,7 @@ pub struct Splicer {
     prefix: Vec<u8>,
     find_prefix: Finder<'static>,
     find_label: Finder<'static>,
+    find_api_version: Finder<'static>,
 }
 
 impl Splicer {
@@ -73,6 +74,7 @@ impl Splicer {
         Splicer {
             find_prefix: Finder::new(&prefix).into_owned(),
             find_label: Finder::new(TENANT_LABEL.as_bytes()).into_owned(),
+            find_api_version: Finder::new(b"\"apiVersion\":\"").into_owned(),
             prefix,
         }
     }
@@ -212,7 +214,7 @@ impl Splicer {
         if !inner.starts_with(&self.prefix) {
             return Fast::Drop;
         }
-        if self.find_label.find(raw).is_some() {
+        if self.find_label.find(raw).is_some() || self.foreign_group(raw) {
             return Fast::Fallback;
         }
         let mut hits = self.find_prefix.find_iter(raw);
@@ -230,6 +232,27 @@ impl Splicer {
             .map(|r| base + r.start + 1..base + r.end - 1);
         found.namespace = Some(base + s + 1..base + e - 1 - self.prefix.len());
         Fast::Keep
+    }
+}
+
+impl Splicer {
+    /// Whether a reference's `apiVersion` (ownerReferences, managedFields) names a group of the
+    /// tenant form that is not the tenant's: `object_down` redacts those, so the DOM path runs.
+    fn foreign_group(&self, raw: &[u8]) -> bool {
+        self.find_api_version.find_iter(raw).any(|at| {
+            let v = &raw[at + b"\"apiVersion\":\"".len()..];
+            let end = v.iter().position(|b| *b == b'"').unwrap_or(v.len());
+            let av = &v[..end];
+            match av.iter().rposition(|b| *b == b'/') {
+                Some(slash) => {
+                    let g = &av[..slash];
+                    g.contains(&b'-')
+                        && !g.starts_with(&self.prefix)
+                        && std::str::from_utf8(g).is_ok_and(crate::tenant::looks_tenant_prefixed)
+                }
+                None => false,
+            }
+        })
     }
 }
 
@@ -316,6 +339,8 @@ mod tests {
             // the prefix elsewhere (an owner of the tenant's CRD group)
             (
                 r#"{"metadata":{"namespace":"foofoo-d","ownerReferences":[{"apiVersion":"foofoo-ex.com/v1"}]}}"#,
+                // another tenant's group in a reference is redacted by the DOM path
+                r#"{"metadata":{"namespace":"foofoo-d","ownerReferences":[{"apiVersion":"barbar-ex.com/v1"}]}}"#,
                 Some(("", "Pod")),
             ),
             // the tenant label

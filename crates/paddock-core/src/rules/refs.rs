@@ -225,15 +225,16 @@ pub(crate) fn str_of(m: &Map<String, Value>, k: &str) -> String {
 }
 
 /// The apiVersion inside a reference (ownerReferences, managedFields, ObjectReference): own
-/// CRD group stripped, anything else left as it is. Not [`api_version_down`]'s refusal: the
-/// object holding the reference is the tenant's (its namespace or name says so), a tenant
-/// cannot write a reference to a group it cannot see (`ownerReferences` up refuses unknown
-/// kinds), and the splice fast path of lists copies references as they are; refusing here
-/// would fail a whole list over one platform-made reference.
+/// CRD group stripped, another tenant's group redacted, anything else left as it is. Not
+/// [`api_version_down`]'s refusal: the object holding the reference is the tenant's (its
+/// namespace or name says so), and refusing would fail a whole list over one reference a
+/// platform component made (a tenant cannot write one: `ownerReferences` up refuses groups it
+/// cannot see). The splice fast path of lists falls back to this rule for such items.
 pub(crate) fn ref_api_version_down(tenant: &TenantId, av: &str) -> String {
     let (g, v) = split_api_version(av);
     match tenant.strip(g) {
         Some(own) => join_api_version(own, v),
+        None if looks_tenant_prefixed(g) => join_api_version(super::text::REDACTED, v),
         None => av.to_owned(),
     }
 }
