@@ -339,7 +339,10 @@ mod tests {
             // the prefix elsewhere (an owner of the tenant's CRD group)
             (
                 r#"{"metadata":{"namespace":"foofoo-d","ownerReferences":[{"apiVersion":"foofoo-ex.com/v1"}]}}"#,
-                // another tenant's group in a reference is redacted by the DOM path
+                Some(("", "Pod")),
+            ),
+            // another tenant's group in a reference (the DOM path redacts it)
+            (
                 r#"{"metadata":{"namespace":"foofoo-d","ownerReferences":[{"apiVersion":"barbar-ex.com/v1"}]}}"#,
                 Some(("", "Pod")),
             ),
