@@ -19,6 +19,11 @@ use proptest::strategy::ValueTree;
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 use serde_json::{Value, json};
 
+#[path = "isolation/down.rs"]
+mod down;
+#[path = "isolation/protobuf.rs"]
+mod protobuf;
+
 const T: &str = "foofoo";
 
 fn ctx() -> TenantContext {

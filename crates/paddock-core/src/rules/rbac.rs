@@ -291,13 +291,12 @@ fn unshadow_subject(t: &TenantId, s: &mut Value) -> bool {
     true
 }
 
-pub(crate) fn role_ref_down(t: &TenantId, rr: &mut Value) {
+pub(crate) fn role_ref_down(ctx: &TenantContext, rr: &mut Value) {
     if let Value::Object(rr) = rr
         && rr.get("kind").and_then(Value::as_str) == Some("ClusterRole")
         && let Some(Value::String(n)) = rr.get_mut("name")
-        && let Some(s) = t.strip(n)
     {
-        *n = s.to_owned();
+        super::refs::name_or_redacted(ctx, n);
     }
 }
 
@@ -316,10 +315,12 @@ pub(crate) fn subjects_down(t: &TenantId, subjects: &mut Value, cluster: bool) {
 }
 
 pub(crate) fn group_down(ctx: &TenantContext, g: &mut Value) {
-    if let Value::String(s) = g
-        && let Some(d) = ctx.catalog.rule_group_down(&ctx.tenant, s)
-    {
-        *s = d;
+    if let Value::String(s) = g {
+        match ctx.catalog.rule_group_down(&ctx.tenant, s) {
+            Some(d) => *s = d,
+            // A group the tenant cannot see: another tenant's is not named.
+            None => *s = super::text::text_down(ctx, s),
+        }
     }
 }
 

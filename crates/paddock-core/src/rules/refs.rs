@@ -40,14 +40,18 @@ pub(crate) fn namespaces_up(t: &TenantId, v: &mut Value) -> Result<(), Translate
     Ok(())
 }
 
-/// Namespaces and volume names down: the tenant's own prefix removed; anything else (a
-/// platform name) is left as it is.
-pub(crate) fn names_down(t: &TenantId, v: &mut Value) {
-    let strip = |s: &mut String| {
-        if let Some(x) = t.strip(s) {
-            *s = x.to_owned();
-        }
-    };
+/// A name upstream -> the tenant's view: the tenant's own prefix removed; another tenant's
+/// name redacted (through `text_down`, which leaves platform names such as `kube-system`).
+pub(crate) fn name_or_redacted(ctx: &TenantContext, s: &mut String) {
+    match ctx.tenant.strip(s) {
+        Some(x) => *s = x.to_owned(),
+        None => *s = super::text::text_down(ctx, s),
+    }
+}
+
+/// Namespaces and volume names down.
+pub(crate) fn names_down(ctx: &TenantContext, v: &mut Value) {
+    let strip = |s: &mut String| name_or_redacted(ctx, s);
     match v {
         Value::String(s) => strip(s),
         Value::Array(a) => {
@@ -127,10 +131,8 @@ pub(crate) fn objref_up(ctx: &TenantContext, r: &mut Value) -> Result<(), Transl
 pub(crate) fn objref_down(ctx: &TenantContext, r: &mut Value) -> Result<(), TranslateError> {
     let Value::Object(m) = r else { return Ok(()) };
     let t = &ctx.tenant;
-    if let Some(Value::String(ns)) = m.get_mut("namespace")
-        && let Some(s) = t.strip(ns)
-    {
-        *ns = s.to_owned();
+    if let Some(Value::String(ns)) = m.get_mut("namespace") {
+        name_or_redacted(ctx, ns);
     }
     let av = m
         .get("apiVersion")
@@ -142,12 +144,12 @@ pub(crate) fn objref_down(ctx: &TenantContext, r: &mut Value) -> Result<(), Tran
         (None, Some(k)) => resolve_ref_kind(ctx, None, k),
         _ => None,
     };
-    if let Some(info) = info
-        && info.prefixes_name()
+    // A namespaced object's name is the same inside the tenant; a prefixed one that is not
+    // the tenant's is redacted.
+    if let Some(info) = info.filter(|i| i.prefixes_name())
         && let Some(Value::String(n)) = m.get_mut("name")
-        && let Some(s) = name_down(t, &info, n)
     {
-        *n = s;
+        *n = name_down(t, &info, n).unwrap_or_else(|| super::text::text_down(ctx, n));
     }
     if let Some(Value::String(a)) = m.get_mut("apiVersion") {
         *a = ref_api_version_down(t, a);
@@ -169,11 +171,9 @@ pub(crate) fn client_config_up(t: &TenantId, cc: &mut Value) -> Result<(), Trans
     Ok(())
 }
 
-pub(crate) fn client_config_down(t: &TenantId, cc: &mut Value) {
-    if let Some(Value::String(ns)) = cc.get_mut("service").and_then(|s| s.get_mut("namespace"))
-        && let Some(s) = t.strip(ns)
-    {
-        *ns = s.to_owned();
+pub(crate) fn client_config_down(ctx: &TenantContext, cc: &mut Value) {
+    if let Some(Value::String(ns)) = cc.get_mut("service").and_then(|s| s.get_mut("namespace")) {
+        name_or_redacted(ctx, ns);
     }
 }
 

@@ -5,6 +5,7 @@ use serde_json::{Value, json};
 
 use super::rbac::{group_down, rule_resource_infos};
 use super::refs::{namespace_up, str_of};
+use super::text::REDACTED;
 use crate::error::TranslateError;
 use crate::identity::{
     map_group_down, map_group_up, map_user_down, map_user_info_group_down, map_user_up,
@@ -108,10 +109,8 @@ pub(crate) fn identity_up(t: &TenantId, spec: &mut Value) -> Result<(), Translat
 /// Inverse of [`identity_up`]: identities mapped down, foreign groups and the additions removed.
 pub(crate) fn identity_down(t: &TenantId, spec: &mut Value) {
     let Value::Object(spec) = spec else { return };
-    if let Some(Value::String(u)) = spec.get_mut("user")
-        && let Some(d) = map_user_down(t, u)
-    {
-        *u = d;
+    if let Some(Value::String(u)) = spec.get_mut("user") {
+        *u = map_user_down(t, u).unwrap_or_else(|| REDACTED.to_owned());
     }
     if let Some(Value::Array(gs)) = spec.get_mut("groups") {
         gs.retain_mut(|g| match g {
@@ -170,10 +169,8 @@ pub(crate) fn rules_review_status_down(ctx: &TenantContext, rules: &mut Value) {
 
 pub(crate) fn user_info_down(t: &TenantId, ui: &mut Value) {
     let Value::Object(ui) = ui else { return };
-    if let Some(Value::String(u)) = ui.get_mut("username")
-        && let Some(d) = map_user_down(t, u)
-    {
-        *u = d;
+    if let Some(Value::String(u)) = ui.get_mut("username") {
+        *u = map_user_down(t, u).unwrap_or_else(|| REDACTED.to_owned());
     }
     if let Some(Value::Array(gs)) = ui.get_mut("groups") {
         gs.retain_mut(|g| match g {

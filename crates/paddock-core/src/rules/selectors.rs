@@ -3,7 +3,7 @@
 
 use serde_json::{Value, json};
 
-use super::refs::namespace_up;
+use super::refs::{name_or_redacted, namespace_up};
 use crate::error::TranslateError;
 use crate::request::TenantContext;
 use crate::tenant::{NAMESPACE_NAME_LABEL, TENANT_LABEL, TenantId};
@@ -63,13 +63,17 @@ pub(crate) fn selector_up(
 }
 
 /// Inverse of [`selector_up`]: the tenant term removed, namespace names un-mapped.
-pub(crate) fn selector_down(t: &TenantId, sel: &mut Value, map_ns_name: bool) {
+pub(crate) fn selector_down(ctx: &TenantContext, sel: &mut Value, map_ns_name: bool) {
     let Value::Object(m) = sel else { return };
-    let ours = tenant_expr(t);
     let mut emptied = false;
+    // The tenant term (and any other term on the tenant label, which only the platform can
+    // have written) is paddock's, not the tenant's.
+    if let Some(Value::Object(ml)) = m.get_mut("matchLabels") {
+        ml.shift_remove(TENANT_LABEL);
+    }
     if let Some(Value::Array(exprs)) = m.get_mut("matchExpressions") {
         let before = exprs.len();
-        exprs.retain(|e| *e != ours);
+        exprs.retain(|e| e.get("key").and_then(Value::as_str) != Some(TENANT_LABEL));
         emptied = exprs.is_empty() && before > 0;
         if map_ns_name {
             for e in exprs.iter_mut() {
@@ -77,10 +81,8 @@ pub(crate) fn selector_down(t: &TenantId, sel: &mut Value, map_ns_name: bool) {
                     && let Some(Value::Array(vals)) = e.get_mut("values")
                 {
                     for v in vals {
-                        if let Value::String(s) = v
-                            && let Some(x) = t.strip(s)
-                        {
-                            *s = x.to_owned();
+                        if let Value::String(s) = v {
+                            name_or_redacted(ctx, s);
                         }
                     }
                 }
@@ -94,8 +96,7 @@ pub(crate) fn selector_down(t: &TenantId, sel: &mut Value, map_ns_name: bool) {
         && let Some(Value::String(v)) = m
             .get_mut("matchLabels")
             .and_then(|l| l.get_mut(NAMESPACE_NAME_LABEL))
-        && let Some(x) = t.strip(v)
     {
-        *v = x.to_owned();
+        name_or_redacted(ctx, v);
     }
 }

@@ -97,6 +97,13 @@ pub fn text_down_with(ctx: &TenantContext, s: &str, is_tenant: &dyn Fn(&str) -> 
         "",
     );
     let s = s.replace(&user_prefix, "");
+    // Any identity still of paddock's form is not the tenant's (another tenant's user, a
+    // marker group): redacted up to the end of the word.
+    let s = if s.contains("paddock:") {
+        redact_identities(&s)
+    } else {
+        s
+    };
     let b = s.as_bytes();
     let mut out = String::with_capacity(s.len());
     let mut i = 0;
@@ -134,5 +141,21 @@ pub fn text_down_with(ctx: &TenantContext, s: &str, is_tenant: &dyn Fn(&str) -> 
         i += 1;
     }
     out.push_str(&s[last..]);
+    out
+}
+
+fn redact_identities(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut rest = s;
+    while let Some(i) = rest.find("paddock:") {
+        out.push_str(&rest[..i]);
+        out.push_str(REDACTED);
+        let tail = &rest[i..];
+        let end = tail
+            .find(|c: char| c.is_whitespace() || matches!(c, '"' | '\'' | ',' | ')' | ']' | '}'))
+            .unwrap_or(tail.len());
+        rest = &tail[end..];
+    }
+    out.push_str(rest);
     out
 }

@@ -191,22 +191,22 @@ fn holds_down(
 ) -> Result<Disposition, TranslateError> {
     let t = &ctx.tenant;
     match holds {
-        Holds::Namespace | Holds::VolumeName => refs::names_down(t, v),
+        Holds::Namespace | Holds::VolumeName => refs::names_down(ctx, v),
         Holds::ObjectRef => each(v, &mut |r| refs::objref_down(ctx, r))?,
         Holds::NamespaceSelector { .. } => each(v, &mut |s| {
-            selectors::selector_down(t, s, true);
+            selectors::selector_down(ctx, s, true);
             Ok(())
         })?,
         Holds::RoleSelector => each(v, &mut |s| {
-            selectors::selector_down(t, s, false);
+            selectors::selector_down(ctx, s, false);
             Ok(())
         })?,
         Holds::Subjects { cluster } => rbac::subjects_down(t, v, cluster),
-        Holds::RoleRef { .. } => rbac::role_ref_down(t, v),
+        Holds::RoleRef { .. } => rbac::role_ref_down(ctx, v),
         Holds::PolicyRules { cluster } => rbac::rules_down(ctx, v, cluster),
         Holds::WebhookRules => rbac::webhook_rules_down(ctx, v),
         Holds::ClientConfig => each(v, &mut |c| {
-            refs::client_config_down(t, c);
+            refs::client_config_down(ctx, c);
             Ok(())
         })?,
         Holds::CrdGroup => return Ok(refs::crd_group_down(t, v)),
