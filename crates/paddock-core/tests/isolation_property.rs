@@ -15,7 +15,6 @@ use std::time::{Duration, Instant};
 
 use paddock_core::{Catalog, TenantContext, TenantId, parse_request, plan, translate_request_body};
 use proptest::prelude::*;
-use proptest::strategy::ValueTree;
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 use serde_json::{Value, json};
 
@@ -23,6 +22,8 @@ use serde_json::{Value, json};
 mod down;
 #[path = "isolation/protobuf.rs"]
 mod protobuf;
+#[path = "isolation/reasons.rs"]
+mod reasons;
 
 const T: &str = "foofoo";
 
@@ -780,38 +781,4 @@ fn no_generated_request_names_anything_outside_the_tenant() {
         accepted.load(Ordering::Relaxed),
         t0.elapsed().as_secs_f64()
     );
-}
-
-#[test]
-#[ignore]
-fn rejection_reasons() {
-    let ctx = ctx();
-    let mut runner = TestRunner::new(Config {
-        cases: 500,
-        failure_persistence: None,
-        ..Config::default()
-    });
-    let mut reasons = std::collections::BTreeMap::<String, u32>::new();
-    for _ in 0..500 {
-        let r = request().new_tree(&mut runner).unwrap().current();
-        let key = match parse_request(&r.method, &r.path, r.query.as_deref()) {
-            Err(e) => format!(
-                "parse: {}",
-                e.to_string().chars().take(50).collect::<String>()
-            ),
-            Ok(p) => match plan(&ctx, p) {
-                Err(e) => format!(
-                    "plan: {}",
-                    e.to_string().chars().take(50).collect::<String>()
-                ),
-                Ok(_) => "ok".into(),
-            },
-        };
-        *reasons.entry(key).or_default() += 1;
-    }
-    let mut v: Vec<_> = reasons.into_iter().collect();
-    v.sort_by_key(|x| std::cmp::Reverse(x.1));
-    for (k, n) in v.iter().take(15) {
-        eprintln!("{n:4} {k}");
-    }
 }
