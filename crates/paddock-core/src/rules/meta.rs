@@ -4,7 +4,7 @@
 use serde_json::{Map, Value, json};
 
 use super::object::{Disposition, UpMode};
-use super::refs::{namespace_up, ref_api_version_down};
+use super::refs::{namespace_up, ref_api_version_down, str_of, type_of};
 use crate::catalog::{Policy, ResourceInfo, Scope};
 use crate::error::TranslateError;
 use crate::request::{TenantContext, api_version_up, name_down, name_up};
@@ -149,11 +149,7 @@ fn owner_ref_up(ctx: &TenantContext, r: &mut Value) -> Result<(), TranslateError
     let Value::Object(m) = r else {
         return Err(bad("ownerReferences entries must be objects"));
     };
-    let av = m
-        .get("apiVersion")
-        .and_then(Value::as_str)
-        .map(str::to_owned);
-    let kind = m.get("kind").and_then(Value::as_str).map(str::to_owned);
+    let (av, kind) = type_of(m);
     let (Some(av), Some(kind)) = (av, kind) else {
         // A strategic-merge element addressed by uid only (e.g. `$patch: delete`) names nothing.
         if m.contains_key("name") {
@@ -280,16 +276,7 @@ fn owner_ref_down(ctx: &TenantContext, r: &mut Value) -> Result<(), TranslateErr
     let Value::Object(m) = r else {
         return Ok(());
     };
-    let av = m
-        .get("apiVersion")
-        .and_then(Value::as_str)
-        .unwrap_or("")
-        .to_owned();
-    let kind = m
-        .get("kind")
-        .and_then(Value::as_str)
-        .unwrap_or("")
-        .to_owned();
+    let (av, kind) = (str_of(m, "apiVersion"), str_of(m, "kind"));
     if let Some(info) = ctx.catalog.resolve_upstream_kind(&ctx.tenant, &av, &kind)
         && info.prefixes_name()
         && let Some(Value::String(n)) = m.get_mut("name")

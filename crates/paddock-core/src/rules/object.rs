@@ -8,6 +8,7 @@
 use serde_json::{Map, Value};
 
 use super::meta::{metadata_down, metadata_up};
+use super::refs::type_of;
 use super::table::{self, KindRules};
 use super::text::status_down;
 use super::walk;
@@ -70,11 +71,7 @@ pub fn object_up_with(
     let Value::Object(o) = obj else {
         return Err(bad("request body must be a JSON object"));
     };
-    let av = o
-        .get("apiVersion")
-        .and_then(Value::as_str)
-        .map(str::to_owned);
-    let kind = o.get("kind").and_then(Value::as_str).map(str::to_owned);
+    let (av, kind) = type_of(o);
     let info = match (av.as_deref(), kind.as_deref()) {
         (_, Some("DeleteOptions")) => return check_delete_options(o),
         (Some(av), Some(kind)) => body_kind(ctx, av, kind, hint)?,
@@ -223,11 +220,7 @@ pub fn object_down_as(
     obj: &mut Value,
     hint: Option<&ResourceInfo>,
 ) -> Result<Disposition, TranslateError> {
-    let av = obj
-        .get("apiVersion")
-        .and_then(Value::as_str)
-        .map(str::to_owned);
-    let kind = obj.get("kind").and_then(Value::as_str).map(str::to_owned);
+    let (av, kind) = obj.as_object().map(type_of).unwrap_or_default();
     if matches!(
         (av.as_deref(), kind.as_deref()),
         (Some("v1") | None, Some("Status"))

@@ -3,7 +3,7 @@
 
 use serde_json::{Map, Value};
 
-use super::refs::namespace_up;
+use super::refs::{namespace_up, str_of};
 use crate::catalog::ResourceInfo;
 use crate::error::TranslateError;
 use crate::identity::{
@@ -166,11 +166,7 @@ pub(crate) fn subjects_up(
         let Value::Object(s) = s else {
             return Err(bad("subjects entries must be objects"));
         };
-        let kind = s
-            .get("kind")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_owned();
+        let kind = str_of(s, "kind");
         match kind.as_str() {
             "User" => {
                 if let Some(Value::String(n)) = s.get_mut("name") {

@@ -100,11 +100,7 @@ pub(crate) fn objref_up(ctx: &TenantContext, r: &mut Value) -> Result<(), Transl
     {
         *ns = namespace_up(t, ns)?;
     }
-    let av = m
-        .get("apiVersion")
-        .and_then(Value::as_str)
-        .map(str::to_owned);
-    let kind = m.get("kind").and_then(Value::as_str).map(str::to_owned);
+    let (av, kind) = type_of(m);
     let info = kind
         .as_deref()
         .and_then(|k| resolve_ref_kind(ctx, av.as_deref(), k));
@@ -134,11 +130,7 @@ pub(crate) fn objref_down(ctx: &TenantContext, r: &mut Value) -> Result<(), Tran
     if let Some(Value::String(ns)) = m.get_mut("namespace") {
         name_or_redacted(ctx, ns);
     }
-    let av = m
-        .get("apiVersion")
-        .and_then(Value::as_str)
-        .map(str::to_owned);
-    let kind = m.get("kind").and_then(Value::as_str).map(str::to_owned);
+    let (av, kind) = type_of(m);
     let info = match (av.as_deref(), kind.as_deref()) {
         (Some(av), Some(k)) => ctx.catalog.resolve_upstream_kind(t, av, k),
         (None, Some(k)) => resolve_ref_kind(ctx, None, k),
@@ -237,4 +229,10 @@ pub(crate) fn ref_api_version_down(tenant: &TenantId, av: &str) -> String {
         None if looks_tenant_prefixed(g) => join_api_version(super::text::REDACTED, v),
         None => av.to_owned(),
     }
+}
+
+/// The `apiVersion` and `kind` members of an object or reference.
+pub(crate) fn type_of(m: &Map<String, Value>) -> (Option<String>, Option<String>) {
+    let get = |k: &str| m.get(k).and_then(Value::as_str).map(str::to_owned);
+    (get("apiVersion"), get("kind"))
 }

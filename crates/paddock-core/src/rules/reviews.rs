@@ -112,17 +112,8 @@ pub(crate) fn identity_down(t: &TenantId, spec: &mut Value) {
     if let Some(Value::String(u)) = spec.get_mut("user") {
         *u = map_user_down(t, u).unwrap_or_else(|| REDACTED.to_owned());
     }
-    if let Some(Value::Array(gs)) = spec.get_mut("groups") {
-        gs.retain_mut(|g| match g {
-            Value::String(s) => match map_group_down(t, s) {
-                Some(d) => {
-                    *s = d;
-                    true
-                }
-                None => false,
-            },
-            _ => false,
-        });
+    if let Some(gs) = spec.get_mut("groups") {
+        map_or_drop(gs, &|s| map_group_down(t, s));
     }
     let mut drop_extra = false;
     if let Some(Value::Object(extra)) = spec.get_mut("extra") {
@@ -172,9 +163,19 @@ pub(crate) fn user_info_down(t: &TenantId, ui: &mut Value) {
     if let Some(Value::String(u)) = ui.get_mut("username") {
         *u = map_user_down(t, u).unwrap_or_else(|| REDACTED.to_owned());
     }
-    if let Some(Value::Array(gs)) = ui.get_mut("groups") {
-        gs.retain_mut(|g| match g {
-            Value::String(s) => match map_user_info_group_down(t, s) {
+    if let Some(gs) = ui.get_mut("groups") {
+        map_or_drop(gs, &|s| map_user_info_group_down(t, s));
+    }
+    if let Some(Value::Object(extra)) = ui.get_mut("extra") {
+        extra.shift_remove(TENANT_LABEL);
+    }
+}
+
+/// A list of strings mapped down; entries that do not map (not the tenant's) are dropped.
+fn map_or_drop(list: &mut Value, f: &dyn Fn(&str) -> Option<String>) {
+    if let Value::Array(a) = list {
+        a.retain_mut(|g| match g {
+            Value::String(s) => match f(s) {
                 Some(d) => {
                     *s = d;
                     true
@@ -183,8 +184,5 @@ pub(crate) fn user_info_down(t: &TenantId, ui: &mut Value) {
             },
             _ => false,
         });
-    }
-    if let Some(Value::Object(extra)) = ui.get_mut("extra") {
-        extra.shift_remove(TENANT_LABEL);
     }
 }

@@ -315,6 +315,18 @@ const RESOURCE_ATTRIBUTES: FieldRule = f(
     Holds::ResourceAttributes,
 );
 
+/// An access review: what it asks about, whose identity, the answer's free text.
+const fn access_review(writable: bool) -> [FieldRule; 4] {
+    [
+        RESOURCE_ATTRIBUTES,
+        f(&[SPEC], Holds::ReviewIdentity { writable }),
+        ACCESS_REVIEW_STATUS[0],
+        ACCESS_REVIEW_STATUS[1],
+    ]
+}
+const SELF_ACCESS_REVIEW: [FieldRule; 4] = access_review(false);
+const ACCESS_REVIEW: [FieldRule; 4] = access_review(true);
+
 /// Every kind with rules beyond `metadata`, and the subresource body kinds. A built-in kind
 /// absent from this table has only the `metadata` rules (its other fields name nothing
 /// outside its namespace; `tests/openapi_fields.rs` proves it for every built-in kind).
@@ -567,32 +579,17 @@ pub const KINDS: &[KindRules] = &[
     kind(
         "authorization.k8s.io",
         "SelfSubjectAccessReview",
-        &[
-            RESOURCE_ATTRIBUTES,
-            f(&[SPEC], Holds::ReviewIdentity { writable: false }),
-            ACCESS_REVIEW_STATUS[0],
-            ACCESS_REVIEW_STATUS[1],
-        ],
+        &SELF_ACCESS_REVIEW,
     ),
     kind(
         "authorization.k8s.io",
         "SubjectAccessReview",
-        &[
-            RESOURCE_ATTRIBUTES,
-            f(&[SPEC], Holds::ReviewIdentity { writable: true }),
-            ACCESS_REVIEW_STATUS[0],
-            ACCESS_REVIEW_STATUS[1],
-        ],
+        &ACCESS_REVIEW,
     ),
     kind(
         "authorization.k8s.io",
         "LocalSubjectAccessReview",
-        &[
-            RESOURCE_ATTRIBUTES,
-            f(&[SPEC], Holds::ReviewIdentity { writable: true }),
-            ACCESS_REVIEW_STATUS[0],
-            ACCESS_REVIEW_STATUS[1],
-        ],
+        &ACCESS_REVIEW,
     ),
     kind(
         "authorization.k8s.io",
