@@ -1,8 +1,19 @@
 //! Labels of protobuf object bodies, read and set by the server (pod security labels of
 //! Namespace bodies it holds at the platform's level).
 
+use super::pb::Field;
 use super::pb::{MAGIC, as_bytes, as_str, decode, encode, len_field, malformed};
 use crate::error::TranslateError;
+
+/// Field `num` of a map entry {1: key, 2: value}, as a string ("" when absent).
+fn entry_str(kv: &[Field], num: u32) -> Result<String, TranslateError> {
+    Ok(kv
+        .iter()
+        .find(|x| x.num == num)
+        .map(as_str)
+        .transpose()?
+        .unwrap_or_default())
+}
 
 /// Reads the value of one label of a protobuf object body (ObjectMeta = field 1 of the object,
 /// labels = field 11, map entries {1: key, 2: value}).
@@ -20,20 +31,8 @@ pub fn protobuf_label(body: &[u8], key: &str) -> Result<Option<String>, Translat
     };
     for entry in decode(as_bytes(meta)?)?.iter().filter(|x| x.num == 11) {
         let kv = decode(as_bytes(entry)?)?;
-        let k = kv
-            .iter()
-            .find(|x| x.num == 1)
-            .map(as_str)
-            .transpose()?
-            .unwrap_or_default();
-        if k == key {
-            return Ok(Some(
-                kv.iter()
-                    .find(|x| x.num == 2)
-                    .map(as_str)
-                    .transpose()?
-                    .unwrap_or_default(),
-            ));
+        if entry_str(&kv, 1)? == key {
+            return Ok(Some(entry_str(&kv, 2)?));
         }
     }
     Ok(None)
@@ -62,17 +61,8 @@ pub fn set_protobuf_label(body: &[u8], key: &str, value: &str) -> Result<Vec<u8>
     let mut meta = decode(as_bytes(&obj[meta_idx])?)?;
     let mut kept = Vec::with_capacity(meta.len() + 1);
     for f in meta.drain(..) {
-        if f.num == 11 {
-            let kv = decode(as_bytes(&f)?)?;
-            let k = kv
-                .iter()
-                .find(|x| x.num == 1)
-                .map(as_str)
-                .transpose()?
-                .unwrap_or_default();
-            if k == key {
-                continue;
-            }
+        if f.num == 11 && entry_str(&decode(as_bytes(&f)?)?, 1)? == key {
+            continue;
         }
         kept.push(f);
     }
