@@ -12,7 +12,6 @@
 //! the end of the document) are reported, never guessed around.
 
 use std::borrow::Cow;
-use std::ops::Range;
 
 /// Default cap on one framed value (a list item, a watch event, a non-streamed list member).
 /// etcd refuses objects above 1.5 MiB, so anything this large is not a Kubernetes object and we
@@ -34,7 +33,7 @@ pub enum FrameError {
 /// first (non-whitespace) byte and reports where the value ends. State survives across calls so
 /// a value split over many chunks is scanned exactly once.
 #[derive(Debug, Clone, Default)]
-struct ValueScan {
+pub(crate) struct ValueScan {
     /// Bracket depth; 0 before the first byte.
     depth: u32,
     in_str: bool,
@@ -67,7 +66,7 @@ impl ValueScan {
     /// Scans `buf[*pos..]`. Returns `Ok(true)` when the value is complete; `*pos` is then one
     /// past its last byte. Returns `Ok(false)` when more input is needed; `*pos == buf.len()`.
     #[inline]
-    fn scan(&mut self, buf: &[u8], pos: &mut usize) -> Result<bool, FrameError> {
+    pub(crate) fn scan(&mut self, buf: &[u8], pos: &mut usize) -> Result<bool, FrameError> {
         let mut i = *pos;
         let len = buf.len();
         if !self.started {
@@ -188,13 +187,13 @@ impl ValueScan {
     }
 
     /// For a scalar at the very end of the input (only possible for a bare top-level scalar).
-    fn scalar_pending(&self) -> bool {
+    pub(crate) fn scalar_pending(&self) -> bool {
         self.started && self.scalar
     }
 }
 
 #[inline]
-fn is_ws(b: u8) -> bool {
+pub(crate) fn is_ws(b: u8) -> bool {
     matches!(b, b' ' | b'\t' | b'\r' | b'\n')
 }
 
@@ -499,7 +498,7 @@ impl ObjectFramer {
 }
 
 /// Decodes a raw JSON string token (with quotes).
-fn decode_key(raw: &[u8], has_escape: bool) -> Result<Cow<'_, str>, FrameError> {
+pub(crate) fn decode_key(raw: &[u8], has_escape: bool) -> Result<Cow<'_, str>, FrameError> {
     let inner = raw
         .get(1..raw.len().saturating_sub(1))
         .ok_or(FrameError::Malformed("bad key"))?;
@@ -648,234 +647,7 @@ impl StreamFramer {
     }
 }
 
-/// Lists the members of one complete JSON object held in memory: `(key, value range)` in
-/// document order. Used on already-framed values (a watch event's envelope, an item's
-/// `metadata`) where a DOM would be wasted work.
-/// `(key, value range)` of one member.
-pub type MemberSpan<'a> = (Cow<'a, str>, Range<usize>);
-
-pub fn object_members(raw: &[u8]) -> Result<Vec<MemberSpan<'_>>, FrameError> {
-    let mut out = Vec::new();
-    let mut i = 0;
-    let len = raw.len();
-    let skip = |i: &mut usize| {
-        while *i < len && is_ws(raw[*i]) {
-            *i += 1;
-        }
-    };
-    skip(&mut i);
-    if i >= len || raw[i] != b'{' {
-        return Err(FrameError::Malformed("expected a JSON object"));
-    }
-    i += 1;
-    skip(&mut i);
-    if i < len && raw[i] == b'}' {
-        return Ok(out);
-    }
-    loop {
-        skip(&mut i);
-        if i >= len || raw[i] != b'"' {
-            return Err(FrameError::Malformed("expected a key"));
-        }
-        let ks = i;
-        let mut scan = ValueScan::default();
-        if !scan.scan(raw, &mut i)? {
-            return Err(FrameError::Truncated);
-        }
-        let kraw = &raw[ks..i];
-        let key = decode_key(kraw, memchr::memchr(b'\\', kraw).is_some())?;
-        skip(&mut i);
-        if i >= len || raw[i] != b':' {
-            return Err(FrameError::Malformed("expected ':'"));
-        }
-        i += 1;
-        skip(&mut i);
-        let vs = i;
-        let mut scan = ValueScan::default();
-        if !scan.scan(raw, &mut i)? && !scan.scalar_pending() {
-            return Err(FrameError::Truncated);
-        }
-        out.push((key, vs..i));
-        skip(&mut i);
-        if i >= len {
-            return Err(FrameError::Truncated);
-        }
-        match raw[i] {
-            b',' => i += 1,
-            b'}' => return Ok(out),
-            _ => return Err(FrameError::Malformed("expected ',' or '}'")),
-        }
-    }
-}
-
-/// One member of an object, as found by [`Members`]: the key without its quotes (and whether
-/// it contains an escape, in which case comparing raw bytes is not enough), and the value.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct MemberAt {
-    pub key: Range<usize>,
-    pub key_escaped: bool,
-    pub value: Range<usize>,
-}
-
-/// Walks the members of one complete JSON object in memory lazily, so a caller looking for
-/// `metadata` (first in built-in objects) or `namespace` (third in ObjectMeta) stops early
-/// instead of scanning the whole object.
-pub struct Members<'a> {
-    raw: &'a [u8],
-    pos: usize,
-    started: bool,
-    done: bool,
-}
-
-impl<'a> Members<'a> {
-    pub fn new(raw: &'a [u8]) -> Self {
-        Members {
-            raw,
-            pos: 0,
-            started: false,
-            done: false,
-        }
-    }
-
-    fn skip_ws(&mut self) {
-        while self.pos < self.raw.len() && is_ws(self.raw[self.pos]) {
-            self.pos += 1;
-        }
-    }
-
-    /// Moves to the next member's key; afterwards the position is at its value's first byte,
-    /// and the caller must call [`Self::value`] (or stop iterating). Returns the key without
-    /// quotes and whether it contains an escape.
-    pub fn next_key(&mut self) -> Result<Option<(Range<usize>, bool)>, FrameError> {
-        let raw = self.raw;
-        self.skip_ws();
-        if !self.started {
-            if raw.get(self.pos) != Some(&b'{') {
-                return Err(FrameError::Malformed("expected a JSON object"));
-            }
-            self.pos += 1;
-            self.started = true;
-            self.skip_ws();
-            if raw.get(self.pos) == Some(&b'}') {
-                return Ok(None);
-            }
-        } else {
-            match raw.get(self.pos) {
-                Some(b',') => {
-                    self.pos += 1;
-                    self.skip_ws();
-                }
-                Some(b'}') => return Ok(None),
-                _ => return Err(FrameError::Malformed("expected ',' or '}'")),
-            }
-        }
-        if raw.get(self.pos) != Some(&b'"') {
-            return Err(FrameError::Malformed("expected a key"));
-        }
-        let ks = self.pos;
-        let mut scan = ValueScan::default();
-        if !scan.scan(raw, &mut self.pos)? {
-            return Err(FrameError::Truncated);
-        }
-        let key = ks + 1..self.pos - 1;
-        let key_escaped = memchr::memchr(b'\\', &raw[key.clone()]).is_some();
-        self.skip_ws();
-        if raw.get(self.pos) != Some(&b':') {
-            return Err(FrameError::Malformed("expected ':'"));
-        }
-        self.pos += 1;
-        self.skip_ws();
-        Ok(Some((key, key_escaped)))
-    }
-
-    /// Offset of the current value's first byte (after [`Self::next_key`]). A caller that only
-    /// wants to descend into the value can start there without scanning the value to its end.
-    pub fn value_start(&self) -> usize {
-        self.pos
-    }
-
-    /// Scans the current value (after [`Self::next_key`]) and returns its range.
-    pub fn value(&mut self) -> Result<Range<usize>, FrameError> {
-        let vs = self.pos;
-        let mut scan = ValueScan::default();
-        if !scan.scan(self.raw, &mut self.pos)? && !scan.scalar_pending() {
-            return Err(FrameError::Truncated);
-        }
-        Ok(vs..self.pos)
-    }
-
-    fn next_member(&mut self) -> Result<Option<MemberAt>, FrameError> {
-        let Some((key, key_escaped)) = self.next_key()? else {
-            return Ok(None);
-        };
-        let value = self.value()?;
-        Ok(Some(MemberAt {
-            key,
-            key_escaped,
-            value,
-        }))
-    }
-}
-
-impl Iterator for Members<'_> {
-    type Item = Result<MemberAt, FrameError>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        if self.done {
-            return None;
-        }
-        match self.next_member() {
-            Ok(Some(m)) => Some(Ok(m)),
-            Ok(None) => {
-                self.done = true;
-                None
-            }
-            Err(e) => {
-                self.done = true;
-                Some(Err(e))
-            }
-        }
-    }
-}
-
-/// Calls `f` with the byte range of every element of one complete JSON array held in memory.
-pub fn array_elements(raw: &[u8]) -> Result<Vec<Range<usize>>, FrameError> {
-    let mut out = Vec::new();
-    let mut i = 0;
-    let len = raw.len();
-    let skip = |i: &mut usize| {
-        while *i < len && is_ws(raw[*i]) {
-            *i += 1;
-        }
-    };
-    skip(&mut i);
-    if i >= len || raw[i] != b'[' {
-        return Err(FrameError::Malformed("expected a JSON array"));
-    }
-    i += 1;
-    skip(&mut i);
-    if i < len && raw[i] == b']' {
-        return Ok(out);
-    }
-    loop {
-        skip(&mut i);
-        let vs = i;
-        let mut scan = ValueScan::default();
-        if !scan.scan(raw, &mut i)? && !scan.scalar_pending() {
-            return Err(FrameError::Truncated);
-        }
-        out.push(vs..i);
-        skip(&mut i);
-        if i >= len {
-            return Err(FrameError::Truncated);
-        }
-        match raw[i] {
-            b',' => i += 1,
-            b']' => return Ok(out),
-            _ => return Err(FrameError::Malformed("expected ',' or ']'")),
-        }
-    }
-}
+pub use super::members::{MemberAt, MemberSpan, Members, array_elements, object_members};
 
 #[cfg(test)]
 #[path = "framer_tests.rs"]

@@ -14,6 +14,7 @@
 pub mod discovery;
 pub mod framer;
 pub mod list;
+pub mod members;
 pub mod openapi;
 pub mod splice;
 pub mod table;
