@@ -216,7 +216,7 @@ func (r *runner) refusedLifecycle(ctx context.Context, s subject, lerr, werr err
 	c, cancel = e.ctx(ctx)
 	r.set("delete", s.delete(c))
 	cancel()
-	r.out.Cells["stored"] = cell{Outcome: na}
+	r.out.Cells["stored"] = cell{Outcome: policy, Message: "nothing stored: the create was refused by policy"}
 }
 
 func viewCheck(e *env, got runtime.Object, cs []check) error {
