@@ -8,7 +8,7 @@
 //! A scenario stops at its first failing step (later steps would only repeat it). The test fails
 //! when a step fails directly, when a scenario fails through paddock at a step that is not listed
 //! in docs/testing.md (between the `helm-known-failures` markers) with its cause, and when a
-//! listed step passes (the list only shrinks).
+//! listed step passes (the list only shrinks), except for rows marked `(intermittent)`.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -21,6 +21,10 @@ use paddock_e2e::testbed::workspace_root;
 use paddock_e2e::{ControlPlane, Kubectl, Paddock, StoreKind, tools};
 
 const TENANT: &str = "helmtt";
+
+/// A row whose step ends with this fails through paddock only sometimes (a race the cause
+/// depends on); its passing is reported, not a failure. Failing at another step still is.
+const INTERMITTENT: &str = "(intermittent)";
 
 /// One step: `helm ...` or `kubectl ...` (placeholders `{rel}`, `{ns}`, `{charts}`), and what
 /// its stdout must contain (`=` prefix: be exactly, after trimming).
@@ -243,6 +247,15 @@ fn scenarios() -> Vec<Scenario> {
             cleanup: vec![],
         },
         Scenario {
+            // A cluster admin gets an empty list for a namespace that does not exist.
+            name: "list-absent-namespace",
+            rel: "nothing",
+            ns: "helm-absent",
+            precreate: false,
+            steps: vec![Step("list", "helm list -n {ns} -q", "=")],
+            cleanup: vec![],
+        },
+        Scenario {
             name: "own-namespace",
             rel: "own",
             ns: "default",
@@ -423,13 +436,23 @@ fn helm_charts_directly_and_through_paddock() -> Result<()> {
             problems.push(format!("{} fails directly: {}", sc.name, d.report));
             continue;
         }
-        match (&p.failed_at, known.get(sc.name)) {
+        let listed = known
+            .get(sc.name)
+            .map(|s| match s.strip_suffix(INTERMITTENT) {
+                Some(step) => (step.trim(), true),
+                None => (s.as_str(), false),
+            });
+        match (&p.failed_at, listed) {
             (None, None) => {}
-            (None, Some(step)) => problems.push(format!(
+            (None, Some((step, true))) => eprintln!(
+                "  {} passed this time; docs/testing.md lists it as failing intermittently at {step}",
+                sc.name
+            ),
+            (None, Some((step, false))) => problems.push(format!(
                 "{} passes through paddock but docs/testing.md lists it as failing at {step}: shrink the list",
                 sc.name
             )),
-            (Some(at), Some(step)) if at == step => {
+            (Some(at), Some((step, _))) if at == step => {
                 eprintln!("  known failure ({}): {}", sc.name, p.report);
             }
             (Some(_), _) => problems.push(format!(
