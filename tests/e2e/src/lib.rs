@@ -6,6 +6,7 @@
 //! - [`paddock::Paddock`]: `paddock ca init` + `paddock serve`, tenants via the CLI.
 //! - [`kubectl::Kubectl`]: kubectl with one kubeconfig; failures show command, output, log tail.
 //! - [`scenario`]: `tests/e2e/scenarios/*.yaml` and their runner.
+//! - [`tools`]: Go programs of the repository and helm, built cache-aware.
 
 pub mod kube_client;
 pub mod kubectl;
@@ -13,6 +14,7 @@ pub mod paddock;
 pub mod process;
 pub mod scenario;
 pub mod testbed;
+pub mod tools;
 
 pub use kubectl::Kubectl;
 pub use paddock::{Paddock, StoreKind};
