@@ -298,6 +298,27 @@ mod tests {
         assert!(err.contains("listen_adress"), "{err}");
     }
 
+    #[test]
+    fn example_config_has_only_known_keys() {
+        let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../config/paddock.toml");
+        let file = load_file(&p).map_err(|e| format!("{e:#}"));
+        let Ok(file) = file else {
+            panic!("config/paddock.toml: {file:?}", file = file.err());
+        };
+        assert_eq!(file.prune_grace.as_deref(), Some("7d"));
+    }
+
+    #[test]
+    fn etcd_password_from_file_without_newline() {
+        // its own file: the other test removes tempfile_dir() when it is done
+        let p = std::env::temp_dir().join(format!("paddock-pw-test-{}", std::process::id()));
+        std::fs::write(&p, "s3cret\n").ok();
+        let pw = etcd_password(Some(p.clone())).ok().flatten();
+        std::fs::remove_file(&p).ok();
+        assert_eq!(pw, Some(Secret("s3cret".into())));
+        assert_eq!(format!("{:?}", Secret("x".into())), "<redacted>");
+    }
+
     fn tempfile_dir() -> PathBuf {
         let d = std::env::temp_dir().join(format!("paddock-serve-test-{}", std::process::id()));
         std::fs::create_dir_all(&d).ok();
