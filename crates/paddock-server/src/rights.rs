@@ -28,9 +28,11 @@ pub struct Right {
     pub why: &'static str,
 }
 
-/// Server-side apply creates what does not exist yet: `create` and `patch`, plus `get` where
-/// paddock reads the object first.
-const APPLY: &[&str] = &["get", "create", "patch"];
+/// Server-side apply (a PATCH) creates what does not exist yet: the apiserver authorizes
+/// `patch`, and `create` when the object is new.
+const APPLY: &[&str] = &["create", "patch"];
+/// Kept in step by the RBAC resync: listed (by label), applied, deleted.
+const RESYNCED: &[&str] = &["list", "create", "patch", "delete"];
 
 /// Everything paddock's own credential needs upstream.
 pub const REQUIRED_RIGHTS: &[Right] = &[
@@ -62,7 +64,7 @@ pub const REQUIRED_RIGHTS: &[Right] = &[
         group: "",
         resource: "namespaces",
         verbs: &["get", "list", "watch", "create", "patch", "delete"],
-        why: "tenant namespaces are provisioned, fanned out over and deleted",
+        why: "tenant namespaces are provisioned (read first), fanned out over (list, watch) and deleted",
     },
     Right {
         group: "",
@@ -85,7 +87,7 @@ pub const REQUIRED_RIGHTS: &[Right] = &[
     Right {
         group: "rbac.authorization.k8s.io",
         resource: "rolebindings",
-        verbs: &["get", "list", "watch", "create", "patch", "delete"],
+        verbs: RESYNCED,
         why: "namespace admin bindings and the mirrors of tenants' RBAC",
     },
     Right {
@@ -97,21 +99,19 @@ pub const REQUIRED_RIGHTS: &[Right] = &[
     Right {
         group: "rbac.authorization.k8s.io",
         resource: "clusterrolebindings",
-        verbs: &["get", "list", "watch", "create", "patch", "delete"],
+        verbs: RESYNCED,
         why: "the shared cluster-scope binding and tenants' custom-resources bindings",
     },
     Right {
         group: "rbac.authorization.k8s.io",
         resource: "clusterroles",
-        verbs: &[
-            "get", "list", "watch", "create", "patch", "delete", "bind", "escalate",
-        ],
+        verbs: &["list", "create", "patch", "delete", "bind", "escalate"],
         why: "paddock's tenant roles grant what paddock hands on to tenants",
     },
     Right {
         group: "apiextensions.k8s.io",
         resource: "customresourcedefinitions",
-        verbs: &["get", "list", "watch", "delete"],
+        verbs: &["list", "delete"],
         why: "tenants' CRDs are resynced and deleted with the tenant",
     },
     Right {

@@ -5,7 +5,7 @@
 //! - the ClusterRole the chart renders is exactly `REQUIRED_RIGHTS` (paddock-server's table);
 //! - paddock started with a ServiceAccount lacking rights of that table refuses to start and
 //!   lists exactly those; with a ServiceAccount bound to the chart's ClusterRole (and nothing
-//!   else) it starts, creates a tenant and serves it;
+//!   else) it starts, creates a tenant, serves it and deletes it;
 //! - (ignored by default, `make test-static`): the statically linked binary the Dockerfile
 //!   packages is built, checked static with `file`/`ldd`, and run against the test bed with the
 //!   TLS etcd cluster reached by host name.
@@ -285,6 +285,15 @@ fn chart_and_self_check() -> Result<()> {
     let t = p.kubectl_tenant("leastt")?;
     t.run(&["create", "configmap", "c", "--from-literal=a=b"])?;
     t.run(&["get", "configmap", "c"])?;
+    // tenant deletion (lists and deletes what the tenant owns cluster-wide) with it too
+    let out = p.cli(&["tenant", "delete", "leastt", "--wait"])?;
+    eprintln!("tenant deleted with the least ClusterRole: {}", out.trim());
+    let left = admin(&cp)?.run(&["get", "ns", "-l", "paddock.io/tenant=leastt", "-o", "name"])?;
+    assert_eq!(
+        left.trim(),
+        "",
+        "namespaces left after the tenant's deletion"
+    );
     p.stop();
     Ok(())
 }
