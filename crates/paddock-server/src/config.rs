@@ -251,6 +251,65 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
 mod tests {
     use super::*;
 
+    fn etcd_config(endpoints: &[&str]) -> ServerConfig {
+        ServerConfig {
+            listen: SocketAddr::from(([127, 0, 0, 1], 8443)),
+            certs_dir: "certs".into(),
+            upstream_kubeconfig: "k".into(),
+            store: StoreKind::Etcd,
+            data_dir: "d".into(),
+            etcd_endpoints: endpoints.iter().map(|e| e.to_string()).collect(),
+            etcd_prefix: "/paddock".into(),
+            etcd_ca_file: None,
+            etcd_cert_file: None,
+            etcd_key_file: None,
+            etcd_username: None,
+            etcd_password: None,
+            prune_grace: Duration::from_secs(86400),
+            public_url: "https://127.0.0.1:8443".into(),
+            cert_validity: Duration::from_secs(3600),
+            max_body_bytes: 1,
+            cert_reload_interval: Duration::from_secs(5),
+            shutdown_grace: Duration::from_secs(1),
+            tenant_priority_shares: 0,
+            log_format: LogFormat::Text,
+            access_log: false,
+        }
+    }
+
+    #[test]
+    fn etcd_settings_are_checked_together() {
+        let err = |c: &ServerConfig| c.validate_etcd().err().unwrap_or_default();
+        assert!(err(&etcd_config(&[])).contains("at least one endpoint"));
+        assert!(err(&etcd_config(&["https://e:2379"])).contains("set etcd_ca_file"));
+        assert!(err(&etcd_config(&["e:2379"])).contains("must start with"));
+        assert_eq!(err(&etcd_config(&["http://e:2379"])), "");
+        let ca = std::env::temp_dir().join(format!("paddock-config-test-{}", std::process::id()));
+        std::fs::write(&ca, "x").ok();
+        let mut c = etcd_config(&["https://e:2379", "https://f:2379"]);
+        c.etcd_ca_file = Some(ca.clone());
+        assert_eq!(err(&c), "");
+        c.etcd_cert_file = Some(ca.clone());
+        assert!(err(&c).contains("go together"), "{}", err(&c));
+        c.etcd_key_file = Some(ca.clone());
+        assert_eq!(err(&c), "");
+        c.etcd_username = Some("paddock".into());
+        assert!(err(&c).contains("etcd_username"), "{}", err(&c));
+        c.etcd_password = Some(Secret("pw".into()));
+        assert_eq!(err(&c), "");
+        let opts = c.etcd_options();
+        assert_eq!(opts.user, Some(("paddock".into(), "pw".into())));
+        assert_eq!(opts.tls.map(|t| t.ca), Some(ca.clone()));
+        assert!(
+            !format!("{c:?}").contains("\"pw\""),
+            "the password is never printed"
+        );
+        let mut mixed = etcd_config(&["http://e:2379"]);
+        mixed.etcd_ca_file = Some(ca.clone());
+        assert!(err(&mixed).contains("plain http"));
+        std::fs::remove_file(&ca).ok();
+    }
+
     #[test]
     fn durations_parse() {
         assert_eq!(parse_duration("90s"), Ok(Duration::from_secs(90)));
