@@ -1,5 +1,5 @@
 # paddock: the two commands a newcomer needs are `make demo` and `make test`.
-.PHONY: demo test testbed-build conformance conformance-fast testbed-up testbed-down fmt lint bench
+.PHONY: demo test test-static testbed-build conformance conformance-fast testbed-up testbed-down fmt lint bench
 
 ## Build paddock, start a local control plane (unless PADDOCK_UPSTREAM_KUBECONFIG is set),
 ## start paddock, create tenant demo01 and print the kubectl line to use it.
@@ -9,6 +9,11 @@ demo:
 ## Everything: fmt, clippy, unit tests, fuzz corpora, the end-to-end suite (builds what it needs).
 test:
 	bash scripts/test.sh
+
+## The statically linked binary deploy/Dockerfile packages: built (x86_64-unknown-linux-gnu,
+## crt-static, target/static), checked with file/ldd, and run against the test bed.
+test-static:
+	cargo test -p paddock-e2e --test deploy -- --ignored --nocapture static_binary_runs
 
 ## Build (or reuse from cache) the control plane binaries.
 testbed-build:

@@ -40,6 +40,16 @@ pub enum LogFormat {
     Text,
 }
 
+/// A value that is never printed (passwords).
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(pub String);
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("<redacted>")
+    }
+}
+
 /// Everything `paddock serve` needs.
 #[derive(Debug, Clone)]
 pub struct ServerConfig {
@@ -57,6 +67,19 @@ pub struct ServerConfig {
     pub etcd_endpoints: Vec<String>,
     /// Key prefix in etcd.
     pub etcd_prefix: String,
+    /// CA bundle that signed etcd's serving certificates (needed for `https://` endpoints).
+    pub etcd_ca_file: Option<PathBuf>,
+    /// Client certificate paddock presents to etcd.
+    pub etcd_cert_file: Option<PathBuf>,
+    /// Its private key.
+    pub etcd_key_file: Option<PathBuf>,
+    /// etcd user (etcd's own authentication).
+    pub etcd_username: Option<String>,
+    /// The etcd user's password.
+    pub etcd_password: Option<Secret>,
+    /// How long after it expired a certificate's record (and revocation) is kept before it is
+    /// pruned from the store.
+    pub prune_grace: Duration,
     /// Server URL written into the kubeconfigs paddock hands out.
     pub public_url: String,
     /// Validity of issued tenant-user certificates.
@@ -120,8 +143,8 @@ impl ServerConfig {
                 ));
             }
         }
-        if self.store == StoreKind::Etcd && self.etcd_endpoints.is_empty() {
-            return Err("etcd_endpoints: store = \"etcd\" needs at least one endpoint".into());
+        if self.store == StoreKind::Etcd {
+            self.validate_etcd()?;
         }
         if !self.public_url.starts_with("https://") {
             return Err(format!(
@@ -133,6 +156,76 @@ impl ServerConfig {
             return Err("cert_validity: must be at least 1m".into());
         }
         Ok(())
+    }
+}
+
+impl ServerConfig {
+    fn validate_etcd(&self) -> Result<(), String> {
+        if self.etcd_endpoints.is_empty() {
+            return Err("etcd_endpoints: store = \"etcd\" needs at least one endpoint".into());
+        }
+        for (key, path) in [
+            ("etcd_ca_file", &self.etcd_ca_file),
+            ("etcd_cert_file", &self.etcd_cert_file),
+            ("etcd_key_file", &self.etcd_key_file),
+        ] {
+            if let Some(p) = path
+                && !p.is_file()
+            {
+                return Err(format!(
+                    "{key}: {} does not exist or is not a file",
+                    p.display()
+                ));
+            }
+        }
+        if self.etcd_cert_file.is_some() != self.etcd_key_file.is_some() {
+            return Err("etcd_cert_file and etcd_key_file go together: set both or neither".into());
+        }
+        if self.etcd_cert_file.is_some() && self.etcd_ca_file.is_none() {
+            return Err("etcd_cert_file: a client certificate needs etcd_ca_file too".into());
+        }
+        for ep in &self.etcd_endpoints {
+            let https = ep.starts_with("https://");
+            if !https && !ep.starts_with("http://") {
+                return Err(format!(
+                    "etcd_endpoints: {ep:?} must start with https:// or http://"
+                ));
+            }
+            if https != self.etcd_ca_file.is_some() {
+                return Err(if https {
+                    format!("etcd_endpoints: {ep} is https: set etcd_ca_file")
+                } else {
+                    format!("etcd_endpoints: {ep} is plain http but etcd_ca_file is set")
+                });
+            }
+        }
+        if self.etcd_username.is_some() != self.etcd_password.is_some() {
+            return Err(
+                "etcd_username and the etcd password (etcd_password_file or PADDOCK_ETCD_PASSWORD) go together".into(),
+            );
+        }
+        Ok(())
+    }
+
+    /// The store's connection options for etcd.
+    pub fn etcd_options(&self) -> paddock_store::EtcdOptions {
+        paddock_store::EtcdOptions {
+            endpoints: self.etcd_endpoints.clone(),
+            prefix: self.etcd_prefix.clone(),
+            tls: self
+                .etcd_ca_file
+                .clone()
+                .map(|ca| paddock_store::EtcdTlsFiles {
+                    ca,
+                    cert: self.etcd_cert_file.clone(),
+                    key: self.etcd_key_file.clone(),
+                }),
+            user: match (&self.etcd_username, &self.etcd_password) {
+                (Some(u), Some(p)) => Some((u.clone(), p.0.clone())),
+                _ => None,
+            },
+            reload_interval: self.cert_reload_interval,
+        }
     }
 }
 
@@ -157,6 +250,65 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn etcd_config(endpoints: &[&str]) -> ServerConfig {
+        ServerConfig {
+            listen: SocketAddr::from(([127, 0, 0, 1], 8443)),
+            certs_dir: "certs".into(),
+            upstream_kubeconfig: "k".into(),
+            store: StoreKind::Etcd,
+            data_dir: "d".into(),
+            etcd_endpoints: endpoints.iter().map(|e| e.to_string()).collect(),
+            etcd_prefix: "/paddock".into(),
+            etcd_ca_file: None,
+            etcd_cert_file: None,
+            etcd_key_file: None,
+            etcd_username: None,
+            etcd_password: None,
+            prune_grace: Duration::from_secs(86400),
+            public_url: "https://127.0.0.1:8443".into(),
+            cert_validity: Duration::from_secs(3600),
+            max_body_bytes: 1,
+            cert_reload_interval: Duration::from_secs(5),
+            shutdown_grace: Duration::from_secs(1),
+            tenant_priority_shares: 0,
+            log_format: LogFormat::Text,
+            access_log: false,
+        }
+    }
+
+    #[test]
+    fn etcd_settings_are_checked_together() {
+        let err = |c: &ServerConfig| c.validate_etcd().err().unwrap_or_default();
+        assert!(err(&etcd_config(&[])).contains("at least one endpoint"));
+        assert!(err(&etcd_config(&["https://e:2379"])).contains("set etcd_ca_file"));
+        assert!(err(&etcd_config(&["e:2379"])).contains("must start with"));
+        assert_eq!(err(&etcd_config(&["http://e:2379"])), "");
+        let ca = std::env::temp_dir().join(format!("paddock-config-test-{}", std::process::id()));
+        std::fs::write(&ca, "x").ok();
+        let mut c = etcd_config(&["https://e:2379", "https://f:2379"]);
+        c.etcd_ca_file = Some(ca.clone());
+        assert_eq!(err(&c), "");
+        c.etcd_cert_file = Some(ca.clone());
+        assert!(err(&c).contains("go together"), "{}", err(&c));
+        c.etcd_key_file = Some(ca.clone());
+        assert_eq!(err(&c), "");
+        c.etcd_username = Some("paddock".into());
+        assert!(err(&c).contains("etcd_username"), "{}", err(&c));
+        c.etcd_password = Some(Secret("pw".into()));
+        assert_eq!(err(&c), "");
+        let opts = c.etcd_options();
+        assert_eq!(opts.user, Some(("paddock".into(), "pw".into())));
+        assert_eq!(opts.tls.map(|t| t.ca), Some(ca.clone()));
+        assert!(
+            !format!("{c:?}").contains("\"pw\""),
+            "the password is never printed"
+        );
+        let mut mixed = etcd_config(&["http://e:2379"]);
+        mixed.etcd_ca_file = Some(ca.clone());
+        assert!(err(&mixed).contains("plain http"));
+        std::fs::remove_file(&ca).ok();
+    }
 
     #[test]
     fn durations_parse() {

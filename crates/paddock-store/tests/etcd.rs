@@ -516,3 +516,51 @@ async fn open_against_nothing_fails_fast() {
     let err = Store::open_etcd(&[], "/paddock").await.unwrap_err();
     assert!(matches!(err, StoreError::Invalid(_)), "{err:?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn prune_deletes_long_expired_certificates_on_every_replica() {
+    let Some(bin) = etcd_bin("prune_deletes_long_expired_certificates_on_every_replica") else {
+        return;
+    };
+    let etcd = Etcd::start(&bin).await;
+    let eps = vec![etcd.endpoint()];
+    let a = Store::open_etcd(&eps, "/paddock").await.unwrap();
+    let b = Store::open_etcd(&eps, "/paddock").await.unwrap();
+    let mut old = cert("0a01", "foofoo");
+    old.not_after = "2020-01-01T00:00:00Z".into();
+    let mut yesterday = cert("0a02", "foofoo");
+    let t = time::OffsetDateTime::now_utc() - time::Duration::days(1);
+    yesterday.not_after = t
+        .format(&time::format_description::well_known::Rfc3339)
+        .unwrap();
+    for c in [&old, &yesterday, &cert("0a03", "foofoo")] {
+        a.record_cert(c).await.unwrap();
+        a.revoke_cert(&c.serial_hex).await.unwrap();
+    }
+    within(Duration::from_secs(1), "B sees the revocations", || {
+        b.cache().is_revoked("0a03")
+    })
+    .await;
+    let week = Duration::from_secs(7 * 86400);
+    let now = std::time::SystemTime::now();
+    // both replicas prune at once: each record is deleted once, by one of them
+    let (na, nb) = tokio::join!(a.prune(now, week), b.prune(now, week));
+    assert_eq!(na.unwrap() + nb.unwrap(), 1);
+    let left: Vec<String> = a
+        .list_certs(None)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|c| c.serial_hex)
+        .collect();
+    assert_eq!(left, vec!["0a02".to_string(), "0a03".to_string()]);
+    within(
+        Duration::from_secs(1),
+        "B's cache drops the pruned revocation",
+        || !b.cache().is_revoked("0a01") && b.cache().is_revoked("0a02"),
+    )
+    .await;
+    assert_eq!(a.prune(now, week).await.unwrap(), 0);
+    assert_eq!(a.prune(now, Duration::ZERO).await.unwrap(), 1);
+    assert!(!a.cache().is_revoked("0a02") && a.cache().is_revoked("0a03"));
+}

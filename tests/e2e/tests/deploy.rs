@@ -1,0 +1,406 @@
+//! deploy/: the Helm chart and the start-up self-check of paddock's upstream rights.
+//!
+//! - `helm lint deploy/chart` passes; `helm template` with the default and with the HA values
+//!   is accepted by the test bed's apiserver (`kubectl apply --dry-run=server`);
+//! - the ClusterRole the chart renders is exactly `REQUIRED_RIGHTS` (paddock-server's table);
+//! - paddock started with a ServiceAccount lacking rights of that table refuses to start and
+//!   lists exactly those; with a ServiceAccount bound to the chart's ClusterRole (and nothing
+//!   else) it starts, creates a tenant, serves it and deletes it;
+//! - (ignored by default, `make test-static`): the statically linked binary the Dockerfile
+//!   packages is built, checked static with `file`/`ldd`, and run against the test bed with the
+//!   TLS etcd cluster reached by host name.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use paddock_e2e::paddock::paddock_binary;
+use paddock_e2e::process::{self, describe, free_port};
+use paddock_e2e::testbed::{testbed_scripts, workspace_root};
+use paddock_e2e::{ControlPlane, EtcdCluster, Kubectl, Paddock, StoreKind};
+use serde_json::Value;
+
+fn helm() -> Result<PathBuf> {
+    let mut cmd = Command::new("bash");
+    cmd.arg(testbed_scripts().join("tools.sh")).arg("helm");
+    let out = process::run(&mut cmd, None, Duration::from_secs(30 * 60))?;
+    if !out.success() {
+        bail!("tools.sh helm failed: {}", out.stderr);
+    }
+    Ok(PathBuf::from(out.stdout.trim()))
+}
+
+fn chart() -> PathBuf {
+    workspace_root().join("deploy").join("chart")
+}
+
+/// `helm template` of the chart with `values` files; the rendered YAML.
+fn render(helm: &Path, values: &[&str], namespace: &str) -> Result<String> {
+    let mut cmd = Command::new(helm);
+    cmd.args(["template", "paddock"])
+        .arg(chart())
+        .args(["--namespace", namespace]);
+    for v in values {
+        cmd.arg("-f").arg(chart().join(v));
+    }
+    let out = process::run(&mut cmd, None, Duration::from_secs(60))?;
+    if !out.success() {
+        bail!("{} failed: {}", describe(&cmd), out.stderr);
+    }
+    Ok(out.stdout)
+}
+
+/// The documents of a multi-document YAML stream, as JSON.
+fn documents(yaml: &str) -> Result<Vec<Value>> {
+    let mut out = Vec::new();
+    for doc in yaml.split("\n---") {
+        let v: Value = serde_norway::from_str(doc).context("rendered YAML")?;
+        if !v.is_null() {
+            out.push(v);
+        }
+    }
+    Ok(out)
+}
+
+/// A rule set: (group, resource, verb) triples, so the comparison ignores how rules are split.
+fn triples(rules: &Value) -> BTreeSet<(String, String, String)> {
+    let mut out = BTreeSet::new();
+    for r in rules.as_array().into_iter().flatten() {
+        for g in r["apiGroups"].as_array().into_iter().flatten() {
+            for res in r["resources"].as_array().into_iter().flatten() {
+                for v in r["verbs"].as_array().into_iter().flatten() {
+                    out.insert((
+                        g.as_str().unwrap_or_default().to_owned(),
+                        res.as_str().unwrap_or_default().to_owned(),
+                        v.as_str().unwrap_or_default().to_owned(),
+                    ));
+                }
+            }
+        }
+    }
+    out
+}
+
+fn admin(cp: &ControlPlane) -> Result<Kubectl> {
+    cp.kubectl_admin()
+}
+
+/// A kubeconfig for ServiceAccount `sa` in `ns` (a TokenRequest token, the test bed's CA).
+fn sa_kubeconfig(cp: &ControlPlane, ns: &str, sa: &str) -> Result<PathBuf> {
+    let token = admin(cp)?.run(&["create", "token", sa, "-n", ns, "--duration=2h"])?;
+    let path = cp.dir().join(format!("{sa}.kubeconfig"));
+    let ca = cp.dir().join("pki").join("ca.crt");
+    std::fs::write(
+        &path,
+        format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: t\n  cluster:\n    server: {}\n    certificate-authority: {}\nusers:\n- name: {sa}\n  user:\n    token: {}\ncontexts:\n- name: t\n  context: {{cluster: t, user: {sa}}}\ncurrent-context: t\n",
+            cp.apiserver_url()?,
+            ca.display(),
+            token.trim()
+        ),
+    )?;
+    Ok(path)
+}
+
+/// A ServiceAccount bound to a ClusterRole with `rules`.
+fn service_account(cp: &ControlPlane, name: &str, rules: &Value) -> Result<PathBuf> {
+    let objects = serde_json::json!({"apiVersion": "v1", "kind": "List", "items": [
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": name, "namespace": "paddock-system"}},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": name}, "rules": rules},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": {"name": name},
+         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
+         "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": "paddock-system"}]},
+    ]});
+    admin(cp)?.run_stdin(&["apply", "-f", "-"], Some(&objects.to_string()))?;
+    sa_kubeconfig(cp, "paddock-system", name)
+}
+
+/// Runs `paddock serve` (embedded store) with `kubeconfig`; expects it to stop: its stderr.
+fn serve_refused(cp: &ControlPlane, name: &str, kubeconfig: &Path) -> Result<String> {
+    let bin = paddock_binary()?;
+    let dir = cp.dir().join(name);
+    let port = free_port()?;
+    let mut init = Command::new(&bin);
+    init.args(["ca", "init", "--dir"]).arg(dir.join("certs"));
+    let out = process::run(&mut init, None, Duration::from_secs(60))?;
+    if !out.success() {
+        bail!("ca init: {}", out.stderr);
+    }
+    let mut serve = Command::new(&bin);
+    serve
+        .args([
+            "serve",
+            "--listen",
+            &format!("127.0.0.1:{port}"),
+            "--certs-dir",
+        ])
+        .arg(dir.join("certs"))
+        .arg("--upstream-kubeconfig")
+        .arg(kubeconfig)
+        .args(["--store", "embedded", "--data-dir"])
+        .arg(dir.join("data"))
+        .args(["--log-format", "text"]);
+    let out = process::run(&mut serve, None, Duration::from_secs(60))?;
+    if out.success() || out.timed_out {
+        bail!(
+            "paddock started with a credential lacking rights:\n{}",
+            out.stderr
+        );
+    }
+    Ok(out.stderr)
+}
+
+/// The rendered paddock.toml is read by paddock's own loader: no unknown key, every value
+/// parses; `paddock serve` gets as far as the first file the test cannot provide.
+fn config_is_paddocks(docs: &[Value]) -> Result<()> {
+    let cm = docs
+        .iter()
+        .find(|d| d["kind"] == "ConfigMap")
+        .context("no ConfigMap rendered")?;
+    let toml = cm["data"]["paddock.toml"]
+        .as_str()
+        .context("no paddock.toml in the ConfigMap")?;
+    let dir = tempfile::tempdir()?;
+    let path = dir.path().join("paddock.toml");
+    std::fs::write(&path, toml)?;
+    let mut serve = Command::new(paddock_binary()?);
+    serve
+        .args(["serve", "--config"])
+        .arg(&path)
+        .env("PADDOCK_ALLOW_NON_LOOPBACK", "1");
+    let out = process::run(&mut serve, None, Duration::from_secs(30))?;
+    assert!(!out.success());
+    let last = out.stderr.lines().last().unwrap_or_default();
+    assert!(
+        last.contains("/etc/paddock/") && last.contains("does not exist"),
+        "the chart's paddock.toml was not accepted up to its files: {last}"
+    );
+    Ok(())
+}
+
+#[test]
+fn chart_and_self_check() -> Result<()> {
+    let helm = helm()?;
+    for values in [&[][..], &["values-ha.yaml"][..]] {
+        let mut lint = Command::new(&helm);
+        lint.arg("lint").arg(chart());
+        for v in values {
+            lint.arg("-f").arg(chart().join(v));
+        }
+        let out = process::run(&mut lint, None, Duration::from_secs(60))?;
+        assert!(
+            out.success(),
+            "{}:\n{}{}",
+            describe(&lint),
+            out.stdout,
+            out.stderr
+        );
+        eprintln!(
+            "{}: {}",
+            describe(&lint),
+            out.stdout.lines().last().unwrap_or_default()
+        );
+    }
+
+    // The chart's ClusterRole is the table paddock checks at start.
+    let default = render(&helm, &[], "paddock-system")?;
+    let docs = documents(&default)?;
+    let role = docs
+        .iter()
+        .find(|d| d["kind"] == "ClusterRole")
+        .context("no ClusterRole rendered")?;
+    let declared = paddock_server::rights::cluster_role_rules();
+    assert_eq!(
+        triples(&role["rules"]),
+        triples(&declared),
+        "deploy/chart/templates/clusterrole.yaml differs from REQUIRED_RIGHTS in crates/paddock-server/src/rights.rs"
+    );
+    assert_eq!(role["rules"], declared, "same rules, same order");
+
+    config_is_paddocks(&docs)?;
+
+    let cp = ControlPlane::start()?;
+    let kc = admin(&cp)?;
+    kc.run(&["create", "namespace", "paddock-system"])?;
+    for (name, values) in [("default", &[][..]), ("HA", &["values-ha.yaml"][..])] {
+        let yaml = render(&helm, values, "paddock-system")?;
+        let kinds: Vec<String> = documents(&yaml)?
+            .iter()
+            .map(|d| d["kind"].as_str().unwrap_or_default().to_owned())
+            .collect();
+        for k in [
+            "Deployment",
+            "Service",
+            "PodDisruptionBudget",
+            "ServiceAccount",
+            "ClusterRole",
+            "ClusterRoleBinding",
+            "ConfigMap",
+            "Secret",
+        ] {
+            assert!(kinds.iter().any(|x| x == k), "{name}: no {k} in {kinds:?}");
+        }
+        let out = kc.run_stdin(&["apply", "--dry-run=server", "-f", "-"], Some(&yaml))?;
+        eprintln!("{name} values, server dry-run:\n{}", out.trim_end());
+        assert_eq!(
+            out.lines()
+                .filter(|l| l.contains("(server dry run)"))
+                .count(),
+            kinds.len(),
+            "{name}: every object accepted:\n{out}"
+        );
+    }
+
+    // A credential lacking two rights: paddock names exactly those and stops.
+    let mut rules: Vec<Value> = declared.as_array().cloned().unwrap_or_default();
+    for r in &mut rules {
+        let res = r["resources"][0].as_str().unwrap_or_default().to_owned();
+        if let Some(verbs) = r["verbs"].as_array_mut() {
+            verbs.retain(|v| {
+                !(res == "namespaces" && v == "delete" || res == "clusterroles" && v == "escalate")
+            });
+        }
+    }
+    let lacking = service_account(&cp, "paddock-lacking", &Value::Array(rules))?;
+    let stderr = serve_refused(&cp, "paddock-lacking", &lacking)?;
+    let last = stderr.lines().last().unwrap_or_default();
+    assert!(
+        last.contains("lacks 2 right(s) it needs: delete namespaces, escalate clusterroles.rbac.authorization.k8s.io"),
+        "{last}\n--- stderr:\n{stderr}"
+    );
+
+    // Exactly the chart's ClusterRole: paddock starts, provisions a tenant and serves it.
+    let least = service_account(&cp, "paddock-least", &declared)?;
+    let p = Paddock::start_with_args(
+        &cp,
+        StoreKind::Embedded,
+        "paddock-least",
+        &["--upstream-kubeconfig".into(), least.display().to_string()],
+    );
+    let p = p.context("paddock with exactly the chart's ClusterRole")?;
+    let t = p.kubectl_tenant("leastt")?;
+    t.run(&["create", "configmap", "c", "--from-literal=a=b"])?;
+    t.run(&["get", "configmap", "c"])?;
+    // tenant deletion (lists and deletes what the tenant owns cluster-wide) with it too
+    let out = p.cli(&["tenant", "delete", "leastt", "--wait"])?;
+    eprintln!("tenant deleted with the least ClusterRole: {}", out.trim());
+    let left = admin(&cp)?.run(&["get", "ns", "-l", "paddock.io/tenant=leastt", "-o", "name"])?;
+    assert_eq!(
+        left.trim(),
+        "",
+        "namespaces left after the tenant's deletion"
+    );
+    p.stop();
+    Ok(())
+}
+
+#[test]
+#[ignore = "builds paddock for x86_64-unknown-linux-gnu with crt-static (minutes); make test-static"]
+fn static_binary_runs() -> Result<()> {
+    let root = workspace_root();
+    let target_dir = root.join("target").join("static");
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let mut build = Command::new(cargo);
+    build
+        .current_dir(&root)
+        .args(["build", "-p", "paddock", "--bin", "paddock"])
+        .args(["--target", "x86_64-unknown-linux-gnu", "--target-dir"])
+        .arg(&target_dir)
+        .env("RUSTFLAGS", "-C target-feature=+crt-static");
+    let out = process::run(&mut build, None, Duration::from_secs(60 * 60))?;
+    assert!(
+        out.success(),
+        "{}:\n{}",
+        describe(&build),
+        process::tail_lines(&out.stderr, 40)
+    );
+    let bin = target_dir.join("x86_64-unknown-linux-gnu/debug/paddock");
+
+    let file = process::run(
+        Command::new("file").arg(&bin),
+        None,
+        Duration::from_secs(10),
+    )?;
+    eprintln!("file: {}", file.stdout.trim());
+    // glibc with crt-static links a static PIE: `file` says "static-pie linked"
+    assert!(
+        file.stdout.contains("statically linked") || file.stdout.contains("static-pie linked"),
+        "{}",
+        file.stdout
+    );
+    let ldd = process::run(Command::new("ldd").arg(&bin), None, Duration::from_secs(10))?;
+    eprintln!("ldd: {}{}", ldd.stdout.trim(), ldd.stderr.trim());
+    assert!(
+        !ldd.stdout.contains("=>") && ldd.stdout.contains("statically linked"),
+        "dynamic dependencies: {}",
+        ldd.stdout
+    );
+
+    // Run it: paddock serve on the TLS etcd cluster, reached by host name (glibc's static
+    // resolver reads /etc/hosts), against the real apiserver; a tenant through it.
+    let cp = ControlPlane::start()?;
+    let etcd = EtcdCluster::start_in(&cp)?;
+    let mut args = etcd.paddock_args("/paddock-static");
+    let eps: Vec<String> = etcd
+        .endpoints()
+        .iter()
+        .map(|e| e.replace("127.0.0.1", "localhost"))
+        .collect();
+    if let Some(i) = args.iter().position(|a| a == "--etcd-endpoints") {
+        args[i + 1] = eps.join(",");
+    }
+    let dir = cp.dir().join("static");
+    let certs = dir.join("certs");
+    let port = free_port()?;
+    let url = format!("https://127.0.0.1:{port}");
+    let mut init = Command::new(&bin);
+    init.args(["ca", "init", "--dir"])
+        .arg(&certs)
+        .args(["--server-url", &url]);
+    let out = process::run(&mut init, None, Duration::from_secs(60))?;
+    assert!(out.success(), "{}", out.stderr);
+    let log = std::fs::File::create(dir.join("serve.log"))?;
+    let mut serve = Command::new(&bin);
+    serve
+        .args([
+            "serve",
+            "--listen",
+            &format!("127.0.0.1:{port}"),
+            "--certs-dir",
+        ])
+        .arg(&certs)
+        .arg("--upstream-kubeconfig")
+        .arg(cp.admin_kubeconfig())
+        .args(["--public-url", &url])
+        .args(&args)
+        .stdout(log.try_clone()?)
+        .stderr(log);
+    let mut child = serve.spawn()?;
+    cp.record_pid("paddock-static", child.id())?;
+    let admin_kc = certs.join("admin.kubeconfig");
+    let mut created = None;
+    for _ in 0..60 {
+        let mut c = Command::new(&bin);
+        c.args(["tenant", "create", "static", "--kubeconfig"])
+            .arg(&admin_kc);
+        let out = process::run(&mut c, None, Duration::from_secs(30))?;
+        if out.success() {
+            created = Some(out.stdout);
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    let kubeconfig = created.with_context(|| process::tail_file(&dir.join("serve.log"), 30))?;
+    assert!(kubeconfig.contains("client-certificate-data"));
+    assert!(
+        etcd.keys("/paddock-static/tenants/")?
+            .contains(&"/paddock-static/tenants/static".to_string())
+    );
+    Ok(())
+}
