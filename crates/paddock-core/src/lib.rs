@@ -7,6 +7,7 @@ pub mod body;
 pub mod catalog;
 pub mod dupkeys;
 pub mod error;
+pub mod health;
 pub mod identity;
 pub mod object;
 pub mod patch;
@@ -44,7 +45,7 @@ pub use request::{
     ApiPath, ParsedRequest, Plan, ResourcePath, ResponseKind, TenantContext, Verb, parse_request,
     plan, response_kind_for, upstream_accept,
 };
-pub use status::status_body;
+pub use status::{status_body, watch_error_event};
 pub use tenant::{
     NameKind, TENANT_LABEL, TenantId, TenantIdError, check_prefixed_len, looks_tenant_prefixed,
 };

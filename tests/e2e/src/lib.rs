@@ -7,8 +7,11 @@
 //! - [`kubectl::Kubectl`]: kubectl with one kubeconfig; failures show command, output, log tail.
 //! - [`scenario`]: `tests/e2e/scenarios/*.yaml` and their runner.
 
+pub mod ha;
+pub mod http;
 pub mod kube_client;
 pub mod kubectl;
+pub mod load;
 pub mod paddock;
 pub mod process;
 pub mod scenario;
