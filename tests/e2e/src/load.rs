@@ -66,9 +66,16 @@ impl TenantLoad {
 /// One failed request.
 #[derive(Debug, Clone)]
 pub struct FailedRequest {
-    /// Since the load started.
+    /// When it was sent, since the load started.
     pub at: Duration,
+    /// How long until the answer (or the failure).
+    pub latency: Duration,
+    /// The HTTP status, when there was an answer.
+    pub status: Option<u16>,
+    /// Method, path and what went wrong.
     pub what: String,
+    /// The answer's body (a `Status`), when there was one.
+    pub body: String,
 }
 
 #[derive(Default)]
@@ -83,6 +90,8 @@ struct Shared {
     patches: parking_lot_free::Mutex<BTreeMap<String, (u64, u64)>>,
     writes_done: AtomicBool,
     stop_watches: AtomicBool,
+    /// The slowest answer of any request (ms), failed or not.
+    max_latency_ms: AtomicU64,
     /// The final state the watches compare themselves with (tenant -> name -> rv).
     targets: parking_lot_free::Mutex<Option<BTreeMap<String, BTreeMap<String, String>>>>,
 }
@@ -132,6 +141,8 @@ pub struct Report {
     pub watches: Vec<WatchLog>,
     /// Objects whose final resourceVersion some watch never saw.
     pub missed_events: Vec<String>,
+    /// The slowest answer of any request (watches: until their headers).
+    pub max_latency: Duration,
 }
 
 impl Report {
@@ -247,6 +258,7 @@ pub async fn run(tenants: Vec<TenantLoad>, spec: Spec, admin: Tls) -> Result<Rep
     }
 
     report.requests = shared.requests.load(Ordering::Acquire);
+    report.max_latency = Duration::from_millis(shared.max_latency_ms.load(Ordering::Acquire));
     report.failures = shared.failures.lock().clone();
     report.retries = retries.iter().map(|r| r.load(Ordering::Relaxed)).sum();
     let acked = shared.acked_creates.lock().clone();
@@ -380,14 +392,31 @@ async fn upstream_state(admin: &Tls, t: &TenantLoad, spec: &Spec) -> Result<BTre
     Ok(out)
 }
 
-fn fail(shared: &Shared, t0: Instant, what: String) {
+fn fail(shared: &Shared, f: FailedRequest) {
     if std::env::var_os("PADDOCK_E2E_VERBOSE").is_some() {
-        eprintln!("  [load +{:.2}s] FAILED {what}", t0.elapsed().as_secs_f64());
+        eprintln!(
+            "  [load +{:.2}s] FAILED after {:?}: {} {}",
+            f.at.as_secs_f64(),
+            f.latency,
+            f.what,
+            f.body
+        );
     }
-    shared.failures.lock().push(FailedRequest {
-        at: t0.elapsed(),
-        what,
-    });
+    shared.failures.lock().push(f);
+}
+
+fn note_latency(shared: &Shared, latency: Duration) {
+    shared
+        .max_latency_ms
+        .fetch_max(latency.as_millis() as u64, Ordering::AcqRel);
+}
+
+/// Why a counted request did not succeed.
+enum Missed {
+    /// An answer with another status.
+    Status(u16),
+    /// No answer.
+    NoAnswer,
 }
 
 /// Who sends a counted request.
@@ -405,28 +434,43 @@ async fn call(
     path: &str,
     body: Option<(&str, Vec<u8>)>,
     want: StatusCode,
-) -> Result<bytes::Bytes, Option<Failure>> {
+) -> Result<bytes::Bytes, Missed> {
     let (tls, shared, t0, spec) = (c.tls, c.shared, c.t0, c.spec);
     shared.requests.fetch_add(1, Ordering::AcqRel);
-    match tls
+    let at = t0.elapsed();
+    let started = Instant::now();
+    let r = tls
         .send(method.clone(), path, body, spec.request_timeout)
-        .await
-    {
+        .await;
+    let latency = started.elapsed();
+    note_latency(shared, latency);
+    match r {
         Ok((status, body)) if status == want => Ok(body),
         Ok((status, body)) => {
             fail(
                 shared,
-                t0,
-                format!(
-                    "{method} {path}: {status}: {}",
-                    String::from_utf8_lossy(&body[..body.len().min(300)])
-                ),
+                FailedRequest {
+                    at,
+                    latency,
+                    status: Some(status.as_u16()),
+                    what: format!("{method} {path}: {status}"),
+                    body: String::from_utf8_lossy(&body).into_owned(),
+                },
             );
-            Err(None)
+            Err(Missed::Status(status.as_u16()))
         }
         Err(e) => {
-            fail(shared, t0, format!("{method} {path}: {e}"));
-            Err(Some(e))
+            fail(
+                shared,
+                FailedRequest {
+                    at,
+                    latency,
+                    status: None,
+                    what: format!("{method} {path}: {e}"),
+                    body: String::new(),
+                },
+            );
+            Err(Missed::NoAnswer)
         }
     }
 }
@@ -472,11 +516,12 @@ async fn worker(tls: Tls, t: TenantLoad, spec: Spec, shared: Arc<Shared>, t0: In
                         shared.acked_creates.lock().insert(seq, name.clone());
                         mine.push(name);
                     }
-                    // An answer that is not 201 means not created; no answer: unknown.
-                    Err(Some(_)) => {
+                    // No answer, or a timeout answer (504: the upstream may have applied it
+                    // after all): unknown. Any other answer means not created.
+                    Err(Missed::NoAnswer | Missed::Status(504)) => {
                         shared.unknown_creates.lock().insert(seq);
                     }
-                    Err(None) => {}
+                    Err(Missed::Status(_)) => {}
                 }
             }
             1 => {
@@ -588,12 +633,28 @@ async fn watch_loop(
         started = true;
         shared.requests.fetch_add(1, Ordering::AcqRel);
         let path = format!("{base}&watch=1&resourceVersion={from}&timeoutSeconds=300");
-        let resp = match tls.start(Method::GET, &path, None).await {
+        let at = t0.elapsed();
+        let started = Instant::now();
+        let sent = tokio::time::timeout(spec.request_timeout, tls.start(Method::GET, &path, None))
+            .await
+            .unwrap_or(Err(Failure::Timeout));
+        let latency = started.elapsed();
+        note_latency(&shared, latency);
+        let resp = match sent {
             Ok(r) => r,
             Err(e) => {
                 // Retried below like any re-watch; a request that never got an answer counts.
                 if !matches!(e, Failure::NotProcessed(_)) {
-                    fail(&shared, t0, format!("WATCH {path}: {e}"));
+                    fail(
+                        &shared,
+                        FailedRequest {
+                            at,
+                            latency,
+                            status: None,
+                            what: format!("WATCH {path}: {e}"),
+                            body: String::new(),
+                        },
+                    );
                 } else {
                     tls.retries.fetch_add(1, Ordering::Relaxed);
                     shared.requests.fetch_sub(1, Ordering::AcqRel);
@@ -616,11 +677,13 @@ async fn watch_loop(
             } else {
                 fail(
                     &shared,
-                    t0,
-                    format!(
-                        "WATCH {path}: {status}: {}",
-                        String::from_utf8_lossy(&body[..body.len().min(300)])
-                    ),
+                    FailedRequest {
+                        at,
+                        latency,
+                        status: Some(status.as_u16()),
+                        what: format!("WATCH {path}: {status}"),
+                        body: String::from_utf8_lossy(&body).into_owned(),
+                    },
                 );
                 tokio::time::sleep(Duration::from_millis(200)).await;
             }

@@ -401,10 +401,19 @@ impl Paddock {
     /// Runs an admin command of the paddock CLI (`tenant ...`, `user ...`, `cert ...`) with the
     /// platform-admin kubeconfig; returns what happened.
     pub fn cli_raw(&self, args: &[String], timeout: Duration) -> Result<(String, Output)> {
+        self.cli_raw_with(&self.admin_kubeconfig(), args, timeout)
+    }
+
+    /// [`Paddock::cli_raw`] with another admin kubeconfig (e.g. one pointing at a load
+    /// balancer in front of the replicas).
+    pub fn cli_raw_with(
+        &self,
+        kubeconfig: &Path,
+        args: &[String],
+        timeout: Duration,
+    ) -> Result<(String, Output)> {
         let mut cmd = Command::new(&self.bin);
-        cmd.args(args)
-            .arg("--kubeconfig")
-            .arg(self.admin_kubeconfig());
+        cmd.args(args).arg("--kubeconfig").arg(kubeconfig);
         clean_env(&mut cmd);
         let line = describe(&cmd);
         let out = process::run(&mut cmd, None, timeout)?;

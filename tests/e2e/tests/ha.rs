@@ -247,14 +247,9 @@ fn ha_behind_haproxy() -> Result<()> {
     let mut tenants = Vec::new();
     for id in ["haload", "hbload"] {
         let kc = work.join(format!("{id}.kubeconfig"));
-        let (line, out) = r1.cli_raw(
-            &[
-                "tenant".into(),
-                "create".into(),
-                id.into(),
-                "--kubeconfig".into(),
-                lb_admin.to_string_lossy().into_owned(),
-            ],
+        let (line, out) = r1.cli_raw_with(
+            &lb_admin,
+            &["tenant".into(), "create".into(), id.into()],
             Duration::from_secs(60),
         )?;
         ensure!(out.success(), "{line}: {}", out.stderr);

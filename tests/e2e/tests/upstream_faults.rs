@@ -1,0 +1,302 @@
+//! Upstream faults as a tenant sees them (issue 14, acceptance 4): under a bounded mixed load
+//! with open watches, the test bed's kube-apiserver is frozen (SIGSTOP) for 30 s, then killed
+//! and started again. paddock (one replica, `--upstream-timeout 5s`) must answer every request
+//! within its timeout with a `Status` that names no internal address, turn unready while the
+//! upstream does not answer and ready again after, end watches with an ERROR event that
+//! clients resume from, and work again within seconds of the apiserver's return, without a
+//! restart of its own. About 2 min.
+
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use http::Method;
+use paddock_e2e::ha::Apiserver;
+use paddock_e2e::http::Tls;
+use paddock_e2e::load::{self, Spec, TenantLoad};
+use paddock_e2e::process::tail_file;
+use paddock_e2e::{ControlPlane, Paddock, StoreKind};
+use serde_json::Value;
+
+const UPSTREAM_TIMEOUT: Duration = Duration::from_secs(5);
+/// Slack on top of the timeout for paddock's own work and a busy machine.
+const SLACK: Duration = Duration::from_secs(2);
+const FREEZE: Duration = Duration::from_secs(30);
+
+fn runtime() -> Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("tokio runtime")
+}
+
+/// The HTTP status of `/readyz` (0 when there is no answer).
+fn readyz(rt: &tokio::runtime::Runtime, probe: &Tls) -> u16 {
+    rt.block_on(probe.send(Method::GET, "/readyz", None, Duration::from_secs(3)))
+        .map(|(s, _)| s.as_u16())
+        .unwrap_or(0)
+}
+
+/// Polls `f` every 100 ms until it holds, at most `limit`; the time it took.
+fn until(limit: Duration, mut f: impl FnMut() -> bool) -> Option<Duration> {
+    let t0 = Instant::now();
+    while t0.elapsed() < limit {
+        if f() {
+            return Some(t0.elapsed());
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    None
+}
+
+#[derive(Default, Debug)]
+struct Timeline {
+    freeze: Duration,
+    unready_after: Option<Duration>,
+    ready_during_freeze: u32,
+    kill: Duration,
+    apiserver_ready: Duration,
+    apiserver_start_took: Duration,
+    ready_after: Option<Duration>,
+    get_after: Option<Duration>,
+    create_after: Option<Duration>,
+}
+
+#[test]
+fn upstream_frozen_then_killed_and_restarted() -> Result<()> {
+    let cp = ControlPlane::start()?;
+    let timeout = format!("{}s", UPSTREAM_TIMEOUT.as_secs());
+    let p = Paddock::start_with_args(
+        &cp,
+        StoreKind::Etcd,
+        "paddock",
+        &["--upstream-timeout".into(), timeout],
+    )?;
+    let pid = p.pid().context("paddock pid")?;
+    let kc = p.tenant("faulty")?;
+    let mut api = Apiserver::of(&cp)?;
+    let api_port = cp
+        .apiserver_url()?
+        .rsplit(':')
+        .next()
+        .unwrap_or_default()
+        .to_owned();
+    let rt = runtime()?;
+    let probe = Tls::from_kubeconfig(&p.admin_kubeconfig(), None)?;
+    let tenant = Tls::from_kubeconfig(&kc, None)?;
+    let admin = Tls::from_kubeconfig(&cp.admin_kubeconfig(), None)?;
+    if readyz(&rt, &probe) != 200 {
+        bail!("paddock not ready at the start");
+    }
+    let spec = Spec {
+        run: "faults".into(),
+        workers: 2,
+        watches: 2,
+        duration: Duration::from_secs(75),
+        max_requests: 20_000,
+        pause: Duration::from_millis(50),
+        // Longer than paddock's bound: a request still unanswered at this point is a failure
+        // of the bound itself.
+        request_timeout: UPSTREAM_TIMEOUT + Duration::from_secs(15),
+    };
+    let tenants = vec![TenantLoad {
+        tenant: "faulty".into(),
+        kubeconfig: kc.clone(),
+        server: p.url().to_owned(),
+        namespace: "default".into(),
+    }];
+    let t0 = Instant::now();
+    let load_admin = admin.clone();
+    let load =
+        std::thread::spawn(move || runtime()?.block_on(load::run(tenants, spec, load_admin)));
+
+    // ---- the fault ----------------------------------------------------------------------
+    let mut tl = Timeline::default();
+    let disrupt = (|| -> Result<()> {
+        std::thread::sleep(Duration::from_secs(6));
+        api.freeze();
+        tl.freeze = t0.elapsed();
+        let frozen = Instant::now();
+        tl.unready_after = until(Duration::from_secs(20), || readyz(&rt, &probe) == 503);
+        while frozen.elapsed() < FREEZE {
+            if readyz(&rt, &probe) == 200 {
+                tl.ready_during_freeze += 1;
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        api.kill()?;
+        tl.kill = t0.elapsed();
+        std::thread::sleep(Duration::from_secs(3));
+        tl.apiserver_start_took = api.start(&cp)?;
+        tl.apiserver_ready = t0.elapsed();
+        let back = Instant::now();
+        tl.ready_after =
+            until(Duration::from_secs(30), || readyz(&rt, &probe) == 200).map(|_| back.elapsed());
+        tl.get_after = until(Duration::from_secs(30), || {
+            rt.block_on(tenant.send(
+                Method::GET,
+                "/api/v1/namespaces/default/configmaps",
+                None,
+                Duration::from_secs(10),
+            ))
+            .is_ok_and(|(s, _)| s.as_u16() == 200)
+        })
+        .map(|_| back.elapsed());
+        let body =
+            br#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"generateName":"after-"}}"#;
+        tl.create_after = until(Duration::from_secs(30), || {
+            rt.block_on(tenant.send(
+                Method::POST,
+                "/api/v1/namespaces/default/configmaps",
+                Some(("application/json", body.to_vec())),
+                Duration::from_secs(10),
+            ))
+            .is_ok_and(|(s, _)| s.as_u16() == 201)
+        })
+        .map(|_| back.elapsed());
+        Ok(())
+    })();
+    let report = load
+        .join()
+        .map_err(|_| anyhow::anyhow!("the load thread panicked"))??;
+    // Whatever happened, never leave the apiserver frozen.
+    api.thaw();
+    disrupt?;
+
+    // ---- checks -------------------------------------------------------------------------
+    let mut failures = Vec::new();
+    let bound = UPSTREAM_TIMEOUT + SLACK;
+    let recovered =
+        tl.apiserver_ready + tl.ready_after.unwrap_or_default() + Duration::from_secs(5);
+    let mut codes = std::collections::BTreeMap::<u16, u32>::new();
+    for f in &report.failures {
+        let Some(code) = f.status else {
+            failures.push(format!("no answer: {} after {:?}", f.what, f.latency));
+            continue;
+        };
+        *codes.entry(code).or_default() += 1;
+        if f.latency > bound {
+            failures.push(format!(
+                "answered after {:?} (> {bound:?}): {}",
+                f.latency, f.what
+            ));
+        }
+        match serde_json::from_str::<Value>(&f.body) {
+            Ok(v) if v["kind"] == "Status" && v["code"] == code => {
+                let msg = v["message"].as_str().unwrap_or("");
+                if msg.contains("127.0.0.1") || msg.contains(&api_port) {
+                    failures.push(format!("a Status names an internal address: {msg}"));
+                }
+            }
+            _ => failures.push(format!("not a Status: {} {}", f.what, f.body)),
+        }
+        if f.at + Duration::from_secs(1) < tl.freeze || f.at > recovered {
+            failures.push(format!(
+                "failed outside the outage ({:?}, outage {:?}..{recovered:?}): {} {}",
+                f.at, tl.freeze, f.what, f.body
+            ));
+        }
+    }
+    if report.max_latency > bound {
+        failures.push(format!(
+            "slowest answer {:?} > {bound:?}",
+            report.max_latency
+        ));
+    }
+    match tl.unready_after {
+        Some(d) if d <= Duration::from_secs(15) => {}
+        other => failures.push(format!(
+            "/readyz did not turn 503 within 15 s of the freeze: {other:?}"
+        )),
+    }
+    if tl.ready_during_freeze > 0 {
+        failures.push(format!(
+            "/readyz answered 200 {} times while the apiserver was frozen",
+            tl.ready_during_freeze
+        ));
+    }
+    for (what, d) in [
+        ("/readyz 200", tl.ready_after),
+        ("a tenant GET", tl.get_after),
+        ("a tenant create", tl.create_after),
+    ] {
+        match d {
+            Some(d) if d <= Duration::from_secs(10) => {}
+            other => failures.push(format!(
+                "{what} not working within 10 s of the apiserver's return: {other:?}"
+            )),
+        }
+    }
+    for (i, w) in report.watches.iter().enumerate() {
+        if w.error_events == 0 || w.resumes == 0 {
+            failures.push(format!(
+                "watch {i} did not end with an ERROR event and resume: {w:?}"
+            ));
+        }
+    }
+    if !report.missed_events.is_empty() {
+        failures.push(format!("missed watch events: {:?}", report.missed_events));
+    }
+    if !report.lost_writes.is_empty() || !report.duplicated_writes.is_empty() {
+        failures.push(format!(
+            "writes lost {:?} / duplicated {:?}",
+            report.lost_writes, report.duplicated_writes
+        ));
+    }
+    if p.exited().is_some() || p.pid() != Some(pid) || p.restarts() > 0 {
+        failures.push("paddock restarted or exited".into());
+    }
+    let log = std::fs::read_to_string(p.log_path()).unwrap_or_default();
+    if log.contains("panicked") {
+        failures.push("paddock panicked".into());
+    }
+    println!(
+        "\n== upstream frozen {FREEZE:?}, killed, restarted (upstream_timeout {UPSTREAM_TIMEOUT:?}) =="
+    );
+    println!("  {}", report.summary());
+    println!(
+        "  failed requests by status: {codes:?}; slowest answer {:?}",
+        report.max_latency
+    );
+    println!(
+        "  frozen at {:.1} s; /readyz 503 after {:?}; killed at {:.1} s; apiserver ready again at {:.1} s (start took {:?}); then /readyz 200 after {:?}, tenant GET after {:?}, create after {:?}",
+        tl.freeze.as_secs_f64(),
+        tl.unready_after,
+        tl.kill.as_secs_f64(),
+        tl.apiserver_ready.as_secs_f64(),
+        tl.apiserver_start_took,
+        tl.ready_after,
+        tl.get_after,
+        tl.create_after
+    );
+    for (i, w) in report.watches.iter().enumerate() {
+        println!(
+            "  watch {i}: {} events, {} resumes, {} ERROR events ({:?}), {} re-lists",
+            w.events,
+            w.resumes,
+            w.error_events,
+            w.error_messages.first(),
+            w.relists
+        );
+    }
+    if let Some(f) = report.failures.iter().find(|f| f.status == Some(504)) {
+        println!("  a 504 as the tenant sees it: {}", f.body);
+    }
+    if let Some(f) = report.failures.iter().find(|f| f.status == Some(503)) {
+        println!("  a 503 as the tenant sees it: {}", f.body);
+    }
+    if !failures.is_empty() {
+        bail!(
+            "{} check(s) failed:\n  {}\n--- paddock log tail ---\n{}",
+            failures.len(),
+            failures
+                .iter()
+                .take(30)
+                .cloned()
+                .collect::<Vec<_>>()
+                .join("\n  "),
+            tail_file(p.log_path(), 40)
+        );
+    }
+    Ok(())
+}
