@@ -40,6 +40,16 @@ pub enum LogFormat {
     Text,
 }
 
+/// A value that is never printed (passwords).
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(pub String);
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("<redacted>")
+    }
+}
+
 /// Everything `paddock serve` needs.
 #[derive(Debug, Clone)]
 pub struct ServerConfig {
@@ -57,6 +67,19 @@ pub struct ServerConfig {
     pub etcd_endpoints: Vec<String>,
     /// Key prefix in etcd.
     pub etcd_prefix: String,
+    /// CA bundle that signed etcd's serving certificates (needed for `https://` endpoints).
+    pub etcd_ca_file: Option<PathBuf>,
+    /// Client certificate paddock presents to etcd.
+    pub etcd_cert_file: Option<PathBuf>,
+    /// Its private key.
+    pub etcd_key_file: Option<PathBuf>,
+    /// etcd user (etcd's own authentication).
+    pub etcd_username: Option<String>,
+    /// The etcd user's password.
+    pub etcd_password: Option<Secret>,
+    /// How long after it expired a certificate's record (and revocation) is kept before it is
+    /// pruned from the store.
+    pub prune_grace: Duration,
     /// Server URL written into the kubeconfigs paddock hands out.
     pub public_url: String,
     /// Validity of issued tenant-user certificates.
@@ -119,8 +142,8 @@ impl ServerConfig {
                 ));
             }
         }
-        if self.store == StoreKind::Etcd && self.etcd_endpoints.is_empty() {
-            return Err("etcd_endpoints: store = \"etcd\" needs at least one endpoint".into());
+        if self.store == StoreKind::Etcd {
+            self.validate_etcd()?;
         }
         if !self.public_url.starts_with("https://") {
             return Err(format!(
@@ -135,6 +158,76 @@ impl ServerConfig {
             return Err("upstream_timeout: must be at least 1s".into());
         }
         Ok(())
+    }
+}
+
+impl ServerConfig {
+    fn validate_etcd(&self) -> Result<(), String> {
+        if self.etcd_endpoints.is_empty() {
+            return Err("etcd_endpoints: store = \"etcd\" needs at least one endpoint".into());
+        }
+        for (key, path) in [
+            ("etcd_ca_file", &self.etcd_ca_file),
+            ("etcd_cert_file", &self.etcd_cert_file),
+            ("etcd_key_file", &self.etcd_key_file),
+        ] {
+            if let Some(p) = path
+                && !p.is_file()
+            {
+                return Err(format!(
+                    "{key}: {} does not exist or is not a file",
+                    p.display()
+                ));
+            }
+        }
+        if self.etcd_cert_file.is_some() != self.etcd_key_file.is_some() {
+            return Err("etcd_cert_file and etcd_key_file go together: set both or neither".into());
+        }
+        if self.etcd_cert_file.is_some() && self.etcd_ca_file.is_none() {
+            return Err("etcd_cert_file: a client certificate needs etcd_ca_file too".into());
+        }
+        for ep in &self.etcd_endpoints {
+            let https = ep.starts_with("https://");
+            if !https && !ep.starts_with("http://") {
+                return Err(format!(
+                    "etcd_endpoints: {ep:?} must start with https:// or http://"
+                ));
+            }
+            if https != self.etcd_ca_file.is_some() {
+                return Err(if https {
+                    format!("etcd_endpoints: {ep} is https: set etcd_ca_file")
+                } else {
+                    format!("etcd_endpoints: {ep} is plain http but etcd_ca_file is set")
+                });
+            }
+        }
+        if self.etcd_username.is_some() != self.etcd_password.is_some() {
+            return Err(
+                "etcd_username and the etcd password (etcd_password_file or PADDOCK_ETCD_PASSWORD) go together".into(),
+            );
+        }
+        Ok(())
+    }
+
+    /// The store's connection options for etcd.
+    pub fn etcd_options(&self) -> paddock_store::EtcdOptions {
+        paddock_store::EtcdOptions {
+            endpoints: self.etcd_endpoints.clone(),
+            prefix: self.etcd_prefix.clone(),
+            tls: self
+                .etcd_ca_file
+                .clone()
+                .map(|ca| paddock_store::EtcdTlsFiles {
+                    ca,
+                    cert: self.etcd_cert_file.clone(),
+                    key: self.etcd_key_file.clone(),
+                }),
+            user: match (&self.etcd_username, &self.etcd_password) {
+                (Some(u), Some(p)) => Some((u.clone(), p.0.clone())),
+                _ => None,
+            },
+            reload_interval: self.cert_reload_interval,
+        }
     }
 }
 

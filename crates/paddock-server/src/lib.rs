@@ -15,7 +15,9 @@ pub mod health;
 pub mod metrics;
 pub mod provision;
 pub mod proxy;
+pub mod prune;
 pub mod rbac_sync;
+pub mod rights;
 pub mod router;
 pub mod state;
 pub mod upjson;
@@ -38,11 +40,14 @@ use crate::metrics::Metrics;
 use crate::state::AppState;
 use crate::upstream::{Upstream, UpstreamCredential};
 
+/// How long the start-up self-check waits for an apiserver that does not answer.
+const SELF_CHECK_PATIENCE: Duration = Duration::from_secs(60);
+
 /// Opens the configured store.
 pub async fn open_store(config: &ServerConfig) -> Result<Store, ServerError> {
     Ok(match config.store {
         StoreKind::Embedded => Store::open_embedded(&config.data_dir).await?,
-        StoreKind::Etcd => Store::open_etcd(&config.etcd_endpoints, &config.etcd_prefix).await?,
+        StoreKind::Etcd => Store::open_etcd_with(config.etcd_options()).await?,
     })
 }
 
@@ -62,6 +67,13 @@ pub async fn run(config: ServerConfig, shutdown: CancellationToken) -> Result<()
         config.ca_cert(),
     )?);
     let store = Arc::new(open_store(&config).await?);
+    // Before anything is written: refuse to start without the upstream rights paddock needs.
+    rights::self_check(
+        &upstream,
+        config.tenant_priority_shares > 0,
+        SELF_CHECK_PATIENCE,
+    )
+    .await?;
     record_admin_certificate(&config, &store).await;
     let listener = TcpListener::bind(config.listen)
         .await
@@ -138,6 +150,7 @@ pub async fn run(config: ServerConfig, shutdown: CancellationToken) -> Result<()
             tokio::spawn(rbac_sync::resync_loop(state.clone()));
         });
     }
+    tokio::spawn(prune::prune_loop(state.clone()));
     // Keep the catalog's list of tenant ids in step with the store.
     {
         let state = state.clone();

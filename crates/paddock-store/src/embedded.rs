@@ -313,6 +313,25 @@ impl EmbeddedStore {
             .cloned()
             .collect())
     }
+
+    pub(crate) async fn prune_expired_before(
+        &self,
+        cutoff: std::time::SystemTime,
+    ) -> Result<usize, StoreError> {
+        {
+            // nothing to prune: no write
+            let st = self.inner.state.lock();
+            if !st.certs.values().any(|c| c.is_expired(cutoff)) {
+                return Ok(0);
+            }
+        }
+        self.mutate(move |st| {
+            let before = st.certs.len();
+            st.certs.retain(|_, c| !c.is_expired(cutoff));
+            Ok(before - st.certs.len())
+        })
+        .await
+    }
 }
 
 #[cfg(test)]
@@ -335,6 +354,45 @@ mod tests {
             revoked: false,
             revoked_at: None,
         }
+    }
+
+    #[tokio::test]
+    async fn prune_deletes_only_long_expired_certificates() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = Store::open_embedded(dir.path()).await.unwrap();
+        let mut old = cert("0a", Some("foofoo"));
+        old.not_after = "2020-01-01T00:00:00Z".into();
+        old.revoked = true;
+        let mut recent = cert("0b", None);
+        // expired an hour ago: within a day's grace
+        let hour_ago = time::OffsetDateTime::now_utc() - time::Duration::hours(1);
+        recent.not_after = hour_ago
+            .format(&time::format_description::well_known::Rfc3339)
+            .unwrap();
+        recent.revoked = true;
+        let valid = cert("0c", Some("foofoo"));
+        for c in [&old, &recent, &valid] {
+            s.record_cert(c).await.unwrap();
+        }
+        let day = std::time::Duration::from_secs(86400);
+        let now = std::time::SystemTime::now();
+        assert_eq!(s.prune(now, day).await.unwrap(), 1);
+        let left: Vec<String> = s
+            .list_certs(None)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|c| c.serial_hex)
+            .collect();
+        assert_eq!(left, vec!["0b".to_string(), "0c".to_string()]);
+        assert!(s.cache().is_revoked("0b"));
+        assert!(!s.cache().is_revoked("0a"));
+        // again: nothing more; without grace the recent one goes too
+        assert_eq!(s.prune(now, day).await.unwrap(), 0);
+        assert_eq!(s.prune(now, std::time::Duration::ZERO).await.unwrap(), 1);
+        drop(s);
+        let s = Store::open_embedded(dir.path()).await.unwrap();
+        assert_eq!(s.list_certs(None).await.unwrap().len(), 1);
     }
 
     #[tokio::test]

@@ -4,11 +4,14 @@
 //! reconnects with backoff, re-lists (replacing the whole cache) and re-watches from the
 //! new revision, so nothing is missed. Writes are single requests or transactions (all or
 //! nothing) with a deadline, so they fail fast with `Unavailable` when etcd is down.
+//! Connection settings (TLS, credentials, the start-up probe) are in `etcd_conn`; when the
+//! TLS files change, a new client is built and swapped in for new requests.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
+use arc_swap::ArcSwap;
 use etcd_client::{
     Client, Compare, CompareOp, ConnectOptions, EventType, GetOptions, KeyValue, Txn, TxnOp,
     WatchOptions,
@@ -16,6 +19,8 @@ use etcd_client::{
 use tokio::task::JoinHandle;
 
 use crate::cache::{Snapshot, StoreCache};
+use crate::etcd_conn::{Conn, EtcdOptions, TlsMaterial};
+use crate::etcd_error::{error_chain, map_error, never_sent, token_expired, unavailable};
 use crate::{CertRecord, StoreError, TenantRecord, check_serial, check_tenant_id};
 
 /// Deadline of every unary request (reads and writes).
@@ -34,9 +39,15 @@ const PAGE: i64 = 500;
 /// Attempts of the compare-and-swap in `revoke_cert` under concurrent writers.
 const CAS_ATTEMPTS: usize = 5;
 
+/// Pause between attempts of a request that never reached etcd (a member is down and the
+/// balanced channel picked it): the next attempt goes to another member.
+const RETRY_PAUSE: Duration = Duration::from_millis(50);
+
 /// Shared state of one etcd-backed store handle.
 struct Shared {
-    client: Client,
+    /// Swapped when the TLS files change.
+    client: ArcSwap<Client>,
+    conn: parking_lot::Mutex<Conn>,
     prefix: String,
     endpoints: String,
     cache: StoreCache,
@@ -46,6 +57,7 @@ struct Shared {
 pub struct EtcdStore {
     shared: Arc<Shared>,
     watch_task: JoinHandle<()>,
+    reload_task: JoinHandle<()>,
 }
 
 impl std::fmt::Debug for EtcdStore {
@@ -60,6 +72,7 @@ impl std::fmt::Debug for EtcdStore {
 impl Drop for EtcdStore {
     fn drop(&mut self) {
         self.watch_task.abort();
+        self.reload_task.abort();
     }
 }
 
@@ -97,38 +110,45 @@ impl Shared {
     }
 
     fn unavailable(&self, detail: impl std::fmt::Display) -> StoreError {
-        StoreError::Unavailable(format!(
-            "etcd at {} is unreachable: {detail}",
-            self.endpoints
-        ))
+        unavailable(&self.endpoints, detail)
     }
 
     fn map_err(&self, e: etcd_client::Error) -> StoreError {
-        use etcd_client::Error as E;
-        match e {
-            E::GRpcStatus(ref s) => match s.code() as i32 {
-                GRPC_CANCELLED | GRPC_UNKNOWN | GRPC_DEADLINE_EXCEEDED | GRPC_UNAVAILABLE => {
-                    self.unavailable(status_chain(&e))
-                }
-                _ => {
-                    StoreError::Backend(format!("etcd at {}: {}", self.endpoints, status_chain(&e)))
-                }
-            },
-            E::TransportError(_) | E::IoError(_) => self.unavailable(error_chain(&e)),
-            other => StoreError::Backend(format!(
-                "etcd at {}: {}",
-                self.endpoints,
-                error_chain(&other)
-            )),
-        }
+        map_error(&self.endpoints, e)
     }
 
-    /// Runs one etcd request with the request deadline.
-    async fn call<T>(
-        &self,
-        fut: impl std::future::Future<Output = Result<T, etcd_client::Error>>,
-    ) -> Result<T, StoreError> {
-        match tokio::time::timeout(REQUEST_TIMEOUT, fut).await {
+    /// The client in force (cheap: a few channel handles).
+    fn client(&self) -> Client {
+        Client::clone(&self.client.load())
+    }
+
+    /// Runs one etcd request with the request deadline. A request that never left (no
+    /// connection to the member the balanced channel picked) is tried again on the next, and
+    /// an expired auth token is renewed once; both within the same deadline.
+    async fn call<T, F, Fut>(&self, mut op: F) -> Result<T, StoreError>
+    where
+        F: FnMut(Client) -> Fut,
+        Fut: std::future::Future<Output = Result<T, etcd_client::Error>>,
+    {
+        let attempts = async {
+            let mut renewed = false;
+            loop {
+                let client = self.client();
+                match op(client.clone()).await {
+                    Ok(v) => return Ok(v),
+                    Err(e) if never_sent(&e) => {
+                        tracing::debug!(error = %error_chain(&e), "etcd request not sent; trying another member");
+                        tokio::time::sleep(RETRY_PAUSE).await;
+                    }
+                    Err(e) if !renewed && token_expired(&e) => {
+                        renewed = true;
+                        client.refresh_token().await?;
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
+        };
+        match tokio::time::timeout(REQUEST_TIMEOUT, attempts).await {
             Ok(Ok(v)) => Ok(v),
             Ok(Err(e)) => Err(self.map_err(e)),
             Err(_) => {
@@ -155,7 +175,6 @@ impl Shared {
     /// store never hits the gRPC message size limit and the result is consistent).
     async fn range_all(&self, prefix: &str) -> Result<(Vec<KeyValue>, i64), StoreError> {
         let end = prefix_end(prefix.as_bytes());
-        let mut kv = self.client.kv_client();
         let mut start = prefix.as_bytes().to_vec();
         let mut revision = 0;
         let mut out = Vec::new();
@@ -164,7 +183,12 @@ impl Shared {
             if revision > 0 {
                 opts = opts.with_revision(revision);
             }
-            let mut resp = self.call(kv.get(start.clone(), Some(opts))).await?;
+            let mut resp = self
+                .call(|c| {
+                    let (start, opts) = (start.clone(), opts.clone());
+                    async move { c.kv_client().get(start, Some(opts)).await }
+                })
+                .await?;
             if revision == 0 {
                 revision = resp.header().map(|h| h.revision()).unwrap_or(0);
             }
@@ -246,7 +270,7 @@ impl Shared {
     /// One watch session from `start_revision` until the stream fails, ends or is cancelled.
     /// Returns a description of why it ended.
     async fn watch_once(&self, start_revision: i64) -> String {
-        let mut wc = self.client.watch_client();
+        let mut wc = self.client().watch_client();
         let opts = WatchOptions::new()
             .with_prefix()
             .with_start_revision(start_revision);
@@ -341,83 +365,109 @@ fn prefix_end(prefix: &[u8]) -> Vec<u8> {
     vec![0]
 }
 
-/// `e: source: source ...` without repeating a message its source already says, and
-/// without tonic's generic wrappers.
-fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
-    chain_from(e.to_string(), e.source())
+/// A client for `conn` with `tls` (lazy: it connects on first use, except that with a user
+/// it authenticates at once).
+async fn connect(conn: &Conn, tls: Option<&TlsMaterial>) -> Result<Client, StoreError> {
+    let endpoints = conn.opts.endpoints.join(",");
+    let base = ConnectOptions::new()
+        .with_connect_timeout(CONNECT_TIMEOUT)
+        .with_keep_alive(KEEPALIVE_INTERVAL, KEEPALIVE_TIMEOUT)
+        .with_keep_alive_while_idle(true);
+    let opts = conn.connect_options(base, tls);
+    match tokio::time::timeout(
+        REQUEST_TIMEOUT,
+        Client::connect(&conn.opts.endpoints, Some(opts)),
+    )
+    .await
+    {
+        Ok(Ok(c)) => Ok(c),
+        Ok(Err(e)) => Err(map_error(&endpoints, e)),
+        Err(_) => Err(unavailable(
+            &endpoints,
+            format!("no answer within {}s", REQUEST_TIMEOUT.as_secs()),
+        )),
+    }
 }
 
-/// A gRPC status: its message, then its sources (its Display is a Debug dump).
-fn status_chain(s: &etcd_client::Error) -> String {
-    match s {
-        etcd_client::Error::GRpcStatus(st) => {
-            chain_from(st.message().to_string(), std::error::Error::source(st))
+impl Shared {
+    async fn txn(&self, txn: Txn) -> Result<etcd_client::TxnResponse, StoreError> {
+        self.call(|c| {
+            let txn = txn.clone();
+            async move { c.kv_client().txn(txn).await }
+        })
+        .await
+    }
+
+    async fn get(&self, key: &str) -> Result<etcd_client::GetResponse, StoreError> {
+        self.call(|c| {
+            let key = key.to_string();
+            async move { c.kv_client().get(key, None).await }
+        })
+        .await
+    }
+
+    /// Re-reads the TLS files every `every`; when they changed and the new ones are accepted
+    /// by etcd (the same probe as at start), new requests use a client built from them. The
+    /// open watch keeps its connection until it ends (a TLS session is not re-checked).
+    async fn reload_loop(self: Arc<Self>, every: Duration) {
+        let mut last_error = String::new();
+        loop {
+            tokio::time::sleep(every).await;
+            let current = self.conn.lock().clone();
+            let Some(files) = current.opts.tls.clone() else {
+                return;
+            };
+            let result = async {
+                let fresh = TlsMaterial::load(&files)?;
+                if current.tls.as_ref() == Some(&fresh) {
+                    return Ok(None);
+                }
+                let next = Conn {
+                    opts: current.opts.clone(),
+                    tls: Some(fresh),
+                };
+                next.probe_all().await?;
+                let client = connect(&next, next.tls.as_ref()).await?;
+                Ok::<_, StoreError>(Some((next, client)))
+            }
+            .await;
+            match result {
+                Ok(None) => last_error.clear(),
+                Ok(Some((next, client))) => {
+                    self.client.store(Arc::new(client));
+                    *self.conn.lock() = next;
+                    last_error.clear();
+                    tracing::info!(endpoints = %self.endpoints, "etcd TLS files changed; new requests use them");
+                }
+                Err(e) => {
+                    let msg = e.to_string();
+                    if msg != last_error {
+                        tracing::warn!(endpoints = %self.endpoints, error = %msg, "etcd TLS files changed but cannot be used; keeping the previous ones");
+                        last_error = msg;
+                    }
+                }
+            }
         }
-        other => error_chain(other),
     }
 }
-
-fn chain_from(first: String, mut cur: Option<&(dyn std::error::Error + 'static)>) -> String {
-    let mut parts: Vec<String> = Vec::new();
-    if !first.is_empty() {
-        parts.push(first);
-    }
-    while let Some(err) = cur {
-        let msg = err.to_string();
-        if !msg.is_empty() && msg != "transport error" && !parts.iter().any(|p| p.contains(&msg)) {
-            parts.push(msg);
-        }
-        cur = err.source();
-    }
-    parts.join(": ")
-}
-
-/// gRPC status codes (tonic is not a direct dependency, so match on the numeric code).
-const GRPC_CANCELLED: i32 = 1;
-const GRPC_UNKNOWN: i32 = 2;
-const GRPC_DEADLINE_EXCEEDED: i32 = 4;
-const GRPC_UNAVAILABLE: i32 = 14;
 
 impl EtcdStore {
-    pub(crate) async fn open(
-        endpoints: &[String],
-        key_prefix: &str,
-    ) -> Result<EtcdStore, StoreError> {
-        if endpoints.is_empty() {
-            return Err(StoreError::Invalid("no etcd endpoints given".into()));
-        }
-        let prefix = key_prefix.trim_end_matches('/').to_string();
+    pub(crate) async fn open(opts: EtcdOptions) -> Result<EtcdStore, StoreError> {
+        let prefix = opts.prefix.trim_end_matches('/').to_string();
         if prefix.is_empty() {
             return Err(StoreError::Invalid(
                 "the etcd key prefix must not be empty (e.g. /paddock)".into(),
             ));
         }
-        let endpoints_text = endpoints.join(",");
-        let opts = ConnectOptions::new()
-            .with_connect_timeout(CONNECT_TIMEOUT)
-            .with_keep_alive(KEEPALIVE_INTERVAL, KEEPALIVE_TIMEOUT)
-            .with_keep_alive_while_idle(true);
-        let client =
-            match tokio::time::timeout(REQUEST_TIMEOUT, Client::connect(endpoints, Some(opts)))
-                .await
-            {
-                Ok(Ok(c)) => c,
-                Ok(Err(e)) => {
-                    return Err(StoreError::Unavailable(format!(
-                        "etcd at {endpoints_text} is unreachable: {e}"
-                    )));
-                }
-                Err(_) => {
-                    return Err(StoreError::Unavailable(format!(
-                        "etcd at {endpoints_text} is unreachable: no answer within {}s",
-                        REQUEST_TIMEOUT.as_secs()
-                    )));
-                }
-            };
+        let conn = Conn::new(opts)?;
+        conn.probe_all().await?;
+        let client = connect(&conn, conn.tls.as_ref()).await?;
+        let reload_interval = conn.opts.reload_interval;
         let shared = Arc::new(Shared {
-            client,
+            client: ArcSwap::from_pointee(client),
+            endpoints: conn.opts.endpoints.join(","),
+            conn: parking_lot::Mutex::new(conn),
             prefix,
-            endpoints: endpoints_text,
             cache: StoreCache::new(),
         });
         let (snap, revision) = shared.list().await?;
@@ -432,7 +482,12 @@ impl EtcdStore {
         shared.cache.replace(snap, revision);
         shared.cache.set_synced();
         let watch_task = tokio::spawn(shared.clone().run(revision + 1));
-        Ok(EtcdStore { shared, watch_task })
+        let reload_task = tokio::spawn(shared.clone().reload_loop(reload_interval));
+        Ok(EtcdStore {
+            shared,
+            watch_task,
+            reload_task,
+        })
     }
 
     pub(crate) fn cache(&self) -> StoreCache {
@@ -449,13 +504,11 @@ impl EtcdStore {
         let txn = Txn::new()
             .when([Compare::create_revision(key.clone(), CompareOp::Equal, 0)])
             .and_then([TxnOp::put(key, Self::encode(rec)?, None)]);
-        let mut kv = s.client.kv_client();
-        let resp = s.call(kv.txn(txn)).await?;
+        let resp = s.txn(txn).await?;
         if !resp.succeeded() {
             return Err(StoreError::AlreadyExists(format!("tenant {}", rec.id)));
         }
-        s.settle(resp.header().map(|h| h.revision()).unwrap_or(0))
-            .await;
+        s.settle(revision_of(resp.header())).await;
         Ok(())
     }
 
@@ -465,34 +518,35 @@ impl EtcdStore {
         let txn = Txn::new()
             .when([Compare::create_revision(key.clone(), CompareOp::Greater, 0)])
             .and_then([TxnOp::put(key, Self::encode(rec)?, None)]);
-        let mut kv = s.client.kv_client();
-        let resp = s.call(kv.txn(txn)).await?;
+        let resp = s.txn(txn).await?;
         if !resp.succeeded() {
             return Err(StoreError::NotFound(format!("tenant {}", rec.id)));
         }
-        s.settle(resp.header().map(|h| h.revision()).unwrap_or(0))
-            .await;
+        s.settle(revision_of(resp.header())).await;
         Ok(())
     }
 
     pub(crate) async fn delete_tenant(&self, id: &str) -> Result<(), StoreError> {
         check_tenant_id(id)?;
         let s = &self.shared;
-        let mut kv = s.client.kv_client();
-        let resp = s.call(kv.delete(s.tenant_key(id), None)).await?;
+        let key = s.tenant_key(id);
+        let resp = s
+            .call(|c| {
+                let key = key.clone();
+                async move { c.kv_client().delete(key, None).await }
+            })
+            .await?;
         if resp.deleted() == 0 {
             return Err(StoreError::NotFound(format!("tenant {id}")));
         }
-        s.settle(resp.header().map(|h| h.revision()).unwrap_or(0))
-            .await;
+        s.settle(revision_of(resp.header())).await;
         Ok(())
     }
 
     pub(crate) async fn get_tenant(&self, id: &str) -> Result<Option<TenantRecord>, StoreError> {
         check_tenant_id(id)?;
         let s = &self.shared;
-        let mut kv = s.client.kv_client();
-        let resp = s.call(kv.get(s.tenant_key(id), None)).await?;
+        let resp = s.get(&s.tenant_key(id)).await?;
         match resp.kvs().first() {
             None => Ok(None),
             Some(kv) => serde_json::from_slice(kv.value())
@@ -506,12 +560,14 @@ impl EtcdStore {
         let mut rec = rec.clone();
         rec.serial_hex = serial.clone();
         let s = &self.shared;
-        let mut kv = s.client.kv_client();
+        let (key, value) = (s.cert_key(&serial), Self::encode(&rec)?);
         let resp = s
-            .call(kv.put(s.cert_key(&serial), Self::encode(&rec)?, None))
+            .call(|c| {
+                let (key, value) = (key.clone(), value.clone());
+                async move { c.kv_client().put(key, value, None).await }
+            })
             .await?;
-        s.settle(resp.header().map(|h| h.revision()).unwrap_or(0))
-            .await;
+        s.settle(revision_of(resp.header())).await;
         Ok(())
     }
 
@@ -519,9 +575,8 @@ impl EtcdStore {
         let serial = check_serial(serial_hex)?;
         let s = &self.shared;
         let key = s.cert_key(&serial);
-        let mut kv = s.client.kv_client();
         for _ in 0..CAS_ATTEMPTS {
-            let resp = s.call(kv.get(key.clone(), None)).await?;
+            let resp = s.get(&key).await?;
             let Some(cur) = resp.kvs().first() else {
                 return Err(StoreError::NotFound(format!("certificate {serial}")));
             };
@@ -541,10 +596,9 @@ impl EtcdStore {
                     cur.mod_revision(),
                 )])
                 .and_then([TxnOp::put(key.clone(), Self::encode(&rec)?, None)]);
-            let resp = s.call(kv.txn(txn)).await?;
+            let resp = s.txn(txn).await?;
             if resp.succeeded() {
-                s.settle(resp.header().map(|h| h.revision()).unwrap_or(0))
-                    .await;
+                s.settle(revision_of(resp.header())).await;
                 return Ok(rec);
             }
         }
@@ -579,6 +633,47 @@ impl EtcdStore {
         out.sort_by(|a, b| a.serial_hex.cmp(&b.serial_hex));
         Ok(out)
     }
+
+    /// Deletes certificate records that expired before `cutoff`, each only if unchanged since
+    /// it was read (several replicas may prune at once). Unreadable records are left for an
+    /// operator to look at.
+    pub(crate) async fn prune_expired_before(
+        &self,
+        cutoff: std::time::SystemTime,
+    ) -> Result<usize, StoreError> {
+        let s = &self.shared;
+        let (kvs, _) = s.range_all(&s.certs_prefix()).await?;
+        let mut pruned = 0;
+        let mut revision = 0;
+        for kv in &kvs {
+            let expired = serde_json::from_slice::<CertRecord>(kv.value())
+                .is_ok_and(|rec| rec.is_expired(cutoff));
+            if !expired {
+                continue;
+            }
+            let key = kv.key().to_vec();
+            let txn = Txn::new()
+                .when([Compare::mod_revision(
+                    key.clone(),
+                    CompareOp::Equal,
+                    kv.mod_revision(),
+                )])
+                .and_then([TxnOp::delete(key, None)]);
+            let resp = s.txn(txn).await?;
+            if resp.succeeded() {
+                pruned += 1;
+                revision = revision_of(resp.header());
+            }
+        }
+        if pruned > 0 {
+            s.settle(revision).await;
+        }
+        Ok(pruned)
+    }
+}
+
+fn revision_of(header: Option<&etcd_client::ResponseHeader>) -> i64 {
+    header.map(|h| h.revision()).unwrap_or(0)
 }
 
 #[cfg(test)]

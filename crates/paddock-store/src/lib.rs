@@ -17,8 +17,13 @@
 //! - Serials are normalized (lowercase, no `:`, no leading `00`); a non-hex serial, or a
 //!   tenant id that is not valid in `get_tenant`/`delete_tenant`, gives
 //!   [`StoreError::Invalid`] (map it to 400).
-//! - `open_etcd`: plain `http://` endpoints only (no TLS/auth to etcd yet); the key prefix
-//!   must be non-empty (a trailing `/` is ignored).
+//! - `open_etcd` takes plain endpoints; [`Store::open_etcd_with`] takes [`EtcdOptions`]: TLS
+//!   (CA bundle, client certificate and key, re-read when they change), user and password,
+//!   several endpoints. The key prefix must be non-empty (a trailing `/` is ignored). A
+//!   refusal at open (wrong CA, rejected or expired client certificate, bad credentials) is
+//!   [`StoreError::Refused`] or [`StoreError::Invalid`] naming the endpoint or file and the
+//!   cause.
+//! - [`Store::prune`] deletes certificate records that expired more than a grace period ago.
 //! - Etcd writes wait (up to 1 s) until this replica's cache has seen the write through the
 //!   watch, so a replica reads its own writes from its cache; the embedded store updates the
 //!   cache synchronously.
@@ -33,6 +38,8 @@
 mod cache;
 mod embedded;
 mod etcd;
+mod etcd_conn;
+mod etcd_error;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -43,6 +50,7 @@ use serde::{Deserialize, Serialize};
 pub use cache::{Snapshot, StoreCache};
 pub use embedded::EmbeddedStore;
 pub use etcd::EtcdStore;
+pub use etcd_conn::{EtcdOptions, EtcdTlsFiles};
 
 /// Lifecycle phase of a tenant.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -148,6 +156,9 @@ pub enum StoreError {
     Backend(String),
     #[error("invalid: {0}")]
     Invalid(String),
+    /// The backend answered and refused us (TLS, certificate, credentials, permissions).
+    #[error("{0}")]
+    Refused(String),
 }
 
 /// The store: enum dispatch over the two backends.
@@ -178,7 +189,13 @@ impl Store {
     /// watch that keeps the cache current. Fails with [`StoreError::Unavailable`] if etcd
     /// cannot be reached within a few seconds.
     pub async fn open_etcd(endpoints: &[String], key_prefix: &str) -> Result<Store, StoreError> {
-        Ok(Store::Etcd(EtcdStore::open(endpoints, key_prefix).await?))
+        Self::open_etcd_with(EtcdOptions::plain(endpoints, key_prefix)).await
+    }
+
+    /// Like [`Store::open_etcd`], with TLS, credentials and several endpoints. Every endpoint
+    /// is probed first: a refusal anywhere is an error naming that endpoint and the cause.
+    pub async fn open_etcd_with(opts: EtcdOptions) -> Result<Store, StoreError> {
+        Ok(Store::Etcd(EtcdStore::open(opts).await?))
     }
 
     /// "embedded" or "etcd".
@@ -227,6 +244,20 @@ impl Store {
     /// Certificates of one tenant, or all of them (`None`), sorted by serial.
     pub async fn list_certs(&self, tenant: Option<&str>) -> Result<Vec<CertRecord>, StoreError> {
         dispatch!(self, s => s.list_certs(tenant).await)
+    }
+
+    /// Deletes the records that can no longer matter: certificates (revoked or not) whose
+    /// `not_after` is more than `grace` before `now`. An expired certificate fails the TLS
+    /// handshake whatever its record says, so neither its record nor its revocation is needed
+    /// any more; this is also what is left of a deleted tenant (its certificates are revoked
+    /// when it is deleted). Returns how many were deleted.
+    pub async fn prune(
+        &self,
+        now: std::time::SystemTime,
+        grace: std::time::Duration,
+    ) -> Result<usize, StoreError> {
+        let cutoff = now.checked_sub(grace).unwrap_or(std::time::UNIX_EPOCH);
+        dispatch!(self, s => s.prune_expired_before(cutoff).await)
     }
 }
 

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
-use paddock_server::config::parse_duration;
+use paddock_server::config::{Secret, parse_duration};
 use paddock_server::{LogFormat, ServerConfig, StoreKind};
 use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
@@ -37,6 +37,25 @@ pub struct ServeArgs {
     /// Key prefix in etcd.
     #[arg(long, env = "PADDOCK_ETCD_PREFIX")]
     pub etcd_prefix: Option<String>,
+    /// CA bundle of etcd's serving certificates (for https:// endpoints).
+    #[arg(long, env = "PADDOCK_ETCD_CA_FILE")]
+    pub etcd_ca_file: Option<PathBuf>,
+    /// Client certificate presented to etcd (re-read when it changes).
+    #[arg(long, env = "PADDOCK_ETCD_CERT_FILE")]
+    pub etcd_cert_file: Option<PathBuf>,
+    /// Private key of the etcd client certificate.
+    #[arg(long, env = "PADDOCK_ETCD_KEY_FILE")]
+    pub etcd_key_file: Option<PathBuf>,
+    /// etcd user name (etcd's own authentication).
+    #[arg(long, env = "PADDOCK_ETCD_USERNAME")]
+    pub etcd_username: Option<String>,
+    /// File holding the etcd user's password (the variable PADDOCK_ETCD_PASSWORD holds it
+    /// directly; there is no flag, so that it never shows in a process list).
+    #[arg(long, env = "PADDOCK_ETCD_PASSWORD_FILE")]
+    pub etcd_password_file: Option<PathBuf>,
+    /// How long after expiry certificate records are kept before pruning, e.g. 7d.
+    #[arg(long, env = "PADDOCK_PRUNE_GRACE")]
+    pub prune_grace: Option<String>,
     /// Server URL written into kubeconfigs.
     #[arg(long, env = "PADDOCK_PUBLIC_URL")]
     pub public_url: Option<String>,
@@ -88,6 +107,12 @@ struct FileConfig {
     data_dir: Option<PathBuf>,
     etcd_endpoints: Option<Vec<String>>,
     etcd_prefix: Option<String>,
+    etcd_ca_file: Option<PathBuf>,
+    etcd_cert_file: Option<PathBuf>,
+    etcd_key_file: Option<PathBuf>,
+    etcd_username: Option<String>,
+    etcd_password_file: Option<PathBuf>,
+    prune_grace: Option<String>,
     public_url: Option<String>,
     cert_validity: Option<String>,
     max_body_bytes: Option<usize>,
@@ -167,6 +192,11 @@ pub fn resolve(args: &ServeArgs) -> Result<(ServerConfig, LogFormat)> {
         let s = v.unwrap_or_else(|| d.to_string());
         parse_duration(&s).map_err(|e| anyhow::anyhow!("{key}: {e}"))
     };
+    let etcd_password = etcd_password(
+        args.etcd_password_file
+            .clone()
+            .or(file.etcd_password_file.map(&rel)),
+    )?;
     let config = ServerConfig {
         listen,
         certs_dir: args.certs_dir.clone().or(file.certs_dir.map(&rel)).unwrap_or_else(|| "certs".into()),
@@ -179,6 +209,12 @@ pub fn resolve(args: &ServeArgs) -> Result<(ServerConfig, LogFormat)> {
         data_dir: args.data_dir.clone().or(file.data_dir.map(&rel)).unwrap_or_else(|| ".paddock/data".into()),
         etcd_endpoints: args.etcd_endpoints.clone().or(file.etcd_endpoints).unwrap_or_default(),
         etcd_prefix: args.etcd_prefix.clone().or(file.etcd_prefix).unwrap_or_else(|| "/paddock".into()),
+        etcd_ca_file: args.etcd_ca_file.clone().or(file.etcd_ca_file.map(&rel)),
+        etcd_cert_file: args.etcd_cert_file.clone().or(file.etcd_cert_file.map(&rel)),
+        etcd_key_file: args.etcd_key_file.clone().or(file.etcd_key_file.map(&rel)),
+        etcd_username: args.etcd_username.clone().or(file.etcd_username),
+        etcd_password,
+        prune_grace: dur("prune_grace", args.prune_grace.clone().or(file.prune_grace), "7d")?,
         public_url: args.public_url.clone().or(file.public_url).unwrap_or_else(|| format!("https://{listen}")),
         cert_validity: dur("cert_validity", args.cert_validity.clone().or(file.cert_validity), "24h")?,
         max_body_bytes: args.max_body_bytes.or(file.max_body_bytes).unwrap_or(3 * 1024 * 1024),
@@ -205,6 +241,19 @@ pub fn resolve(args: &ServeArgs) -> Result<(ServerConfig, LogFormat)> {
     };
     config.validate().map_err(anyhow::Error::msg)?;
     Ok((config, log_format))
+}
+
+/// The etcd password: a file named by flag, variable or config file beats
+/// `PADDOCK_ETCD_PASSWORD`. A trailing newline in the file is not part of it.
+fn etcd_password(file: Option<PathBuf>) -> Result<Option<Secret>> {
+    if let Some(p) = file {
+        let text = std::fs::read_to_string(&p)
+            .with_context(|| format!("etcd_password_file: cannot read {}", p.display()))?;
+        return Ok(Some(Secret(
+            text.trim_end_matches(['\r', '\n']).to_string(),
+        )));
+    }
+    Ok(std::env::var("PADDOCK_ETCD_PASSWORD").ok().map(Secret))
 }
 
 fn init_logging(format: LogFormat) {

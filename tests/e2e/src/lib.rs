@@ -4,9 +4,12 @@
 //! - [`testbed::ControlPlane`]: build.sh + up.sh in a temp dir; down.sh on drop; a reaper tears
 //!   it down if the test process dies.
 //! - [`paddock::Paddock`]: `paddock ca init` + `paddock serve`, tenants via the CLI.
+//! - [`etcd_cluster::EtcdCluster`]: three etcd members with TLS and client certificates for
+//!   paddock's store, members killed and restarted one at a time.
 //! - [`kubectl::Kubectl`]: kubectl with one kubeconfig; failures show command, output, log tail.
 //! - [`scenario`]: `tests/e2e/scenarios/*.yaml` and their runner.
 
+pub mod etcd_cluster;
 pub mod ha;
 pub mod http;
 pub mod kube_client;
@@ -17,6 +20,7 @@ pub mod process;
 pub mod scenario;
 pub mod testbed;
 
+pub use etcd_cluster::EtcdCluster;
 pub use kubectl::Kubectl;
 pub use paddock::{Paddock, StoreKind};
 pub use testbed::ControlPlane;

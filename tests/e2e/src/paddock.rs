@@ -22,6 +22,8 @@ pub enum StoreKind {
     Etcd,
     /// The embedded single-replica store in a data dir.
     Embedded,
+    /// No store flags: the caller passes them (e.g. [`crate::EtcdCluster::paddock_args`]).
+    Args,
 }
 
 /// The `paddock` binary: `$PADDOCK_BIN`, else `<target>/debug/paddock`, built with
@@ -147,8 +149,6 @@ impl Paddock {
             format!("127.0.0.1:{port}").into(),
             "--certs-dir".into(),
             certs.clone().into(),
-            "--upstream-kubeconfig".into(),
-            cp.admin_kubeconfig().into(),
             "--public-url".into(),
             url.clone().into(),
             "--log-format".into(),
@@ -171,6 +171,11 @@ impl Paddock {
                 args.extend(["--store".into(), "embedded".into(), "--data-dir".into()]);
                 args.push(dir.join("data").into());
             }
+            StoreKind::Args => {}
+        }
+        // The cluster admin unless the caller gives a credential (the self-check tests).
+        if !extra_args.iter().any(|a| a == "--upstream-kubeconfig") {
+            args.extend(["--upstream-kubeconfig".into(), cp.admin_kubeconfig().into()]);
         }
         // Tests stop paddock at once; the HA tests ask for the drain delay explicitly.
         if !extra_args.iter().any(|a| a.starts_with("--shutdown-delay")) {

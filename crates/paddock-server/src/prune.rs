@@ -1,0 +1,36 @@
+//! Store upkeep: records that can no longer matter are pruned, at start and then hourly, so
+//! the store does not grow for ever (see `paddock_store::Store::prune` for what goes).
+//! Every replica prunes; the deletes are conditional, so replicas pruning at once agree.
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use crate::state::AppState;
+
+/// Between two prune passes.
+pub const PRUNE_INTERVAL: Duration = Duration::from_secs(3600);
+
+/// Prunes now and every [`PRUNE_INTERVAL`] until shutdown.
+pub async fn prune_loop(state: Arc<AppState>) {
+    let mut tick = tokio::time::interval(PRUNE_INTERVAL);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {}
+            _ = state.shutdown.cancelled() => return,
+        }
+        match state
+            .store
+            .prune(SystemTime::now(), state.config.prune_grace)
+            .await
+        {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(
+                pruned = n,
+                grace_secs = state.config.prune_grace.as_secs(),
+                "pruned certificate records expired longer than the grace period"
+            ),
+            Err(e) => tracing::warn!(error = %e, "pruning the store failed; trying again later"),
+        }
+    }
+}

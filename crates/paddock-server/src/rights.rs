@@ -1,0 +1,297 @@
+//! paddock's own upstream rights, declared once: the start-up self-check asks the apiserver
+//! for each of them (a SelfSubjectAccessReview per verb) and refuses to start with the exact
+//! list of what is missing; the Helm chart's ClusterRole (deploy/chart) is this table, which a
+//! test checks by rendering the chart.
+//!
+//! Tenants' own requests are impersonated: their rights come from the bindings paddock
+//! provisions, not from this table. What paddock does as itself is provisioning and repair
+//! (namespaces and what they hold, RBAC, the admission guard, the APF objects), tenant
+//! deletion, the RBAC resync, service-account token reviews, and the namespace fan-out.
+
+use std::time::Duration;
+
+use http::Method;
+use serde_json::{Value, json};
+
+use crate::error::ServerError;
+use crate::upjson;
+use crate::upstream::Upstream;
+
+/// One rule: verbs on a resource (with subresource) of an API group, cluster-wide.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Right {
+    pub group: &'static str,
+    /// `resource` or `resource/subresource`, as in an RBAC rule.
+    pub resource: &'static str,
+    pub verbs: &'static [&'static str],
+    /// What paddock does with it (for the docs and the error message).
+    pub why: &'static str,
+}
+
+/// Server-side apply creates what does not exist yet: `create` and `patch`, plus `get` where
+/// paddock reads the object first.
+const APPLY: &[&str] = &["get", "create", "patch"];
+
+/// Everything paddock's own credential needs upstream.
+pub const REQUIRED_RIGHTS: &[Right] = &[
+    Right {
+        group: "",
+        resource: "users",
+        verbs: &["impersonate"],
+        why: "tenant requests run as the impersonated tenant user",
+    },
+    Right {
+        group: "",
+        resource: "groups",
+        verbs: &["impersonate"],
+        why: "tenant requests carry the tenant's groups",
+    },
+    Right {
+        group: "authentication.k8s.io",
+        resource: "userextras/paddock.io/tenant",
+        verbs: &["impersonate"],
+        why: "tenant requests carry the tenant id as an extra",
+    },
+    Right {
+        group: "authentication.k8s.io",
+        resource: "tokenreviews",
+        verbs: &["create"],
+        why: "tenants' service-account tokens are reviewed",
+    },
+    Right {
+        group: "",
+        resource: "namespaces",
+        verbs: &["get", "list", "watch", "create", "patch", "delete"],
+        why: "tenant namespaces are provisioned, fanned out over and deleted",
+    },
+    Right {
+        group: "",
+        resource: "services",
+        verbs: APPLY,
+        why: "each tenant's default namespace gets its `kubernetes` Service",
+    },
+    Right {
+        group: "",
+        resource: "resourcequotas",
+        verbs: APPLY,
+        why: "each tenant namespace gets a quota",
+    },
+    Right {
+        group: "networking.k8s.io",
+        resource: "networkpolicies",
+        verbs: APPLY,
+        why: "each tenant namespace gets a network policy",
+    },
+    Right {
+        group: "rbac.authorization.k8s.io",
+        resource: "rolebindings",
+        verbs: &["get", "list", "watch", "create", "patch", "delete"],
+        why: "namespace admin bindings and the mirrors of tenants' RBAC",
+    },
+    Right {
+        group: "rbac.authorization.k8s.io",
+        resource: "roles",
+        verbs: &["bind"],
+        why: "mirrors bind roles tenants wrote",
+    },
+    Right {
+        group: "rbac.authorization.k8s.io",
+        resource: "clusterrolebindings",
+        verbs: &["get", "list", "watch", "create", "patch", "delete"],
+        why: "the shared cluster-scope binding and tenants' custom-resources bindings",
+    },
+    Right {
+        group: "rbac.authorization.k8s.io",
+        resource: "clusterroles",
+        verbs: &[
+            "get", "list", "watch", "create", "patch", "delete", "bind", "escalate",
+        ],
+        why: "paddock's tenant roles grant what paddock hands on to tenants",
+    },
+    Right {
+        group: "apiextensions.k8s.io",
+        resource: "customresourcedefinitions",
+        verbs: &["get", "list", "watch", "delete"],
+        why: "tenants' CRDs are resynced and deleted with the tenant",
+    },
+    Right {
+        group: "",
+        resource: "persistentvolumes",
+        verbs: &["list", "delete"],
+        why: "tenants' volumes are deleted with the tenant",
+    },
+    Right {
+        group: "admissionregistration.k8s.io",
+        resource: "validatingwebhookconfigurations",
+        verbs: &["list", "delete"],
+        why: "tenants' webhooks are deleted with the tenant",
+    },
+    Right {
+        group: "admissionregistration.k8s.io",
+        resource: "mutatingwebhookconfigurations",
+        verbs: &["list", "delete"],
+        why: "tenants' webhooks are deleted with the tenant",
+    },
+    Right {
+        group: "admissionregistration.k8s.io",
+        resource: "validatingadmissionpolicies",
+        verbs: APPLY,
+        why: "the tenant guard policies",
+    },
+    Right {
+        group: "admissionregistration.k8s.io",
+        resource: "validatingadmissionpolicybindings",
+        verbs: APPLY,
+        why: "the tenant guard policies' bindings",
+    },
+    Right {
+        group: "flowcontrol.apiserver.k8s.io",
+        resource: "flowschemas",
+        verbs: APPLY,
+        why: "the paddock-tenants FlowSchema (tenant_priority_shares > 0)",
+    },
+    Right {
+        group: "flowcontrol.apiserver.k8s.io",
+        resource: "prioritylevelconfigurations",
+        verbs: APPLY,
+        why: "the paddock-tenants priority level (tenant_priority_shares > 0)",
+    },
+];
+
+/// The rules of the least ClusterRole: one rule per row of [`REQUIRED_RIGHTS`].
+pub fn cluster_role_rules() -> Value {
+    Value::Array(
+        REQUIRED_RIGHTS
+            .iter()
+            .map(|r| json!({"apiGroups": [r.group], "resources": [r.resource], "verbs": r.verbs}))
+            .collect(),
+    )
+}
+
+/// `verb group/resource` as `kubectl auth can-i` spells it (`create namespaces`,
+/// `patch flowschemas.flowcontrol.apiserver.k8s.io`).
+pub fn describe(r: &Right, verb: &str) -> String {
+    if r.group.is_empty() {
+        format!("{verb} {}", r.resource)
+    } else {
+        let (res, sub) = match r.resource.split_once('/') {
+            Some((res, sub)) => (res, Some(sub)),
+            None => (r.resource, None),
+        };
+        match sub {
+            Some(s) => format!("{verb} {res}.{}/{s}", r.group),
+            None => format!("{verb} {res}.{}", r.group),
+        }
+    }
+}
+
+/// One SelfSubjectAccessReview: may paddock's credential do `verb` on `r`, cluster-wide?
+async fn allowed(up: &Upstream, r: &Right, verb: &str) -> Result<bool, ServerError> {
+    let (resource, subresource) = r.resource.split_once('/').unwrap_or((r.resource, ""));
+    let review = json!({
+        "apiVersion": "authorization.k8s.io/v1",
+        "kind": "SelfSubjectAccessReview",
+        "spec": {"resourceAttributes": {
+            "group": r.group, "resource": resource, "subresource": subresource, "verb": verb,
+        }},
+    });
+    let a = upjson::call(
+        up,
+        Method::POST,
+        "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
+        Some("application/json"),
+        Some(&review),
+    )
+    .await?;
+    if !a.status.is_success() {
+        return Err(ServerError::Upstream(format!(
+            "self-check: SelfSubjectAccessReview failed ({}): {}",
+            a.status,
+            a.message()
+        )));
+    }
+    Ok(a.body["status"]["allowed"].as_bool() == Some(true))
+}
+
+/// The rights of [`REQUIRED_RIGHTS`] paddock's credential lacks, as [`describe`] spells them.
+/// Without `apf` (tenant_priority_shares = 0) the APF objects are left alone, so their rights
+/// are not needed.
+pub async fn missing_rights(up: &Upstream, apf: bool) -> Result<Vec<String>, ServerError> {
+    let checks = REQUIRED_RIGHTS
+        .iter()
+        .filter(|r| apf || r.group != "flowcontrol.apiserver.k8s.io")
+        .flat_map(|r| r.verbs.iter().map(move |v| (r, *v)));
+    let answers =
+        futures_util::future::try_join_all(checks.clone().map(|(r, v)| allowed(up, r, v))).await?;
+    Ok(checks
+        .zip(answers)
+        .filter(|(_, ok)| !ok)
+        .map(|((r, v), _)| describe(r, v))
+        .collect())
+}
+
+/// The start-up self-check: waits (with backoff, until `give_up`) for the apiserver to
+/// answer, then fails with the list of missing rights if there are any.
+pub async fn self_check(up: &Upstream, apf: bool, give_up: Duration) -> Result<(), ServerError> {
+    let deadline = tokio::time::Instant::now() + give_up;
+    let mut delay = Duration::from_millis(200);
+    loop {
+        match missing_rights(up, apf).await {
+            Ok(missing) if missing.is_empty() => {
+                tracing::info!(
+                    rights = REQUIRED_RIGHTS.len(),
+                    "self-check: paddock's upstream credential has every right it needs"
+                );
+                return Ok(());
+            }
+            Ok(missing) => {
+                return Err(ServerError::Config(format!(
+                    "upstream_kubeconfig: paddock's credential at {} lacks {} right(s) it needs: {} (the ClusterRole in deploy/chart grants exactly what paddock needs; docs/operations.md)",
+                    up.server(),
+                    missing.len(),
+                    missing.join(", ")
+                )));
+            }
+            Err(e) if tokio::time::Instant::now() + delay < deadline => {
+                tracing::warn!(error = %e, "self-check: upstream not answering; retrying");
+                tokio::time::sleep(delay).await;
+                delay = (delay * 2).min(Duration::from_secs(5));
+            }
+            Err(e) => {
+                return Err(ServerError::Config(format!(
+                    "self-check: cannot ask the upstream what paddock may do: {e}"
+                )));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rights_are_spelled_as_kubectl_does() {
+        let r = &REQUIRED_RIGHTS[0];
+        assert_eq!(describe(r, "impersonate"), "impersonate users");
+        let extra = REQUIRED_RIGHTS
+            .iter()
+            .find(|r| r.resource.starts_with("userextras"))
+            .expect("userextras right");
+        assert_eq!(
+            describe(extra, "impersonate"),
+            "impersonate userextras.authentication.k8s.io/paddock.io/tenant"
+        );
+        let rules = cluster_role_rules();
+        assert_eq!(rules.as_array().map(Vec::len), Some(REQUIRED_RIGHTS.len()));
+    }
+
+    #[test]
+    fn each_resource_is_declared_once() {
+        let mut seen = std::collections::HashSet::new();
+        for r in REQUIRED_RIGHTS {
+            assert!(seen.insert((r.group, r.resource)), "{r:?} twice");
+            assert!(!r.verbs.is_empty());
+        }
+    }
+}
