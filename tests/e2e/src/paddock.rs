@@ -65,6 +65,7 @@ pub struct Paddock {
     dir: PathBuf,
     /// Certificates (its own from `ca init`, or the first replica's for [`Paddock::start_replica`]).
     certs: PathBuf,
+    store: StoreKind,
     url: String,
     log: PathBuf,
     name: String,
@@ -98,15 +99,16 @@ impl Paddock {
         Self::start_inner(cp, store, name, extra_args, None)
     }
 
-    /// Another replica of `first`: the same certificates and store (etcd), its own port, log
-    /// and process. Its admin kubeconfig points at itself.
+    /// Another replica of `first`: the same certificates and store kind (etcd, or the store
+    /// flags in `extra_args` for [`StoreKind::Args`]), its own port, log and process. Its
+    /// admin kubeconfig points at itself.
     pub fn start_replica(
         cp: &ControlPlane,
         first: &Paddock,
         name: &str,
         extra_args: &[String],
     ) -> Result<Self> {
-        Self::start_inner(cp, StoreKind::Etcd, name, extra_args, Some(first))
+        Self::start_inner(cp, first.store, name, extra_args, Some(first))
     }
 
     fn start_inner(
@@ -186,6 +188,7 @@ impl Paddock {
             bin,
             dir,
             certs,
+            store,
             url,
             log,
             name: name.to_owned(),

@@ -1,5 +1,5 @@
-//! Highly available paddock as operators run it (issue 14): three replicas on one etcd store
-//! behind HAProxy (TCP mode, TLS passed through, `/readyz` health checks over TLS), all on
+//! Highly available paddock as operators run it (issue 14): three replicas on a three-member
+//! etcd store (TLS, client certificates) behind HAProxy (TCP mode, TLS passed through, `/readyz` health checks over TLS), all on
 //! loopback, under a bounded load of mixed reads, writes and watches from two tenants.
 //!
 //! 1. Tenant creation, certificate issuance and revocation through one replica take effect on
@@ -8,8 +8,12 @@
 //!    acknowledged write is upstream exactly once, every watch resumes without missing an event.
 //! 3. A rolling restart (SIGTERM, wait for the exit, start again, next) under load: no failed
 //!    request, nothing lost, no missed event.
+//! 4. etcd members killed under load: with one down, no failed request and tenant creation
+//!    works; with two down (no quorum), existing tenants keep working from the cache and
+//!    tenant creation fails with a clear 503, leaving nothing upstream; it works again once
+//!    the members are back.
 //!
-//! Needs `haproxy` (scripts/test.sh installs the Debian package when missing). About 2-3 min.
+//! Needs `haproxy` (scripts/test.sh installs the Debian package when missing). About 3-4 min.
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -21,7 +25,7 @@ use paddock_e2e::http::Tls;
 use paddock_e2e::load::{self, Report, Spec, TenantLoad};
 use paddock_e2e::paddock::rewrite_server;
 use paddock_e2e::process::tail_file;
-use paddock_e2e::{ControlPlane, Paddock, StoreKind};
+use paddock_e2e::{ControlPlane, EtcdCluster, Paddock, StoreKind};
 use serde_json::Value;
 
 /// The drain delay the replicas run with: longer than HAProxy needs to mark a replica down
@@ -217,8 +221,10 @@ fn check(name: &str, r: &Report, max_failures: usize, failures: &mut Vec<String>
 fn ha_behind_haproxy() -> Result<()> {
     haproxy_binary()?;
     let cp = ControlPlane::start()?;
-    let extra = vec!["--shutdown-delay".to_owned(), SHUTDOWN_DELAY.to_owned()];
-    let r1 = Paddock::start_with_args(&cp, StoreKind::Etcd, "replica1", &extra)?;
+    let mut etcd = EtcdCluster::start_in(&cp)?;
+    let mut extra = etcd.paddock_args("/paddock-ha");
+    extra.extend(["--shutdown-delay".to_owned(), SHUTDOWN_DELAY.to_owned()]);
+    let r1 = Paddock::start_with_args(&cp, StoreKind::Args, "replica1", &extra)?;
     let r2 = Paddock::start_replica(&cp, &r1, "replica2", &extra)?;
     let r3 = Paddock::start_replica(&cp, &r1, "replica3", &extra)?;
     let replicas = [&r1, &r2, &r3];
@@ -349,6 +355,85 @@ fn ha_behind_haproxy() -> Result<()> {
     report.extend(notes);
     report.push(format!("(b) rolling restart: {}", b.summary()));
     check("(b) rolling restart", &b, 0, &mut failures);
+
+    // ---- (c) etcd members down ------------------------------------------------------------
+    let create = |id: &str| -> Result<(bool, String, Duration)> {
+        let t = Instant::now();
+        let (_, out) = r1.cli_raw_with(
+            &lb_admin,
+            &["tenant".into(), "create".into(), id.into()],
+            Duration::from_secs(60),
+        )?;
+        Ok((out.success(), out.stderr.trim().to_owned(), t.elapsed()))
+    };
+    let (c, notes) = under_load(&tenants, spec("etcd", 45), &admin, |_| {
+        let mut notes = Vec::new();
+        std::thread::sleep(Duration::from_secs(4));
+        etcd.kill_member(0)?;
+        std::thread::sleep(Duration::from_secs(1));
+        let (ok, err, took) = create("etcdon")?;
+        notes.push(format!(
+            "etcd member 0 killed: tenant creation through the LB {} in {took:?} {err}",
+            if ok { "succeeded" } else { "FAILED" }
+        ));
+        std::thread::sleep(Duration::from_secs(4));
+        etcd.kill_member(1)?;
+        std::thread::sleep(Duration::from_secs(1));
+        let (ok, err, took) = create("etcdno")?;
+        notes.push(format!(
+            "etcd members 0 and 1 killed (no quorum): tenant creation {} in {took:?}: {err}",
+            if ok { "SUCCEEDED" } else { "refused" }
+        ));
+        std::thread::sleep(Duration::from_secs(8));
+        let t = Instant::now();
+        etcd.restart_member(1)?;
+        etcd.restart_member(0)?;
+        notes.push(format!(
+            "etcd members back and healthy after {:?}",
+            t.elapsed()
+        ));
+        let t = Instant::now();
+        let mut back = None;
+        while t.elapsed() < Duration::from_secs(30) {
+            if create("etcdbk")?.0 {
+                back = Some(t.elapsed());
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(500));
+        }
+        notes.push(format!("tenant creation worked again after {back:?}"));
+        Ok(notes)
+    })?;
+    for n in &notes {
+        report.push(n.clone());
+    }
+    report.push(format!("(c) etcd members down: {}", c.summary()));
+    check("(c) etcd members down", &c, 0, &mut failures);
+    if !notes.first().is_some_and(|n| n.contains("succeeded")) {
+        failures.push(format!(
+            "(c) tenant creation with one etcd member down: {notes:?}"
+        ));
+    }
+    match notes.get(1) {
+        Some(n) if n.contains("refused") && (n.contains("503") || n.contains("navailable")) => {}
+        other => failures.push(format!(
+            "(c) tenant creation without etcd quorum was not refused with a clear 503: {other:?}"
+        )),
+    }
+    if !notes.get(3).is_some_and(|n| n.contains("Some(")) {
+        failures.push(format!("(c) tenant creation did not work again: {notes:?}"));
+    }
+    let (_, ns) = rt
+        .block_on(admin.send(
+            Method::GET,
+            "/api/v1/namespaces",
+            None,
+            Duration::from_secs(10),
+        ))
+        .map_err(|e| anyhow::anyhow!("listing namespaces upstream: {e}"))?;
+    if String::from_utf8_lossy(&ns).contains("\"etcdno-") {
+        failures.push("(c) the refused tenant creation left namespaces upstream".into());
+    }
 
     for r in replicas {
         let log = std::fs::read_to_string(r.log_path()).unwrap_or_default();
