@@ -1,5 +1,5 @@
 # paddock: the two commands a newcomer needs are `make demo` and `make test`.
-.PHONY: demo test testbed-build conformance conformance-fast testbed-up testbed-down fmt lint bench
+.PHONY: demo test test-ha testbed-build conformance conformance-fast testbed-up testbed-down fmt lint bench
 
 ## Build paddock, start a local control plane (unless PADDOCK_UPSTREAM_KUBECONFIG is set),
 ## start paddock, create tenant demo01 and print the kubectl line to use it.
@@ -9,6 +9,11 @@ demo:
 ## Everything: fmt, clippy, unit tests, fuzz corpora, the end-to-end suite (builds what it needs).
 test:
 	bash scripts/test.sh
+
+## Only the HA tests (also in `make test`): replicas behind HAProxy under load, replica kill,
+## rolling restart, etcd members down; the apiserver frozen, killed, restarted (~5 min).
+test-ha:
+	bash scripts/test-ha.sh
 
 ## Build (or reuse from cache) the control plane binaries.
 testbed-build:

@@ -35,7 +35,7 @@ defaults
     timeout check 2s
     # A connection to a replica that just died is retried on another one.
     retries 3
-    option redispatch
+    option redispatch 1
 
 frontend paddock
     bind 127.0.0.1:{port}

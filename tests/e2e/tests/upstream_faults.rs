@@ -105,6 +105,43 @@ fn upstream_frozen_then_killed_and_restarted() -> Result<()> {
         server: p.url().to_owned(),
         namespace: "default".into(),
     }];
+    // A cluster-wide watch (paddock fans it out over the tenant's namespaces): it too must end
+    // with an ERROR event and a clean end of stream.
+    let fan_tls = tenant.clone();
+    let fanout = std::thread::spawn(move || -> Result<(bool, String)> {
+        runtime()?.block_on(async move {
+            use http_body_util::BodyExt;
+            let resp = fan_tls
+                .start(Method::GET, "/api/v1/configmaps?watch=1", None)
+                .await
+                .map_err(|e| anyhow::anyhow!("cluster-wide watch: {e}"))?;
+            anyhow::ensure!(
+                resp.status() == 200,
+                "cluster-wide watch: {}",
+                resp.status()
+            );
+            let mut body = resp.into_body();
+            let mut text = Vec::new();
+            let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+            loop {
+                match tokio::time::timeout_at(deadline, body.frame()).await {
+                    Err(_) => return Ok((false, "still open after 60 s".into())),
+                    Ok(None) => break,
+                    Ok(Some(Err(e))) => {
+                        return Ok((false, format!("broken: {}", paddock_e2e::http::chain(&e))));
+                    }
+                    Ok(Some(Ok(f))) => {
+                        if let Ok(d) = f.into_data() {
+                            text.extend_from_slice(&d);
+                        }
+                    }
+                }
+            }
+            let text = String::from_utf8_lossy(&text).into_owned();
+            let last = text.lines().last().unwrap_or("").to_owned();
+            Ok((last.contains("\"type\":\"ERROR\""), last))
+        })
+    });
     let t0 = Instant::now();
     let load_admin = admin.clone();
     let load =
@@ -162,6 +199,9 @@ fn upstream_frozen_then_killed_and_restarted() -> Result<()> {
     // Whatever happened, never leave the apiserver frozen.
     api.thaw();
     disrupt?;
+    let fanout = fanout
+        .join()
+        .map_err(|_| anyhow::anyhow!("the cluster-wide watch thread panicked"))??;
 
     // ---- checks -------------------------------------------------------------------------
     let mut failures = Vec::new();
@@ -243,6 +283,12 @@ fn upstream_frozen_then_killed_and_restarted() -> Result<()> {
             report.lost_writes, report.duplicated_writes
         ));
     }
+    if !fanout.0 {
+        failures.push(format!(
+            "the cluster-wide watch did not end with an ERROR event and a clean end: {}",
+            fanout.1
+        ));
+    }
     if p.exited().is_some() || p.pid() != Some(pid) || p.restarts() > 0 {
         failures.push("paddock restarted or exited".into());
     }
@@ -279,11 +325,14 @@ fn upstream_frozen_then_killed_and_restarted() -> Result<()> {
             w.relists
         );
     }
-    if let Some(f) = report.failures.iter().find(|f| f.status == Some(504)) {
-        println!("  a 504 as the tenant sees it: {}", f.body);
-    }
-    if let Some(f) = report.failures.iter().find(|f| f.status == Some(503)) {
-        println!("  a 503 as the tenant sees it: {}", f.body);
+    println!(
+        "  cluster-wide (fan-out) watch ended cleanly after: {}",
+        fanout.1
+    );
+    for code in codes.keys() {
+        if let Some(f) = report.failures.iter().find(|f| f.status == Some(*code)) {
+            println!("  a {code} as the tenant sees it ({}): {}", f.what, f.body);
+        }
     }
     if !failures.is_empty() {
         bail!(
