@@ -142,6 +142,29 @@ fn upstream_frozen_then_killed_and_restarted() -> Result<()> {
             Ok((last.contains("\"type\":\"ERROR\""), last))
         })
     });
+    // And kubectl's own watch (the pinned kubectl), as an operator tried it: its output is
+    // reported (kubectl get -w never re-watches; it must not die of a reset stream).
+    let kubectl_log = cp.dir().join("logs").join("kubectl-watch.log");
+    let mut kubectl_watch = std::process::Command::new(paddock_e2e::kubectl::find_kubectl()?)
+        .arg("--kubeconfig")
+        .arg(&kc)
+        .args([
+            "get",
+            "configmaps",
+            "-n",
+            "default",
+            "-w",
+            "--request-timeout=0",
+        ])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::from(std::fs::File::create(
+            &kubectl_log,
+        )?))
+        .stderr(std::process::Stdio::from(std::fs::File::create(
+            kubectl_log.with_extension("err"),
+        )?))
+        .spawn()
+        .context("starting kubectl get -w")?;
     let t0 = Instant::now();
     let load_admin = admin.clone();
     let load =
@@ -198,6 +221,16 @@ fn upstream_frozen_then_killed_and_restarted() -> Result<()> {
         .map_err(|_| anyhow::anyhow!("the load thread panicked"))??;
     // Whatever happened, never leave the apiserver frozen.
     api.thaw();
+    let kubectl_exit = match kubectl_watch.try_wait() {
+        Ok(Some(s)) => s.to_string(),
+        _ => {
+            let _ = kubectl_watch.kill();
+            let _ = kubectl_watch.wait();
+            "still running at the end (killed)".to_owned()
+        }
+    };
+    let kubectl_err =
+        std::fs::read_to_string(kubectl_log.with_extension("err")).unwrap_or_default();
     disrupt?;
     let fanout = fanout
         .join()
@@ -283,6 +316,9 @@ fn upstream_frozen_then_killed_and_restarted() -> Result<()> {
             report.lost_writes, report.duplicated_writes
         ));
     }
+    if kubectl_err.contains("INTERNAL_ERROR") || kubectl_err.contains("127.0.0.1") {
+        failures.push(format!("kubectl get -w: {kubectl_err}"));
+    }
     if !fanout.0 {
         failures.push(format!(
             "the cluster-wide watch did not end with an ERROR event and a clean end: {}",
@@ -328,6 +364,10 @@ fn upstream_frozen_then_killed_and_restarted() -> Result<()> {
     println!(
         "  cluster-wide (fan-out) watch ended cleanly after: {}",
         fanout.1
+    );
+    println!(
+        "  kubectl get -w: {kubectl_exit}; stderr: {}",
+        kubectl_err.trim()
     );
     for code in codes.keys() {
         if let Some(f) = report.failures.iter().find(|f| f.status == Some(*code)) {
