@@ -303,19 +303,34 @@ fn ha_behind_haproxy() -> Result<()> {
         ])
     })?;
     let kill_at = Duration::from_millis(notes.get(1).and_then(|s| s.parse().ok()).unwrap_or(0));
-    let after_kill: Vec<_> = a.failures.iter().filter(|f| f.at >= kill_at).collect();
+    // A failure counts from when it was noticed (sent + latency): requests in flight at the
+    // kill were sent before it.
+    let after_kill: Vec<_> = a
+        .failures
+        .iter()
+        .filter(|f| f.at + f.latency >= kill_at)
+        .collect();
     let failover = after_kill
         .iter()
-        .map(|f| f.at - kill_at)
+        .map(|f| (f.at + f.latency).saturating_sub(kill_at))
         .max()
         .unwrap_or_default();
     report.push(notes[0].clone());
     report.push(format!("(a) SIGKILL: {}", a.summary()));
     report.push(format!(
-        "(a) failover: {} failures after the kill, the last {:?} after it",
+        "(a) failover: {} failures noticed after the kill, the last {:?} after it",
         after_kill.len(),
         failover
     ));
+    for f in a.failures.iter().take(5) {
+        report.push(format!(
+            "(a) failed: sent at {:?}, after {:?}: {} {}",
+            f.at,
+            f.latency,
+            f.what,
+            f.body.chars().take(200).collect::<String>()
+        ));
+    }
     let allowed = (a.requests as f64 * 0.01).floor() as usize;
     check("(a) SIGKILL", &a, allowed.saturating_sub(1), &mut failures);
     let t = Instant::now();
