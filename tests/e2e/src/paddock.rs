@@ -153,9 +153,10 @@ impl Paddock {
             certs.clone().into(),
             "--public-url".into(),
             url.clone().into(),
-            "--log-format".into(),
-            "json".into(),
         ];
+        if !extra_args.iter().any(|a| a.starts_with("--log-format")) {
+            args.extend(["--log-format".into(), "json".into()]);
+        }
         match store {
             StoreKind::Etcd => {
                 for a in [

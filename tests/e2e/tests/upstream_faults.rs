@@ -70,7 +70,13 @@ fn upstream_frozen_then_killed_and_restarted() -> Result<()> {
         &cp,
         StoreKind::Etcd,
         "paddock",
-        &["--upstream-timeout".into(), timeout],
+        // Text logs, to check that a log file gets no terminal colour codes.
+        &[
+            "--upstream-timeout".into(),
+            timeout,
+            "--log-format".into(),
+            "text".into(),
+        ],
     )?;
     let pid = p.pid().context("paddock pid")?;
     let kc = p.tenant("faulty")?;
@@ -331,6 +337,12 @@ fn upstream_frozen_then_killed_and_restarted() -> Result<()> {
     let log = std::fs::read_to_string(p.log_path()).unwrap_or_default();
     if log.contains("panicked") {
         failures.push("paddock panicked".into());
+    }
+    if log.contains('\u{1b}') {
+        failures.push("paddock's text log file carries terminal colour codes".into());
+    }
+    if !log.contains("upstream stopped answering") {
+        failures.push("paddock's log does not say that the upstream stopped answering".into());
     }
     println!(
         "\n== upstream frozen {FREEZE:?}, killed, restarted (upstream_timeout {UPSTREAM_TIMEOUT:?}) =="
