@@ -94,6 +94,10 @@ pub async fn probe_loop(state: Arc<AppState>) {
         }
         let ok = state.upstream.probe(PROBE_TIMEOUT).await;
         state.health.record(ok);
+        state
+            .metrics
+            .upstream_up
+            .set(i64::from(state.health.is_healthy()));
     }
 }
 

@@ -60,6 +60,22 @@ struct Timeline {
     ready_after: Option<Duration>,
     get_after: Option<Duration>,
     create_after: Option<Duration>,
+    /// `paddock_upstream_up` while frozen (after /readyz turned 503) and after the return.
+    metric_during: String,
+    metric_after: String,
+}
+
+/// The `paddock_upstream_up` line of `/metrics` (platform-admin certificate).
+fn upstream_up(rt: &tokio::runtime::Runtime, admin: &Tls) -> String {
+    rt.block_on(admin.send(Method::GET, "/metrics", None, Duration::from_secs(3)))
+        .map(|(_, b)| {
+            String::from_utf8_lossy(&b)
+                .lines()
+                .find(|l| l.starts_with("paddock_upstream_up "))
+                .unwrap_or("")
+                .to_owned()
+        })
+        .unwrap_or_default()
 }
 
 #[test]
@@ -184,6 +200,7 @@ fn upstream_frozen_then_killed_and_restarted() -> Result<()> {
         tl.freeze = t0.elapsed();
         let frozen = Instant::now();
         tl.unready_after = until(Duration::from_secs(20), || readyz(&rt, &probe) == 503);
+        tl.metric_during = upstream_up(&rt, &probe);
         while frozen.elapsed() < FREEZE {
             if readyz(&rt, &probe) == 200 {
                 tl.ready_during_freeze += 1;
@@ -210,6 +227,11 @@ fn upstream_frozen_then_killed_and_restarted() -> Result<()> {
         .map(|_| back.elapsed());
         let body =
             br#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"generateName":"after-"}}"#;
+        // (Polled: a scrape may race the probe that turned it back.)
+        until(Duration::from_secs(5), || {
+            tl.metric_after = upstream_up(&rt, &probe);
+            tl.metric_after == "paddock_upstream_up 1"
+        });
         tl.create_after = until(Duration::from_secs(30), || {
             rt.block_on(tenant.send(
                 Method::POST,
@@ -287,6 +309,12 @@ fn upstream_frozen_then_killed_and_restarted() -> Result<()> {
         other => failures.push(format!(
             "/readyz did not turn 503 within 15 s of the freeze: {other:?}"
         )),
+    }
+    if tl.metric_during != "paddock_upstream_up 0" || tl.metric_after != "paddock_upstream_up 1" {
+        failures.push(format!(
+            "paddock_upstream_up: {:?} while frozen, {:?} after",
+            tl.metric_during, tl.metric_after
+        ));
     }
     if tl.ready_during_freeze > 0 {
         failures.push(format!(
