@@ -1,5 +1,5 @@
 # paddock: the two commands a newcomer needs are `make demo` and `make test`.
-.PHONY: demo test test-static testbed-build conformance conformance-fast testbed-up testbed-down fmt lint bench
+.PHONY: demo test test-static test-ha testbed-build conformance conformance-fast testbed-up testbed-down fmt lint bench
 
 ## Build paddock, start a local control plane (unless PADDOCK_UPSTREAM_KUBECONFIG is set),
 ## start paddock, create tenant demo01 and print the kubectl line to use it.
@@ -14,6 +14,10 @@ test:
 ## crt-static, target/static), checked with file/ldd, and run against the test bed.
 test-static:
 	cargo test -p paddock-e2e --test deploy -- --ignored --nocapture static_binary_runs
+## Only the HA tests (also in `make test`): replicas behind HAProxy under load, replica kill,
+## rolling restart, etcd members down; the apiserver frozen, killed, restarted (~5 min).
+test-ha:
+	bash scripts/test-ha.sh
 
 ## Build (or reuse from cache) the control plane binaries.
 testbed-build:

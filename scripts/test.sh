@@ -2,6 +2,7 @@
 # The whole test suite: formatting, lints, unit tests, fuzz corpora as regression tests, and the
 # end-to-end suite against a real control plane. Installs or builds what it needs (cache-aware):
 #   - protoc (Debian package, for etcd-client's build) when missing
+#   - haproxy (Debian package, the load balancer of the HA test, tests/e2e/tests/ha.rs) when missing
 #   - the control plane binaries (tests/testbed/build.sh; cached outside the repo)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,6 +16,7 @@ if ! command -v protoc >/dev/null 2>&1 || [ ! -f /usr/include/google/protobuf/de
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq protobuf-compiler libprotobuf-dev >/dev/null
 fi
+bash scripts/install-haproxy.sh
 command -v go >/dev/null 2>&1 || { echo "Go is required to build the test control plane" >&2; exit 1; }
 
 step "control plane binaries (cached in ${PADDOCK_TESTBED_CACHE:-$HOME/.cache/paddock-testbed})"

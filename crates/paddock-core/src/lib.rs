@@ -27,6 +27,9 @@ pub mod wire;
 pub mod error;
 pub mod status;
 
+// Upstream health with hysteresis (the decision; the server does the probing).
+pub mod health;
+
 // Fuzz harness entry points.
 pub mod fuzzing;
 
@@ -52,7 +55,7 @@ pub use rules::{
     Disposition, UpMode, object_down, object_down_as, object_up, object_up_with, text_down,
     text_down_with,
 };
-pub use status::status_body;
+pub use status::{status_body, watch_error_event};
 pub use tenant::{
     NameKind, TENANT_LABEL, TenantId, TenantIdError, check_prefixed_len, looks_tenant_prefixed,
 };

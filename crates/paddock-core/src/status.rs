@@ -22,9 +22,33 @@ pub fn status_body(code: u16, reason: &str, message: &str) -> Vec<u8> {
     })
 }
 
+/// A watch `ERROR` event carrying a `Status`, as kube-apiserver sends when it ends a watch
+/// because of a failure: `{"type":"ERROR","object":{...Status...}}` and a newline. client-go's
+/// reflector retries the watch from its last resourceVersion on an `InternalError` (500) and
+/// re-lists on `Expired`/`Gone` (410).
+pub fn watch_error_event(code: u16, reason: &str, message: &str) -> Vec<u8> {
+    let mut out = Vec::with_capacity(256);
+    out.extend_from_slice(br#"{"type":"ERROR","object":"#);
+    out.extend_from_slice(&status_body(code, reason, message));
+    out.extend_from_slice(b"}\n");
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn watch_error_event_is_one_json_line() {
+        let e = watch_error_event(500, "InternalError", "gone");
+        assert_eq!(e.last(), Some(&b'\n'));
+        assert_eq!(e.iter().filter(|b| **b == b'\n').count(), 1);
+        let v: serde_json::Value = serde_json::from_slice(&e).unwrap();
+        assert_eq!(v["type"], "ERROR");
+        assert_eq!(v["object"]["kind"], "Status");
+        assert_eq!(v["object"]["code"], 500);
+        assert_eq!(v["object"]["reason"], "InternalError");
+    }
 
     #[test]
     fn status_body_shape_and_key_order() {

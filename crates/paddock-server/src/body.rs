@@ -54,6 +54,13 @@ pub struct RewriteBody {
     /// For watches: ends the stream cleanly (a normal end of body, which clients answer by
     /// re-watching, possibly through another replica) when the server shuts down.
     stop: Option<Pin<Box<tokio_util::sync::WaitForCancellationFutureOwned>>>,
+    /// For watches: when this fires (the upstream is lost), or when the upstream body fails,
+    /// the stream ends with this watch `ERROR` event and a clean end of body, instead of a
+    /// reset stream.
+    interrupt: Option<Pin<Box<tokio_util::sync::WaitForCancellationFutureOwned>>>,
+    error_event: Option<Bytes>,
+    /// For short requests: the body must be complete by then (`upstream_timeout`).
+    deadline: Option<Pin<Box<tokio::time::Sleep>>>,
 }
 
 impl RewriteBody {
@@ -72,7 +79,28 @@ impl RewriteBody {
             batched: false,
             on_finish,
             stop: None,
+            interrupt: None,
+            error_event: None,
+            deadline: None,
         }
+    }
+
+    /// Ends the body with `event` (a watch `ERROR` event) when `token` is cancelled or the
+    /// upstream body fails.
+    pub fn interrupt_on(
+        mut self,
+        token: tokio_util::sync::CancellationToken,
+        event: Bytes,
+    ) -> Self {
+        self.interrupt = Some(Box::pin(token.cancelled_owned()));
+        self.error_event = Some(event);
+        self
+    }
+
+    /// Fails the body if it is not complete by `deadline`.
+    pub fn deadline(mut self, deadline: tokio::time::Instant) -> Self {
+        self.deadline = Some(Box::pin(tokio::time::sleep_until(deadline)));
+        self
     }
 
     /// Holds output back until a frame of [`COALESCE_BYTES`] is full (or the body ends).
@@ -100,6 +128,22 @@ impl Drop for RewriteBody {
         if let Some(f) = self.on_finish.take() {
             f();
         }
+    }
+}
+
+impl RewriteBody {
+    /// The events complete so far, then the `ERROR` event; the body ends after it. A partial
+    /// event still in the rewriter is dropped (the client watches again from the last complete
+    /// one).
+    fn end_with_error_event(&mut self, mut out: Vec<u8>) -> Option<Result<Frame<Bytes>, BoxError>> {
+        self.finished = true;
+        if let Some(f) = self.on_finish.take() {
+            f();
+        }
+        if let Some(ev) = self.error_event.take() {
+            out.extend_from_slice(&ev);
+        }
+        (!out.is_empty()).then(|| Ok(Frame::data(Bytes::from(out))))
     }
 }
 
@@ -132,6 +176,18 @@ impl Body for RewriteBody {
                 }
                 return Poll::Ready(None);
             }
+            if let Some(lost) = this.interrupt.as_mut()
+                && lost.as_mut().poll(cx).is_ready()
+            {
+                return Poll::Ready(this.end_with_error_event(out));
+            }
+            if let Some(d) = this.deadline.as_mut()
+                && d.as_mut().poll(cx).is_ready()
+            {
+                this.finished = true;
+                tracing::warn!("upstream answer not complete within upstream_timeout; cut off");
+                return Poll::Ready(Some(Err("upstream answer not complete in time".into())));
+            }
             match Pin::new(&mut this.inner).poll_frame(cx) {
                 Poll::Pending => {
                     if out.is_empty() {
@@ -145,6 +201,10 @@ impl Body for RewriteBody {
                     return Poll::Ready(Some(Ok(Frame::data(Bytes::from(out)))));
                 }
                 Poll::Ready(Some(Err(e))) => {
+                    if this.error_event.is_some() {
+                        tracing::info!(error = %e, "upstream watch failed; ending it with an ERROR event");
+                        return Poll::Ready(this.end_with_error_event(out));
+                    }
                     this.finished = true;
                     return Poll::Ready(Some(Err(Box::new(e))));
                 }

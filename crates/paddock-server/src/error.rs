@@ -38,9 +38,17 @@ pub enum ServerError {
     /// The tenant store refused or is unavailable.
     #[error(transparent)]
     Store(#[from] paddock_store::StoreError),
-    /// The upstream apiserver could not be reached.
+    /// The upstream apiserver answered something paddock could not use.
     #[error("{0}")]
     Upstream(String),
+    /// The upstream apiserver could not be reached, or broke the connection. The detail (which
+    /// names the upstream address) is for paddock's log only; a tenant gets
+    /// [`UPSTREAM_UNAVAILABLE`].
+    #[error("upstream unreachable: {0}")]
+    UpstreamUnreachable(String),
+    /// The upstream apiserver did not answer within `upstream_timeout`.
+    #[error("upstream did not answer within {}s: {detail}", .0.as_secs(), detail = .1)]
+    UpstreamTimeout(std::time::Duration, String),
     /// Not ready yet (discovery or store not synced).
     #[error("{0}")]
     Unavailable(String),
@@ -63,15 +71,53 @@ impl ServerError {
             ServerError::Translate(e) => (e.http_code(), e.reason()),
             ServerError::Store(e) => store_code(e),
             ServerError::Upstream(_) => (502, "ServiceUnavailable"),
+            ServerError::UpstreamUnreachable(_) => (503, "ServiceUnavailable"),
+            ServerError::UpstreamTimeout(..) => (504, "Timeout"),
             ServerError::Unavailable(_) => (503, "ServiceUnavailable"),
         }
+    }
+
+    /// The message a client sees: the error's own, except for upstream faults, whose detail
+    /// names paddock's internal upstream address and is logged instead.
+    pub fn public_message(&self) -> String {
+        match self {
+            ServerError::UpstreamUnreachable(_) => UPSTREAM_UNAVAILABLE.to_string(),
+            ServerError::UpstreamTimeout(after, _) => format!(
+                "the cluster is unavailable: its API server did not answer within {}s; try again later",
+                after.as_secs()
+            ),
+            other => other.to_string(),
+        }
+    }
+
+    /// Whether this is an upstream fault (unreachable or timed out).
+    pub fn is_upstream_fault(&self) -> bool {
+        matches!(
+            self,
+            ServerError::UpstreamUnreachable(_) | ServerError::UpstreamTimeout(..)
+        )
     }
 
     /// The error as a `Status` response.
     pub fn into_response(self) -> Response<ResBody> {
         let (code, reason) = self.code_and_reason();
-        status_response(code, reason, &self.to_string())
+        status_response(code, reason, &self.public_message())
     }
+}
+
+/// What a tenant is told when the upstream cannot be reached (never its address).
+pub const UPSTREAM_UNAVAILABLE: &str =
+    "the cluster is unavailable: its API server cannot be reached; try again later";
+
+/// The watch `ERROR` event that ends a watch whose upstream stopped answering: an
+/// `InternalError` (500), on which client-go's reflector watches again from its last
+/// resourceVersion without a re-list (as after kube-apiserver's own storage errors).
+pub fn watch_interrupted_event() -> Bytes {
+    Bytes::from(paddock_core::watch_error_event(
+        500,
+        "InternalError",
+        "the cluster is unavailable: the watch was interrupted because its API server stopped answering; watch again from the last resourceVersion",
+    ))
 }
 
 fn store_code(e: &paddock_store::StoreError) -> (u16, &'static str) {
@@ -95,4 +141,29 @@ pub fn status_response(code: u16, reason: &str, message: &str) -> Response<ResBo
         HeaderValue::from_static("application/json"),
     );
     resp
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn upstream_faults_never_show_the_address() {
+        let e = ServerError::UpstreamUnreachable(
+            "https://127.0.0.1:6443: client error (SendRequest)".into(),
+        );
+        assert_eq!(e.code_and_reason(), (503, "ServiceUnavailable"));
+        assert!(!e.public_message().contains("127.0.0.1"));
+        assert!(
+            e.to_string().contains("127.0.0.1"),
+            "the log keeps the detail"
+        );
+        let t = ServerError::UpstreamTimeout(
+            std::time::Duration::from_secs(60),
+            "GET https://127.0.0.1:6443/api".into(),
+        );
+        assert_eq!(t.code_and_reason(), (504, "Timeout"));
+        assert!(t.public_message().contains("within 60s"));
+        assert!(!t.public_message().contains("127.0.0.1"));
+    }
 }

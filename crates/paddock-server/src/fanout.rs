@@ -589,18 +589,30 @@ fn spawn_part(
 ) {
     let ct = content_type_of(&resp);
     let mut rw = paddock_core::response_rewriter(&sh.ctx, &p, resp.status().as_u16(), &ct);
+    // The upstream lost (health.rs) or this part's stream broken: the whole watch ends with
+    // an ERROR event, as a namespaced watch does (proxy.rs), not with a reset stream.
+    let lost = sh.state.health.lost_token();
     tokio::spawn(async move {
         let _guard = sh.guard.clone();
         let _slot = slot;
         let mut body = resp.into_body();
+        let mut interrupted = false;
         loop {
             let frame = tokio::select! {
                 f = body.frame() => f,
                 _ = sh.state.shutdown.cancelled() => break,
                 _ = sh.end.cancelled() => break,
                 _ = sh.tx.closed() => break,
+                _ = lost.cancelled() => { interrupted = true; break }
             };
-            let Some(Ok(frame)) = frame else { break };
+            let frame = match frame {
+                Some(Ok(f)) => f,
+                Some(Err(_)) => {
+                    interrupted = true;
+                    break;
+                }
+                None => break,
+            };
             let Ok(data) = frame.into_data() else {
                 continue;
             };
@@ -612,6 +624,14 @@ fn spawn_part(
             if !out.is_empty() && sh.tx.send(Ok(Bytes::from(out))).await.is_err() {
                 break;
             }
+        }
+        // The first part to notice sends the event; the others see the end and stop.
+        if interrupted && !sh.end.is_cancelled() {
+            sh.end.cancel();
+            let _ = sh
+                .tx
+                .send(Ok(crate::error::watch_interrupted_event()))
+                .await;
         }
         sh.end.cancel();
     });

@@ -11,6 +11,7 @@ pub mod discovery;
 pub mod error;
 pub mod fanout;
 pub mod front;
+pub mod health;
 pub mod metrics;
 pub mod provision;
 pub mod proxy;
@@ -50,11 +51,14 @@ pub async fn open_store(config: &ServerConfig) -> Result<Store, ServerError> {
     })
 }
 
-/// Runs the server until `shutdown` is cancelled. Returns after draining.
+/// Runs the server until `shutdown` is cancelled, then drains as a load balancer expects
+/// (docs/operations.md "Shutdown"): `/readyz` answers 503 for `shutdown_delay` while
+/// everything is still served, then the listener closes, open watches end cleanly, in-flight
+/// requests get `shutdown_grace` to finish, and it returns.
 pub async fn run(config: ServerConfig, shutdown: CancellationToken) -> Result<(), ServerError> {
     config.validate().map_err(ServerError::Config)?;
     let cred = UpstreamCredential::from_kubeconfig(&config.upstream_kubeconfig)?;
-    let upstream = Upstream::new(cred)?;
+    let upstream = Upstream::new(cred, config.upstream_timeout)?;
     let ca = paddock_pki::Ca::load(&config.ca_cert(), &config.ca_key())
         .map_err(|e| ServerError::Config(format!("certs_dir: tenant CA: {e}")))?;
     let tls = Arc::new(ReloadingTls::load(
@@ -83,11 +87,16 @@ pub async fn run(config: ServerConfig, shutdown: CancellationToken) -> Result<()
         catalogs: CatalogCache::new(),
         ca: ArcSwap::from_pointee(ca),
         metrics: Arc::new(Metrics::new()),
-        shutdown: shutdown.clone(),
+        // Cancelled after the drain delay, not at the signal itself (see `drain_on`).
+        shutdown: CancellationToken::new(),
         bootstrapped: std::sync::atomic::AtomicBool::new(false),
+        health: health::UpstreamHealth::new(),
+        draining: std::sync::atomic::AtomicBool::new(false),
         access_log: access_log::AccessLog::new(config.log_format, config.access_log),
         config,
     });
+    tokio::spawn(drain_on(state.clone(), shutdown));
+    tokio::spawn(health::probe_loop(state.clone()));
     // The access log's batches leave at least this often.
     {
         let state = state.clone();
@@ -192,6 +201,24 @@ pub async fn run(config: ServerConfig, shutdown: CancellationToken) -> Result<()
         });
     }
     front::serve(state, listener, tls).await
+}
+
+/// At `requested`: `/readyz` turns 503 at once, so that load balancers stop sending new
+/// connections here; everything is still served for `shutdown_delay` (connections already
+/// open keep arriving until the balancer has noticed); then the server's shutdown starts
+/// (listener closed, watches ended cleanly, in-flight requests finish).
+async fn drain_on(state: Arc<AppState>, requested: CancellationToken) {
+    requested.cancelled().await;
+    state
+        .draining
+        .store(true, std::sync::atomic::Ordering::Release);
+    let delay = state.config.shutdown_delay;
+    tracing::info!(
+        delay_ms = delay.as_millis() as u64,
+        "shutdown requested: /readyz answers 503; serving on until the delay is over"
+    );
+    tokio::time::sleep(delay).await;
+    state.shutdown.cancel();
 }
 
 /// Records the platform-admin certificate written by `paddock ca init` (offline, so it could

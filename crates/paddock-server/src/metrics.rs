@@ -47,6 +47,8 @@ pub struct Metrics {
     pub open_watches: Gauge,
     /// Upstream failures.
     pub upstream_errors: Family<UpstreamErrorLabels, Counter>,
+    /// 1 while the upstream counts as answering (health.rs), else 0.
+    pub upstream_up: Gauge,
 }
 
 impl Default for Metrics {
@@ -85,12 +87,19 @@ impl Metrics {
             "Upstream failures by kind",
             upstream_errors.clone(),
         );
+        let upstream_up = Gauge::default();
+        registry.register(
+            "upstream_up",
+            "1 while the upstream apiserver answers (readiness probes with hysteresis), else 0",
+            upstream_up.clone(),
+        );
         Metrics {
             registry,
             requests,
             latency,
             open_watches,
             upstream_errors,
+            upstream_up,
         }
     }
 

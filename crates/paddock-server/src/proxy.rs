@@ -174,6 +174,9 @@ pub async fn serve_tenant(
         ResponseKind::Watch | ResponseKind::TableWatch
     ) && !plan.upgrade;
     let mut slot = None;
+    // Short requests are bounded as a whole (headers and a body read whole) by
+    // `upstream_timeout`; watches and other long-running requests only until their headers.
+    let deadline = state.upstream.deadline();
     let sent = if is_watch {
         state.upstream.send_watch(up_req).await.map(|(r, s)| {
             slot = Some(s);
@@ -187,12 +190,15 @@ pub async fn serve_tenant(
         } else {
             Route::Short
         };
-        state.upstream.send(up_req, route).await
+        state.upstream.send_until(up_req, route, deadline).await
     };
     let mut resp = match sent {
         Ok(r) => r,
         Err(e) => {
-            state.metrics.upstream_error("connect");
+            state.metrics.upstream_error(match e {
+                ServerError::UpstreamTimeout(..) => "timeout",
+                _ => "connect",
+            });
             return Err(e);
         }
     };
@@ -211,7 +217,10 @@ pub async fn serve_tenant(
         // `kubectl auth can-i delete nodes` sends the current namespace along (in a body that
         // may be protobuf); upstream's answer (JSON) shows the attributes, and one about a
         // cluster-scoped kind is asked again without the namespace, as the shadow identity.
-        let raw = collect_limited(resp.into_body(), 1 << 20).await?;
+        let raw = state
+            .upstream
+            .collect_until(resp.into_body(), 1 << 20, deadline)
+            .await?;
         let raw =
             crate::rbac_sync::recheck_self_review(state, &ctx, tenant, user, groups, raw).await?;
         let doc = rewrite_whole(&ctx, &plan, status, "application/json", &raw)?;
@@ -233,7 +242,10 @@ pub async fn serve_tenant(
         // answering so the namespace is usable at once. The name comes from upstream's answer
         // (the request may have used generateName or a protobuf body).
         let ct = content_type_of(&resp);
-        let raw = collect_limited(resp.into_body(), 1 << 20).await?;
+        let raw = state
+            .upstream
+            .collect_until(resp.into_body(), 1 << 20, deadline)
+            .await?;
         if let Some(ns) = serde_json::from_slice::<serde_json::Value>(&raw)
             .ok()
             .and_then(|v| v["metadata"]["name"].as_str().map(str::to_string))
@@ -314,7 +326,10 @@ pub async fn serve_tenant(
     let body = if matches!(plan.response, ResponseKind::PassThrough) && status.is_success() {
         passthrough(resp.into_body())
     } else if buffered && status.is_success() {
-        let raw = collect_limited(resp.into_body(), MAX_DOCUMENT_BYTES).await?;
+        let raw = state
+            .upstream
+            .collect_until(resp.into_body(), MAX_DOCUMENT_BYTES, deadline)
+            .await?;
         let mut doc = rewrite_whole(&ctx, &plan, status, &content_type, &raw)?;
         if matches!(plan.request.path, paddock_core::ApiPath::Apis)
             && let Some(with_paddock) = crate::admin::add_tenant_group(&doc)
@@ -339,7 +354,10 @@ pub async fn serve_tenant(
         // A small answer of known length (a GET of one object, a write's answer, a Status):
         // read it whole and answer with headers and body together. Streamed, the headers
         // would leave first and the body in a second write, after another wake-up.
-        let raw = collect_limited(resp.into_body(), len).await?;
+        let raw = state
+            .upstream
+            .collect_until(resp.into_body(), len, deadline)
+            .await?;
         full(rewrite_whole(&ctx, &plan, status, &content_type, &raw)?)
     } else {
         let rw = paddock_core::response_rewriter(&ctx, &plan, status.as_u16(), &content_type);
@@ -361,12 +379,18 @@ pub async fn serve_tenant(
         );
         let body = RewriteBody::new(resp.into_body(), rw, on_finish);
         if long {
-            body.until(state.shutdown.clone()).boxed()
+            // Ends cleanly at shutdown; with an ERROR event when the upstream is lost.
+            body.until(state.shutdown.clone())
+                .interrupt_on(
+                    state.health.lost_token(),
+                    crate::error::watch_interrupted_event(),
+                )
+                .boxed()
         } else if plan.long_running {
             // `logs -f` and the like: what arrives leaves at once.
             body.boxed()
         } else {
-            body.batched().boxed()
+            body.batched().deadline(deadline).boxed()
         }
     };
     let resp = out

@@ -24,23 +24,7 @@ pub async fn handle(
     let method = req.method().clone();
     match path.as_str() {
         "/healthz" | "/livez" => return text(StatusCode::OK, "ok"),
-        "/readyz" => {
-            let store = state.cache.is_synced();
-            let discovery = state.catalogs.is_synced();
-            let boot = state
-                .bootstrapped
-                .load(std::sync::atomic::Ordering::Acquire);
-            return if store && discovery && boot {
-                text(StatusCode::OK, "ok")
-            } else {
-                text(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    &format!(
-                        "not ready: store cache synced={store}, upstream discovery synced={discovery}, upstream bootstrap done={boot}"
-                    ),
-                )
-            };
-        }
+        "/readyz" => return readyz(&state),
         _ => {}
     }
     let caller = match crate::auth::authenticate_request(&state, peer.as_ref(), req.headers()).await
@@ -129,7 +113,9 @@ pub async fn handle(
     let resp = match result {
         Ok(r) => r,
         Err(e) => {
-            if matches!(e, ServerError::Internal(_) | ServerError::Upstream(_)) {
+            if matches!(e, ServerError::Internal(_) | ServerError::Upstream(_))
+                || e.is_upstream_fault()
+            {
                 tracing::warn!(tenant = caller.tenant_label(), error = %e, %path, "request failed");
             }
             e.into_response()
@@ -152,6 +138,30 @@ pub async fn handle(
         start.elapsed().as_secs_f64(),
     );
     resp
+}
+
+/// `/readyz`: 200 only when the store cache is synced, discovery read, the platform objects
+/// installed, the upstream answers (with hysteresis, see health.rs) and no shutdown is under
+/// way. Load balancers health-check this.
+fn readyz(state: &AppState) -> Response<ResBody> {
+    use std::sync::atomic::Ordering;
+    if state.draining.load(Ordering::Acquire) {
+        return text(StatusCode::SERVICE_UNAVAILABLE, "not ready: shutting down");
+    }
+    let store = state.cache.is_synced();
+    let discovery = state.catalogs.is_synced();
+    let boot = state.bootstrapped.load(Ordering::Acquire);
+    let upstream = state.health.is_healthy();
+    if store && discovery && boot && upstream {
+        text(StatusCode::OK, "ok")
+    } else {
+        text(
+            StatusCode::SERVICE_UNAVAILABLE,
+            &format!(
+                "not ready: store cache synced={store}, upstream discovery synced={discovery}, upstream bootstrap done={boot}, upstream answers={upstream}"
+            ),
+        )
+    }
 }
 
 fn log_request(

@@ -36,6 +36,10 @@ pub struct AppState {
     pub access_log: crate::access_log::AccessLog,
     /// Set once the platform-wide upstream objects (guard, roles) are installed.
     pub bootstrapped: std::sync::atomic::AtomicBool,
+    /// Whether the upstream answers (probed; `/readyz`), and the signal that ends watches.
+    pub health: crate::health::UpstreamHealth,
+    /// Set at SIGTERM: `/readyz` answers 503 while requests are still served.
+    pub draining: std::sync::atomic::AtomicBool,
 }
 
 impl AppState {

@@ -234,6 +234,8 @@ impl UpstreamCredential {
 #[derive(Clone)]
 pub struct Upstream {
     cred: UpstreamCredential,
+    /// Bound on short requests, from sending to the end of the answer (`upstream_timeout`).
+    timeout: Duration,
     short: Client<HttpsConnector<HttpConnector>, UpBody>,
     bulk: Client<HttpsConnector<HttpConnector>, UpBody>,
     long: Client<HttpsConnector<HttpConnector>, UpBody>,
@@ -331,7 +333,7 @@ impl WatchPool {
             .oneshot(uri.clone())
             .await
             .map_err(|e| {
-                ServerError::Upstream(format!("upstream {uri}: connecting for watches: {e}"))
+                ServerError::UpstreamUnreachable(format!("{uri}: connecting for watches: {e}"))
             })?;
         let (send, conn) = hyper::client::conn::http2::Builder::new(TokioExecutor::new())
             .timer(hyper_util::rt::TokioTimer::new())
@@ -343,7 +345,9 @@ impl WatchPool {
             .handshake(io)
             .await
             .map_err(|e| {
-                ServerError::Upstream(format!("upstream {uri}: HTTP/2 handshake for watches: {e}"))
+                ServerError::UpstreamUnreachable(format!(
+                    "{uri}: HTTP/2 handshake for watches: {e}"
+                ))
             })?;
         tokio::spawn(async move {
             if let Err(e) = conn.await {
@@ -370,19 +374,21 @@ impl WatchPool {
                     None => {
                         self.open(req.uri()).await?;
                         self.checkout().ok_or_else(|| {
-                            ServerError::Upstream("upstream watch connection closed at once".into())
+                            ServerError::UpstreamUnreachable(
+                                "upstream watch connection closed at once".into(),
+                            )
                         })?
                     }
                 }
             }
         };
-        send.ready()
-            .await
-            .map_err(|e| ServerError::Upstream(format!("upstream watch connection: {e}")))?;
+        send.ready().await.map_err(|e| {
+            ServerError::UpstreamUnreachable(format!("upstream watch connection: {e}"))
+        })?;
         let resp = send
             .send_request(req)
             .await
-            .map_err(|e| ServerError::Upstream(format!("upstream watch: {e}")))?;
+            .map_err(|e| ServerError::UpstreamUnreachable(format!("upstream watch: {e}")))?;
         Ok((resp, slot))
     }
 
@@ -430,8 +436,8 @@ fn connector(
 }
 
 impl Upstream {
-    /// Builds both pools.
-    pub fn new(cred: UpstreamCredential) -> Result<Self, ServerError> {
+    /// Builds the pools; short requests are bounded by `timeout` (see [`Upstream::send`]).
+    pub fn new(cred: UpstreamCredential, timeout: Duration) -> Result<Self, ServerError> {
         let short_conn = connector(&cred, Versions::Both)?;
         let long_conn = connector(&cred, Versions::H1)?;
         let bulk = Client::builder(TokioExecutor::new())
@@ -451,6 +457,7 @@ impl Upstream {
             .build(long_conn);
         Ok(Upstream {
             cred,
+            timeout,
             short,
             bulk,
             long,
@@ -479,11 +486,33 @@ impl Upstream {
         Ok(())
     }
 
-    /// Sends a request (not a watch: [`Upstream::send_watch`]) through the pool of `route`.
+    /// The bound on short requests (`upstream_timeout`).
+    pub fn timeout(&self) -> Duration {
+        self.timeout
+    }
+
+    /// The deadline of a short request starting now.
+    pub fn deadline(&self) -> tokio::time::Instant {
+        tokio::time::Instant::now() + self.timeout
+    }
+
+    /// Sends a request (not a watch: [`Upstream::send_watch`]) through the pool of `route`;
+    /// the answer's headers must arrive within the timeout. Read a short answer's body with
+    /// [`Upstream::collect_until`] and the same deadline ([`Upstream::send_until`]).
     pub async fn send(
+        &self,
+        req: Request<UpBody>,
+        route: Route,
+    ) -> Result<Response<Incoming>, ServerError> {
+        self.send_until(req, route, self.deadline()).await
+    }
+
+    /// [`Upstream::send`] with the deadline given.
+    pub async fn send_until(
         &self,
         mut req: Request<UpBody>,
         route: Route,
+        deadline: tokio::time::Instant,
     ) -> Result<Response<Incoming>, ServerError> {
         self.authorize(&mut req)?;
         let client = match route {
@@ -491,20 +520,94 @@ impl Upstream {
             Route::Bulk => &self.bulk,
             Route::Stream => &self.long,
         };
-        client
-            .request(req)
-            .await
-            .map_err(|e| ServerError::Upstream(format!("upstream {}: {e}", self.cred.server)))
+        let what = format!("{} {}", req.method(), req.uri());
+        match tokio::time::timeout_at(deadline, client.request(req)).await {
+            Ok(Ok(resp)) => Ok(resp),
+            Ok(Err(e)) => Err(ServerError::UpstreamUnreachable(format!("{what}: {e}"))),
+            Err(_) => Err(ServerError::UpstreamTimeout(self.timeout, what)),
+        }
     }
 
-    /// Sends a watch on the watch pool. Keep the [`StreamSlot`] as long as the response body:
-    /// dropping it gives the stream back to the pool.
+    /// Reads an upstream answer's body whole (at most `limit` bytes) before `deadline`.
+    pub async fn collect_until(
+        &self,
+        mut body: Incoming,
+        limit: usize,
+        deadline: tokio::time::Instant,
+    ) -> Result<Bytes, ServerError> {
+        use http_body_util::BodyExt;
+        let read = async {
+            let mut buf = bytes::BytesMut::new();
+            while let Some(frame) = body.frame().await {
+                let frame = frame.map_err(|e| {
+                    ServerError::UpstreamUnreachable(format!(
+                        "{}: reading an answer: {e}",
+                        self.cred.server
+                    ))
+                })?;
+                if let Some(d) = frame.data_ref() {
+                    if buf.len() + d.len() > limit {
+                        return Err(ServerError::Upstream(format!(
+                            "an upstream answer is larger than {limit} bytes"
+                        )));
+                    }
+                    buf.extend_from_slice(d);
+                }
+            }
+            Ok(buf.freeze())
+        };
+        match tokio::time::timeout_at(deadline, read).await {
+            Ok(r) => r,
+            Err(_) => Err(ServerError::UpstreamTimeout(
+                self.timeout,
+                format!("{}: reading an answer", self.cred.server),
+            )),
+        }
+    }
+
+    /// Sends a watch on the watch pool; the answer's headers (which kube-apiserver sends at
+    /// once) must arrive within the timeout. Keep the [`StreamSlot`] as long as the response
+    /// body: dropping it gives the stream back to the pool.
     pub async fn send_watch(
         &self,
         mut req: Request<UpBody>,
     ) -> Result<(Response<Incoming>, StreamSlot), ServerError> {
         self.authorize(&mut req)?;
-        self.watches.send(req).await
+        let what = format!("WATCH {}", req.uri());
+        match tokio::time::timeout(self.timeout, self.watches.send(req)).await {
+            Ok(r) => r,
+            Err(_) => Err(ServerError::UpstreamTimeout(self.timeout, what)),
+        }
+    }
+
+    /// One readiness probe: `GET /readyz` with paddock's own credential on the short pool (the
+    /// path tenants' requests take), bounded by `timeout`. True on a 2xx answer.
+    pub async fn probe(&self, timeout: Duration) -> bool {
+        let Ok(uri) = self.uri("/readyz") else {
+            return false;
+        };
+        let Ok(req) = Request::builder()
+            .method(http::Method::GET)
+            .uri(uri)
+            .body(crate::body::empty_up())
+        else {
+            return false;
+        };
+        let deadline = tokio::time::Instant::now() + timeout;
+        match self.send_until(req, Route::Short, deadline).await {
+            Ok(resp) => {
+                let ok = resp.status().is_success();
+                // Read the small body so the stream is finished cleanly.
+                let _ = self
+                    .collect_until(resp.into_body(), 64 * 1024, deadline)
+                    .await;
+                ok
+            }
+            Err(e) => {
+                tracing::debug!(error = %e, "upstream readiness probe failed");
+                false
+            }
+        }
     }
 
     /// The watch pool's connections and open streams.

@@ -37,7 +37,7 @@ impl AdminClient {
             )
         })?;
         Ok(AdminClient {
-            up: Upstream::new(cred)?,
+            up: Upstream::new(cred, std::time::Duration::from_secs(60))?,
         })
     }
 

@@ -83,6 +83,14 @@ pub struct ServeArgs {
     /// about a quarter less CPU per request (docs/performance.md).
     #[arg(long, env = "PADDOCK_WORKER_THREADS", value_parser = clap::value_parser!(u16).range(1..=1024))]
     pub worker_threads: Option<u16>,
+
+    // ---- Upstream faults and draining ----
+    /// Longest wait for the upstream's answer to a short request, e.g. 60s (then 504).
+    #[arg(long, env = "PADDOCK_UPSTREAM_TIMEOUT")]
+    pub upstream_timeout: Option<String>,
+    /// At SIGTERM, how long /readyz answers 503 before the listener closes, e.g. 5s.
+    #[arg(long, env = "PADDOCK_SHUTDOWN_DELAY")]
+    pub shutdown_delay: Option<String>,
 }
 
 /// Shares of the tenants' APF priority level: as many as `workload-low` (service accounts).
@@ -112,6 +120,10 @@ struct FileConfig {
     shutdown_grace: Option<String>,
     tenant_priority_shares: Option<u32>,
     access_log: Option<bool>,
+
+    // ---- Upstream faults and draining ----
+    upstream_timeout: Option<String>,
+    shutdown_delay: Option<String>,
 }
 
 fn load_file(path: &Path) -> Result<FileConfig> {
@@ -214,6 +226,18 @@ pub fn resolve(args: &ServeArgs) -> Result<(ServerConfig, LogFormat)> {
             .unwrap_or(DEFAULT_TENANT_PRIORITY_SHARES),
         log_format,
         access_log: args.access_log.or(file.access_log).unwrap_or(true),
+
+        // ---- Upstream faults and draining ----
+        upstream_timeout: dur(
+            "upstream_timeout",
+            args.upstream_timeout.clone().or(file.upstream_timeout),
+            "60s",
+        )?,
+        shutdown_delay: dur(
+            "shutdown_delay",
+            args.shutdown_delay.clone().or(file.shutdown_delay),
+            "5s",
+        )?,
     };
     config.validate().map_err(anyhow::Error::msg)?;
     Ok((config, log_format))
@@ -238,8 +262,11 @@ fn init_logging(format: LogFormat) {
     });
     // The access log (one line per request) does not go through here: see
     // paddock_server::access_log.
+    // Colour codes only for a terminal: a log file or a collector gets plain text.
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(ansi)
         .with_writer(std::io::stderr);
     match format {
         LogFormat::Json => builder
@@ -272,6 +299,13 @@ pub async fn run(args: ServeArgs) -> Result<()> {
         }
         tracing::info!("shutdown requested");
         t2.cancel();
+        // A second signal skips the drain (someone at a terminal pressing Ctrl-C again).
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = term.recv() => {}
+        }
+        tracing::warn!("second shutdown signal: exiting without draining");
+        std::process::exit(130);
     });
     paddock_server::run(config, token).await?;
     Ok(())

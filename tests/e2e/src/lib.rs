@@ -11,8 +11,11 @@
 //! - [`tools`]: Go programs of the repository and helm, built cache-aware.
 
 pub mod etcd_cluster;
+pub mod ha;
+pub mod http;
 pub mod kube_client;
 pub mod kubectl;
+pub mod load;
 pub mod paddock;
 pub mod process;
 pub mod scenario;

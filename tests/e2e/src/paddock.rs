@@ -63,6 +63,9 @@ pub fn paddock_binary() -> Result<PathBuf> {
 pub struct Paddock {
     bin: PathBuf,
     dir: PathBuf,
+    /// Certificates (its own from `ca init`, or the first replica's for [`Paddock::start_replica`]).
+    certs: PathBuf,
+    store: StoreKind,
     url: String,
     log: PathBuf,
     name: String,
@@ -93,23 +96,54 @@ impl Paddock {
         name: &str,
         extra_args: &[String],
     ) -> Result<Self> {
+        Self::start_inner(cp, store, name, extra_args, None)
+    }
+
+    /// Another replica of `first`: the same certificates and store kind (etcd, or the store
+    /// flags in `extra_args` for [`StoreKind::Args`]), its own port, log and process. Its
+    /// admin kubeconfig points at itself.
+    pub fn start_replica(
+        cp: &ControlPlane,
+        first: &Paddock,
+        name: &str,
+        extra_args: &[String],
+    ) -> Result<Self> {
+        Self::start_inner(cp, first.store, name, extra_args, Some(first))
+    }
+
+    fn start_inner(
+        cp: &ControlPlane,
+        store: StoreKind,
+        name: &str,
+        extra_args: &[String],
+        first: Option<&Paddock>,
+    ) -> Result<Self> {
         let bin = paddock_binary()?;
         let dir = cp.dir().join(name);
         std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
         let port = free_port()?;
         let url = format!("https://127.0.0.1:{port}");
-        let certs = dir.join("certs");
         let log = cp.dir().join("logs").join(format!("{name}.log"));
-
-        let mut init = Command::new(&bin);
-        clean_env(&mut init);
-        init.args(["ca", "init", "--dir"])
-            .arg(&certs)
-            .args(["--server-url", &url]);
-        let out = process::run(&mut init, None, Duration::from_secs(60))?;
-        if !out.success() {
-            bail!("{}", cli_failure(&describe(&init), &out, None));
-        }
+        let certs = match first {
+            Some(f) => {
+                let certs = f.certs.clone();
+                rewrite_server(&f.admin_kubeconfig(), &url, &dir.join("admin.kubeconfig"))?;
+                certs
+            }
+            None => {
+                let certs = dir.join("certs");
+                let mut init = Command::new(&bin);
+                clean_env(&mut init);
+                init.args(["ca", "init", "--dir"])
+                    .arg(&certs)
+                    .args(["--server-url", &url]);
+                let out = process::run(&mut init, None, Duration::from_secs(60))?;
+                if !out.success() {
+                    bail!("{}", cli_failure(&describe(&init), &out, None));
+                }
+                certs
+            }
+        };
 
         let mut args: Vec<OsString> = vec![
             "serve".into(),
@@ -119,9 +153,10 @@ impl Paddock {
             certs.clone().into(),
             "--public-url".into(),
             url.clone().into(),
-            "--log-format".into(),
-            "json".into(),
         ];
+        if !extra_args.iter().any(|a| a.starts_with("--log-format")) {
+            args.extend(["--log-format".into(), "json".into()]);
+        }
         match store {
             StoreKind::Etcd => {
                 for a in [
@@ -145,10 +180,16 @@ impl Paddock {
         if !extra_args.iter().any(|a| a == "--upstream-kubeconfig") {
             args.extend(["--upstream-kubeconfig".into(), cp.admin_kubeconfig().into()]);
         }
+        // Tests stop paddock at once; the HA tests ask for the drain delay explicitly.
+        if !extra_args.iter().any(|a| a.starts_with("--shutdown-delay")) {
+            args.extend(["--shutdown-delay".into(), "0s".into()]);
+        }
         args.extend(extra_args.iter().map(OsString::from));
         let mut me = Self {
             bin,
             dir,
+            certs,
+            store,
             url,
             log,
             name: name.to_owned(),
@@ -234,8 +275,9 @@ impl Paddock {
         self.restarts.lock().map(|n| *n).unwrap_or(0)
     }
 
-    fn wait_ready(&self, timeout: Duration) -> Result<()> {
-        let certs = self.dir.join("certs");
+    /// Waits until `/readyz` answers `ok` (at most `timeout`).
+    pub fn wait_ready(&self, timeout: Duration) -> Result<()> {
+        let certs = &self.certs;
         let deadline = Instant::now() + timeout;
         loop {
             if let Some(status) = self.exited() {
@@ -293,18 +335,94 @@ impl Paddock {
         &self.dir
     }
 
-    /// The platform admin's kubeconfig written by `paddock ca init`.
+    /// The platform admin's kubeconfig written by `paddock ca init` (for a replica: the same
+    /// credential, pointing at the replica).
     pub fn admin_kubeconfig(&self) -> PathBuf {
-        self.dir.join("certs").join("admin.kubeconfig")
+        let own = self.dir.join("admin.kubeconfig");
+        if own.is_file() {
+            own
+        } else {
+            self.certs.join("admin.kubeconfig")
+        }
+    }
+
+    /// The certificates directory (tenant CA, serving certificate, admin credential).
+    pub fn certs_dir(&self) -> &Path {
+        &self.certs
+    }
+
+    /// The listening port.
+    pub fn port(&self) -> u16 {
+        self.url
+            .rsplit(':')
+            .next()
+            .and_then(|p| p.parse().ok())
+            .unwrap_or(0)
+    }
+
+    /// The process id, if it runs.
+    pub fn pid(&self) -> Option<u32> {
+        let g = self.child.lock().ok()?;
+        g.as_ref().map(Child::id)
+    }
+
+    /// SIGKILL, and waits for the process to be gone.
+    pub fn kill(&self) -> Result<()> {
+        let mut g = self
+            .child
+            .lock()
+            .map_err(|_| anyhow::anyhow!("child lock poisoned"))?;
+        if let Some(mut child) = g.take() {
+            child.kill().context("SIGKILL")?;
+            child.wait().context("waiting after SIGKILL")?;
+        }
+        Ok(())
+    }
+
+    /// SIGTERM, then waits (at most `limit`) for the process to exit on its own; returns how
+    /// long that took and the exit status.
+    pub fn terminate(&self, limit: Duration) -> Result<(Duration, String)> {
+        let mut g = self
+            .child
+            .lock()
+            .map_err(|_| anyhow::anyhow!("child lock poisoned"))?;
+        let Some(mut child) = g.take() else {
+            bail!("{} is not running", self.name);
+        };
+        let t0 = Instant::now();
+        process::signal(child.id(), "TERM");
+        match process::wait_timeout(&mut child, limit)? {
+            (Some(status), false) => Ok((t0.elapsed(), status.to_string())),
+            _ => bail!("{} did not exit within {limit:?} of SIGTERM", self.name),
+        }
+    }
+
+    /// Starts the stopped process again (same flags, port, certificates and store) and waits
+    /// for `/readyz`.
+    pub fn restart(&self) -> Result<Duration> {
+        let t0 = Instant::now();
+        self.spawn_serve()?;
+        self.wait_ready(Duration::from_secs(60))
+            .context("restarted paddock did not become ready")?;
+        Ok(t0.elapsed())
     }
 
     /// Runs an admin command of the paddock CLI (`tenant ...`, `user ...`, `cert ...`) with the
     /// platform-admin kubeconfig; returns what happened.
     pub fn cli_raw(&self, args: &[String], timeout: Duration) -> Result<(String, Output)> {
+        self.cli_raw_with(&self.admin_kubeconfig(), args, timeout)
+    }
+
+    /// [`Paddock::cli_raw`] with another admin kubeconfig (e.g. one pointing at a load
+    /// balancer in front of the replicas).
+    pub fn cli_raw_with(
+        &self,
+        kubeconfig: &Path,
+        args: &[String],
+        timeout: Duration,
+    ) -> Result<(String, Output)> {
         let mut cmd = Command::new(&self.bin);
-        cmd.args(args)
-            .arg("--kubeconfig")
-            .arg(self.admin_kubeconfig());
+        cmd.args(args).arg("--kubeconfig").arg(kubeconfig);
         clean_env(&mut cmd);
         let line = describe(&cmd);
         let out = process::run(&mut cmd, None, timeout)?;
@@ -411,6 +529,25 @@ impl Drop for Paddock {
     fn drop(&mut self) {
         self.stop();
     }
+}
+
+/// Copies a kubeconfig with every `server:` replaced by `url`.
+pub fn rewrite_server(src: &Path, url: &str, dst: &Path) -> Result<()> {
+    let text =
+        std::fs::read_to_string(src).with_context(|| format!("reading {}", src.display()))?;
+    let mut out = String::new();
+    for line in text.lines() {
+        match line.find("server:") {
+            Some(i) if line[..i].trim().is_empty() => {
+                out.push_str(&line[..i]);
+                out.push_str("server: ");
+                out.push_str(url);
+            }
+            _ => out.push_str(line),
+        }
+        out.push('\n');
+    }
+    std::fs::write(dst, out).with_context(|| format!("writing {}", dst.display()))
 }
 
 /// paddock reads `PADDOCK_*` variables as settings: the harness passes flags only.
