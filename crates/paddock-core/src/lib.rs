@@ -3,15 +3,18 @@
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
 // Request side (engineer A).
+pub mod absent;
 pub mod body;
 pub mod catalog;
 pub mod dupkeys;
 pub mod error;
 pub mod identity;
+pub mod impersonate;
 pub mod object;
 pub mod patch;
 pub mod protobuf;
 pub mod request;
+pub mod review;
 pub mod status;
 pub mod tenant;
 

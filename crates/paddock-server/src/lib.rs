@@ -2,6 +2,7 @@
 //! tenants by client certificate, runs each request through the translation core, talks to
 //! the upstream apiserver as the impersonated tenant user, and serves the admin API.
 
+pub mod absent;
 pub mod access_log;
 pub mod admin;
 pub mod auth;
@@ -11,10 +12,12 @@ pub mod discovery;
 pub mod error;
 pub mod fanout;
 pub mod front;
+pub mod impersonate;
 pub mod metrics;
 pub mod provision;
 pub mod proxy;
 pub mod rbac_sync;
+pub mod reviews;
 pub mod router;
 pub mod state;
 pub mod upjson;

@@ -75,7 +75,7 @@ fn scenarios() -> Result<()> {
     let mut outcomes = Vec::new();
     for sc in all.iter().filter(|s| selected(&s.name)) {
         eprintln!("---- scenario {} ({})", sc.name, sc.description.trim());
-        let mut o = env.run(sc);
+        for mut o in env.run_all(sc) {
         if let Ok(p) = &paddock {
             // A paddock that died (crash, or a signal from elsewhere) fails the scenario it died
             // in; it is restarted so that the remaining scenarios still tell something.
@@ -97,9 +97,10 @@ fn scenarios() -> Result<()> {
         if let Some(f) = &o.failure
             && o.status == Status::Failed
         {
-            eprintln!("FAILED {}: {f}", sc.name);
+            eprintln!("FAILED {}: {f}", o.name);
         }
         outcomes.push(o);
+        }
     }
 
     if selected("kube-client") {

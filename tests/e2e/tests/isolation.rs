@@ -451,6 +451,32 @@ fn cases() -> Vec<Case> {
         case("can-i-nodes", "MTB-PL1-CC-CPI-1", "kubectl auth can-i update nodes")
             .attack(step(A, "auth can-i update nodes"), Refused)
             .control(step(A, "auth can-i list namespaces"), OkWith("yes")),
+        // ---- impersonation inside the tenant (issue 13 item 5) --------------------------------
+        case("impersonate-other-tenant-user", "impersonation", "kubectl --as=<another tenant's upstream user>")
+            .attack(step(A, "get secrets -n web --as=paddock:bravoo:admin"), RefusedWith("impersonation refused"))
+            .control(step(A, "get secrets -n web -o name --as=someone --as-group=tenant-admins"), OkWith("own-secret")),
+        case("impersonate-shadow", "impersonation", "kubectl --as=<one's own cluster shadow identity>")
+            .attack(step(A, "get namespaces --as=paddock:cluster:alphaa:paddock:alphaa:admin"), RefusedWith("impersonation refused"))
+            .control(step(A, "get namespaces -o name --as=someone --as-group=tenant-admins"), OkWith("namespace/web")),
+        case("impersonate-tenant-group", "impersonation", "kubectl --as-group=paddock:tenant:bravoo (the victim's marker group)")
+            .attack(step(A, "get secrets -A --as=someone --as-group=paddock:tenant:bravoo"), RefusedWith("impersonation refused"))
+            .control(step(A, "auth whoami --as=someone --as-group=devs"), OkWith("devs")),
+        case("impersonate-victim-sa", "impersonation", "kubectl --as=<the victim's service account, upstream name>")
+            .attack(step(A, "get secret crown-jewels -n bravoo-vault-ns --as=system:serviceaccount:bravoo-vault-ns:b-sa"), Refused)
+            .control(step(A, "auth whoami --as=system:serviceaccount:web:default"), OkWith("system:serviceaccount:web:default")),
+        case("impersonate-sa-rights", "impersonation", "an impersonated service account has only its own rights")
+            .attack(step(A, "get secrets -n web --as=system:serviceaccount:web:default"), RefusedWith("forbidden"))
+            .control(step(A, "auth can-i get secrets -n web --as=system:serviceaccount:web:default"), Says("no")),
+        // ---- a refusal never hides a NotFound, and NotFound probes reveal nothing (item 1, 4) ----
+        case("absent-ns-probe", "NotFound probes", "create in the victim's namespace (tenant view and upstream name): the same answer as a name nobody has")
+            .attack(step(A, "create configmap x -n vault-ns --from-literal=a=b"), RefusedWith("namespaces \"vault-ns\" not found"))
+            .control(step(A, "create configmap x -n never-made --from-literal=a=b"), Says("namespaces \"never-made\" not found")),
+        case("absent-ns-probe-upstream", "NotFound probes", "list in the victim's upstream namespace name: an empty list of one's own")
+            .attack(step(A, "get secrets -n bravoo-vault-ns -o name"), NoLeak)
+            .control(step(A, "get secrets -n web -o name"), OkWith("own-secret")),
+        case("shared-notfound", "refusal hides NotFound", "delete a shared IngressClass that does not exist, and one that does")
+            .attack(step(A, "delete priorityclass system-node-critical"), RefusedWith("shared read-only"))
+            .control(step(A, "delete ingressclass nothing-here --ignore-not-found"), Ok),
         // ---- webhooks -------------------------------------------------------------------------------
         case("webhook-url", "§7.2 cluster-wide webhooks", "a webhook calling an arbitrary URL")
             .attack(step_in(A, "create -f -", &webhook("hook-url", "url: https://127.0.0.1:1/x", "Namespaced")), Refused)

@@ -1,0 +1,227 @@
+//! Permission checks describe the tenant's cluster.
+//!
+//! Upstream, a tenant caller's rights are spread over two identities (docs/security.md): the
+//! real one holds RoleBindings inside the tenant's namespaces (the admins' binding in every
+//! namespace, the mirrors of the tenant's ClusterRoleBindings, the tenant's own RoleBindings),
+//! the cluster shadow holds the cluster-scoped rights and, through the tenant's
+//! ClusterRoleBindings, their cluster-wide form. A `SelfSubjectAccessReview` asked of either
+//! alone answers for upstream, not for what paddock serves: "list namespaces" as the real
+//! identity is "no" although paddock serves it; "list pods in all namespaces" is "no" for
+//! either although paddock fans it out; anything in a namespace that does not exist yet is
+//! "no" although paddock answers there as a cluster would. [`self_review_next`] says, from
+//! upstream's answer (JSON, upstream names), what to ask or answer instead; the server runs it
+//! until it says [`ReviewNext::Keep`].
+
+use serde_json::{Value, json};
+
+use crate::catalog::{Policy, Scope};
+use crate::request::TenantContext;
+
+/// What the server knows when it decides.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ReviewFacts {
+    /// The caller is an administrator of the tenant (cluster-admin in every namespace of it).
+    pub admin: bool,
+    /// The answer being judged came from the shadow identity.
+    pub asked_as_shadow: bool,
+    /// For a review naming a namespace: whether the tenant has it (None: not probed yet).
+    pub namespace_exists: Option<bool>,
+}
+
+/// The next step for a `SelfSubjectAccessReview` answer.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ReviewNext {
+    /// The answer stands.
+    Keep,
+    /// Ask this review (JSON, upstream names) as the shadow identity; its answer stands.
+    AskShadow(Value),
+    /// Find out whether the tenant has this namespace (upstream name), then decide again.
+    ProbeNamespace(String),
+    /// Allowed: the caller administers the tenant, and the attribute is inside it.
+    AllowAdmin,
+}
+
+/// The `status` of a review answered by [`ReviewNext::AllowAdmin`].
+pub fn admin_allowed_status() -> Value {
+    json!({"allowed": true,
+           "reason": "allowed: administrators of this cluster hold cluster-admin in every namespace"})
+}
+
+fn review(ra: Option<Value>, nra: Option<&Value>) -> Value {
+    let mut spec = serde_json::Map::new();
+    if let Some(ra) = ra {
+        spec.insert("resourceAttributes".into(), ra);
+    }
+    if let Some(nra) = nra {
+        spec.insert("nonResourceAttributes".into(), nra.clone());
+    }
+    json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
+           "spec": Value::Object(spec)})
+}
+
+/// See the module docs. `answer` is upstream's `SelfSubjectAccessReview` answer.
+pub fn self_review_next(ctx: &TenantContext, answer: &Value, facts: ReviewFacts) -> ReviewNext {
+    let spec = &answer["spec"];
+    let allowed = answer["status"]["allowed"].as_bool() == Some(true);
+    if let Some(ra) = spec["resourceAttributes"].as_object() {
+        let s = |k: &str| ra.get(k).and_then(Value::as_str).unwrap_or("");
+        let ns = s("namespace");
+        let Some(info) =
+            ctx.catalog
+                .resolve_upstream_any_version(&ctx.tenant, s("group"), s("resource"))
+        else {
+            // Wildcards and kinds the tenant cannot see: upstream's answer for the real
+            // identity (inside a namespace, or nothing cluster-wide).
+            return ReviewNext::Keep;
+        };
+        if info.scope == Scope::Cluster {
+            // `kubectl auth can-i delete nodes` sends the current namespace along: the answer
+            // is the one for the cluster-scoped object, which the shadow identity holds.
+            if facts.asked_as_shadow && ns.is_empty() {
+                return ReviewNext::Keep;
+            }
+            let mut ra = ra.clone();
+            ra.remove("namespace");
+            return ReviewNext::AskShadow(review(Some(Value::Object(ra)), None));
+        }
+        if allowed || info.policy != Policy::TenantOwned {
+            return ReviewNext::Keep;
+        }
+        if !ns.is_empty() {
+            if ctx.tenant.strip(ns).is_none() {
+                return ReviewNext::Keep;
+            }
+            match facts.namespace_exists {
+                None => return ReviewNext::ProbeNamespace(ns.to_owned()),
+                Some(true) => return ReviewNext::Keep,
+                Some(false) => {}
+            }
+        }
+        // All namespaces (paddock fans the request out over the tenant's namespaces), or a
+        // namespace that does not exist yet (paddock answers there as a cluster would): what
+        // the caller holds in every namespace of the tenant.
+        if facts.admin {
+            return ReviewNext::AllowAdmin;
+        }
+        if facts.asked_as_shadow {
+            return ReviewNext::Keep;
+        }
+        return ReviewNext::AskShadow(review(Some(Value::Object(ra.clone())), None));
+    }
+    if let Some(nra) = spec.get("nonResourceAttributes").filter(|v| v.is_object()) {
+        if allowed || facts.asked_as_shadow {
+            return ReviewNext::Keep;
+        }
+        return ReviewNext::AskShadow(review(None, Some(nra)));
+    }
+    ReviewNext::Keep
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tenant::TenantId;
+    use std::sync::Arc;
+
+    fn ctx() -> TenantContext {
+        TenantContext {
+            tenant: TenantId::parse("foofoo").unwrap(),
+            catalog: Arc::new(crate::catalog::tests::catalog()),
+        }
+    }
+
+    fn ans(ra: Value, allowed: bool) -> Value {
+        json!({"spec": {"resourceAttributes": ra}, "status": {"allowed": allowed}})
+    }
+
+    const REAL: ReviewFacts = ReviewFacts {
+        admin: false,
+        asked_as_shadow: false,
+        namespace_exists: None,
+    };
+
+    #[test]
+    fn cluster_scoped_questions_go_to_the_shadow_without_namespace() {
+        let a = ans(
+            json!({"namespace": "foofoo-default", "verb": "list", "resource": "namespaces"}),
+            true,
+        );
+        let ReviewNext::AskShadow(r) = self_review_next(&ctx(), &a, REAL) else {
+            panic!()
+        };
+        assert_eq!(
+            r["spec"]["resourceAttributes"],
+            json!({"verb": "list", "resource": "namespaces"})
+        );
+        // The shadow's answer to the same question without a namespace stands.
+        let a = ans(json!({"verb": "list", "resource": "namespaces"}), false);
+        let shadow = ReviewFacts {
+            asked_as_shadow: true,
+            ..REAL
+        };
+        assert_eq!(self_review_next(&ctx(), &a, shadow), ReviewNext::Keep);
+    }
+
+    #[test]
+    fn all_namespaces_and_absent_namespaces_are_the_tenants_whole_cluster() {
+        let all = ans(json!({"verb": "list", "resource": "pods"}), false);
+        let admin = ReviewFacts { admin: true, ..REAL };
+        assert_eq!(self_review_next(&ctx(), &all, admin), ReviewNext::AllowAdmin);
+        assert!(matches!(
+            self_review_next(&ctx(), &all, REAL),
+            ReviewNext::AskShadow(_)
+        ));
+        let missing = ans(
+            json!({"namespace": "foofoo-nowhere", "verb": "create", "resource": "configmaps"}),
+            false,
+        );
+        assert_eq!(
+            self_review_next(&ctx(), &missing, admin),
+            ReviewNext::ProbeNamespace("foofoo-nowhere".into())
+        );
+        let probed = ReviewFacts {
+            namespace_exists: Some(false),
+            ..admin
+        };
+        assert_eq!(
+            self_review_next(&ctx(), &missing, probed),
+            ReviewNext::AllowAdmin
+        );
+        let exists = ReviewFacts {
+            namespace_exists: Some(true),
+            ..admin
+        };
+        assert_eq!(self_review_next(&ctx(), &missing, exists), ReviewNext::Keep);
+    }
+
+    #[test]
+    fn nothing_outside_the_tenant_is_allowed_by_these_rules() {
+        // Another tenant's namespace, a forbidden kind, a write to a shared kind: upstream's
+        // answer (or the shadow's, which holds no such right) stands, never AllowAdmin.
+        let admin = ReviewFacts {
+            admin: true,
+            namespace_exists: Some(false),
+            ..REAL
+        };
+        let other = ans(
+            json!({"namespace": "barbar-vault", "verb": "get", "resource": "secrets"}),
+            false,
+        );
+        assert_eq!(self_review_next(&ctx(), &other, admin), ReviewNext::Keep);
+        let forbidden = ans(
+            json!({"verb": "list", "group": "apiregistration.k8s.io", "resource": "apiservices"}),
+            false,
+        );
+        assert_ne!(
+            self_review_next(&ctx(), &forbidden, admin),
+            ReviewNext::AllowAdmin
+        );
+        let nodes = ans(json!({"verb": "delete", "resource": "nodes"}), false);
+        assert!(matches!(
+            self_review_next(&ctx(), &nodes, admin),
+            ReviewNext::AskShadow(_)
+        ));
+        let wildcard = ans(json!({"verb": "*", "group": "*", "resource": "*"}), false);
+        assert_eq!(self_review_next(&ctx(), &wildcard, admin), ReviewNext::Keep);
+    }
+}
