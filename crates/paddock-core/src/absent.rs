@@ -33,7 +33,10 @@ pub enum AbsentAnswer {
     Ok(Vec<u8>),
     /// A watch that stays open `seconds` without events; `first` (an initial-events-end
     /// bookmark when the client asked for initial events) is sent at once.
-    Watch { seconds: u64, first: Option<Vec<u8>> },
+    Watch {
+        seconds: u64,
+        first: Option<Vec<u8>>,
+    },
     /// 404 with this `Status` body.
     NotFound(Vec<u8>),
 }
@@ -91,9 +94,8 @@ pub fn absent_namespace_answer(plan: &Plan, resource_version: &str) -> Option<Ab
         return None;
     }
     let verb = plan.request.verb;
-    let named = |name: &str| {
-        AbsentAnswer::NotFound(not_found_body(&info.group, &info.resource, name))
-    };
+    let named =
+        |name: &str| AbsentAnswer::NotFound(not_found_body(&info.group, &info.resource, name));
     Some(match (verb, rp.name.as_deref()) {
         // NamespaceLifecycle admission: any create in a namespace that does not exist,
         // subresources (eviction, token) included.
@@ -153,8 +155,8 @@ fn initial_events_end(plan: &Plan, info: &ResourceInfo, rv: &str) -> Vec<u8> {
         json!({"kind": info.kind, "apiVersion": api_version(info),
                "metadata": {"resourceVersion": rv, "annotations": {"k8s.io/initial-events-end": "true"}}})
     };
-    let mut out = serde_json::to_vec(&json!({"type": "BOOKMARK", "object": object}))
-        .unwrap_or_default();
+    let mut out =
+        serde_json::to_vec(&json!({"type": "BOOKMARK", "object": object})).unwrap_or_default();
     out.push(b'\n');
     out
 }
@@ -281,7 +283,10 @@ mod tests {
             "/api/v1/namespaces/x/serviceaccounts/ci/token",
             None,
         ));
-        assert_eq!((code, v["message"].as_str()), (404, Some("namespaces \"x\" not found")));
+        assert_eq!(
+            (code, v["message"].as_str()),
+            (404, Some("namespaces \"x\" not found"))
+        );
         let (code, v) = body(answer("DELETE", "/api/v1/namespaces/x/configmaps", None));
         assert_eq!((code, v["items"].clone()), (200, json!([])));
         // Tables (kubectl get): no rows.
@@ -299,7 +304,10 @@ mod tests {
             panic!("table")
         };
         let v: Value = serde_json::from_slice(&b).unwrap();
-        assert_eq!((v["kind"].as_str(), v["rows"].clone()), (Some("Table"), json!([])));
+        assert_eq!(
+            (v["kind"].as_str(), v["rows"].clone()),
+            (Some("Table"), json!([]))
+        );
     }
 
     #[test]
@@ -319,7 +327,9 @@ mod tests {
         let Some(AbsentAnswer::Watch { seconds, first }) = answer(
             "GET",
             "/api/v1/namespaces/x/configmaps",
-            Some("watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true"),
+            Some(
+                "watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true",
+            ),
         ) else {
             panic!("watch")
         };
@@ -345,9 +355,17 @@ mod tests {
         )
         .unwrap();
         assert!(refusal_may_mean_absent_namespace(&p));
-        let p = plan(&c, parse_request("GET", "/api/v1/configmaps", None).unwrap()).unwrap();
+        let p = plan(
+            &c,
+            parse_request("GET", "/api/v1/configmaps", None).unwrap(),
+        )
+        .unwrap();
         assert!(!refusal_may_mean_absent_namespace(&p));
-        let p = plan(&c, parse_request("GET", "/api/v1/namespaces/x", None).unwrap()).unwrap();
+        let p = plan(
+            &c,
+            parse_request("GET", "/api/v1/namespaces/x", None).unwrap(),
+        )
+        .unwrap();
         assert!(!refusal_may_mean_absent_namespace(&p));
     }
 
@@ -384,7 +402,10 @@ mod tests {
             ("POST", "/apis/networking.k8s.io/v1/ingressclasses"),
             ("DELETE", "/apis/networking.k8s.io/v1/ingressclasses"),
             ("DELETE", "/api/v1/namespaces/x"),
-            ("DELETE", "/apis/rbac.authorization.k8s.io/v1/clusterroles/x"),
+            (
+                "DELETE",
+                "/apis/rbac.authorization.k8s.io/v1/clusterroles/x",
+            ),
             (
                 "DELETE",
                 "/apis/apiregistration.k8s.io/v1/apiservices/v1.apps",

@@ -82,9 +82,9 @@ pub fn requested(
         ));
     };
     let refuse = |e: TranslateError| match e {
-        TranslateError::Forbidden(m) | TranslateError::Invalid(m) => TranslateError::forbidden(
-            format!("impersonation refused: {m}"),
-        ),
+        TranslateError::Forbidden(m) | TranslateError::Invalid(m) => {
+            TranslateError::forbidden(format!("impersonation refused: {m}"))
+        }
         e => e,
     };
     map_user_up(t, &user).map_err(refuse)?;
@@ -218,7 +218,10 @@ mod tests {
             ("impersonate-user", "system:admin"),
             ("impersonate-user", "system:kube-controller-manager"),
             ("impersonate-user", "paddock:barbar:admin"),
-            ("impersonate-user", "paddock:cluster:foofoo:paddock:foofoo:admin"),
+            (
+                "impersonate-user",
+                "paddock:cluster:foofoo:paddock:foofoo:admin",
+            ),
             ("impersonate-user", "system:serviceaccount:kube-system"),
         ] {
             let e = requested(&t(), &h(&[(k, v)])).unwrap_err();

@@ -5,6 +5,7 @@
 // Request side (engineer A).
 pub mod absent;
 pub mod body;
+pub mod builtin_roles;
 pub mod catalog;
 pub mod dupkeys;
 pub mod error;

@@ -165,8 +165,14 @@ mod tests {
     #[test]
     fn all_namespaces_and_absent_namespaces_are_the_tenants_whole_cluster() {
         let all = ans(json!({"verb": "list", "resource": "pods"}), false);
-        let admin = ReviewFacts { admin: true, ..REAL };
-        assert_eq!(self_review_next(&ctx(), &all, admin), ReviewNext::AllowAdmin);
+        let admin = ReviewFacts {
+            admin: true,
+            ..REAL
+        };
+        assert_eq!(
+            self_review_next(&ctx(), &all, admin),
+            ReviewNext::AllowAdmin
+        );
         assert!(matches!(
             self_review_next(&ctx(), &all, REAL),
             ReviewNext::AskShadow(_)

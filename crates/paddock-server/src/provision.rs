@@ -634,7 +634,33 @@ pub async fn provision_tenant(up: &Upstream, t: &TenantId) -> Result<(), ServerE
                 "spec": {"type": "ClusterIP", "ports": [{"name": "https", "port": 443, "protocol": "TCP", "targetPort": 443}]}}),
     )
     .await?;
+    ensure_builtin_roles(up, t).await?;
     crate::rbac_sync::sync_tenant(up, t).await
+}
+
+/// The tenant's copies of the built-in ClusterRoles (`cluster-admin`, `admin`, `edit`, `view`,
+/// the discovery roles; paddock_core::builtin_roles), from the platform's current roles.
+async fn ensure_builtin_roles(up: &Upstream, t: &TenantId) -> Result<(), ServerError> {
+    use paddock_core::builtin_roles::{BUILTIN_CLUSTER_ROLES, tenant_copy};
+    let base = "/apis/rbac.authorization.k8s.io/v1/clusterroles";
+    futures_util::future::try_join_all(BUILTIN_CLUSTER_ROLES.iter().map(|name| async move {
+        let platform =
+            upjson::call(up, http::Method::GET, &format!("{base}/{name}"), None, None).await?;
+        // A cluster without one of them (an apiserver with other bootstrap roles) has nothing
+        // to copy.
+        let Some(copy) = platform
+            .status
+            .is_success()
+            .then(|| tenant_copy(t, &platform.body, MANAGED_FOR_LABEL))
+            .flatten()
+        else {
+            return Ok(());
+        };
+        let path = format!("{base}/{}", t.upstream_name(name));
+        upjson::apply(up, &path, &copy).await
+    }))
+    .await?;
+    Ok(())
 }
 
 /// Cluster-scoped kinds a tenant can own, as list paths. Namespaces are handled first and

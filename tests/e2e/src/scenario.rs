@@ -293,7 +293,10 @@ impl Env<'_> {
     /// says `direct: true`), one outcome per mode.
     pub fn run_all(&self, sc: &Scenario) -> Vec<Outcome> {
         if sc.direct {
-            vec![self.run_in(sc, Mode::Direct), self.run_in(sc, Mode::Paddock)]
+            vec![
+                self.run_in(sc, Mode::Direct),
+                self.run_in(sc, Mode::Paddock),
+            ]
         } else {
             vec![self.run_in(sc, Mode::Paddock)]
         }

@@ -76,30 +76,30 @@ fn scenarios() -> Result<()> {
     for sc in all.iter().filter(|s| selected(&s.name)) {
         eprintln!("---- scenario {} ({})", sc.name, sc.description.trim());
         for mut o in env.run_all(sc) {
-        if let Ok(p) = &paddock {
-            // A paddock that died (crash, or a signal from elsewhere) fails the scenario it died
-            // in; it is restarted so that the remaining scenarios still tell something.
-            match p.ensure_running() {
-                Ok(None) => {}
-                Ok(Some(status)) => {
-                    o.status = Status::Failed;
-                    let msg = format!(
-                        "paddock exited ({status}) during this scenario and was restarted; see its log"
-                    );
-                    o.failure = Some(match o.failure.take() {
-                        Some(f) => format!("{msg}\n{f}"),
-                        None => msg,
-                    });
+            if let Ok(p) = &paddock {
+                // A paddock that died (crash, or a signal from elsewhere) fails the scenario it died
+                // in; it is restarted so that the remaining scenarios still tell something.
+                match p.ensure_running() {
+                    Ok(None) => {}
+                    Ok(Some(status)) => {
+                        o.status = Status::Failed;
+                        let msg = format!(
+                            "paddock exited ({status}) during this scenario and was restarted; see its log"
+                        );
+                        o.failure = Some(match o.failure.take() {
+                            Some(f) => format!("{msg}\n{f}"),
+                            None => msg,
+                        });
+                    }
+                    Err(e) => eprintln!("restarting paddock failed: {e:#}"),
                 }
-                Err(e) => eprintln!("restarting paddock failed: {e:#}"),
             }
-        }
-        if let Some(f) = &o.failure
-            && o.status == Status::Failed
-        {
-            eprintln!("FAILED {}: {f}", o.name);
-        }
-        outcomes.push(o);
+            if let Some(f) = &o.failure
+                && o.status == Status::Failed
+            {
+                eprintln!("FAILED {}: {f}", o.name);
+            }
+            outcomes.push(o);
         }
     }
 

@@ -335,10 +335,14 @@ fn cases() -> Vec<Case> {
             .attack(step(A, "get clusterrole bravoo-b-role"), Refused)
             .control(step(A, "get clusterrole a-role"), OkWith("a-role"))
             .bypass(step(Bypass, "get clusterrole bravoo-b-role")),
-        case("clusterrole-cluster-admin", "MTB-PL1-CC-CPI-1", "read the platform's cluster-admin role")
-            .attack(step(A, "get clusterrole cluster-admin"), Refused)
-            .control(step(A, "get clusterrole a-role -o name"), OkWith("a-role"))
-            .bypass(step(Bypass, "get clusterrole cluster-admin")),
+        case("clusterrole-cluster-admin", "MTB-PL1-CC-CPI-1", "change cluster-admin (the tenant's read-only copy; the platform's is never named)")
+            .attack(step(A, "label clusterrole cluster-admin pwned=yes"), RefusedWith("paddock-tenant-guard"))
+            .control(step(A, "get clusterrole cluster-admin -o name"), OkWith("cluster-admin"))
+            .bypass(step(Bypass, "label clusterrole cluster-admin pwned=yes")),
+        case("builtin-role-platform-untouched", "MTB-PL1-CC-CPI-1", "aggregate into or edit the platform's view role through the tenant's copy")
+            .attack(step(A, "patch clusterrole view --type=merge -p '{\"rules\":[{\"apiGroups\":[\"\"],\"resources\":[\"secrets\"],\"verbs\":[\"*\"]}]}'"), RefusedWith("paddock-tenant-guard"))
+            .control(step(A, "get clusterrole view -o name"), OkWith("clusterrole.rbac.authorization.k8s.io/view"))
+            .bypass(step(Bypass, "patch clusterrole alphaa-view --type=merge -p '{\"rules\":[]}'")),
         case("clusterrolebindings-listed", "MTB-PL1-CC-CPI-1", "kubectl get clusterrolebindings shows only one's own")
             .attack(step(A, "get clusterrolebindings"), NoLeak)
             .control(step(A, "get clusterrolebindings"), OkWith("robot-secrets"))
