@@ -117,6 +117,57 @@ pub fn self_review_next(ctx: &TenantContext, answer: &Value, facts: ReviewFacts)
     ReviewNext::Keep
 }
 
+/// `SelfSubjectRulesReview` (`kubectl auth can-i --list`): upstream's answer for the real
+/// identity in a namespace lists the rules of the RoleBindings there; the tenant's cluster also
+/// has the rules its ClusterRoleBindings give everywhere, which upstream binds to the shadow
+/// identity. `shadow` (the shadow's answer in the same namespace) is merged into `real`,
+/// without duplicates.
+pub fn merge_rules(real: &mut Value, shadow: &Value) {
+    for key in ["resourceRules", "nonResourceRules"] {
+        let add: Vec<Value> = shadow["status"][key]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        if add.is_empty() {
+            continue;
+        }
+        if !real["status"][key].is_array() {
+            real["status"][key] = json!([]);
+        }
+        if let Some(list) = real["status"][key].as_array_mut() {
+            for r in add {
+                if !list.contains(&r) {
+                    list.push(r);
+                }
+            }
+        }
+    }
+}
+
+/// Does a rules review already allow every verb on every resource?
+pub fn rules_allow_everything(v: &Value) -> bool {
+    let star = |r: &Value, k: &str| {
+        r[k].as_array()
+            .is_some_and(|a| a.iter().any(|x| x.as_str() == Some("*")))
+    };
+    v["status"]["resourceRules"].as_array().is_some_and(|rs| {
+        rs.iter()
+            .any(|r| star(r, "verbs") && star(r, "apiGroups") && star(r, "resources"))
+    })
+}
+
+/// An admin's rules in a namespace of the tenant that does not exist yet: what the admins'
+/// RoleBinding (cluster-admin) will give there, put first as a cluster lists them.
+pub fn add_admin_rules(v: &mut Value) {
+    let rule = json!({"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]});
+    if !v["status"]["resourceRules"].is_array() {
+        v["status"]["resourceRules"] = json!([]);
+    }
+    if let Some(list) = v["status"]["resourceRules"].as_array_mut() {
+        list.insert(0, rule);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -229,5 +280,26 @@ mod tests {
         ));
         let wildcard = ans(json!({"verb": "*", "group": "*", "resource": "*"}), false);
         assert_eq!(self_review_next(&ctx(), &wildcard, admin), ReviewNext::Keep);
+    }
+
+    #[test]
+    fn rules_reviews_merge_the_shadow_and_an_admins_namespace() {
+        let mut real = json!({"spec": {"namespace": "foofoo-web"}, "status": {"resourceRules": [
+            {"verbs": ["create"], "apiGroups": ["authorization.k8s.io"], "resources": ["selfsubjectaccessreviews"]}
+        ]}});
+        let shadow = json!({"status": {"resourceRules": [
+            {"verbs": ["create"], "apiGroups": ["authorization.k8s.io"], "resources": ["selfsubjectaccessreviews"]},
+            {"verbs": ["get", "list"], "apiGroups": [""], "resources": ["configmaps"]}
+        ], "nonResourceRules": [{"verbs": ["get"], "nonResourceURLs": ["/api"]}]}});
+        merge_rules(&mut real, &shadow);
+        assert_eq!(real["status"]["resourceRules"].as_array().unwrap().len(), 2);
+        assert_eq!(
+            real["status"]["nonResourceRules"].as_array().unwrap().len(),
+            1
+        );
+        assert!(!rules_allow_everything(&real));
+        add_admin_rules(&mut real);
+        assert!(rules_allow_everything(&real));
+        assert_eq!(real["status"]["resourceRules"][0]["verbs"], json!(["*"]));
     }
 }

@@ -227,12 +227,12 @@ pub async fn serve_tenant(
             tracing::warn!(tenant = %tenant, error = %e, "RBAC mirror sync failed; the periodic resync will retry");
         }
     }
-    if status.is_success() && crate::reviews::is_self_access_review(&plan) {
+    if status.is_success() && crate::reviews::is_self_review(&plan) {
         // Upstream's answer (JSON, whatever the request's encoding) shows the attributes; it
         // is turned into the answer for the tenant's cluster (reviews.rs).
         let raw = collect_limited(resp.into_body(), 1 << 20).await?;
-        let raw = crate::reviews::recheck_self_review(state, &ctx, tenant, user, groups, who, raw)
-            .await?;
+        let raw =
+            crate::reviews::answer_for_tenant(state, &ctx, &plan, user, groups, who, raw).await?;
         let doc = rewrite_whole(&ctx, &plan, status, "application/json", &raw)?;
         let mut out = Response::builder().status(status);
         if let Some(h) = out.headers_mut() {

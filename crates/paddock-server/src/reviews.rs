@@ -48,6 +48,70 @@ pub fn normalize_self_review(
     serde_json::to_vec(&v).unwrap_or(body)
 }
 
+/// Is this a `SelfSubjectAccessReview` or a `SelfSubjectRulesReview` (answered for the
+/// tenant's cluster by [`answer_for_tenant`])?
+pub fn is_self_review(plan: &Plan) -> bool {
+    plan.resource.as_ref().is_some_and(|i| {
+        i.upstream_group == "authorization.k8s.io"
+            && matches!(
+                i.resource.as_str(),
+                "selfsubjectaccessreviews" | "selfsubjectrulesreviews"
+            )
+    })
+}
+
+/// Upstream's answer (JSON) to a self review, as the tenant's cluster answers it.
+#[allow(clippy::too_many_arguments)]
+pub async fn answer_for_tenant(
+    state: &AppState,
+    ctx: &paddock_core::TenantContext,
+    plan: &Plan,
+    user: &str,
+    groups: &[String],
+    asked_as: As,
+    raw: bytes::Bytes,
+) -> Result<bytes::Bytes, ServerError> {
+    let t = &ctx.tenant;
+    if is_self_access_review(plan) {
+        return recheck_self_review(state, ctx, t, user, groups, asked_as, raw).await;
+    }
+    let Ok(mut v) = serde_json::from_slice::<Value>(&raw) else {
+        return Ok(raw);
+    };
+    let ns = v["spec"]["namespace"].as_str().unwrap_or("").to_owned();
+    if t.strip(&ns).is_none() {
+        return Ok(raw);
+    }
+    let review = serde_json::json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectRulesReview",
+                                    "spec": {"namespace": ns}});
+    if let Some(shadow) = ask_review_as(
+        state,
+        t,
+        user,
+        groups,
+        As::Shadow,
+        "selfsubjectrulesreviews",
+        &review,
+    )
+    .await?
+    {
+        paddock_core::review::merge_rules(&mut v, &shadow);
+    }
+    let admin = groups
+        .iter()
+        .any(|g| g == crate::provision::TENANT_ADMIN_GROUP);
+    if admin
+        && !paddock_core::review::rules_allow_everything(&v)
+        && !crate::absent::tenant_namespace_exists(state, t, &ns)
+            .await?
+            .0
+    {
+        paddock_core::review::add_admin_rules(&mut v);
+    }
+    let out = serde_json::to_vec(&v).map_err(|e| ServerError::Internal(e.to_string()))?;
+    Ok(bytes::Bytes::from(out))
+}
+
 /// Is this a `SelfSubjectAccessReview`?
 pub fn is_self_access_review(plan: &Plan) -> bool {
     plan.resource.as_ref().is_some_and(|i| {
@@ -114,13 +178,35 @@ pub(crate) async fn ask_as(
     who: As,
     review: &Value,
 ) -> Result<Option<Value>, ServerError> {
+    ask_review_as(
+        state,
+        t,
+        user,
+        groups,
+        who,
+        "selfsubjectaccessreviews",
+        review,
+    )
+    .await
+}
+
+/// Posts one self review of kind `resource` (upstream names) as the real or shadow identity.
+async fn ask_review_as(
+    state: &AppState,
+    t: &TenantId,
+    user: &str,
+    groups: &[String],
+    who: As,
+    resource: &str,
+    review: &Value,
+) -> Result<Option<Value>, ServerError> {
     let body = serde_json::to_vec(review).map_err(|e| ServerError::Internal(e.to_string()))?;
     let mut r = http::Request::builder()
         .method(http::Method::POST)
         .uri(
             state
                 .upstream
-                .uri("/apis/authorization.k8s.io/v1/selfsubjectaccessreviews")?,
+                .uri(&format!("/apis/authorization.k8s.io/v1/{resource}"))?,
         )
         .header(http::header::CONTENT_TYPE, "application/json")
         .header(http::header::ACCEPT, "application/json")

@@ -600,10 +600,17 @@ fn cases() -> Vec<Case> {
         case("sa-token-platform", "TokenReview", "a platform service account's token at paddock")
             .attack(step(PlatSaPaddock, "get configmaps -n web"), Refused)
             .control(step(ASaPaddock, "get configmaps -n web -o name"), OkWith("own-cm")),
-        case("sa-token-cross-ns", "TokenReview", "a tenant pod's token reaching for the victim's namespace")
-            .attack(step(ASaPaddock, "get configmaps -n bravoo-vault-ns"), Refused)
+        // Through paddock `-n bravoo-vault-ns` is the attacker's own namespace `alphaa-bravoo-vault-ns`,
+        // which does not exist: the robot (cluster-admin of its tenant since `crb-cluster-admin`)
+        // gets a cluster admin's answer there, an empty list or a NotFound, never the victim's secret.
+        case("sa-token-cross-ns", "TokenReview", "a tenant pod's token reaching for the victim's secret")
+            .attack(step(ASaPaddock, "get secret crown-jewels -n bravoo-vault-ns -o yaml"), Refused)
             .control(step(ASaPaddock, "get configmaps -n web -o name"), OkWith("own-cm"))
-            .bypass(step(ASaDirect, "get configmaps -n bravoo-vault-ns")),
+            .bypass(step(ASaDirect, "get secret crown-jewels -n bravoo-vault-ns -o yaml")),
+        case("sa-token-cross-ns-list", "TokenReview, NotFound probes", "a tenant pod's token listing the victim's namespace")
+            .attack(step(ASaPaddock, "get secrets -n bravoo-vault-ns -o yaml"), NoLeak)
+            .control(step(ASaPaddock, "get secrets -n web -o name"), OkWith("own-secret"))
+            .bypass(step(ASaDirect, "get secrets -n bravoo-vault-ns -o yaml")),
         case("sa-token-direct-cluster", "§7.2 tenant pods reach upstream", "a tenant pod's token straight at the apiserver, cluster-wide")
             .attack(step(ASaDirect, "get namespaces"), Refused)
             .control(step(ASaDirect, "get configmaps -n alphaa-web -o name"), OkWith("own-cm"))
