@@ -117,6 +117,47 @@ pub fn self_review_next(ctx: &TenantContext, answer: &Value, facts: ReviewFacts)
     ReviewNext::Keep
 }
 
+/// A `SubjectAccessReview` (upstream form) asking `review`'s attributes about the shadow form
+/// of a tenant subject (`user`, `groups` upstream names): what the subject's ClusterRoleBindings
+/// give it. The groups every tenant identity carries stay as they are, the others become
+/// shadows; an admin subject's shadow carries the cluster-scope group, as its requests do.
+pub fn shadow_subject_review(
+    t: &crate::tenant::TenantId,
+    review: &Value,
+    user: &str,
+    groups: &[String],
+    extra: &Value,
+) -> Value {
+    use crate::identity::{
+        ALL_TENANTS_GROUP, CLUSTER_SCOPE_GROUP, TENANT_ADMIN_GROUP, cluster_shadow, tenant_group,
+    };
+    let keep = [
+        tenant_group(t),
+        ALL_TENANTS_GROUP.to_owned(),
+        "system:authenticated".to_owned(),
+    ];
+    let mut gs: Vec<String> = groups
+        .iter()
+        .map(|g| {
+            if keep.contains(g) {
+                g.clone()
+            } else {
+                cluster_shadow(t, g)
+            }
+        })
+        .collect();
+    if groups.contains(&format!("paddock:{}:{TENANT_ADMIN_GROUP}", t.as_str())) {
+        gs.push(CLUSTER_SCOPE_GROUP.to_owned());
+    }
+    let mut spec = review["spec"].clone();
+    spec["user"] = json!(cluster_shadow(t, user));
+    spec["groups"] = json!(gs);
+    if extra.is_object() {
+        spec["extra"] = extra.clone();
+    }
+    json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview", "spec": spec})
+}
+
 /// `SelfSubjectRulesReview` (`kubectl auth can-i --list`): upstream's answer for the real
 /// identity in a namespace lists the rules of the RoleBindings there; the tenant's cluster also
 /// has the rules its ClusterRoleBindings give everywhere, which upstream binds to the shadow

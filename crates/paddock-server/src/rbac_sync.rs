@@ -135,6 +135,12 @@ pub fn identity_for(plan: &Plan, translated_body: Option<&[u8]>) -> As {
                 return As::Shadow;
             }
         }
+        // A SubjectAccessReview is cluster-scoped: only the shadow of an admin (or of a holder
+        // of a tenant ClusterRoleBinding granting it) may create one.
+        if info.upstream_group == "authorization.k8s.io" && info.resource == "subjectaccessreviews"
+        {
+            return As::Shadow;
+        }
         return As::Real;
     }
     if info.scope == Scope::Cluster {

@@ -55,7 +55,7 @@ pub fn is_self_review(plan: &Plan) -> bool {
         i.upstream_group == "authorization.k8s.io"
             && matches!(
                 i.resource.as_str(),
-                "selfsubjectaccessreviews" | "selfsubjectrulesreviews"
+                "selfsubjectaccessreviews" | "selfsubjectrulesreviews" | "subjectaccessreviews"
             )
     })
 }
@@ -74,6 +74,13 @@ pub async fn answer_for_tenant(
     let t = &ctx.tenant;
     if is_self_access_review(plan) {
         return recheck_self_review(state, ctx, t, user, groups, asked_as, raw).await;
+    }
+    if plan
+        .resource
+        .as_ref()
+        .is_some_and(|i| i.resource == "subjectaccessreviews")
+    {
+        return recheck_subject_review(state, ctx, user, groups, raw).await;
     }
     let Ok(mut v) = serde_json::from_slice::<Value>(&raw) else {
         return Ok(raw);
@@ -253,4 +260,80 @@ pub async fn may(
     .await?;
     let v: Value = serde_json::from_slice(&out).unwrap_or(Value::Null);
     Ok(v["status"]["allowed"].as_bool() == Some(true))
+}
+
+/// Upstream's answer to a tenant's `SubjectAccessReview` (about a tenant identity, upstream
+/// form) as the tenant's cluster answers it: the same decisions as for a self review, with the
+/// subject's shadow form asked where the shadow identity would be (its ClusterRoleBindings),
+/// and the subject's membership in the admins' group standing for the admins' bindings.
+async fn recheck_subject_review(
+    state: &AppState,
+    ctx: &paddock_core::TenantContext,
+    user: &str,
+    groups: &[String],
+    raw: bytes::Bytes,
+) -> Result<bytes::Bytes, ServerError> {
+    let t = &ctx.tenant;
+    let Ok(mut answer) = serde_json::from_slice::<Value>(&raw) else {
+        return Ok(raw);
+    };
+    let admin_group = crate::provision::upstream_admin_group(t);
+    let subject_groups: Vec<String> = answer["spec"]["groups"]
+        .as_array()
+        .map(|gs| {
+            gs.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut facts = ReviewFacts {
+        admin: subject_groups.contains(&admin_group),
+        asked_as_shadow: false,
+        namespace_exists: None,
+    };
+    for _ in 0..3 {
+        match self_review_next(ctx, &answer, facts) {
+            ReviewNext::Keep => break,
+            ReviewNext::AllowAdmin => {
+                answer["status"] = admin_allowed_status();
+                break;
+            }
+            ReviewNext::ProbeNamespace(ns) => {
+                let (exists, _) = crate::absent::tenant_namespace_exists(state, t, &ns).await?;
+                facts.namespace_exists = Some(exists);
+            }
+            ReviewNext::AskShadow(review) => {
+                let Some(subject) = answer["spec"]["user"].as_str() else {
+                    break;
+                };
+                let shadow = paddock_core::review::shadow_subject_review(
+                    t,
+                    &review,
+                    subject,
+                    &subject_groups,
+                    &answer["spec"]["extra"],
+                );
+                let asked = ask_review_as(
+                    state,
+                    t,
+                    user,
+                    groups,
+                    As::Shadow,
+                    "subjectaccessreviews",
+                    &shadow,
+                )
+                .await?;
+                match asked {
+                    Some(a) => {
+                        answer["status"] = a["status"].clone();
+                        facts.asked_as_shadow = true;
+                    }
+                    None => break,
+                }
+            }
+        }
+    }
+    let out = serde_json::to_vec(&answer).map_err(|e| ServerError::Internal(e.to_string()))?;
+    Ok(bytes::Bytes::from(out))
 }
