@@ -185,6 +185,58 @@ pub fn merge_rules(real: &mut Value, shadow: &Value) {
     }
 }
 
+/// The namespace (upstream name) a translated `SelfSubjectRulesReview` body asks about, JSON
+/// or protobuf (kubectl sends protobuf): upstream's answer does not repeat it.
+pub fn rules_review_namespace(body: &[u8]) -> Option<String> {
+    if let Some(rest) = body.strip_prefix(b"k8s\0") {
+        // runtime.Unknown{raw = 2} -> SelfSubjectRulesReview{spec = 2} -> spec{namespace = 1}.
+        let raw = proto_field(rest, 2)?;
+        let spec = proto_field(raw, 2)?;
+        return proto_field(spec, 1).and_then(|b| String::from_utf8(b.to_vec()).ok());
+    }
+    let v: Value = serde_json::from_slice(body).ok()?;
+    v["spec"]["namespace"].as_str().map(str::to_owned)
+}
+
+fn varint(b: &[u8], i: &mut usize) -> Option<u64> {
+    let mut v = 0u64;
+    for shift in (0..64).step_by(7) {
+        let byte = *b.get(*i)?;
+        *i += 1;
+        v |= u64::from(byte & 0x7f) << shift;
+        if byte & 0x80 == 0 {
+            return Some(v);
+        }
+    }
+    None
+}
+
+/// The first length-delimited field `num` of a protobuf message.
+fn proto_field(b: &[u8], num: u64) -> Option<&[u8]> {
+    let mut i = 0;
+    while i < b.len() {
+        let key = varint(b, &mut i)?;
+        match key & 7 {
+            0 => {
+                varint(b, &mut i)?;
+            }
+            1 => i = i.checked_add(8)?,
+            5 => i = i.checked_add(4)?,
+            2 => {
+                let len = usize::try_from(varint(b, &mut i)?).ok()?;
+                let end = i.checked_add(len)?;
+                let v = b.get(i..end)?;
+                if key >> 3 == num {
+                    return Some(v);
+                }
+                i = end;
+            }
+            _ => return None,
+        }
+    }
+    None
+}
+
 /// Does a rules review already allow every verb on every resource?
 pub fn rules_allow_everything(v: &Value) -> bool {
     let star = |r: &Value, k: &str| {
@@ -342,5 +394,19 @@ mod tests {
         add_admin_rules(&mut real);
         assert!(rules_allow_everything(&real));
         assert_eq!(real["status"]["resourceRules"][0]["verbs"], json!(["*"]));
+    }
+
+    #[test]
+    fn rules_review_namespace_from_json_and_protobuf() {
+        let json = br#"{"kind":"SelfSubjectRulesReview","spec":{"namespace":"foofoo-web"}}"#;
+        assert_eq!(rules_review_namespace(json).as_deref(), Some("foofoo-web"));
+        // k8s\0 + Unknown{typeMeta(1)={}, raw(2)=SSRR{metadata(1)={}, spec(2)={namespace(1)}}}
+        let spec = [&[0x0a, 10][..], b"foofoo-web"].concat();
+        let ssrr = [&[0x0a, 0][..], &[0x12, spec.len() as u8], &spec].concat();
+        let unknown = [&[0x0a, 0][..], &[0x12, ssrr.len() as u8], &ssrr].concat();
+        let body = [&b"k8s\0"[..], &unknown].concat();
+        assert_eq!(rules_review_namespace(&body).as_deref(), Some("foofoo-web"));
+        assert_eq!(rules_review_namespace(b"k8s\0\x12\xff"), None);
+        assert_eq!(rules_review_namespace(b"{}"), None);
     }
 }

@@ -138,6 +138,7 @@ pub async fn serve_tenant(
     // Which upstream identity: the real one (namespaced), or the cluster shadow (cluster-scoped
     // objects); see rbac_sync. Decided below once the body is translated.
     let mut who = crate::rbac_sync::identity_for(&plan, None);
+    let mut rules_namespace = None;
 
     let mut client_upgrade = None;
     let up_body: UpBody = if plan.needs_body_translation {
@@ -154,6 +155,9 @@ pub async fn serve_tenant(
             translated = crate::provision::lock_namespace_labels(translated, &up_ct)?;
         }
         translated = crate::reviews::normalize_self_review(&ctx, &plan, translated);
+        if crate::reviews::is_self_review(&plan) {
+            rules_namespace = paddock_core::review::rules_review_namespace(&translated);
+        }
         who = crate::rbac_sync::identity_for(&plan, Some(&translated));
         headers.insert(header::CONTENT_TYPE, header_value(&up_ct)?);
         crate::body::full_up(translated)
@@ -231,8 +235,17 @@ pub async fn serve_tenant(
         // Upstream's answer (JSON, whatever the request's encoding) shows the attributes; it
         // is turned into the answer for the tenant's cluster (reviews.rs).
         let raw = collect_limited(resp.into_body(), 1 << 20).await?;
-        let raw =
-            crate::reviews::answer_for_tenant(state, &ctx, &plan, user, groups, who, raw).await?;
+        let raw = crate::reviews::answer_for_tenant(
+            state,
+            &ctx,
+            &plan,
+            user,
+            groups,
+            who,
+            rules_namespace.as_deref(),
+            raw,
+        )
+        .await?;
         let doc = rewrite_whole(&ctx, &plan, status, "application/json", &raw)?;
         let mut out = Response::builder().status(status);
         if let Some(h) = out.headers_mut() {

@@ -60,7 +60,8 @@ pub fn is_self_review(plan: &Plan) -> bool {
     })
 }
 
-/// Upstream's answer (JSON) to a self review, as the tenant's cluster answers it.
+/// Upstream's answer (JSON) to a self review, as the tenant's cluster answers it;
+/// `rules_namespace` is the namespace a rules review asked about (upstream does not repeat it).
 #[allow(clippy::too_many_arguments)]
 pub async fn answer_for_tenant(
     state: &AppState,
@@ -69,6 +70,7 @@ pub async fn answer_for_tenant(
     user: &str,
     groups: &[String],
     asked_as: As,
+    rules_namespace: Option<&str>,
     raw: bytes::Bytes,
 ) -> Result<bytes::Bytes, ServerError> {
     let t = &ctx.tenant;
@@ -85,7 +87,7 @@ pub async fn answer_for_tenant(
     let Ok(mut v) = serde_json::from_slice::<Value>(&raw) else {
         return Ok(raw);
     };
-    let ns = v["spec"]["namespace"].as_str().unwrap_or("").to_owned();
+    let ns = rules_namespace.unwrap_or("").to_owned();
     if t.strip(&ns).is_none() {
         return Ok(raw);
     }
