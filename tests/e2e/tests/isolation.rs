@@ -450,8 +450,12 @@ fn cases() -> Vec<Case> {
             .attack(step(A, "get secrets -A --as=admin --as-group=system:masters"), Refused)
             .control(step(A, "get secrets -n web -o name"), OkWith("own-secret")),
         case("sar-other-user", "§7.2 SAR / can-i", "SubjectAccessReview about another tenant's user")
-            .attack(step_in(A, "create -f - -o yaml", SAR_OTHER), Refused)
-            .control(step(A, "auth can-i create configmaps -n web"), OkWith("yes")),
+            .attack(step_in(A, "create --validate=false -f - -o yaml", SAR_OTHER), RefusedWith("cannot be used"))
+            .control(step_in(A, "create --validate=false -o jsonpath={.status.allowed} -f -", SAR_OWN_SA), OkWith("true")),
+        case("sar-victim-sa", "SAR / can-i", "SubjectAccessReview about the victim's service account in its namespace (upstream names)")
+            .attack(step_in(A, "create --validate=false -o jsonpath={.status.allowed} -f -", SAR_VICTIM_SA), OkWithout("true"))
+            .control(step_in(A, "create --validate=false -o jsonpath={.status.allowed} -f -", SAR_OWN_SA), OkWith("true"))
+            .bypass(step_in(Bypass, "create --validate=false -o yaml -f -", SAR_VICTIM_SA)),
         case("can-i-nodes", "MTB-PL1-CC-CPI-1", "kubectl auth can-i update nodes")
             .attack(step(A, "auth can-i update nodes"), Refused)
             .control(step(A, "auth can-i list namespaces"), OkWith("yes")),
@@ -672,6 +676,9 @@ const AGG_EDIT: &str = "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterR
 const AGG_OWN: &str = "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: part-of-mine, labels: {alpha.example.com/aggregate-to-mine: 'true'}}\nrules: [{apiGroups: [''], resources: [configmaps], verbs: [get]}]\n";
 const AGG_ALL: &str = "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: collect-all}\naggregationRule: {clusterRoleSelectors: [{}]}\nrules: []\n";
 const AGG_ALL_UP: &str = "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: alphaa-collect-all2, labels: {paddock.io/tenant: alphaa}}\naggregationRule: {clusterRoleSelectors: [{}]}\nrules: []\n";
+const SAR_OWN_SA: &str = "apiVersion: authorization.k8s.io/v1\nkind: SubjectAccessReview\nspec: {user: 'system:serviceaccount:web:robot', resourceAttributes: {namespace: web, verb: get, resource: secrets}}\n";
+/// Through paddock the names map into the attacker's tenant; in the bypass they are upstream names.
+const SAR_VICTIM_SA: &str = "apiVersion: authorization.k8s.io/v1\nkind: SubjectAccessReview\nspec: {user: 'system:serviceaccount:bravoo-vault-ns:b-sa', resourceAttributes: {namespace: bravoo-vault-ns, verb: get, resource: secrets}}\n";
 const SAR_OTHER: &str = "apiVersion: authorization.k8s.io/v1\nkind: SubjectAccessReview\nspec: {user: 'paddock:bravoo:admin', resourceAttributes: {namespace: vault-ns, verb: get, resource: secrets}}\n";
 
 // ---------------------------------------------------------------------------------------------
