@@ -14,6 +14,11 @@ pub const TENANT_GROUP_PREFIX: &str = "paddock:tenant:";
 /// with every other user (docs/performance.md). It is not `paddock:tenant:<tid>`-shaped, so
 /// the admission guard's tenant test never sees it.
 pub const ALL_TENANTS_GROUP: &str = "paddock:tenants";
+/// In-tenant group of the tenant's administrators (cluster-admin of the tenant's cluster).
+pub const TENANT_ADMIN_GROUP: &str = "tenant-admins";
+/// The group every tenant admin's *shadow* identity carries besides its own shadow groups: the
+/// subject of the one binding of the shared cluster-scope role (paddock-server `provision`).
+pub const CLUSTER_SCOPE_GROUP: &str = "paddock:tenant-cluster-scope-admins";
 
 /// Subjects of a tenant's ClusterRoleBindings are stored upstream in this inert "cluster shadow"
 /// form, `paddock:cluster:<tid>:<upstream identity>`, which no real caller carries: a tenant

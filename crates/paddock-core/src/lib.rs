@@ -13,12 +13,16 @@
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
 // Naming, identities, what the upstream serves.
+pub mod builtin_roles;
 pub mod catalog;
 pub mod identity;
+pub mod impersonate;
 pub mod tenant;
 
 // Requests, rules, encodings, responses.
+pub mod absent;
 pub mod request;
+pub mod review;
 pub mod response;
 pub mod rules;
 pub mod wire;

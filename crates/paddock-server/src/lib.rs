@@ -2,6 +2,7 @@
 //! tenants by client certificate, runs each request through the translation core, talks to
 //! the upstream apiserver as the impersonated tenant user, and serves the admin API.
 
+pub mod absent;
 pub mod access_log;
 pub mod admin;
 pub mod auth;
@@ -12,11 +13,13 @@ pub mod error;
 pub mod fanout;
 pub mod front;
 pub mod health;
+pub mod impersonate;
 pub mod metrics;
 pub mod provision;
 pub mod proxy;
 pub mod prune;
 pub mod rbac_sync;
+pub mod reviews;
 pub mod rights;
 pub mod router;
 pub mod state;

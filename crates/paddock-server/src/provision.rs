@@ -15,7 +15,7 @@ use crate::upstream::Upstream;
 pub const DEFAULT_NAMESPACES: &[&str] =
     &["default", "kube-system", "kube-public", "kube-node-lease"];
 /// In-tenant group of the tenant's administrators.
-pub const TENANT_ADMIN_GROUP: &str = "tenant-admins";
+pub const TENANT_ADMIN_GROUP: &str = paddock_core::identity::TENANT_ADMIN_GROUP;
 /// Shared ClusterRole with the cluster-scoped rights of tenant admins, bound once (a
 /// ClusterRoleBinding of the same name) to [`CLUSTER_SCOPE_GROUP`], which paddock asserts only
 /// on requests of a tenant admin for cluster-scoped objects; the real identity of a tenant user
@@ -31,7 +31,7 @@ pub const CLUSTER_SCOPE_ROLE: &str = "paddock:tenant-cluster-scope";
 /// lists, not the binding. Not `paddock:cluster:<tid>:`-shaped, so no tenant
 /// ClusterRoleBinding can name it (the guard), and no tenant-written group maps to it (tenant
 /// groups become `paddock:<tid>:<g>`).
-pub const CLUSTER_SCOPE_GROUP: &str = "paddock:tenant-cluster-scope-admins";
+pub const CLUSTER_SCOPE_GROUP: &str = paddock_core::identity::CLUSTER_SCOPE_GROUP;
 /// Name of the admission guard policy and binding.
 pub const GUARD_NAME: &str = "paddock-tenant-guard";
 /// Label on objects paddock manages for a tenant that are not the tenant's own objects.
@@ -113,7 +113,10 @@ pub fn cluster_scope_role() -> Value {
             {"apiGroups": ["networking.k8s.io"], "resources": ["ingressclasses"], "verbs": read},
             {"apiGroups": ["node.k8s.io"], "resources": ["runtimeclasses"], "verbs": read},
             {"apiGroups": ["flowcontrol.apiserver.k8s.io"], "resources": ["flowschemas", "prioritylevelconfigurations"], "verbs": read},
-            {"apiGroups": ["authorization.k8s.io"], "resources": ["selfsubjectaccessreviews", "selfsubjectrulesreviews"], "verbs": ["create"]}
+            {"apiGroups": ["authorization.k8s.io"], "resources": ["selfsubjectaccessreviews", "selfsubjectrulesreviews"], "verbs": ["create"]},
+            // A tenant admin's SubjectAccessReview (about a tenant identity: paddock-core maps
+            // its user and groups into the tenant) is asked as the admin's shadow.
+            {"apiGroups": ["authorization.k8s.io"], "resources": ["subjectaccessreviews"], "verbs": ["create"]}
         ]
     })
 }
@@ -634,7 +637,33 @@ pub async fn provision_tenant(up: &Upstream, t: &TenantId) -> Result<(), ServerE
                 "spec": {"type": "ClusterIP", "ports": [{"name": "https", "port": 443, "protocol": "TCP", "targetPort": 443}]}}),
     )
     .await?;
+    ensure_builtin_roles(up, t).await?;
     crate::rbac_sync::sync_tenant(up, t).await
+}
+
+/// The tenant's copies of the built-in ClusterRoles (`cluster-admin`, `admin`, `edit`, `view`,
+/// the discovery roles; paddock_core::builtin_roles), from the platform's current roles.
+async fn ensure_builtin_roles(up: &Upstream, t: &TenantId) -> Result<(), ServerError> {
+    use paddock_core::builtin_roles::{BUILTIN_CLUSTER_ROLES, tenant_copy};
+    let base = "/apis/rbac.authorization.k8s.io/v1/clusterroles";
+    futures_util::future::try_join_all(BUILTIN_CLUSTER_ROLES.iter().map(|name| async move {
+        let platform =
+            upjson::call(up, http::Method::GET, &format!("{base}/{name}"), None, None).await?;
+        // A cluster without one of them (an apiserver with other bootstrap roles) has nothing
+        // to copy.
+        let Some(copy) = platform
+            .status
+            .is_success()
+            .then(|| tenant_copy(t, &platform.body, MANAGED_FOR_LABEL))
+            .flatten()
+        else {
+            return Ok(());
+        };
+        let path = format!("{base}/{}", t.upstream_name(name));
+        upjson::apply(up, &path, &copy).await
+    }))
+    .await?;
+    Ok(())
 }
 
 /// Cluster-scoped kinds a tenant can own, as list paths. Namespaces are handled first and

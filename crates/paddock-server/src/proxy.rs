@@ -58,16 +58,14 @@ pub async fn serve_tenant(
     groups: &[String],
     req: Request<Incoming>,
 ) -> Result<(Response<ResBody>, &'static str), ServerError> {
-    if req
-        .headers()
-        .keys()
-        .any(|k| k.as_str().starts_with("impersonate-"))
-    {
-        return Err(ServerError::Forbidden(
-            "impersonation (kubectl --as) is not supported through paddock yet; no Impersonate-* header is ever forwarded"
-                .into(),
-        ));
-    }
+    // `kubectl --as`: the identity is swapped for a tenant identity the caller may act as;
+    // the client's Impersonate-* headers themselves are never forwarded.
+    let acting =
+        crate::impersonate::acting_identity(state, tenant, user, groups, req.headers()).await?;
+    let (user, groups): (&str, &[String]) = match &acting {
+        Some((u, g)) => (u.as_str(), g.as_slice()),
+        None => (user, groups),
+    };
     let catalog = state.catalog().await?;
     let mut ctx = TenantContext {
         tenant: tenant.clone(),
@@ -86,6 +84,19 @@ pub async fn serve_tenant(
                 &ctx,
                 paddock_core::parse_request(&method, &path, query.as_deref())?,
             )?
+        }
+        Err(e) if e.http_code() == 403 => {
+            // A write to a shared read-only object that does not exist is a NotFound.
+            let parsed = paddock_core::parse_request(&method, &path, query.as_deref())?;
+            let verb = method_verb(req.method());
+            return match crate::absent::answer_if_shared_object_absent(
+                state, &ctx, &parsed, user, groups,
+            )
+            .await?
+            {
+                Some(resp) => Ok((resp, verb)),
+                None => Err(e.into()),
+            };
         }
         Err(e) => return Err(e.into()),
     };
@@ -127,6 +138,7 @@ pub async fn serve_tenant(
     // Which upstream identity: the real one (namespaced), or the cluster shadow (cluster-scoped
     // objects); see rbac_sync. Decided below once the body is translated.
     let mut who = crate::rbac_sync::identity_for(&plan, None);
+    let mut rules_namespace = None;
 
     let mut client_upgrade = None;
     let up_body: UpBody = if plan.needs_body_translation {
@@ -142,7 +154,10 @@ pub async fn serve_tenant(
         if is_namespace_write(&plan) {
             translated = crate::provision::lock_namespace_labels(translated, &up_ct)?;
         }
-        translated = crate::rbac_sync::normalize_self_review(&ctx, &plan, translated);
+        translated = crate::reviews::normalize_self_review(&ctx, &plan, translated);
+        if crate::reviews::is_self_review(&plan) {
+            rules_namespace = paddock_core::review::rules_review_namespace(&translated);
+        }
         who = crate::rbac_sync::identity_for(&plan, Some(&translated));
         headers.insert(header::CONTENT_TYPE, header_value(&up_ct)?);
         crate::body::full_up(translated)
@@ -206,6 +221,15 @@ pub async fn serve_tenant(
     if status.is_server_error() {
         state.metrics.upstream_error("status_5xx");
     }
+    if status == StatusCode::FORBIDDEN
+        && let Some(answer) =
+            crate::absent::answer_if_absent_namespace(state, &ctx, &plan, user, groups).await?
+    {
+        // Rights in a namespace come from RoleBindings inside it: in a namespace that does
+        // not exist a cluster admin gets an empty list or a NotFound, not a refusal.
+        crate::body::drain(resp.into_body()).await;
+        return Ok((answer, verb));
+    }
     if status.is_success() && crate::rbac_sync::needs_sync(&plan) {
         // A ClusterRoleBinding or CRD changed: its namespaced mirrors (and the tenant's
         // custom-resources role) follow before the answer, so the change is usable at once.
@@ -213,16 +237,24 @@ pub async fn serve_tenant(
             tracing::warn!(tenant = %tenant, error = %e, "RBAC mirror sync failed; the periodic resync will retry");
         }
     }
-    if status.is_success() && crate::rbac_sync::is_self_access_review(&plan) {
-        // `kubectl auth can-i delete nodes` sends the current namespace along (in a body that
-        // may be protobuf); upstream's answer (JSON) shows the attributes, and one about a
-        // cluster-scoped kind is asked again without the namespace, as the shadow identity.
+    if status.is_success() && crate::reviews::is_self_review(&plan) {
+        // Upstream's answer (JSON, whatever the request's encoding) shows the attributes; it
+        // is turned into the answer for the tenant's cluster (reviews.rs).
         let raw = state
             .upstream
             .collect_until(resp.into_body(), 1 << 20, deadline)
             .await?;
-        let raw =
-            crate::rbac_sync::recheck_self_review(state, &ctx, tenant, user, groups, raw).await?;
+        let raw = crate::reviews::answer_for_tenant(
+            state,
+            &ctx,
+            &plan,
+            user,
+            groups,
+            who,
+            rules_namespace.as_deref(),
+            raw,
+        )
+        .await?;
         let doc = rewrite_whole(&ctx, &plan, status, "application/json", &raw)?;
         let mut out = Response::builder().status(status);
         if let Some(h) = out.headers_mut() {

@@ -135,6 +135,12 @@ pub fn identity_for(plan: &Plan, translated_body: Option<&[u8]>) -> As {
                 return As::Shadow;
             }
         }
+        // A SubjectAccessReview is cluster-scoped: only the shadow of an admin (or of a holder
+        // of a tenant ClusterRoleBinding granting it) may create one.
+        if info.upstream_group == "authorization.k8s.io" && info.resource == "subjectaccessreviews"
+        {
+            return As::Shadow;
+        }
         return As::Real;
     }
     if info.scope == Scope::Cluster {
@@ -142,117 +148,6 @@ pub fn identity_for(plan: &Plan, translated_body: Option<&[u8]>) -> As {
     } else {
         As::Real
     }
-}
-
-/// A translated `SelfSubjectAccessReview` about a cluster-scoped kind (`kubectl auth can-i
-/// delete nodes` sends the current namespace along): the namespace is dropped, so that the
-/// answer is the one for the cluster-scoped object (asked as the shadow identity), not the
-/// meaningless one for "nodes in a namespace" that a namespace admin would get.
-pub fn normalize_self_review(
-    ctx: &paddock_core::TenantContext,
-    plan: &Plan,
-    body: Vec<u8>,
-) -> Vec<u8> {
-    let Some(info) = &plan.resource else {
-        return body;
-    };
-    if !(info.upstream_group == "authorization.k8s.io"
-        && info.resource == "selfsubjectaccessreviews")
-    {
-        return body;
-    }
-    let Ok(mut v) = serde_json::from_slice::<Value>(&body) else {
-        return body;
-    };
-    let ra = &mut v["spec"]["resourceAttributes"];
-    if !ra.is_object() || ra["namespace"].as_str().unwrap_or("").is_empty() {
-        return body;
-    }
-    let group = ra["group"].as_str().unwrap_or("").to_owned();
-    let resource = ra["resource"].as_str().unwrap_or("").to_owned();
-    let cluster = ctx
-        .catalog
-        .resolve_upstream_any_version(&ctx.tenant, &group, &resource)
-        .is_some_and(|i| i.scope == Scope::Cluster);
-    if !cluster {
-        return body;
-    }
-    if let Some(m) = ra.as_object_mut() {
-        m.remove("namespace");
-    }
-    serde_json::to_vec(&v).unwrap_or(body)
-}
-
-/// Is this a `SelfSubjectAccessReview`?
-pub fn is_self_access_review(plan: &Plan) -> bool {
-    plan.resource.as_ref().is_some_and(|i| {
-        i.upstream_group == "authorization.k8s.io" && i.resource == "selfsubjectaccessreviews"
-    })
-}
-
-/// Upstream's answer to a `SelfSubjectAccessReview` (JSON): when it was about a cluster-scoped
-/// kind but carried a namespace, the review is asked again without it, as the shadow identity,
-/// and that answer is returned; otherwise the answer as it is.
-pub async fn recheck_self_review(
-    state: &crate::state::AppState,
-    ctx: &paddock_core::TenantContext,
-    t: &TenantId,
-    user: &str,
-    groups: &[String],
-    raw: bytes::Bytes,
-) -> Result<bytes::Bytes, ServerError> {
-    let Ok(v) = serde_json::from_slice::<Value>(&raw) else {
-        return Ok(raw);
-    };
-    let req = normalize_self_review_value(ctx, v);
-    let Some(req) = req else { return Ok(raw) };
-    let body = serde_json::to_vec(&req).map_err(|e| ServerError::Internal(e.to_string()))?;
-    let mut r = http::Request::builder()
-        .method(http::Method::POST)
-        .uri(
-            state
-                .upstream
-                .uri("/apis/authorization.k8s.io/v1/selfsubjectaccessreviews")?,
-        )
-        .header(http::header::CONTENT_TYPE, "application/json")
-        .header(http::header::ACCEPT, "application/json")
-        .body(crate::body::full_up(bytes::Bytes::from(body)))
-        .map_err(|e| ServerError::Internal(e.to_string()))?;
-    crate::proxy::add_impersonation_as(r.headers_mut(), t, user, groups, As::Shadow)?;
-    let resp = state
-        .upstream
-        .send(r, crate::upstream::Route::Short)
-        .await?;
-    if !resp.status().is_success() {
-        return Ok(raw);
-    }
-    crate::body::collect_limited(resp.into_body(), 1 << 20).await
-}
-
-fn normalize_self_review_value(ctx: &paddock_core::TenantContext, v: Value) -> Option<Value> {
-    let ra = v["spec"]["resourceAttributes"].as_object()?;
-    if ra
-        .get("namespace")
-        .and_then(Value::as_str)
-        .unwrap_or("")
-        .is_empty()
-    {
-        return None;
-    }
-    let group = ra.get("group").and_then(Value::as_str).unwrap_or("");
-    let resource = ra.get("resource").and_then(Value::as_str).unwrap_or("");
-    let info = ctx
-        .catalog
-        .resolve_upstream_any_version(&ctx.tenant, group, resource)?;
-    if info.scope != Scope::Cluster {
-        return None;
-    }
-    let mut ra = ra.clone();
-    ra.remove("namespace");
-    Some(
-        json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
-                "spec": {"resourceAttributes": ra}}),
-    )
 }
 
 /// A tenant's ClusterRoleBinding (upstream form) -> the subjects of its mirrors (real

@@ -20,11 +20,19 @@
 //!     eventually: 60            # retry (every second) until the expectation holds, at most 60 s
 //!     timeout: 60               # kill the command after this many seconds (default 60)
 //!   - paddock: tenant get foofoo   # the paddock admin CLI instead of kubectl
+//!   - only: paddock             # run this step in one mode only (see `direct`)
+//!     run: ...
 //! cleanup:                      # always run after the steps, failures only reported
 //!   - run: delete ns scratch --wait=false
+//! direct: true                  # run twice: first straight at the apiserver as the upstream
+//!                               # admin (`as: tenant` steps), then through paddock as the tenant
 //! ```
 //! `${tenant}`, `${tenant2}`, … and `${paddock_url}`, `${apiserver_url}` are substituted in
-//! `run`, `paddock`, `stdin` and every expected string.
+//! `run`, `paddock`, `stdin` and every expected string; `${mode}` is `direct` or `paddock`.
+//!
+//! A `direct` scenario is the proof that an expectation is what a cluster answers: the same
+//! steps, with the same expectations, pass against the apiserver as its admin before they are
+//! asked of paddock, so a failure is paddock's only when the direct run passes.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -59,6 +67,27 @@ pub struct Scenario {
     /// A reason to skip the scenario (kept in the file, reported as skipped).
     #[serde(default)]
     pub skip: Option<String>,
+    /// Run the steps directly against the apiserver as its admin too (see the module docs).
+    #[serde(default)]
+    pub direct: bool,
+}
+
+/// Where a scenario's `as: tenant` steps go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Through paddock, as the tenant.
+    Paddock,
+    /// Straight at the apiserver, as the upstream admin.
+    Direct,
+}
+
+impl Mode {
+    fn name(self) -> &'static str {
+        match self {
+            Mode::Paddock => "paddock",
+            Mode::Direct => "direct",
+        }
+    }
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -82,6 +111,9 @@ pub struct Step {
     pub timeout: Option<u64>,
     #[serde(default)]
     pub note: Option<String>,
+    /// `paddock` or `direct`: run this step in that mode only.
+    #[serde(default)]
+    pub only: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -140,6 +172,16 @@ pub fn load_file(file: &Path) -> Result<Scenario> {
                 i + 1
             ),
         }
+        if let Some(o) = &step.only
+            && o != "paddock"
+            && o != "direct"
+        {
+            bail!(
+                "{}: step {}: only must be \"paddock\" or \"direct\"",
+                file.display(),
+                i + 1
+            );
+        }
         if let Some(ExitExpect::Word(w)) = &step.expect.exit
             && w != "nonzero"
             && w != "any"
@@ -182,8 +224,9 @@ pub struct Env<'a> {
 }
 
 impl Env<'_> {
-    fn vars(&self, sc: &Scenario) -> BTreeMap<String, String> {
+    fn vars(&self, sc: &Scenario, mode: Mode) -> BTreeMap<String, String> {
         let mut v = BTreeMap::new();
+        v.insert("mode".to_owned(), mode.name().to_owned());
         for (i, t) in sc.tenants.iter().enumerate() {
             if i == 0 {
                 v.insert("tenant".to_owned(), t.clone());
@@ -206,7 +249,13 @@ impl Env<'_> {
             .map_err(|e| anyhow::anyhow!("paddock is not running: {e}"))
     }
 
-    fn kubectl_for(&self, sc: &Scenario, who: &str) -> Result<Kubectl> {
+    fn kubectl_for(&self, sc: &Scenario, who: &str, mode: Mode) -> Result<Kubectl> {
+        if mode == Mode::Direct {
+            return match who {
+                "tenant" | "admin-upstream" => self.cp.kubectl_admin(),
+                _ => bail!("`as: {who}` has no direct form: mark the step `only: paddock`"),
+            };
+        }
         match who {
             "admin-upstream" => self.cp.kubectl_admin(),
             "paddock-admin" => self.paddock()?.kubectl_admin(),
@@ -240,14 +289,37 @@ impl Env<'_> {
         }
     }
 
-    /// Runs one scenario: its steps until the first failure, then always its cleanup steps.
+    /// Runs one scenario in every mode it asks for (through paddock; directly first when it
+    /// says `direct: true`), one outcome per mode.
+    pub fn run_all(&self, sc: &Scenario) -> Vec<Outcome> {
+        if sc.direct {
+            vec![
+                self.run_in(sc, Mode::Direct),
+                self.run_in(sc, Mode::Paddock),
+            ]
+        } else {
+            vec![self.run_in(sc, Mode::Paddock)]
+        }
+    }
+
+    /// Runs one scenario through paddock.
     pub fn run(&self, sc: &Scenario) -> Outcome {
+        self.run_in(sc, Mode::Paddock)
+    }
+
+    /// Runs one scenario: its steps until the first failure, then always its cleanup steps.
+    pub fn run_in(&self, sc: &Scenario, mode: Mode) -> Outcome {
         let t0 = Instant::now();
+        let steps: Vec<&Step> = sc.steps.iter().filter(|s| s.runs_in(mode)).collect();
         let mut out = Outcome {
-            name: sc.name.clone(),
+            name: if sc.direct {
+                format!("{} [{}]", sc.name, mode.name())
+            } else {
+                sc.name.clone()
+            },
             status: Status::Passed,
             steps_passed: 0,
-            steps_total: sc.steps.len(),
+            steps_total: steps.len(),
             elapsed: Duration::ZERO,
             failure: None,
             cleanup_problems: Vec::new(),
@@ -257,16 +329,16 @@ impl Env<'_> {
             out.failure = Some(why.clone());
             return out;
         }
-        let vars = self.vars(sc);
-        for (i, step) in sc.steps.iter().enumerate() {
-            match self.run_step(sc, step, &vars) {
+        let vars = self.vars(sc, mode);
+        for (i, step) in steps.iter().enumerate() {
+            match self.run_step(sc, step, &vars, mode) {
                 Ok(()) => out.steps_passed += 1,
                 Err(e) => {
                     out.status = Status::Failed;
                     out.failure = Some(format!(
                         "step {}/{}{}: {e:#}",
                         i + 1,
-                        sc.steps.len(),
+                        steps.len(),
                         step.note
                             .as_ref()
                             .map(|n| format!(" ({n})"))
@@ -276,8 +348,8 @@ impl Env<'_> {
                 }
             }
         }
-        for (i, step) in sc.cleanup.iter().enumerate() {
-            if let Err(e) = self.run_step(sc, step, &vars) {
+        for (i, step) in sc.cleanup.iter().filter(|s| s.runs_in(mode)).enumerate() {
+            if let Err(e) = self.run_step(sc, step, &vars, mode) {
                 out.cleanup_problems.push(format!(
                     "cleanup step {}: {}",
                     i + 1,
@@ -289,7 +361,13 @@ impl Env<'_> {
         out
     }
 
-    fn run_step(&self, sc: &Scenario, step: &Step, vars: &BTreeMap<String, String>) -> Result<()> {
+    fn run_step(
+        &self,
+        sc: &Scenario,
+        step: &Step,
+        vars: &BTreeMap<String, String>,
+        mode: Mode,
+    ) -> Result<()> {
         let who = step.who.as_deref().unwrap_or("tenant");
         let timeout = Duration::from_secs(step.timeout.unwrap_or(60));
         let stdin = step.stdin.as_deref().map(|s| subst(s, vars)).transpose()?;
@@ -316,7 +394,7 @@ impl Env<'_> {
                     Some("kubectl") => args[1..].to_vec(),
                     _ => args,
                 };
-                let k = self.kubectl_for(sc, who)?;
+                let k = self.kubectl_for(sc, who, mode)?;
                 let (line, out) = k.run_raw(&args, stdin.as_deref(), &step.env, Some(timeout))?;
                 (line, out, k, stdin.as_deref())
             };
@@ -341,6 +419,12 @@ impl Env<'_> {
                 }
             }
         }
+    }
+}
+
+impl Step {
+    fn runs_in(&self, mode: Mode) -> bool {
+        self.only.as_deref().is_none_or(|o| o == mode.name())
     }
 }
 

@@ -75,31 +75,32 @@ fn scenarios() -> Result<()> {
     let mut outcomes = Vec::new();
     for sc in all.iter().filter(|s| selected(&s.name)) {
         eprintln!("---- scenario {} ({})", sc.name, sc.description.trim());
-        let mut o = env.run(sc);
-        if let Ok(p) = &paddock {
-            // A paddock that died (crash, or a signal from elsewhere) fails the scenario it died
-            // in; it is restarted so that the remaining scenarios still tell something.
-            match p.ensure_running() {
-                Ok(None) => {}
-                Ok(Some(status)) => {
-                    o.status = Status::Failed;
-                    let msg = format!(
-                        "paddock exited ({status}) during this scenario and was restarted; see its log"
-                    );
-                    o.failure = Some(match o.failure.take() {
-                        Some(f) => format!("{msg}\n{f}"),
-                        None => msg,
-                    });
+        for mut o in env.run_all(sc) {
+            if let Ok(p) = &paddock {
+                // A paddock that died (crash, or a signal from elsewhere) fails the scenario it died
+                // in; it is restarted so that the remaining scenarios still tell something.
+                match p.ensure_running() {
+                    Ok(None) => {}
+                    Ok(Some(status)) => {
+                        o.status = Status::Failed;
+                        let msg = format!(
+                            "paddock exited ({status}) during this scenario and was restarted; see its log"
+                        );
+                        o.failure = Some(match o.failure.take() {
+                            Some(f) => format!("{msg}\n{f}"),
+                            None => msg,
+                        });
+                    }
+                    Err(e) => eprintln!("restarting paddock failed: {e:#}"),
                 }
-                Err(e) => eprintln!("restarting paddock failed: {e:#}"),
             }
+            if let Some(f) = &o.failure
+                && o.status == Status::Failed
+            {
+                eprintln!("FAILED {}: {f}", o.name);
+            }
+            outcomes.push(o);
         }
-        if let Some(f) = &o.failure
-            && o.status == Status::Failed
-        {
-            eprintln!("FAILED {}: {f}", sc.name);
-        }
-        outcomes.push(o);
     }
 
     if selected("kube-client") {

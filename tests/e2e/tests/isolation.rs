@@ -335,10 +335,14 @@ fn cases() -> Vec<Case> {
             .attack(step(A, "get clusterrole bravoo-b-role"), Refused)
             .control(step(A, "get clusterrole a-role"), OkWith("a-role"))
             .bypass(step(Bypass, "get clusterrole bravoo-b-role")),
-        case("clusterrole-cluster-admin", "MTB-PL1-CC-CPI-1", "read the platform's cluster-admin role")
-            .attack(step(A, "get clusterrole cluster-admin"), Refused)
-            .control(step(A, "get clusterrole a-role -o name"), OkWith("a-role"))
-            .bypass(step(Bypass, "get clusterrole cluster-admin")),
+        case("clusterrole-cluster-admin", "MTB-PL1-CC-CPI-1", "change cluster-admin (the tenant's read-only copy; the platform's is never named)")
+            .attack(step(A, "label clusterrole cluster-admin pwned=yes"), RefusedWith("paddock-tenant-guard"))
+            .control(step(A, "get clusterrole cluster-admin -o name"), OkWith("cluster-admin"))
+            .bypass(step(Bypass, "label clusterrole cluster-admin pwned=yes")),
+        case("builtin-role-platform-untouched", "MTB-PL1-CC-CPI-1", "aggregate into or edit the platform's view role through the tenant's copy")
+            .attack(step(A, "patch clusterrole view --type=merge -p '{\"rules\":[{\"apiGroups\":[\"\"],\"resources\":[\"secrets\"],\"verbs\":[\"*\"]}]}'"), RefusedWith("paddock-tenant-guard"))
+            .control(step(A, "get clusterrole view -o name"), OkWith("clusterrole.rbac.authorization.k8s.io/view"))
+            .bypass(step(Bypass, "patch clusterrole alphaa-view --type=merge -p '{\"rules\":[]}'")),
         case("clusterrolebindings-listed", "MTB-PL1-CC-CPI-1", "kubectl get clusterrolebindings shows only one's own")
             .attack(step(A, "get clusterrolebindings"), NoLeak)
             .control(step(A, "get clusterrolebindings"), OkWith("robot-secrets"))
@@ -446,11 +450,41 @@ fn cases() -> Vec<Case> {
             .attack(step(A, "get secrets -A --as=admin --as-group=system:masters"), Refused)
             .control(step(A, "get secrets -n web -o name"), OkWith("own-secret")),
         case("sar-other-user", "§7.2 SAR / can-i", "SubjectAccessReview about another tenant's user")
-            .attack(step_in(A, "create -f - -o yaml", SAR_OTHER), Refused)
-            .control(step(A, "auth can-i create configmaps -n web"), OkWith("yes")),
+            .attack(step_in(A, "create --validate=false -f - -o yaml", SAR_OTHER), RefusedWith("cannot be used"))
+            .control(step_in(A, "create --validate=false -o jsonpath={.status.allowed} -f -", SAR_OWN_SA), OkWith("true")),
+        case("sar-victim-sa", "SAR / can-i", "SubjectAccessReview about the victim's service account in its namespace (upstream names)")
+            .attack(step_in(A, "create --validate=false -o jsonpath={.status.allowed} -f -", SAR_VICTIM_SA), OkWithout("true"))
+            .control(step_in(A, "create --validate=false -o jsonpath={.status.allowed} -f -", SAR_OWN_SA), OkWith("true"))
+            .bypass(step_in(Bypass, "create --validate=false -o yaml -f -", SAR_VICTIM_SA)),
         case("can-i-nodes", "MTB-PL1-CC-CPI-1", "kubectl auth can-i update nodes")
             .attack(step(A, "auth can-i update nodes"), Refused)
             .control(step(A, "auth can-i list namespaces"), OkWith("yes")),
+        // ---- impersonation inside the tenant (issue 13 item 5) --------------------------------
+        case("impersonate-other-tenant-user", "impersonation", "kubectl --as=<another tenant's upstream user>")
+            .attack(step(A, "get secrets -n web --as=paddock:bravoo:admin"), RefusedWith("impersonation refused"))
+            .control(step(A, "get secrets -n web -o name --as=someone --as-group=tenant-admins"), OkWith("own-secret")),
+        case("impersonate-shadow", "impersonation", "kubectl --as=<one's own cluster shadow identity>")
+            .attack(step(A, "get namespaces --as=paddock:cluster:alphaa:paddock:alphaa:admin"), RefusedWith("impersonation refused"))
+            .control(step(A, "get namespaces -o name --as=someone --as-group=tenant-admins"), OkWith("namespace/web")),
+        case("impersonate-tenant-group", "impersonation", "kubectl --as-group=paddock:tenant:bravoo (the victim's marker group)")
+            .attack(step(A, "get secrets -A --as=someone --as-group=paddock:tenant:bravoo"), RefusedWith("impersonation refused"))
+            .control(step(A, "auth whoami --as=someone --as-group=devs"), OkWith("devs")),
+        case("impersonate-victim-sa", "impersonation", "kubectl --as=<the victim's service account, upstream name>")
+            .attack(step(A, "get secret crown-jewels -n bravoo-vault-ns --as=system:serviceaccount:bravoo-vault-ns:b-sa"), Refused)
+            .control(step(A, "auth whoami --as=system:serviceaccount:web:default"), OkWith("system:serviceaccount:web:default")),
+        case("impersonate-sa-rights", "impersonation", "an impersonated service account has only its own rights")
+            .attack(step(A, "get secrets -n web --as=system:serviceaccount:web:default"), RefusedWith("forbidden"))
+            .control(step(A, "auth can-i get secrets -n web --as=system:serviceaccount:web:default"), Says("no")),
+        // ---- a refusal never hides a NotFound, and NotFound probes reveal nothing (item 1, 4) ----
+        case("absent-ns-probe", "NotFound probes", "create in the victim's namespace (tenant view and upstream name): the same answer as a name nobody has")
+            .attack(step(A, "create configmap x -n vault-ns --from-literal=a=b"), RefusedWith("namespaces \"vault-ns\" not found"))
+            .control(step(A, "create configmap x -n never-made --from-literal=a=b"), Says("namespaces \"never-made\" not found")),
+        case("absent-ns-probe-upstream", "NotFound probes", "list in the victim's upstream namespace name: an empty list of one's own")
+            .attack(step(A, "get secrets -n bravoo-vault-ns -o name"), NoLeak)
+            .control(step(A, "get secrets -n web -o name"), OkWith("own-secret")),
+        case("shared-notfound", "refusal hides NotFound", "delete a shared IngressClass that does not exist, and one that does")
+            .attack(step(A, "delete priorityclass system-node-critical"), RefusedWith("shared read-only"))
+            .control(step(A, "delete ingressclass nothing-here --ignore-not-found"), Ok),
         // ---- webhooks -------------------------------------------------------------------------------
         case("webhook-url", "§7.2 cluster-wide webhooks", "a webhook calling an arbitrary URL")
             .attack(step_in(A, "create -f -", &webhook("hook-url", "url: https://127.0.0.1:1/x", "Namespaced")), Refused)
@@ -570,10 +604,17 @@ fn cases() -> Vec<Case> {
         case("sa-token-platform", "TokenReview", "a platform service account's token at paddock")
             .attack(step(PlatSaPaddock, "get configmaps -n web"), Refused)
             .control(step(ASaPaddock, "get configmaps -n web -o name"), OkWith("own-cm")),
-        case("sa-token-cross-ns", "TokenReview", "a tenant pod's token reaching for the victim's namespace")
-            .attack(step(ASaPaddock, "get configmaps -n bravoo-vault-ns"), Refused)
+        // Through paddock `-n bravoo-vault-ns` is the attacker's own namespace `alphaa-bravoo-vault-ns`,
+        // which does not exist: the robot (cluster-admin of its tenant since `crb-cluster-admin`)
+        // gets a cluster admin's answer there, an empty list or a NotFound, never the victim's secret.
+        case("sa-token-cross-ns", "TokenReview", "a tenant pod's token reaching for the victim's secret")
+            .attack(step(ASaPaddock, "get secret crown-jewels -n bravoo-vault-ns -o yaml"), Refused)
             .control(step(ASaPaddock, "get configmaps -n web -o name"), OkWith("own-cm"))
-            .bypass(step(ASaDirect, "get configmaps -n bravoo-vault-ns")),
+            .bypass(step(ASaDirect, "get secret crown-jewels -n bravoo-vault-ns -o yaml")),
+        case("sa-token-cross-ns-list", "TokenReview, NotFound probes", "a tenant pod's token listing the victim's namespace")
+            .attack(step(ASaPaddock, "get secrets -n bravoo-vault-ns -o yaml"), NoLeak)
+            .control(step(ASaPaddock, "get secrets -n web -o name"), OkWith("own-secret"))
+            .bypass(step(ASaDirect, "get secrets -n bravoo-vault-ns -o yaml")),
         case("sa-token-direct-cluster", "§7.2 tenant pods reach upstream", "a tenant pod's token straight at the apiserver, cluster-wide")
             .attack(step(ASaDirect, "get namespaces"), Refused)
             .control(step(ASaDirect, "get configmaps -n alphaa-web -o name"), OkWith("own-cm"))
@@ -635,6 +676,9 @@ const AGG_EDIT: &str = "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterR
 const AGG_OWN: &str = "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: part-of-mine, labels: {alpha.example.com/aggregate-to-mine: 'true'}}\nrules: [{apiGroups: [''], resources: [configmaps], verbs: [get]}]\n";
 const AGG_ALL: &str = "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: collect-all}\naggregationRule: {clusterRoleSelectors: [{}]}\nrules: []\n";
 const AGG_ALL_UP: &str = "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: alphaa-collect-all2, labels: {paddock.io/tenant: alphaa}}\naggregationRule: {clusterRoleSelectors: [{}]}\nrules: []\n";
+const SAR_OWN_SA: &str = "apiVersion: authorization.k8s.io/v1\nkind: SubjectAccessReview\nspec: {user: 'system:serviceaccount:web:robot', resourceAttributes: {namespace: web, verb: get, resource: secrets}}\n";
+/// Through paddock the names map into the attacker's tenant; in the bypass they are upstream names.
+const SAR_VICTIM_SA: &str = "apiVersion: authorization.k8s.io/v1\nkind: SubjectAccessReview\nspec: {user: 'system:serviceaccount:bravoo-vault-ns:b-sa', resourceAttributes: {namespace: bravoo-vault-ns, verb: get, resource: secrets}}\n";
 const SAR_OTHER: &str = "apiVersion: authorization.k8s.io/v1\nkind: SubjectAccessReview\nspec: {user: 'paddock:bravoo:admin', resourceAttributes: {namespace: vault-ns, verb: get, resource: secrets}}\n";
 
 // ---------------------------------------------------------------------------------------------

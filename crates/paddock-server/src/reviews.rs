@@ -1,0 +1,341 @@
+//! Access reviews through paddock answer for the tenant's cluster (paddock_core::review
+//! decides; this module asks upstream). See docs/security.md, "Permission checks".
+
+use paddock_core::review::{ReviewFacts, ReviewNext, admin_allowed_status, self_review_next};
+use paddock_core::{Plan, Scope, TenantId};
+use serde_json::Value;
+
+use crate::error::ServerError;
+use crate::rbac_sync::As;
+use crate::state::AppState;
+
+/// A translated `SelfSubjectAccessReview` about a cluster-scoped kind (`kubectl auth can-i
+/// delete nodes` sends the current namespace along): the namespace is dropped, so that the
+/// answer is the one for the cluster-scoped object (asked as the shadow identity), not the
+/// meaningless one for "nodes in a namespace" that a namespace admin would get.
+pub fn normalize_self_review(
+    ctx: &paddock_core::TenantContext,
+    plan: &Plan,
+    body: Vec<u8>,
+) -> Vec<u8> {
+    let Some(info) = &plan.resource else {
+        return body;
+    };
+    if !(info.upstream_group == "authorization.k8s.io"
+        && info.resource == "selfsubjectaccessreviews")
+    {
+        return body;
+    }
+    let Ok(mut v) = serde_json::from_slice::<Value>(&body) else {
+        return body;
+    };
+    let ra = &mut v["spec"]["resourceAttributes"];
+    if !ra.is_object() || ra["namespace"].as_str().unwrap_or("").is_empty() {
+        return body;
+    }
+    let group = ra["group"].as_str().unwrap_or("").to_owned();
+    let resource = ra["resource"].as_str().unwrap_or("").to_owned();
+    let cluster = ctx
+        .catalog
+        .resolve_upstream_any_version(&ctx.tenant, &group, &resource)
+        .is_some_and(|i| i.scope == Scope::Cluster);
+    if !cluster {
+        return body;
+    }
+    if let Some(m) = ra.as_object_mut() {
+        m.remove("namespace");
+    }
+    serde_json::to_vec(&v).unwrap_or(body)
+}
+
+/// Is this a `SelfSubjectAccessReview` or a `SelfSubjectRulesReview` (answered for the
+/// tenant's cluster by [`answer_for_tenant`])?
+pub fn is_self_review(plan: &Plan) -> bool {
+    plan.resource.as_ref().is_some_and(|i| {
+        i.upstream_group == "authorization.k8s.io"
+            && matches!(
+                i.resource.as_str(),
+                "selfsubjectaccessreviews" | "selfsubjectrulesreviews" | "subjectaccessreviews"
+            )
+    })
+}
+
+/// Upstream's answer (JSON) to a self review, as the tenant's cluster answers it;
+/// `rules_namespace` is the namespace a rules review asked about (upstream does not repeat it).
+#[allow(clippy::too_many_arguments)]
+pub async fn answer_for_tenant(
+    state: &AppState,
+    ctx: &paddock_core::TenantContext,
+    plan: &Plan,
+    user: &str,
+    groups: &[String],
+    asked_as: As,
+    rules_namespace: Option<&str>,
+    raw: bytes::Bytes,
+) -> Result<bytes::Bytes, ServerError> {
+    let t = &ctx.tenant;
+    if is_self_access_review(plan) {
+        return recheck_self_review(state, ctx, t, user, groups, asked_as, raw).await;
+    }
+    if plan
+        .resource
+        .as_ref()
+        .is_some_and(|i| i.resource == "subjectaccessreviews")
+    {
+        return recheck_subject_review(state, ctx, user, groups, raw).await;
+    }
+    let Ok(mut v) = serde_json::from_slice::<Value>(&raw) else {
+        return Ok(raw);
+    };
+    let ns = rules_namespace.unwrap_or("").to_owned();
+    if t.strip(&ns).is_none() {
+        return Ok(raw);
+    }
+    let review = serde_json::json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectRulesReview",
+                                    "spec": {"namespace": ns}});
+    if let Some(shadow) = ask_review_as(
+        state,
+        t,
+        user,
+        groups,
+        As::Shadow,
+        "selfsubjectrulesreviews",
+        &review,
+    )
+    .await?
+    {
+        paddock_core::review::merge_rules(&mut v, &shadow);
+    }
+    let admin = groups
+        .iter()
+        .any(|g| g == crate::provision::TENANT_ADMIN_GROUP);
+    if admin
+        && !paddock_core::review::rules_allow_everything(&v)
+        && !crate::absent::tenant_namespace_exists(state, t, &ns)
+            .await?
+            .0
+    {
+        paddock_core::review::add_admin_rules(&mut v);
+    }
+    let out = serde_json::to_vec(&v).map_err(|e| ServerError::Internal(e.to_string()))?;
+    Ok(bytes::Bytes::from(out))
+}
+
+/// Is this a `SelfSubjectAccessReview`?
+pub fn is_self_access_review(plan: &Plan) -> bool {
+    plan.resource.as_ref().is_some_and(|i| {
+        i.upstream_group == "authorization.k8s.io" && i.resource == "selfsubjectaccessreviews"
+    })
+}
+
+/// Upstream's answer to a `SelfSubjectAccessReview` (JSON, asked as `asked_as`) turned into
+/// the answer for the tenant's cluster: asked again as the shadow identity, or allowed for an
+/// admin, as [`self_review_next`] decides (at most one namespace probe and one more question).
+#[allow(clippy::too_many_arguments)]
+pub async fn recheck_self_review(
+    state: &AppState,
+    ctx: &paddock_core::TenantContext,
+    t: &TenantId,
+    user: &str,
+    groups: &[String],
+    asked_as: As,
+    raw: bytes::Bytes,
+) -> Result<bytes::Bytes, ServerError> {
+    let Ok(mut answer) = serde_json::from_slice::<Value>(&raw) else {
+        return Ok(raw);
+    };
+    let mut facts = ReviewFacts {
+        admin: groups
+            .iter()
+            .any(|g| g == crate::provision::TENANT_ADMIN_GROUP),
+        asked_as_shadow: asked_as == As::Shadow,
+        namespace_exists: None,
+    };
+    for _ in 0..3 {
+        match self_review_next(ctx, &answer, facts) {
+            ReviewNext::Keep => break,
+            ReviewNext::AllowAdmin => {
+                answer["status"] = admin_allowed_status();
+                break;
+            }
+            ReviewNext::ProbeNamespace(ns) => {
+                let (exists, _) = crate::absent::tenant_namespace_exists(state, t, &ns).await?;
+                facts.namespace_exists = Some(exists);
+            }
+            ReviewNext::AskShadow(review) => {
+                match ask_as(state, t, user, groups, As::Shadow, &review).await? {
+                    Some(a) => {
+                        answer = a;
+                        facts.asked_as_shadow = true;
+                    }
+                    None => break,
+                }
+            }
+        }
+    }
+    let out = serde_json::to_vec(&answer).map_err(|e| ServerError::Internal(e.to_string()))?;
+    Ok(bytes::Bytes::from(out))
+}
+
+/// Posts one `SelfSubjectAccessReview` (upstream names) as the caller's real or shadow
+/// identity; None when upstream does not answer it.
+pub(crate) async fn ask_as(
+    state: &AppState,
+    t: &TenantId,
+    user: &str,
+    groups: &[String],
+    who: As,
+    review: &Value,
+) -> Result<Option<Value>, ServerError> {
+    ask_review_as(
+        state,
+        t,
+        user,
+        groups,
+        who,
+        "selfsubjectaccessreviews",
+        review,
+    )
+    .await
+}
+
+/// Posts one self review of kind `resource` (upstream names) as the real or shadow identity.
+async fn ask_review_as(
+    state: &AppState,
+    t: &TenantId,
+    user: &str,
+    groups: &[String],
+    who: As,
+    resource: &str,
+    review: &Value,
+) -> Result<Option<Value>, ServerError> {
+    let body = serde_json::to_vec(review).map_err(|e| ServerError::Internal(e.to_string()))?;
+    let mut r = http::Request::builder()
+        .method(http::Method::POST)
+        .uri(
+            state
+                .upstream
+                .uri(&format!("/apis/authorization.k8s.io/v1/{resource}"))?,
+        )
+        .header(http::header::CONTENT_TYPE, "application/json")
+        .header(http::header::ACCEPT, "application/json")
+        .body(crate::body::full_up(bytes::Bytes::from(body)))
+        .map_err(|e| ServerError::Internal(e.to_string()))?;
+    crate::proxy::add_impersonation_as(r.headers_mut(), t, user, groups, who)?;
+    let resp = state
+        .upstream
+        .send(r, crate::upstream::Route::Short)
+        .await?;
+    if !resp.status().is_success() {
+        crate::body::drain(resp.into_body()).await;
+        return Ok(None);
+    }
+    let raw = crate::body::collect_limited(resp.into_body(), 1 << 20).await?;
+    Ok(serde_json::from_slice(&raw).ok())
+}
+
+/// Whether the caller may do `resource_attributes` (upstream names) in the tenant's cluster:
+/// the same questions as a tenant's own `SelfSubjectAccessReview` (impersonation and the
+/// absent-namespace answers use it).
+pub async fn may(
+    state: &AppState,
+    ctx: &paddock_core::TenantContext,
+    user: &str,
+    groups: &[String],
+    resource_attributes: Value,
+) -> Result<bool, ServerError> {
+    let review = serde_json::json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
+                                    "spec": {"resourceAttributes": resource_attributes}});
+    let Some(first) = ask_as(state, &ctx.tenant, user, groups, As::Real, &review).await? else {
+        return Ok(false);
+    };
+    let raw = serde_json::to_vec(&first).map_err(|e| ServerError::Internal(e.to_string()))?;
+    let out = recheck_self_review(
+        state,
+        ctx,
+        &ctx.tenant,
+        user,
+        groups,
+        As::Real,
+        bytes::Bytes::from(raw),
+    )
+    .await?;
+    let v: Value = serde_json::from_slice(&out).unwrap_or(Value::Null);
+    Ok(v["status"]["allowed"].as_bool() == Some(true))
+}
+
+/// Upstream's answer to a tenant's `SubjectAccessReview` (about a tenant identity, upstream
+/// form) as the tenant's cluster answers it: the same decisions as for a self review, with the
+/// subject's shadow form asked where the shadow identity would be (its ClusterRoleBindings),
+/// and the subject's membership in the admins' group standing for the admins' bindings.
+async fn recheck_subject_review(
+    state: &AppState,
+    ctx: &paddock_core::TenantContext,
+    user: &str,
+    groups: &[String],
+    raw: bytes::Bytes,
+) -> Result<bytes::Bytes, ServerError> {
+    let t = &ctx.tenant;
+    let Ok(mut answer) = serde_json::from_slice::<Value>(&raw) else {
+        return Ok(raw);
+    };
+    let admin_group = crate::provision::upstream_admin_group(t);
+    let subject_groups: Vec<String> = answer["spec"]["groups"]
+        .as_array()
+        .map(|gs| {
+            gs.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut facts = ReviewFacts {
+        admin: subject_groups.contains(&admin_group),
+        asked_as_shadow: false,
+        namespace_exists: None,
+    };
+    for _ in 0..3 {
+        match self_review_next(ctx, &answer, facts) {
+            ReviewNext::Keep => break,
+            ReviewNext::AllowAdmin => {
+                answer["status"] = admin_allowed_status();
+                break;
+            }
+            ReviewNext::ProbeNamespace(ns) => {
+                let (exists, _) = crate::absent::tenant_namespace_exists(state, t, &ns).await?;
+                facts.namespace_exists = Some(exists);
+            }
+            ReviewNext::AskShadow(review) => {
+                let Some(subject) = answer["spec"]["user"].as_str() else {
+                    break;
+                };
+                let shadow = paddock_core::review::shadow_subject_review(
+                    t,
+                    &review,
+                    subject,
+                    &subject_groups,
+                    &answer["spec"]["extra"],
+                );
+                let asked = ask_review_as(
+                    state,
+                    t,
+                    user,
+                    groups,
+                    As::Shadow,
+                    "subjectaccessreviews",
+                    &shadow,
+                )
+                .await?;
+                match asked {
+                    Some(a) => {
+                        answer["status"] = a["status"].clone();
+                        facts.asked_as_shadow = true;
+                    }
+                    None => break,
+                }
+            }
+        }
+    }
+    let out = serde_json::to_vec(&answer).map_err(|e| ServerError::Internal(e.to_string()))?;
+    Ok(bytes::Bytes::from(out))
+}
