@@ -273,6 +273,8 @@ mod tests {
             max_body_bytes: 1,
             cert_reload_interval: Duration::from_secs(5),
             shutdown_grace: Duration::from_secs(1),
+            upstream_timeout: Duration::from_secs(60),
+            shutdown_delay: Duration::from_secs(0),
             tenant_priority_shares: 0,
             log_format: LogFormat::Text,
             access_log: false,
