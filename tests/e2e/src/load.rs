@@ -321,6 +321,26 @@ pub async fn run(tenants: Vec<TenantLoad>, spec: Spec, admin: Tls) -> Result<Rep
         }
     }
     report.watches = watch_logs;
+    // Leave nothing behind: the next run starts below the tenant's namespace quota
+    // (1000 ConfigMaps).
+    for t in &tenants {
+        let path = format!(
+            "/api/v1/namespaces/{}/configmaps?labelSelector={RUN_LABEL}%3D{}",
+            t.upstream_namespace(),
+            spec.run
+        );
+        match admin
+            .send(Method::DELETE, &path, None, Duration::from_secs(60))
+            .await
+        {
+            Ok((s, _)) if s.is_success() => {}
+            Ok((s, b)) => anyhow::bail!(
+                "deleting the load's objects upstream: {s}: {}",
+                String::from_utf8_lossy(&b)
+            ),
+            Err(e) => anyhow::bail!("deleting the load's objects upstream: {e}"),
+        }
+    }
     Ok(report)
 }
 

@@ -273,7 +273,9 @@ fn ha_behind_haproxy() -> Result<()> {
         workers: 3,
         watches: 2,
         duration: Duration::from_secs(secs),
-        max_requests: 20_000,
+        // A quarter are creates, shared by two tenants: at most ~750 each, below the
+        // tenant's namespace quota of 1000 ConfigMaps (each run deletes its objects after).
+        max_requests: 6_000,
         pause: Duration::from_millis(20),
         request_timeout: Duration::from_secs(20),
     };
