@@ -7,6 +7,7 @@ pub mod body;
 pub mod catalog;
 pub mod dupkeys;
 pub mod error;
+pub mod fairshare;
 pub mod identity;
 pub mod object;
 pub mod patch;

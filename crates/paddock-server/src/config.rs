@@ -75,6 +75,41 @@ pub struct ServerConfig {
     pub log_format: LogFormat,
     /// Whether every request gets an access-log line (`paddock::access`).
     pub access_log: bool,
+    /// Bounds on client connections (docs/fairshare.md).
+    pub connections: ConnectionConfig,
+    /// Default per-tenant fair-share limits of one replica; a tenant record may override them.
+    pub limits: paddock_core::fairshare::Limits,
+}
+
+/// Bounds on what one client connection may hold (docs/fairshare.md), after kube-apiserver's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConnectionConfig {
+    /// A TLS handshake not done by then is dropped.
+    pub tls_handshake_timeout: Duration,
+    /// A request's header block must arrive within this (HTTP/1.1; also the longest wait for
+    /// the next request on a kept-alive HTTP/1.1 connection).
+    pub header_read_timeout: Duration,
+    /// A connection with no request in progress for this long is closed (HTTP/1.1 and
+    /// HTTP/2; a watch or a streamed response counts as in progress).
+    pub idle_timeout: Duration,
+    /// HTTP/2 keep-alive ping interval; a peer that does not answer within the same time is
+    /// dropped.
+    pub http2_keepalive: Duration,
+    /// Largest header block (names and values, after decoding) answered with anything but a
+    /// 431 `Status`.
+    pub max_header_bytes: usize,
+}
+
+impl Default for ConnectionConfig {
+    fn default() -> Self {
+        ConnectionConfig {
+            tls_handshake_timeout: Duration::from_secs(10),
+            header_read_timeout: Duration::from_secs(30),
+            idle_timeout: Duration::from_secs(90),
+            http2_keepalive: Duration::from_secs(30),
+            max_header_bytes: 256 * 1024,
+        }
+    }
 }
 
 impl ServerConfig {
@@ -132,9 +167,29 @@ impl ServerConfig {
         if self.cert_validity < Duration::from_secs(60) {
             return Err("cert_validity: must be at least 1m".into());
         }
+        let c = &self.connections;
+        for (key, d) in [
+            ("tls_handshake_timeout", c.tls_handshake_timeout),
+            ("header_read_timeout", c.header_read_timeout),
+            ("idle_timeout", c.idle_timeout),
+            ("http2_keepalive", c.http2_keepalive),
+        ] {
+            if d.is_zero() {
+                return Err(format!("{key}: must be at least 1s"));
+            }
+        }
+        if !(4096..=MAX_HEADER_BYTES_CEILING).contains(&c.max_header_bytes) {
+            return Err(format!(
+                "max_header_bytes: must be between 4096 and {MAX_HEADER_BYTES_CEILING}"
+            ));
+        }
         Ok(())
     }
 }
+
+/// The largest `max_header_bytes`: the HTTP/1.1 read buffer is sized above it (a header
+/// block beyond the buffer gets hyper's own bare 431), so it bounds memory per connection.
+pub const MAX_HEADER_BYTES_CEILING: usize = 1 << 20;
 
 /// Parses durations such as `90s`, `15m`, `24h`, `30d`.
 pub fn parse_duration(s: &str) -> Result<Duration, String> {

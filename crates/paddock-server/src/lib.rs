@@ -7,10 +7,12 @@ pub mod admin;
 pub mod auth;
 pub mod body;
 pub mod config;
+pub mod conn;
 pub mod discovery;
 pub mod error;
 pub mod fanout;
 pub mod front;
+pub mod limits;
 pub mod metrics;
 pub mod provision;
 pub mod proxy;
@@ -73,6 +75,7 @@ pub async fn run(config: ServerConfig, shutdown: CancellationToken) -> Result<()
         metrics: Arc::new(Metrics::new()),
         shutdown: shutdown.clone(),
         bootstrapped: std::sync::atomic::AtomicBool::new(false),
+        limiter: limits::Limiter::default(),
         access_log: access_log::AccessLog::new(config.log_format, config.access_log),
         config,
     });
@@ -119,10 +122,19 @@ pub async fn run(config: ServerConfig, shutdown: CancellationToken) -> Result<()
                     }
                 }
             }
-            // Finish deletions a crash interrupted.
+            // Finish deletions a crash interrupted; give tenants created by an older paddock
+            // their own APF FlowSchema.
             for t in state.cache.tenants() {
                 if t.phase == TenantPhase::Terminating {
                     tokio::spawn(admin::finish_tenant_deletion(state.clone(), t.id.clone()));
+                } else if let Err(e) = provision::ensure_tenant_flow_schema(
+                    &state.upstream,
+                    &t.id,
+                    state.config.tenant_priority_shares,
+                )
+                .await
+                {
+                    tracing::warn!(tenant = %t.id, error = %e, "could not put the tenant's FlowSchema in place");
                 }
             }
             // Least-privilege grants and RBAC mirrors: repaired at start, resynced periodically.
@@ -141,6 +153,9 @@ pub async fn run(config: ServerConfig, shutdown: CancellationToken) -> Result<()
                     .iter()
                     .map(|t| t.id.as_str().to_string())
                     .collect();
+                let known: std::collections::HashSet<&str> =
+                    ids.iter().map(String::as_str).collect();
+                state.limiter.retain(|t| known.contains(t.as_str()));
                 state.catalogs.set_known_tenants(ids);
                 tokio::select! {
                     r = changes.changed() => if r.is_err() { return },

@@ -36,6 +36,15 @@ pub struct UpstreamErrorLabels {
     pub kind: String,
 }
 
+/// Labels of the fair-share refusal counter (no tenant: the request counter has the tenant
+/// and the 4xx class; this says which limit, 5 series at most).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct LimitLabels {
+    /// The limit's field name (`readQPS`, `writeQPS`, `maxInflight`, `maxWatches`,
+    /// `maxConnections`).
+    pub limit: String,
+}
+
 /// All metrics of one replica.
 pub struct Metrics {
     registry: Registry,
@@ -47,6 +56,8 @@ pub struct Metrics {
     pub open_watches: Gauge,
     /// Upstream failures.
     pub upstream_errors: Family<UpstreamErrorLabels, Counter>,
+    /// Requests and connections refused by a fair-share limit.
+    pub limit_refusals: Family<LimitLabels, Counter>,
 }
 
 impl Default for Metrics {
@@ -85,8 +96,15 @@ impl Metrics {
             "Upstream failures by kind",
             upstream_errors.clone(),
         );
+        let limit_refusals = Family::<LimitLabels, Counter>::default();
+        registry.register(
+            "fairshare_refusals",
+            "Requests and connections refused with 429 by a per-tenant fair-share limit, by limit",
+            limit_refusals.clone(),
+        );
         Metrics {
             registry,
+            limit_refusals,
             requests,
             latency,
             open_watches,
@@ -123,6 +141,15 @@ impl Metrics {
                 verb: verb.to_string(),
             })
             .observe(seconds);
+    }
+
+    /// Counts a fair-share refusal.
+    pub fn limit_refused(&self, limit: &str) {
+        self.limit_refusals
+            .get_or_create(&LimitLabels {
+                limit: limit.to_string(),
+            })
+            .inc();
     }
 
     /// Counts an upstream failure.
