@@ -3,6 +3,7 @@
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
 // Request side (engineer A).
+pub mod audit;
 pub mod body;
 pub mod catalog;
 pub mod dupkeys;

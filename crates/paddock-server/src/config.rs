@@ -79,6 +79,25 @@ pub struct ServerConfig {
     pub connections: ConnectionConfig,
     /// Default per-tenant fair-share limits of one replica; a tenant record may override them.
     pub limits: paddock_core::fairshare::Limits,
+    /// The tenant audit trail (docs/audit.md); off without a policy file.
+    pub audit: AuditConfig,
+}
+
+/// Where audit events go (config).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AuditConfig {
+    /// kube-apiserver's audit Policy file; no file = no audit trail.
+    pub policy_file: Option<PathBuf>,
+    /// JSON-lines log file (`-` = stdout).
+    pub log_path: Option<PathBuf>,
+    /// Rotate when the file reaches this many MiB (0 = never).
+    pub log_max_size_mb: u64,
+    /// Rotated files kept (`<file>.1` newest).
+    pub log_max_backups: u32,
+    /// Webhook URL receiving `audit.k8s.io/v1` `EventList`s (POST, JSON).
+    pub webhook_url: Option<String>,
+    /// CA bundle verifying an https webhook.
+    pub webhook_ca: Option<PathBuf>,
 }
 
 /// Bounds on what one client connection may hold (docs/fairshare.md), after kube-apiserver's.

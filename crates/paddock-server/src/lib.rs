@@ -4,6 +4,7 @@
 
 pub mod access_log;
 pub mod admin;
+pub mod audit;
 pub mod auth;
 pub mod body;
 pub mod config;
@@ -66,13 +67,20 @@ pub async fn run(config: ServerConfig, shutdown: CancellationToken) -> Result<()
         .map_err(|e| ServerError::Config(format!("listen: cannot bind {}: {e}", config.listen)))?;
     tracing::info!(listen = %config.listen, upstream = upstream.server(), store = ?config.store, "paddock serving");
 
+    let metrics = Arc::new(Metrics::new());
+    let audit = audit::Audit::start(
+        &config.audit,
+        metrics.audit_dropped.clone(),
+        shutdown.clone(),
+    )?;
     let state = Arc::new(AppState {
         cache: store.cache(),
         store,
         upstream,
         catalogs: CatalogCache::new(),
         ca: ArcSwap::from_pointee(ca),
-        metrics: Arc::new(Metrics::new()),
+        metrics,
+        audit,
         shutdown: shutdown.clone(),
         bootstrapped: std::sync::atomic::AtomicBool::new(false),
         limiter: limits::Limiter::default(),

@@ -58,6 +58,8 @@ pub struct Metrics {
     pub upstream_errors: Family<UpstreamErrorLabels, Counter>,
     /// Requests and connections refused by a fair-share limit.
     pub limit_refusals: Family<LimitLabels, Counter>,
+    /// Audit events dropped because the writer fell behind.
+    pub audit_dropped: Counter,
 }
 
 impl Default for Metrics {
@@ -102,9 +104,16 @@ impl Metrics {
             "Requests and connections refused with 429 by a per-tenant fair-share limit, by limit",
             limit_refusals.clone(),
         );
+        let audit_dropped = Counter::default();
+        registry.register(
+            "audit_dropped",
+            "Tenant audit events dropped because the audit backends fell behind",
+            audit_dropped.clone(),
+        );
         Metrics {
             registry,
             limit_refusals,
+            audit_dropped,
             requests,
             latency,
             open_watches,

@@ -20,6 +20,10 @@ pub async fn handle(
     mut req: Request<Incoming>,
 ) -> Response<ResBody> {
     let start = Instant::now();
+    let audit_info = state
+        .audit
+        .as_ref()
+        .map(|_| crate::audit::RequestInfo::of(&req, start));
     let path = req.uri().path().to_string();
     let method = req.method().clone();
     match path.as_str() {
@@ -100,6 +104,7 @@ pub async fn handle(
             413,
             start.elapsed().as_secs_f64(),
         );
+        audit(&state, &caller, audit_info.as_ref(), 413);
         return resp;
     }
     // A fair-share slot, held until the response body has been sent.
@@ -147,6 +152,7 @@ pub async fn handle(
         code,
         start.elapsed().as_secs_f64(),
     );
+    audit(&state, &caller, audit_info.as_ref(), code);
     match permit {
         Some(p) => resp.map(|b| crate::limits::hold(b, p)),
         None => resp,
@@ -173,6 +179,12 @@ async fn serve_tenant(
             Ok((resp, verb)) => (Ok(resp), verb),
             Err(e) => (Err(e), crate::proxy::method_verb(&method)),
         }
+    }
+}
+
+fn audit(state: &AppState, caller: &Caller, info: Option<&crate::audit::RequestInfo>, code: u16) {
+    if let (Some(a), Some(i)) = (&state.audit, info) {
+        crate::audit::record_request(a, caller, i, code);
     }
 }
 

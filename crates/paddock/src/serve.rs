@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use paddock_core::fairshare::Limits;
-use paddock_server::config::{ConnectionConfig, parse_duration};
+use paddock_server::config::{AuditConfig, ConnectionConfig, parse_duration};
 use paddock_server::{LogFormat, ServerConfig, StoreKind};
 use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
@@ -99,6 +99,24 @@ pub struct ServeArgs {
     /// Per-tenant default: open TLS connections (0 = no limit).
     #[arg(long, env = "PADDOCK_TENANT_MAX_CONNECTIONS")]
     pub tenant_max_connections: Option<u32>,
+    /// Tenant audit trail: kube-apiserver audit Policy file (audit.k8s.io/v1); unset = no audit trail.
+    #[arg(long, env = "PADDOCK_AUDIT_POLICY_FILE")]
+    pub audit_policy_file: Option<PathBuf>,
+    /// Tenant audit trail: JSON-lines file of audit.k8s.io/v1 Events (- = stdout).
+    #[arg(long, env = "PADDOCK_AUDIT_LOG_PATH")]
+    pub audit_log_path: Option<PathBuf>,
+    /// Tenant audit trail: rotate the file at this many MiB (default 100; 0 = never).
+    #[arg(long, env = "PADDOCK_AUDIT_LOG_MAX_SIZE_MB")]
+    pub audit_log_max_size_mb: Option<u64>,
+    /// Tenant audit trail: rotated files kept (default 10).
+    #[arg(long, env = "PADDOCK_AUDIT_LOG_MAX_BACKUPS")]
+    pub audit_log_max_backups: Option<u32>,
+    /// Tenant audit trail: URL receiving audit.k8s.io/v1 EventLists (POST).
+    #[arg(long, env = "PADDOCK_AUDIT_WEBHOOK_URL")]
+    pub audit_webhook_url: Option<String>,
+    /// Tenant audit trail: CA bundle of an https webhook.
+    #[arg(long, env = "PADDOCK_AUDIT_WEBHOOK_CA")]
+    pub audit_webhook_ca: Option<PathBuf>,
     /// Threads serving requests (default: one per CPU). Read before the config file, so a
     /// flag or variable only. Where paddock shares its cores with the apiserver, 1 costs
     /// about a quarter less CPU per request (docs/performance.md).
@@ -140,6 +158,12 @@ struct FileConfig {
     tenant_max_watches: Option<u32>,
     tenant_max_list: Option<u32>,
     tenant_max_connections: Option<u32>,
+    audit_policy_file: Option<PathBuf>,
+    audit_log_path: Option<PathBuf>,
+    audit_log_max_size_mb: Option<u64>,
+    audit_log_max_backups: Option<u32>,
+    audit_webhook_url: Option<String>,
+    audit_webhook_ca: Option<PathBuf>,
 }
 
 fn load_file(path: &Path) -> Result<FileConfig> {
@@ -170,8 +194,6 @@ pub fn resolve(args: &ServeArgs) -> Result<(ServerConfig, LogFormat)> {
         Some(p) => load_file(p)?,
         None => FileConfig::default(),
     };
-    let connections = connections(args, &file)?;
-    let limits = limits(args, &file);
     // Relative paths in the file are relative to the file.
     let base = args
         .config
@@ -179,6 +201,34 @@ pub fn resolve(args: &ServeArgs) -> Result<(ServerConfig, LogFormat)> {
         .and_then(|p| p.parent().map(Path::to_path_buf))
         .unwrap_or_default();
     let rel = |p: PathBuf| if p.is_absolute() { p } else { base.join(p) };
+    let connections = connections(args, &file)?;
+    let limits = limits(args, &file);
+    let audit = AuditConfig {
+        policy_file: args
+            .audit_policy_file
+            .clone()
+            .or(file.audit_policy_file.clone().map(&rel)),
+        log_path: args
+            .audit_log_path
+            .clone()
+            .or(file.audit_log_path.clone().map(&rel)),
+        log_max_size_mb: args
+            .audit_log_max_size_mb
+            .or(file.audit_log_max_size_mb)
+            .unwrap_or(100),
+        log_max_backups: args
+            .audit_log_max_backups
+            .or(file.audit_log_max_backups)
+            .unwrap_or(10),
+        webhook_url: args
+            .audit_webhook_url
+            .clone()
+            .or(file.audit_webhook_url.clone()),
+        webhook_ca: args
+            .audit_webhook_ca
+            .clone()
+            .or(file.audit_webhook_ca.clone().map(&rel)),
+    };
 
     let listen_s = args
         .listen
@@ -235,6 +285,7 @@ pub fn resolve(args: &ServeArgs) -> Result<(ServerConfig, LogFormat)> {
         access_log: args.access_log.or(file.access_log).unwrap_or(true),
         connections,
         limits,
+        audit,
     };
     config.validate().map_err(anyhow::Error::msg)?;
     Ok((config, log_format))
