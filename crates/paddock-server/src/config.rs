@@ -105,8 +105,7 @@ pub struct AuditConfig {
 pub struct ConnectionConfig {
     /// A TLS handshake not done by then is dropped.
     pub tls_handshake_timeout: Duration,
-    /// A request's header block must arrive within this (HTTP/1.1; also the longest wait for
-    /// the next request on a kept-alive HTTP/1.1 connection).
+    /// A request's header block must arrive within this (HTTP/1.1, from its first byte).
     pub header_read_timeout: Duration,
     /// A connection with no request in progress for this long is closed (HTTP/1.1 and
     /// HTTP/2; a watch or a streamed response counts as in progress).

@@ -71,6 +71,8 @@ fn header_bytes(h: &HeaderMap) -> usize {
 /// paddock's 431 `Status`; beyond them hyper answers a bare 431 (HTTP/1.1) or h2 refuses the
 /// stream.
 const HYPER_HEADER_SLACK: usize = 64 * 1024;
+/// Time an idle or refused connection gets to close after it was told to.
+const CLOSE_GRACE: Duration = Duration::from_secs(1);
 /// Header fields per request hyper parses (its default is 100, whose overflow is a bare 431).
 const MAX_HEADER_FIELDS: usize = 1024;
 
@@ -190,11 +192,14 @@ pub async fn serve_connection(
         );
     let conn = builder.serve_connection_with_upgrades(TokioIo::new(tls_stream), svc);
     tokio::pin!(conn);
-    // Once closing, the connection gets the shutdown grace to finish what it is sending.
-    let mut closing: Option<Instant> = None;
+    // Once closing, the connection gets until `stop_by` to finish what it is sending: the
+    // shutdown grace at shutdown; [`CLOSE_GRACE`] when idle or refused (nothing is in flight;
+    // an HTTP/2 graceful close waits for the peer to answer a PING, which a silent client
+    // never does).
+    let mut stop_by: Option<Instant> = None;
     loop {
         let idle_at = activity.idle_deadline(cfg.idle_timeout);
-        let hard_stop = closing.unwrap_or_else(Instant::now) + state.config.shutdown_grace;
+        let hard_stop = stop_by.unwrap_or_else(|| Instant::now() + cfg.idle_timeout);
         tokio::select! {
             r = conn.as_mut() => {
                 if let Err(e) = r {
@@ -202,22 +207,22 @@ pub async fn serve_connection(
                 }
                 break;
             }
-            _ = state.shutdown.cancelled(), if closing.is_none() => {
+            _ = state.shutdown.cancelled(), if stop_by.is_none() => {
                 conn.as_mut().graceful_shutdown();
-                closing = Some(Instant::now());
+                stop_by = Some(Instant::now() + state.config.shutdown_grace);
             }
-            _ = activity.close.notified(), if closing.is_none() => {
+            _ = activity.close.notified(), if stop_by.is_none() => {
                 conn.as_mut().graceful_shutdown();
-                closing = Some(Instant::now());
+                stop_by = Some(Instant::now() + CLOSE_GRACE);
             }
-            _ = tokio::time::sleep_until(idle_at), if closing.is_none() => {
+            _ = tokio::time::sleep_until(idle_at), if stop_by.is_none() => {
                 if activity.idle_deadline(cfg.idle_timeout) <= Instant::now() {
                     tracing::debug!(%remote, "closing an idle connection");
                     conn.as_mut().graceful_shutdown();
-                    closing = Some(Instant::now());
+                    stop_by = Some(Instant::now() + CLOSE_GRACE);
                 }
             }
-            _ = tokio::time::sleep_until(hard_stop), if closing.is_some() => {
+            _ = tokio::time::sleep_until(hard_stop), if stop_by.is_some() => {
                 tracing::debug!(%remote, "connection did not close in time; dropping it");
                 break;
             }

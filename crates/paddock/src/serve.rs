@@ -63,7 +63,7 @@ pub struct ServeArgs {
     /// TLS handshake timeout, e.g. 10s.
     #[arg(long, env = "PADDOCK_TLS_HANDSHAKE_TIMEOUT")]
     pub tls_handshake_timeout: Option<String>,
-    /// Time a client has to send a request's headers (also the longest wait for the next request on a kept-alive HTTP/1.1 connection), e.g. 30s.
+    /// Time a client has to send a request's headers, e.g. 30s.
     #[arg(long, env = "PADDOCK_HEADER_READ_TIMEOUT")]
     pub header_read_timeout: Option<String>,
     /// A connection with no request in progress is closed after this, e.g. 90s.

@@ -394,7 +394,7 @@ fn slow_clients_and_fair_share() -> Result<()> {
             let w = worst.entry(kind).or_default();
             *w = (*w).max(took);
         }
-        for (kind, limit) in [("h1-silent", HEADER_READ_TIMEOUT), ("h1-after-request", IDLE_TIMEOUT), ("h2", IDLE_TIMEOUT)] {
+        for (kind, limit) in [("h1-silent", IDLE_TIMEOUT), ("h1-after-request", IDLE_TIMEOUT), ("h2", IDLE_TIMEOUT)] {
             let w = worst.get(kind).copied().unwrap_or_default();
             ensure!(w <= limit + SLACK, "{kind}: an idle connection lived {w:?} (limit {limit:?})");
         }
