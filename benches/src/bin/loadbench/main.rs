@@ -54,6 +54,10 @@ struct Args {
     /// Noisy neighbour: tenant A's concurrent workers (each loops LIST, write, watch open).
     #[arg(long, default_value_t = 32)]
     noisy_a_workers: usize,
+    /// Noisy neighbour: fair-share overrides for tenant A (`paddock tenant set-limits`), e.g.
+    /// `readQPS=20,writeQPS=10`; default: the server's defaults.
+    #[arg(long, value_delimiter = ',')]
+    noisy_a_limits: Vec<String>,
     /// Workloads of the load part: get, create, table, list.
     #[arg(long, value_delimiter = ',', default_value = "get,create,table,list")]
     works: Vec<String>,
@@ -279,6 +283,15 @@ async fn run(mut args: Args) -> Result<()> {
     if args.wants("noisy") {
         eprintln!("== noisy neighbour: tenant A unbounded, tenant B steady");
         let a = Cred::from_kubeconfig(&p.tenant(noisy::NOISY)?)?;
+        if !args.noisy_a_limits.is_empty() {
+            let mut cli = vec!["tenant", "set-limits", noisy::NOISY];
+            cli.extend(args.noisy_a_limits.iter().map(String::as_str));
+            p.cli(&cli)?;
+            report.notes.push(format!(
+                "tenant A's limits: {}",
+                args.noisy_a_limits.join(",")
+            ));
+        }
         let b = Cred::from_kubeconfig(&p.tenant(noisy::QUIET)?)?;
         match noisy::run(
             &admin,

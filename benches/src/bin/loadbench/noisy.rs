@@ -255,7 +255,7 @@ pub async fn run(
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "### Noisy neighbour\n\nTenant B: {b_rate} GETs of one ConfigMap per second (HTTP/2, open loop), alone for {alone_secs} s, then for {secs} s while tenant A runs {a_workers} workers in an unbounded loop of LIST (100 ConfigMaps, limit=500), merge-patch of a ConfigMap and watch open (dropped at once), then alone again for {alone_secs} s. Default per-tenant limits.\n"
+        "### Noisy neighbour\n\nTenant B: {b_rate} GETs of one ConfigMap per second (HTTP/2, open loop), alone for {alone_secs} s, then for {secs} s while tenant A runs {a_workers} workers in an unbounded loop of LIST (100 ConfigMaps, limit=500), merge-patch of a ConfigMap and watch open (dropped at once), then alone again for {alone_secs} s. Tenant A's limits: the server's defaults unless a note above says otherwise.\n"
     );
     let _ = writeln!(
         out,
