@@ -357,9 +357,11 @@ pub fn tenant_flow_schema() -> Value {
     })
 }
 
-/// Name of tenant `t`'s own FlowSchema.
+/// Name of tenant `t`'s own FlowSchema, `paddock-tenants-<tid>-flow`: it carries `<tid>-`
+/// like every other upstream object of the tenant (not at the start: that form is a tenant's
+/// own object name, and tenants cannot write FlowSchemas).
 pub fn tenant_flow_schema_name(t: &TenantId) -> String {
-    format!("{TENANT_PRIORITY_LEVEL}-{}", t.as_str())
+    format!("{TENANT_PRIORITY_LEVEL}-{}-flow", t.as_str())
 }
 
 /// Tenant `t`'s own FlowSchema: every request paddock makes as any user of `t` (they all

@@ -645,7 +645,7 @@ fn slow_clients_and_fair_share() -> Result<()> {
     let fs: Value = serde_json::from_str(&admin.run(&[
         "get",
         "flowschema",
-        "paddock-tenants-noisya",
+        "paddock-tenants-noisya-flow",
         "-o",
         "json",
     ])?)?;
