@@ -22,10 +22,15 @@ pub mod tenant;
 // Requests, rules, encodings, responses.
 pub mod absent;
 pub mod request;
-pub mod review;
 pub mod response;
+pub mod review;
 pub mod rules;
 pub mod wire;
+
+// Tenant governance: fair-share limits and the audit trail (the decisions; the server
+// holds the counters and writes the log).
+pub mod audit;
+pub mod fairshare;
 
 // Errors and their Status.
 pub mod error;

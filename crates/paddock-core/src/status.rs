@@ -34,6 +34,22 @@ pub fn watch_error_event(code: u16, reason: &str, message: &str) -> Vec<u8> {
     out
 }
 
+/// A 429 `Status` with `details.retryAfterSeconds`, as kube-apiserver's own throttling
+/// answers carry it (client-go reads the `Retry-After` header; the field is for humans).
+pub fn status_body_retry(code: u16, reason: &str, message: &str, retry_after: u64) -> Vec<u8> {
+    let v = json!({
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": message,
+        "reason": reason,
+        "details": {"retryAfterSeconds": retry_after},
+        "code": code,
+    });
+    serde_json::to_vec(&v).unwrap_or_else(|_| status_body(code, reason, message))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -9,6 +9,7 @@ use std::time::{Duration, SystemTime};
 use http::{Method, Request, Response, StatusCode, header};
 use hyper::body::Incoming;
 use paddock_core::TenantId;
+use paddock_core::fairshare::LimitOverrides;
 use paddock_store::{CertRecord, TenantPhase, TenantRecord};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -49,9 +50,49 @@ pub fn tenant_object(r: &TenantRecord) -> Value {
         "apiVersion": GV,
         "kind": "Tenant",
         "metadata": {"name": r.id.as_str(), "creationTimestamp": r.created, "labels": r.labels, "generation": r.generation},
-        "spec": {"displayName": r.display_name},
+        "spec": {"displayName": r.display_name, "limits": r.limits.unwrap_or_default()},
         "status": {"phase": phase_str(r.phase), "progress": r.progress}
     })
+}
+
+/// Parses fair-share overrides; an unknown field or a bad value is a 400 naming it.
+fn parse_limits(v: &Value) -> Result<Option<LimitOverrides>, ServerError> {
+    if v.is_null() {
+        return Ok(None);
+    }
+    let o: LimitOverrides = serde_json::from_value(v.clone())
+        .map_err(|e| ServerError::BadRequest(format!("spec.limits: {e}")))?;
+    Ok((!o.is_empty()).then_some(o))
+}
+
+/// Applies a JSON merge patch (RFC 7386; `null` removes an override) to a tenant's limits.
+async fn patch_limits(
+    state: &Arc<AppState>,
+    id: &str,
+    patch: &Value,
+) -> Result<TenantRecord, ServerError> {
+    let Some(fields) = patch.as_object() else {
+        return Err(ServerError::BadRequest(
+            "the body must be a JSON object of limits, e.g. {\"readQPS\": 20, \"maxWatches\": null}".into(),
+        ));
+    };
+    let mut rec =
+        state.store.get_tenant(id).await?.ok_or_else(|| {
+            ServerError::NotFound(format!("tenants.paddock.io \"{id}\" not found"))
+        })?;
+    let mut current = serde_json::to_value(rec.limits.unwrap_or_default())
+        .map_err(|e| ServerError::Internal(e.to_string()))?;
+    for (k, v) in fields {
+        if v.is_null() {
+            current.as_object_mut().map(|m| m.remove(k));
+        } else {
+            current[k] = v.clone();
+        }
+    }
+    rec.limits = parse_limits(&current)?;
+    rec.generation += 1;
+    state.store.put_tenant(&rec).await?;
+    Ok(rec)
 }
 
 fn phase_str(p: TenantPhase) -> &'static str {
@@ -209,8 +250,18 @@ pub async fn serve_admin(
                 .to_string();
             let labels: BTreeMap<String, String> =
                 serde_json::from_value(obj["metadata"]["labels"].clone()).unwrap_or_default();
-            let rec = create_tenant(state, id, display, labels).await?;
+            let limits = parse_limits(&obj["spec"]["limits"])?;
+            let rec = create_tenant(state, id, display, labels, limits).await?;
             json_response(StatusCode::CREATED, &tenant_object(&rec))
+        }
+        (Method::PATCH, ["tenants", id, "limits"]) => {
+            let body = collect_limited(req.into_body(), 1 << 20).await?;
+            let patch: Value = serde_json::from_slice(&body).map_err(|e| {
+                ServerError::BadRequest(format!("the request body is not valid JSON: {e}"))
+            })?;
+            let rec = patch_limits(state, id, &patch).await?;
+            tracing::info!(admin = caller.user(), tenant = id, limits = ?rec.limits, "tenant limits changed");
+            json_response(StatusCode::OK, &tenant_object(&rec))
         }
         (Method::DELETE, ["tenants", id]) => {
             let rec = start_tenant_deletion(state, id).await?;
@@ -336,6 +387,7 @@ pub async fn create_tenant(
     id: &str,
     display_name: String,
     labels: BTreeMap<String, String>,
+    limits: Option<LimitOverrides>,
 ) -> Result<TenantRecord, ServerError> {
     let tid = TenantId::parse(id)
         .map_err(|e| ServerError::BadRequest(format!("invalid tenant id {id:?}: {e}")))?;
@@ -347,6 +399,12 @@ pub async fn create_tenant(
         }
         // Idempotent: creating an existing tenant repairs its upstream objects.
         provision::provision_tenant(&state.upstream, &tid).await?;
+        provision::ensure_tenant_flow_schema(
+            &state.upstream,
+            &tid,
+            state.config.tenant_priority_shares,
+        )
+        .await?;
         return Ok(existing);
     }
     provision::check_prefix_unused(&state.upstream, &tid).await?;
@@ -358,9 +416,21 @@ pub async fn create_tenant(
         created: rfc3339(SystemTime::now()),
         progress: None,
         generation: 1,
+        limits,
     };
     state.store.create_tenant(&rec).await?;
-    if let Err(e) = provision::provision_tenant(&state.upstream, &tid).await {
+    let provisioned = match provision::provision_tenant(&state.upstream, &tid).await {
+        Ok(()) => {
+            provision::ensure_tenant_flow_schema(
+                &state.upstream,
+                &tid,
+                state.config.tenant_priority_shares,
+            )
+            .await
+        }
+        Err(e) => Err(e),
+    };
+    if let Err(e) = provisioned {
         tracing::warn!(tenant = %tid, error = %e, "provisioning failed; rolling back");
         let _ = provision::delete_tenant_objects(
             &state.upstream,

@@ -106,6 +106,59 @@ pub struct ServerConfig {
     /// At SIGTERM, how long `/readyz` answers 503 while everything is still served, so that a
     /// load balancer takes the replica out before it stops accepting connections.
     pub shutdown_delay: Duration,
+    /// Bounds on client connections (docs/fairshare.md).
+    pub connections: ConnectionConfig,
+    /// Default per-tenant fair-share limits of one replica; a tenant record may override them.
+    pub limits: paddock_core::fairshare::Limits,
+    /// The tenant audit trail (docs/audit.md); off without a policy file.
+    pub audit: AuditConfig,
+}
+
+/// Where audit events go (config).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AuditConfig {
+    /// kube-apiserver's audit Policy file; no file = no audit trail.
+    pub policy_file: Option<PathBuf>,
+    /// JSON-lines log file (`-` = stdout).
+    pub log_path: Option<PathBuf>,
+    /// Rotate when the file reaches this many MiB (0 = never).
+    pub log_max_size_mb: u64,
+    /// Rotated files kept (`<file>.1` newest).
+    pub log_max_backups: u32,
+    /// Webhook URL receiving `audit.k8s.io/v1` `EventList`s (POST, JSON).
+    pub webhook_url: Option<String>,
+    /// CA bundle verifying an https webhook.
+    pub webhook_ca: Option<PathBuf>,
+}
+
+/// Bounds on what one client connection may hold (docs/fairshare.md), after kube-apiserver's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConnectionConfig {
+    /// A TLS handshake not done by then is dropped.
+    pub tls_handshake_timeout: Duration,
+    /// A request's header block must arrive within this (HTTP/1.1, from its first byte).
+    pub header_read_timeout: Duration,
+    /// A connection with no request in progress for this long is closed (HTTP/1.1 and
+    /// HTTP/2; a watch or a streamed response counts as in progress).
+    pub idle_timeout: Duration,
+    /// HTTP/2 keep-alive ping interval; a peer that does not answer within the same time is
+    /// dropped.
+    pub http2_keepalive: Duration,
+    /// Largest header block (names and values, after decoding) answered with anything but a
+    /// 431 `Status`.
+    pub max_header_bytes: usize,
+}
+
+impl Default for ConnectionConfig {
+    fn default() -> Self {
+        ConnectionConfig {
+            tls_handshake_timeout: Duration::from_secs(10),
+            header_read_timeout: Duration::from_secs(30),
+            idle_timeout: Duration::from_secs(90),
+            http2_keepalive: Duration::from_secs(30),
+            max_header_bytes: 256 * 1024,
+        }
+    }
 }
 
 impl ServerConfig {
@@ -156,6 +209,22 @@ impl ServerConfig {
         }
         if self.upstream_timeout < Duration::from_secs(1) {
             return Err("upstream_timeout: must be at least 1s".into());
+        }
+        let c = &self.connections;
+        for (key, d) in [
+            ("tls_handshake_timeout", c.tls_handshake_timeout),
+            ("header_read_timeout", c.header_read_timeout),
+            ("idle_timeout", c.idle_timeout),
+            ("http2_keepalive", c.http2_keepalive),
+        ] {
+            if d.is_zero() {
+                return Err(format!("{key}: must be at least 1s"));
+            }
+        }
+        if !(4096..=MAX_HEADER_BYTES_CEILING).contains(&c.max_header_bytes) {
+            return Err(format!(
+                "max_header_bytes: must be between 4096 and {MAX_HEADER_BYTES_CEILING}"
+            ));
         }
         Ok(())
     }
@@ -231,6 +300,10 @@ impl ServerConfig {
     }
 }
 
+/// The largest `max_header_bytes`: the HTTP/1.1 read buffer is sized above it (a header
+/// block beyond the buffer gets hyper's own bare 431), so it bounds memory per connection.
+pub const MAX_HEADER_BYTES_CEILING: usize = 1 << 20;
+
 /// Parses durations such as `90s`, `15m`, `24h`, `30d`.
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
     let s = s.trim();
@@ -278,6 +351,9 @@ mod tests {
             tenant_priority_shares: 0,
             log_format: LogFormat::Text,
             access_log: false,
+            connections: ConnectionConfig::default(),
+            limits: paddock_core::fairshare::Limits::default(),
+            audit: AuditConfig::default(),
         }
     }
 

@@ -52,6 +52,19 @@ pub enum ServerError {
     /// Not ready yet (discovery or store not synced).
     #[error("{0}")]
     Unavailable(String),
+    /// Over a fair-share limit (429 with `Retry-After`).
+    #[error("{message}")]
+    TooManyRequests {
+        /// Names the tenant, the limit and its value.
+        message: String,
+        /// Seconds, for `Retry-After` and the Status' `details.retryAfterSeconds`.
+        retry_after: u64,
+        /// The limit's field name (metrics).
+        limit: &'static str,
+    },
+    /// The request's header block is larger than the configured bound.
+    #[error("{0}")]
+    HeadersTooLarge(String),
     /// A bug or an unexpected condition.
     #[error("internal error: {0}")]
     Internal(String),
@@ -74,6 +87,8 @@ impl ServerError {
             ServerError::UpstreamUnreachable(_) => (503, "ServiceUnavailable"),
             ServerError::UpstreamTimeout(..) => (504, "Timeout"),
             ServerError::Unavailable(_) => (503, "ServiceUnavailable"),
+            ServerError::TooManyRequests { .. } => (429, "TooManyRequests"),
+            ServerError::HeadersTooLarge(_) => (431, "RequestHeaderFieldsTooLarge"),
         }
     }
 
@@ -101,6 +116,18 @@ impl ServerError {
     /// The error as a `Status` response.
     pub fn into_response(self) -> Response<ResBody> {
         let (code, reason) = self.code_and_reason();
+        if let ServerError::TooManyRequests {
+            message,
+            retry_after,
+            ..
+        } = &self
+        {
+            let body = paddock_core::status::status_body_retry(code, reason, message, *retry_after);
+            let mut resp = json_response(code, body);
+            resp.headers_mut()
+                .insert(http::header::RETRY_AFTER, HeaderValue::from(*retry_after));
+            return resp;
+        }
         status_response(code, reason, &self.public_message())
     }
 }
@@ -133,7 +160,10 @@ fn store_code(e: &paddock_store::StoreError) -> (u16, &'static str) {
 
 /// A `Status` response with the given code, reason and message.
 pub fn status_response(code: u16, reason: &str, message: &str) -> Response<ResBody> {
-    let body = paddock_core::status_body(code, reason, message);
+    json_response(code, paddock_core::status_body(code, reason, message))
+}
+
+fn json_response(code: u16, body: Vec<u8>) -> Response<ResBody> {
     let mut resp = Response::new(full(Bytes::from(body)));
     *resp.status_mut() = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     resp.headers_mut().insert(

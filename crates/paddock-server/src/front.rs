@@ -1,16 +1,15 @@
-//! The TLS front end: accept loop, certificate reload, HTTP/1.1 and HTTP/2 by ALPN, graceful
-//! shutdown.
+//! The TLS front end: accept loop, certificate reload, graceful shutdown. One connection's
+//! life (handshake, HTTP/1.1 or HTTP/2 by ALPN, timeouts and limits) is in `conn`.
 
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+
 use arc_swap::ArcSwap;
-use hyper::service::service_fn;
-use hyper_util::rt::{TokioExecutor, TokioIo};
-use hyper_util::server::conn::auto;
-use paddock_pki::PeerCert;
 use tokio::net::TcpListener;
+use tokio::sync::Notify;
 use tokio_rustls::TlsAcceptor;
 
 use crate::error::ServerError;
@@ -77,7 +76,7 @@ pub async fn serve(
     listener: TcpListener,
     tls: Arc<ReloadingTls>,
 ) -> Result<(), ServerError> {
-    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    let open = Arc::new(OpenConnections::default());
     let shutdown = state.shutdown.clone();
     loop {
         let (tcp, remote) = tokio::select! {
@@ -94,45 +93,50 @@ pub async fn serve(
         let _ = tcp.set_nodelay(true);
         let acceptor = tls.acceptor();
         let state = state.clone();
-        let watcher = graceful.watcher();
+        let open_guard = open.enter();
         tokio::spawn(async move {
-            let tls_stream =
-                match tokio::time::timeout(Duration::from_secs(10), acceptor.accept(tcp)).await {
-                    Ok(Ok(s)) => s,
-                    Ok(Err(e)) => {
-                        tracing::debug!(%remote, error = %e, "TLS handshake failed");
-                        return;
-                    }
-                    Err(_) => {
-                        tracing::debug!(%remote, "TLS handshake timed out");
-                        return;
-                    }
-                };
-            let peer: Option<Arc<PeerCert>> = tls_stream
-                .get_ref()
-                .1
-                .peer_certificates()
-                .and_then(|certs| certs.first())
-                .and_then(|der| paddock_pki::parse_peer_cert(der.as_ref()).ok())
-                .map(Arc::new);
-            let svc = service_fn(move |req| {
-                let state = state.clone();
-                let peer = peer.clone();
-                async move {
-                    Ok::<_, std::convert::Infallible>(crate::router::handle(state, peer, req).await)
-                }
-            });
-            let builder = auto::Builder::new(TokioExecutor::new());
-            let conn = builder.serve_connection_with_upgrades(TokioIo::new(tls_stream), svc);
-            if let Err(e) = watcher.watch(conn.into_owned()).await {
-                tracing::debug!(%remote, error = %e, "connection ended with an error");
-            }
+            let _open = open_guard;
+            crate::conn::serve_connection(state, acceptor, tcp, remote).await;
         });
     }
     tracing::info!("shutting down: draining in-flight requests");
     tokio::select! {
-        _ = graceful.shutdown() => tracing::info!("all connections drained"),
+        _ = open.drained() => tracing::info!("all connections drained"),
         _ = tokio::time::sleep(state.config.shutdown_grace) => tracing::warn!("grace period over; closing remaining connections"),
     }
     Ok(())
+}
+
+/// Counts the connections being served, so that shutdown can wait for them to finish.
+#[derive(Default)]
+struct OpenConnections {
+    count: AtomicUsize,
+    changed: Notify,
+}
+
+/// One open connection; dropping it counts it out.
+struct OpenGuard(Arc<OpenConnections>);
+
+impl OpenConnections {
+    fn enter(self: &Arc<Self>) -> OpenGuard {
+        self.count.fetch_add(1, Ordering::AcqRel);
+        OpenGuard(self.clone())
+    }
+
+    async fn drained(&self) {
+        loop {
+            let notified = self.changed.notified();
+            if self.count.load(Ordering::Acquire) == 0 {
+                return;
+            }
+            notified.await;
+        }
+    }
+}
+
+impl Drop for OpenGuard {
+    fn drop(&mut self) {
+        self.0.count.fetch_sub(1, Ordering::AcqRel);
+        self.0.changed.notify_waiters();
+    }
 }

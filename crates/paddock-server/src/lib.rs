@@ -5,15 +5,18 @@
 pub mod absent;
 pub mod access_log;
 pub mod admin;
+pub mod audit;
 pub mod auth;
 pub mod body;
 pub mod config;
+pub mod conn;
 pub mod discovery;
 pub mod error;
 pub mod fanout;
 pub mod front;
 pub mod health;
 pub mod impersonate;
+pub mod limits;
 pub mod metrics;
 pub mod provision;
 pub mod proxy;
@@ -83,18 +86,24 @@ pub async fn run(config: ServerConfig, shutdown: CancellationToken) -> Result<()
         .map_err(|e| ServerError::Config(format!("listen: cannot bind {}: {e}", config.listen)))?;
     tracing::info!(listen = %config.listen, upstream = upstream.server(), store = ?config.store, "paddock serving");
 
+    let metrics = Arc::new(Metrics::new());
+    // paddock's own stop: cancelled after the drain delay, not at the signal itself (see
+    // `drain_on`), so the audit trail records what is served while draining.
+    let stop = CancellationToken::new();
+    let audit = audit::Audit::start(&config.audit, metrics.audit_dropped.clone(), stop.clone())?;
     let state = Arc::new(AppState {
         cache: store.cache(),
         store,
         upstream,
         catalogs: CatalogCache::new(),
         ca: ArcSwap::from_pointee(ca),
-        metrics: Arc::new(Metrics::new()),
-        // Cancelled after the drain delay, not at the signal itself (see `drain_on`).
-        shutdown: CancellationToken::new(),
+        metrics,
+        audit,
+        shutdown: stop,
         bootstrapped: std::sync::atomic::AtomicBool::new(false),
         health: health::UpstreamHealth::new(),
         draining: std::sync::atomic::AtomicBool::new(false),
+        limiter: limits::Limiter::default(),
         access_log: access_log::AccessLog::new(config.log_format, config.access_log),
         config,
     });
@@ -143,10 +152,19 @@ pub async fn run(config: ServerConfig, shutdown: CancellationToken) -> Result<()
                     }
                 }
             }
-            // Finish deletions a crash interrupted.
+            // Finish deletions a crash interrupted; give tenants created by an older paddock
+            // their own APF FlowSchema.
             for t in state.cache.tenants() {
                 if t.phase == TenantPhase::Terminating {
                     tokio::spawn(admin::finish_tenant_deletion(state.clone(), t.id.clone()));
+                } else if let Err(e) = provision::ensure_tenant_flow_schema(
+                    &state.upstream,
+                    &t.id,
+                    state.config.tenant_priority_shares,
+                )
+                .await
+                {
+                    tracing::warn!(tenant = %t.id, error = %e, "could not put the tenant's FlowSchema in place");
                 }
             }
             // Least-privilege grants and RBAC mirrors: repaired at start, resynced periodically.
@@ -166,6 +184,9 @@ pub async fn run(config: ServerConfig, shutdown: CancellationToken) -> Result<()
                     .iter()
                     .map(|t| t.id.as_str().to_string())
                     .collect();
+                let known: std::collections::HashSet<&str> =
+                    ids.iter().map(String::as_str).collect();
+                state.limiter.retain(|t| known.contains(t.as_str()));
                 state.catalogs.set_known_tenants(ids);
                 tokio::select! {
                     r = changes.changed() => if r.is_err() { return },

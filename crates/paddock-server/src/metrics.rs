@@ -36,6 +36,15 @@ pub struct UpstreamErrorLabels {
     pub kind: String,
 }
 
+/// Labels of the fair-share refusal counter (no tenant: the request counter has the tenant
+/// and the 4xx class; this says which limit, 5 series at most).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct LimitLabels {
+    /// The limit's field name (`readQPS`, `writeQPS`, `maxInflight`, `maxWatches`,
+    /// `maxConnections`).
+    pub limit: String,
+}
+
 /// All metrics of one replica.
 pub struct Metrics {
     registry: Registry,
@@ -49,6 +58,10 @@ pub struct Metrics {
     pub upstream_errors: Family<UpstreamErrorLabels, Counter>,
     /// 1 while the upstream counts as answering (health.rs), else 0.
     pub upstream_up: Gauge,
+    /// Requests and connections refused by a fair-share limit.
+    pub limit_refusals: Family<LimitLabels, Counter>,
+    /// Audit events dropped because the writer fell behind.
+    pub audit_dropped: Counter,
 }
 
 impl Default for Metrics {
@@ -93,8 +106,22 @@ impl Metrics {
             "1 while the upstream apiserver answers (readiness probes with hysteresis), else 0",
             upstream_up.clone(),
         );
+        let limit_refusals = Family::<LimitLabels, Counter>::default();
+        registry.register(
+            "fairshare_refusals",
+            "Requests and connections refused with 429 by a per-tenant fair-share limit, by limit",
+            limit_refusals.clone(),
+        );
+        let audit_dropped = Counter::default();
+        registry.register(
+            "audit_dropped",
+            "Tenant audit events dropped because the audit backends fell behind",
+            audit_dropped.clone(),
+        );
         Metrics {
             registry,
+            limit_refusals,
+            audit_dropped,
             requests,
             latency,
             open_watches,
@@ -132,6 +159,15 @@ impl Metrics {
                 verb: verb.to_string(),
             })
             .observe(seconds);
+    }
+
+    /// Counts a fair-share refusal.
+    pub fn limit_refused(&self, limit: &str) {
+        self.limit_refusals
+            .get_or_create(&LimitLabels {
+                limit: limit.to_string(),
+            })
+            .inc();
     }
 
     /// Counts an upstream failure.

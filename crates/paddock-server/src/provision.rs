@@ -360,6 +360,59 @@ pub fn tenant_flow_schema() -> Value {
     })
 }
 
+/// Name of tenant `t`'s own FlowSchema, `paddock-tenants-<tid>-flow`: it carries `<tid>-`
+/// like every other upstream object of the tenant (not at the start: that form is a tenant's
+/// own object name, and tenants cannot write FlowSchemas).
+pub fn tenant_flow_schema_name(t: &TenantId) -> String {
+    format!("{TENANT_PRIORITY_LEVEL}-{}-flow", t.as_str())
+}
+
+/// Tenant `t`'s own FlowSchema: every request paddock makes as any user of `t` (they all
+/// carry `paddock:tenant:<tid>`) is ONE flow of the `paddock-tenants` priority level — no
+/// distinguisher — so APF's fair queuing shares the level among tenants, not among users: a
+/// tenant with a hundred users (or service accounts) gets one tenant's share, not a hundred.
+/// It matches ahead of the catch-all [`tenant_flow_schema`] (which, per user, only still
+/// catches a request of a tenant whose FlowSchema is not there yet). Labelled with the tenant,
+/// so other tenants' reads of the shared FlowSchemas do not show it.
+pub fn tenant_own_flow_schema(t: &TenantId) -> Value {
+    json!({
+        "apiVersion": "flowcontrol.apiserver.k8s.io/v1",
+        "kind": "FlowSchema",
+        "metadata": {"name": tenant_flow_schema_name(t), "labels": {
+            MANAGED_FOR_LABEL: t.as_str(), TENANT_LABEL: t.as_str(), "app.kubernetes.io/managed-by": "paddock"}},
+        "spec": {
+            "priorityLevelConfiguration": {"name": TENANT_PRIORITY_LEVEL},
+            "matchingPrecedence": 7900,
+            "rules": [{
+                "subjects": [{"kind": "Group", "group": {"name": paddock_core::identity::tenant_group(t)}}],
+                "resourceRules": [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"],
+                                   "clusterScope": true, "namespaces": ["*"]}],
+                "nonResourceRules": [{"verbs": ["*"], "nonResourceURLs": ["*"]}]
+            }]
+        }
+    })
+}
+
+/// Puts tenant `t`'s own FlowSchema in place (when paddock manages APF at all).
+pub async fn ensure_tenant_flow_schema(
+    up: &Upstream,
+    t: &TenantId,
+    tenant_priority_shares: u32,
+) -> Result<(), ServerError> {
+    if tenant_priority_shares == 0 {
+        return Ok(());
+    }
+    upjson::apply(
+        up,
+        &format!(
+            "/apis/flowcontrol.apiserver.k8s.io/v1/flowschemas/{}",
+            tenant_flow_schema_name(t)
+        ),
+        &tenant_own_flow_schema(t),
+    )
+    .await
+}
+
 /// Installs what every tenant shares upstream: the cluster-scope role, the admission guard,
 /// and (unless `tenant_priority_shares` is 0) the tenants' APF priority level.
 pub async fn bootstrap(up: &Upstream, tenant_priority_shares: u32) -> Result<(), ServerError> {
@@ -742,6 +795,14 @@ pub async fn delete_tenant_objects(
                 }
             }
         }
+        upjson::delete(
+            up,
+            &format!(
+                "/apis/flowcontrol.apiserver.k8s.io/v1/flowschemas/{}",
+                tenant_flow_schema_name(t)
+            ),
+        )
+        .await?;
         if remaining == 0 {
             progress("all upstream objects removed".into());
             return Ok(());

@@ -17,9 +17,13 @@ use crate::state::AppState;
 pub async fn handle(
     state: Arc<AppState>,
     peer: Option<Arc<PeerCert>>,
-    req: Request<Incoming>,
+    mut req: Request<Incoming>,
 ) -> Response<ResBody> {
     let start = Instant::now();
+    let audit_info = state
+        .audit
+        .as_ref()
+        .map(|_| crate::audit::RequestInfo::of(&req, start));
     let path = req.uri().path().to_string();
     let method = req.method().clone();
     match path.as_str() {
@@ -84,8 +88,11 @@ pub async fn handle(
             413,
             start.elapsed().as_secs_f64(),
         );
+        audit(&state, &caller, audit_info.as_ref(), 413);
         return resp;
     }
+    // A fair-share slot, held until the response body has been sent.
+    let mut permit = None;
     let (result, verb) = match &caller {
         Caller::Admin { .. } => (
             crate::admin::serve_admin(&state, &caller, req).await,
@@ -96,19 +103,13 @@ pub async fn handle(
             user,
             groups,
             ..
-        } => {
-            if path == "/apis/paddock.io" || path.starts_with("/apis/paddock.io/") {
-                (
-                    crate::admin::serve_tenant_self(&state, tenant, req).await,
-                    crate::proxy::method_verb(&method),
-                )
-            } else {
-                match crate::proxy::serve_tenant(&state, tenant, user, groups, req).await {
-                    Ok((resp, verb)) => (Ok(resp), verb),
-                    Err(e) => (Err(e), crate::proxy::method_verb(&method)),
-                }
+        } => match crate::limits::admit_request(&state, tenant, &mut req) {
+            Err(e) => (Err(e), crate::proxy::method_verb(&method)),
+            Ok(p) => {
+                permit = p;
+                serve_tenant(&state, tenant, user, groups, &path, req).await
             }
-        }
+        },
     };
     let resp = match result {
         Ok(r) => r,
@@ -137,7 +138,40 @@ pub async fn handle(
         code,
         start.elapsed().as_secs_f64(),
     );
-    resp
+    audit(&state, &caller, audit_info.as_ref(), code);
+    match permit {
+        Some(p) => resp.map(|b| crate::limits::hold(b, p)),
+        None => resp,
+    }
+}
+
+/// The tenant path after admission: paddock's own API group or the proxy.
+async fn serve_tenant(
+    state: &Arc<AppState>,
+    tenant: &paddock_core::TenantId,
+    user: &str,
+    groups: &[String],
+    path: &str,
+    req: Request<Incoming>,
+) -> (Result<Response<ResBody>, ServerError>, &'static str) {
+    let method = req.method().clone();
+    if path == "/apis/paddock.io" || path.starts_with("/apis/paddock.io/") {
+        (
+            crate::admin::serve_tenant_self(state, tenant, req).await,
+            crate::proxy::method_verb(&method),
+        )
+    } else {
+        match crate::proxy::serve_tenant(state, tenant, user, groups, req).await {
+            Ok((resp, verb)) => (Ok(resp), verb),
+            Err(e) => (Err(e), crate::proxy::method_verb(&method)),
+        }
+    }
+}
+
+fn audit(state: &AppState, caller: &Caller, info: Option<&crate::audit::RequestInfo>, code: u16) {
+    if let (Some(a), Some(i)) = (&state.audit, info) {
+        crate::audit::record_request(a, caller, i, code);
+    }
 }
 
 /// `/readyz`: 200 only when the store cache is synced, discovery read, the platform objects

@@ -34,6 +34,10 @@ pub struct AppState {
     pub shutdown: CancellationToken,
     /// The access log.
     pub access_log: crate::access_log::AccessLog,
+    /// The tenant audit trail, when a policy is configured.
+    pub audit: Option<Arc<crate::audit::Audit>>,
+    /// Per-tenant fair-share counters of this replica.
+    pub limiter: crate::limits::Limiter,
     /// Set once the platform-wide upstream objects (guard, roles) are installed.
     pub bootstrapped: std::sync::atomic::AtomicBool,
     /// Whether the upstream answers (probed; `/readyz`), and the signal that ends watches.

@@ -77,6 +77,10 @@ pub struct TenantRecord {
     pub progress: Option<String>,
     #[serde(default)]
     pub generation: u64,
+    /// The tenant's overrides of the configured fair-share limits (absent in records written
+    /// before they existed, and when nothing is overridden).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limits: Option<paddock_core::fairshare::LimitOverrides>,
 }
 
 impl TenantRecord {
@@ -90,6 +94,7 @@ impl TenantRecord {
             created: now_rfc3339(),
             progress: None,
             generation: 1,
+            limits: None,
         }
     }
 }
@@ -339,5 +344,23 @@ mod tests {
         c.not_after = "2999-01-01T00:00:00Z".into();
         assert!(!c.is_expired(std::time::SystemTime::now()));
         assert!(now_rfc3339().ends_with('Z'));
+    }
+
+    #[test]
+    fn tenant_record_limits_are_backward_compatible() {
+        // A record written before fair-share limits existed still reads, with none set.
+        let old = r#"{"id":"acme01","displayName":"A","labels":{},"phase":"Active","created":"2026-01-01T00:00:00Z","generation":3}"#;
+        let rec: TenantRecord = serde_json::from_str(old).unwrap();
+        assert_eq!(rec.limits, None);
+        // No overrides: the record serializes exactly as before (no `limits` key).
+        assert!(!serde_json::to_string(&rec).unwrap().contains("limits"));
+        let mut rec2 = rec.clone();
+        rec2.limits = Some(paddock_core::fairshare::LimitOverrides {
+            write_qps: Some(7),
+            ..Default::default()
+        });
+        let s = serde_json::to_string(&rec2).unwrap();
+        assert!(s.contains(r#""limits":{"writeQPS":7}"#), "{s}");
+        assert_eq!(serde_json::from_str::<TenantRecord>(&s).unwrap(), rec2);
     }
 }

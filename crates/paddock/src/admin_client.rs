@@ -64,13 +64,32 @@ impl AdminClient {
         id: &str,
         display: Option<&str>,
         labels: &serde_json::Map<String, Value>,
+        limits: &serde_json::Map<String, Value>,
     ) -> Result<Value> {
         let body = json!({"apiVersion": "paddock.io/v1alpha1", "kind": "Tenant",
-            "metadata": {"name": id, "labels": labels}, "spec": {"displayName": display.unwrap_or(id)}});
+            "metadata": {"name": id, "labels": labels},
+            "spec": {"displayName": display.unwrap_or(id), "limits": limits}});
         check(
             self.call(Method::POST, &format!("{BASE}/tenants"), Some(&body))
                 .await?,
             &format!("creating tenant {id}"),
+        )
+    }
+
+    /// Changes a tenant's fair-share overrides (a JSON merge patch: null removes one).
+    pub async fn set_limits(
+        &self,
+        id: &str,
+        patch: &serde_json::Map<String, Value>,
+    ) -> Result<Value> {
+        check(
+            self.call(
+                Method::PATCH,
+                &format!("{BASE}/tenants/{id}/limits"),
+                Some(&Value::Object(patch.clone())),
+            )
+            .await?,
+            &format!("setting the limits of tenant {id}"),
         )
     }
 

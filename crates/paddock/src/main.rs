@@ -120,6 +120,20 @@ enum TenantCommand {
         /// Validity of the admin's certificate (default: the server's).
         #[arg(long)]
         validity: Option<String>,
+        /// Fair-share overrides, name=value (readQPS, readBurst, writeQPS, writeBurst,
+        /// maxInflight, maxWatches, maxList, maxConnections; 0 = no limit), repeatable.
+        #[arg(long = "limit")]
+        limits: Vec<String>,
+    },
+    /// Change a tenant's fair-share overrides: name=value sets one, name- returns it to the
+    /// server's default (docs/fairshare.md).
+    SetLimits {
+        id: String,
+        /// readQPS=20, maxWatches=50, writeQPS- ...
+        #[arg(required = true)]
+        limits: Vec<String>,
+        #[arg(short = 'o', long, value_enum, default_value_t)]
+        output: Output,
     },
     /// List tenants.
     List {
@@ -247,10 +261,12 @@ async fn run(cli: Cli) -> Result<()> {
                     display_name,
                     labels,
                     validity,
+                    limits,
                 } => {
                     let labels = output::parse_labels(&labels)?;
+                    let limits = output::parse_limits(&limits)?;
                     client
-                        .create_tenant(&id, display_name.as_deref(), &labels)
+                        .create_tenant(&id, display_name.as_deref(), &labels, &limits)
                         .await?;
                     let issue = IssueArgs {
                         tenant: id.clone(),
@@ -264,6 +280,10 @@ async fn run(cli: Cli) -> Result<()> {
                     print!("{kc}");
                     eprintln!("tenant {id} created; the kubeconfig above belongs to its admin");
                     Ok(())
+                }
+                TenantCommand::SetLimits { id, limits, output } => {
+                    let patch = output::parse_limits(&limits)?;
+                    output::print_tenants(&[client.set_limits(&id, &patch).await?], output)
                 }
                 TenantCommand::List { output } => {
                     output::print_tenants(&client.list_tenants().await?, output)

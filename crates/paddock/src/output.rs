@@ -17,6 +17,26 @@ pub fn parse_labels(labels: &[String]) -> Result<serde_json::Map<String, Value>>
     Ok(m)
 }
 
+/// Parses fair-share overrides: `name=N` sets one, `name-` returns it to the default (a
+/// JSON null in the merge patch). The server checks the names.
+pub fn parse_limits(limits: &[String]) -> Result<serde_json::Map<String, Value>> {
+    let mut m = serde_json::Map::new();
+    for l in limits {
+        if let Some(k) = l.strip_suffix('-') {
+            m.insert(k.to_string(), Value::Null);
+            continue;
+        }
+        let Some((k, v)) = l.split_once('=') else {
+            bail!("limit {l:?} is not name=value or name-")
+        };
+        let n: u32 = v
+            .parse()
+            .map_err(|_| anyhow::anyhow!("limit {k}: {v:?} is not a whole number"))?;
+        m.insert(k.to_string(), Value::from(n));
+    }
+    Ok(m)
+}
+
 fn table(headers: &[&str], rows: Vec<Vec<String>>) -> String {
     let mut widths: Vec<usize> = headers.iter().map(|h| h.len()).collect();
     for r in &rows {
@@ -76,6 +96,7 @@ pub fn print_tenants(items: &[Value], output: Output) -> Result<()> {
                 s(&t["status"]["phase"]),
                 s(&t["spec"]["displayName"]),
                 s(&t["metadata"]["creationTimestamp"]),
+                limits_cell(&t["spec"]["limits"]),
                 t["status"]["progress"].as_str().unwrap_or("").to_string(),
             ]
         })
@@ -83,11 +104,31 @@ pub fn print_tenants(items: &[Value], output: Output) -> Result<()> {
     print!(
         "{}",
         table(
-            &["NAME", "PHASE", "DISPLAY NAME", "CREATED", "PROGRESS"],
+            &[
+                "NAME",
+                "PHASE",
+                "DISPLAY NAME",
+                "CREATED",
+                "LIMITS",
+                "PROGRESS"
+            ],
             rows
         )
     );
     Ok(())
+}
+
+/// `readQPS=20,maxWatches=5`, or `default`.
+fn limits_cell(v: &Value) -> String {
+    let parts: Vec<String> = v
+        .as_object()
+        .map(|m| m.iter().map(|(k, v)| format!("{k}={v}")).collect())
+        .unwrap_or_default();
+    if parts.is_empty() {
+        "default".into()
+    } else {
+        parts.join(",")
+    }
 }
 
 /// Certificates.

@@ -5,7 +5,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
-use paddock_server::config::{Secret, parse_duration};
+use paddock_core::fairshare::Limits;
+use paddock_server::config::{AuditConfig, ConnectionConfig, Secret, parse_duration};
 use paddock_server::{LogFormat, ServerConfig, StoreKind};
 use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
@@ -78,6 +79,63 @@ pub struct ServeArgs {
     /// One log line per request (`paddock::access`; default true).
     #[arg(long, env = "PADDOCK_ACCESS_LOG")]
     pub access_log: Option<bool>,
+    /// TLS handshake timeout, e.g. 10s.
+    #[arg(long, env = "PADDOCK_TLS_HANDSHAKE_TIMEOUT")]
+    pub tls_handshake_timeout: Option<String>,
+    /// Time a client has to send a request's headers, e.g. 30s.
+    #[arg(long, env = "PADDOCK_HEADER_READ_TIMEOUT")]
+    pub header_read_timeout: Option<String>,
+    /// A connection with no request in progress is closed after this, e.g. 90s.
+    #[arg(long, env = "PADDOCK_IDLE_TIMEOUT")]
+    pub idle_timeout: Option<String>,
+    /// HTTP/2 keep-alive ping interval (and the time a ping may take), e.g. 30s.
+    #[arg(long, env = "PADDOCK_HTTP2_KEEPALIVE")]
+    pub http2_keepalive: Option<String>,
+    /// Largest request header block; a larger one gets a 431 Status.
+    #[arg(long, env = "PADDOCK_MAX_HEADER_BYTES")]
+    pub max_header_bytes: Option<usize>,
+    /// Per-tenant default: reads and watch opens per second, per replica (0 = no limit).
+    #[arg(long, env = "PADDOCK_TENANT_READ_QPS")]
+    pub tenant_read_qps: Option<u32>,
+    /// Per-tenant default: read burst.
+    #[arg(long, env = "PADDOCK_TENANT_READ_BURST")]
+    pub tenant_read_burst: Option<u32>,
+    /// Per-tenant default: writes per second, per replica (0 = no limit).
+    #[arg(long, env = "PADDOCK_TENANT_WRITE_QPS")]
+    pub tenant_write_qps: Option<u32>,
+    /// Per-tenant default: write burst.
+    #[arg(long, env = "PADDOCK_TENANT_WRITE_BURST")]
+    pub tenant_write_burst: Option<u32>,
+    /// Per-tenant default: requests in flight, watches excluded (0 = no limit).
+    #[arg(long, env = "PADDOCK_TENANT_MAX_INFLIGHT")]
+    pub tenant_max_inflight: Option<u32>,
+    /// Per-tenant default: open watches (0 = no limit).
+    #[arg(long, env = "PADDOCK_TENANT_MAX_WATCHES")]
+    pub tenant_max_watches: Option<u32>,
+    /// Per-tenant default: largest LIST `limit`; larger ones are lowered to it (0 = no limit).
+    #[arg(long, env = "PADDOCK_TENANT_MAX_LIST")]
+    pub tenant_max_list: Option<u32>,
+    /// Per-tenant default: open TLS connections (0 = no limit).
+    #[arg(long, env = "PADDOCK_TENANT_MAX_CONNECTIONS")]
+    pub tenant_max_connections: Option<u32>,
+    /// Tenant audit trail: kube-apiserver audit Policy file (audit.k8s.io/v1); unset = no audit trail.
+    #[arg(long, env = "PADDOCK_AUDIT_POLICY_FILE")]
+    pub audit_policy_file: Option<PathBuf>,
+    /// Tenant audit trail: JSON-lines file of audit.k8s.io/v1 Events (- = stdout).
+    #[arg(long, env = "PADDOCK_AUDIT_LOG_PATH")]
+    pub audit_log_path: Option<PathBuf>,
+    /// Tenant audit trail: rotate the file at this many MiB (default 100; 0 = never).
+    #[arg(long, env = "PADDOCK_AUDIT_LOG_MAX_SIZE_MB")]
+    pub audit_log_max_size_mb: Option<u64>,
+    /// Tenant audit trail: rotated files kept (default 10).
+    #[arg(long, env = "PADDOCK_AUDIT_LOG_MAX_BACKUPS")]
+    pub audit_log_max_backups: Option<u32>,
+    /// Tenant audit trail: URL receiving audit.k8s.io/v1 EventLists (POST).
+    #[arg(long, env = "PADDOCK_AUDIT_WEBHOOK_URL")]
+    pub audit_webhook_url: Option<String>,
+    /// Tenant audit trail: CA bundle of an https webhook.
+    #[arg(long, env = "PADDOCK_AUDIT_WEBHOOK_CA")]
+    pub audit_webhook_ca: Option<PathBuf>,
     /// Threads serving requests (default: one per CPU). Read before the config file, so a
     /// flag or variable only. Where paddock shares its cores with the apiserver, 1 costs
     /// about a quarter less CPU per request (docs/performance.md).
@@ -124,6 +182,25 @@ struct FileConfig {
     // ---- Upstream faults and draining ----
     upstream_timeout: Option<String>,
     shutdown_delay: Option<String>,
+    tls_handshake_timeout: Option<String>,
+    header_read_timeout: Option<String>,
+    idle_timeout: Option<String>,
+    http2_keepalive: Option<String>,
+    max_header_bytes: Option<usize>,
+    tenant_read_qps: Option<u32>,
+    tenant_read_burst: Option<u32>,
+    tenant_write_qps: Option<u32>,
+    tenant_write_burst: Option<u32>,
+    tenant_max_inflight: Option<u32>,
+    tenant_max_watches: Option<u32>,
+    tenant_max_list: Option<u32>,
+    tenant_max_connections: Option<u32>,
+    audit_policy_file: Option<PathBuf>,
+    audit_log_path: Option<PathBuf>,
+    audit_log_max_size_mb: Option<u64>,
+    audit_log_max_backups: Option<u32>,
+    audit_webhook_url: Option<String>,
+    audit_webhook_ca: Option<PathBuf>,
 }
 
 fn load_file(path: &Path) -> Result<FileConfig> {
@@ -161,6 +238,34 @@ pub fn resolve(args: &ServeArgs) -> Result<(ServerConfig, LogFormat)> {
         .and_then(|p| p.parent().map(Path::to_path_buf))
         .unwrap_or_default();
     let rel = |p: PathBuf| if p.is_absolute() { p } else { base.join(p) };
+    let connections = connections(args, &file)?;
+    let limits = limits(args, &file);
+    let audit = AuditConfig {
+        policy_file: args
+            .audit_policy_file
+            .clone()
+            .or(file.audit_policy_file.clone().map(&rel)),
+        log_path: args
+            .audit_log_path
+            .clone()
+            .or(file.audit_log_path.clone().map(&rel)),
+        log_max_size_mb: args
+            .audit_log_max_size_mb
+            .or(file.audit_log_max_size_mb)
+            .unwrap_or(100),
+        log_max_backups: args
+            .audit_log_max_backups
+            .or(file.audit_log_max_backups)
+            .unwrap_or(10),
+        webhook_url: args
+            .audit_webhook_url
+            .clone()
+            .or(file.audit_webhook_url.clone()),
+        webhook_ca: args
+            .audit_webhook_ca
+            .clone()
+            .or(file.audit_webhook_ca.clone().map(&rel)),
+    };
 
     let listen_s = args
         .listen
@@ -238,6 +343,9 @@ pub fn resolve(args: &ServeArgs) -> Result<(ServerConfig, LogFormat)> {
             args.shutdown_delay.clone().or(file.shutdown_delay),
             "5s",
         )?,
+        connections,
+        limits,
+        audit,
     };
     config.validate().map_err(anyhow::Error::msg)?;
     Ok((config, log_format))
@@ -254,6 +362,88 @@ fn etcd_password(file: Option<PathBuf>) -> Result<Option<Secret>> {
         )));
     }
     Ok(std::env::var("PADDOCK_ETCD_PASSWORD").ok().map(Secret))
+}
+
+fn connections(args: &ServeArgs, file: &FileConfig) -> Result<ConnectionConfig> {
+    let d = ConnectionConfig::default();
+    let dur = |key: &str,
+               a: &Option<String>,
+               f: &Option<String>,
+               default: Duration|
+     -> Result<Duration> {
+        match a.clone().or_else(|| f.clone()) {
+            Some(s) => parse_duration(&s).map_err(|e| anyhow::anyhow!("{key}: {e}")),
+            None => Ok(default),
+        }
+    };
+    Ok(ConnectionConfig {
+        tls_handshake_timeout: dur(
+            "tls_handshake_timeout",
+            &args.tls_handshake_timeout,
+            &file.tls_handshake_timeout,
+            d.tls_handshake_timeout,
+        )?,
+        header_read_timeout: dur(
+            "header_read_timeout",
+            &args.header_read_timeout,
+            &file.header_read_timeout,
+            d.header_read_timeout,
+        )?,
+        idle_timeout: dur(
+            "idle_timeout",
+            &args.idle_timeout,
+            &file.idle_timeout,
+            d.idle_timeout,
+        )?,
+        http2_keepalive: dur(
+            "http2_keepalive",
+            &args.http2_keepalive,
+            &file.http2_keepalive,
+            d.http2_keepalive,
+        )?,
+        max_header_bytes: args
+            .max_header_bytes
+            .or(file.max_header_bytes)
+            .unwrap_or(d.max_header_bytes),
+    })
+}
+
+fn limits(args: &ServeArgs, file: &FileConfig) -> Limits {
+    let d = Limits::default();
+    Limits {
+        read_qps: args
+            .tenant_read_qps
+            .or(file.tenant_read_qps)
+            .unwrap_or(d.read_qps),
+        read_burst: args
+            .tenant_read_burst
+            .or(file.tenant_read_burst)
+            .unwrap_or(d.read_burst),
+        write_qps: args
+            .tenant_write_qps
+            .or(file.tenant_write_qps)
+            .unwrap_or(d.write_qps),
+        write_burst: args
+            .tenant_write_burst
+            .or(file.tenant_write_burst)
+            .unwrap_or(d.write_burst),
+        max_inflight: args
+            .tenant_max_inflight
+            .or(file.tenant_max_inflight)
+            .unwrap_or(d.max_inflight),
+        max_watches: args
+            .tenant_max_watches
+            .or(file.tenant_max_watches)
+            .unwrap_or(d.max_watches),
+        max_list: args
+            .tenant_max_list
+            .or(file.tenant_max_list)
+            .unwrap_or(d.max_list),
+        max_connections: args
+            .tenant_max_connections
+            .or(file.tenant_max_connections)
+            .unwrap_or(d.max_connections),
+    }
 }
 
 fn init_logging(format: LogFormat) {

@@ -9,6 +9,7 @@
 
 mod client;
 mod load;
+mod noisy;
 mod procstat;
 mod scale;
 mod stats;
@@ -36,13 +37,27 @@ struct Args {
     /// Small counts everywhere (a few minutes; for trying the harness, not for figures).
     #[arg(long)]
     quick: bool,
-    /// Parts to run (comma-separated): fanout, load, imp, watch, idle, tenants.
+    /// Parts to run (comma-separated): fanout, noisy, load, imp, watch, idle, tenants.
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "fanout,load,imp,watch,idle,tenants"
+        default_value = "fanout,noisy,load,imp,watch,idle,tenants"
     )]
     only: Vec<String>,
+    /// Noisy neighbour: seconds of tenant A's unbounded loop (B runs alone for half as long
+    /// before and after).
+    #[arg(long, default_value_t = 60)]
+    noisy_seconds: u64,
+    /// Noisy neighbour: tenant B's small GETs per second.
+    #[arg(long, default_value_t = 20)]
+    noisy_b_rate: u32,
+    /// Noisy neighbour: tenant A's concurrent workers (each loops LIST, write, watch open).
+    #[arg(long, default_value_t = 32)]
+    noisy_a_workers: usize,
+    /// Noisy neighbour: fair-share overrides for tenant A (`paddock tenant set-limits`), e.g.
+    /// `readQPS=20,writeQPS=10`; default: the server's defaults.
+    #[arg(long, value_delimiter = ',')]
+    noisy_a_limits: Vec<String>,
     /// Workloads of the load part: get, create, table, list.
     #[arg(long, value_delimiter = ',', default_value = "get,create,table,list")]
     works: Vec<String>,
@@ -193,6 +208,7 @@ async fn run(mut args: Args) -> Result<()> {
         args.tenants = args.tenants.min(20);
         args.fanout_namespaces = args.fanout_namespaces.min(10);
         args.fanout_tenants = args.fanout_tenants.min(5);
+        args.noisy_seconds = args.noisy_seconds.min(10);
     }
     if std::env::var_os("PADDOCK_BIN").is_none() && !args.allow_debug {
         bail!(
@@ -260,6 +276,46 @@ async fn run(mut args: Args) -> Result<()> {
                 report.details.push_str(&detail);
             }
             Err(e) => report.notes.push(format!("get -A benchmark failed: {e:#}")),
+        }
+    }
+
+    // ---- noisy neighbour ----------------------------------------------------------------------
+    if args.wants("noisy") {
+        eprintln!("== noisy neighbour: tenant A unbounded, tenant B steady");
+        let a = Cred::from_kubeconfig(&p.tenant(noisy::NOISY)?)?;
+        if !args.noisy_a_limits.is_empty() {
+            let mut cli = vec!["tenant", "set-limits", noisy::NOISY];
+            cli.extend(args.noisy_a_limits.iter().map(String::as_str));
+            p.cli(&cli)?;
+            report.notes.push(format!(
+                "tenant A's limits: {}",
+                args.noisy_a_limits.join(",")
+            ));
+        }
+        let b = Cred::from_kubeconfig(&p.tenant(noisy::QUIET)?)?;
+        match noisy::run(
+            &admin,
+            &a,
+            &b,
+            procs,
+            args.noisy_seconds,
+            args.noisy_b_rate,
+            args.noisy_a_workers,
+        )
+        .await
+        {
+            Ok((ratio, errors, detail)) => {
+                report.goal(
+                    "noisy neighbour: B's p99 with A's unbounded loop vs B alone",
+                    "<= 1.2x, no errors for B",
+                    format!("{} ({errors} errors for B)", stats::ratio(ratio)),
+                    Some(ratio <= 1.2 && errors == 0),
+                );
+                report.details.push_str(&detail);
+            }
+            Err(e) => report
+                .notes
+                .push(format!("noisy neighbour benchmark failed: {e:#}")),
         }
     }
 

@@ -258,10 +258,21 @@ pub fn object_down_as(
     };
     match info.policy {
         Policy::Forbidden => return Ok(Disposition::Drop),
+        // paddock's own per-tenant objects among the shared kinds (each tenant's FlowSchema)
+        // carry the tenant label: plumbing, hidden from every tenant (their names and rules
+        // would tell one tenant the others' ids).
+        Policy::SharedReadOnly if has_tenant_label(o) => return Ok(Disposition::Drop),
         Policy::SharedReadOnly => return Ok(Disposition::Keep),
         Policy::TenantOwned => {}
     }
     down_resource(ctx, o, &info)
+}
+
+fn has_tenant_label(o: &Map<String, Value>) -> bool {
+    o.get("metadata")
+        .and_then(|m| m.get("labels"))
+        .and_then(|l| l.get(crate::tenant::TENANT_LABEL))
+        .is_some()
 }
 
 fn list_down(

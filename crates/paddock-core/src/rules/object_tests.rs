@@ -800,3 +800,18 @@ fn volume_secrets_and_ephemeral_claims() {
         json!({"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","namespace":"foofoo-default"},"spec":{"volumes":[{"name":"s","ephemeral":{"volumeClaimTemplate":{"spec":{"volumeName":"foofoo-pv1","dataSourceRef":{"kind":"PersistentVolumeClaim","name":"src","namespace":"foofoo-other"}}}}}]}}),
     );
 }
+
+#[test]
+fn shared_objects_labelled_for_a_tenant_are_hidden() {
+    // paddock's per-tenant plumbing among shared kinds (a tenant's FlowSchema) is hidden from
+    // every tenant, its own included; unlabelled shared objects stay visible.
+    for owner in ["barbar", "foofoo"] {
+        let (d, _) = down(
+            json!({"apiVersion":"v1","kind":"Node","metadata":{"name":"n","labels":{"paddock.io/tenant": owner}}}),
+        );
+        assert_eq!(d, Disposition::Drop, "{owner}");
+    }
+    let (d, _) =
+        down(json!({"apiVersion":"v1","kind":"Node","metadata":{"name":"n","labels":{"x":"y"}}}));
+    assert_eq!(d, Disposition::Keep);
+}
