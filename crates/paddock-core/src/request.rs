@@ -845,8 +845,19 @@ fn translate_query(
     }
     let mut out = Vec::with_capacity(q.len() + 1);
     let mut saw_label = false;
-    let add_tenant_term =
-        info.stamps_label() && matches!(verb, Verb::List | Verb::Watch | Verb::DeleteCollection);
+    // The term every list of this resource must carry upstream: the tenant's own label on
+    // what it owns; on shared read-only kinds, the absence of any tenant label, so that
+    // paddock's per-tenant objects among them (each tenant's FlowSchema) stay out of every
+    // answer, including Tables without objects, where the down rules could not see the label.
+    let tenant_term = if !matches!(verb, Verb::List | Verb::Watch | Verb::DeleteCollection) {
+        None
+    } else if info.stamps_label() {
+        Some(ctx.tenant.tenant_label_selector())
+    } else if info.policy == Policy::SharedReadOnly {
+        Some(format!("!{TENANT_LABEL}"))
+    } else {
+        None
+    };
     // Repeated selectors are refused: which one the apiserver honours is not ours to guess,
     // and the tenant term must be in the one it does.
     for key in ["labelSelector", "fieldSelector"] {
@@ -860,8 +871,8 @@ fn translate_query(
         match k.as_str() {
             "labelSelector" => {
                 let mut sel = translate_label_selector(ctx, info, v)?;
-                if add_tenant_term && !saw_label {
-                    push_term(&mut sel, &ctx.tenant.tenant_label_selector());
+                if let Some(term) = tenant_term.as_deref().filter(|_| !saw_label) {
+                    push_term(&mut sel, term);
                 }
                 saw_label = true;
                 out.push((k.clone(), sel));
@@ -875,11 +886,8 @@ fn translate_query(
             }
         }
     }
-    if add_tenant_term && !saw_label {
-        out.push((
-            "labelSelector".to_owned(),
-            ctx.tenant.tenant_label_selector(),
-        ));
+    if let Some(term) = tenant_term.filter(|_| !saw_label) {
+        out.push(("labelSelector".to_owned(), term));
     }
     Ok(out)
 }
@@ -1580,7 +1588,19 @@ mod tests {
             "/apis/foofoo-example.com/v1/gadgets?labelSelector=paddock.io%2Ftenant%3Dfoofoo"
         );
         // not for namespaced kinds, shared kinds, or gets
-        assert_eq!(up_path("GET", "/api/v1/nodes", None), "/api/v1/nodes");
+        // Shared read-only lists leave out paddock's per-tenant objects (tenant-labelled).
+        assert_eq!(
+            up_path("GET", "/api/v1/nodes", None),
+            "/api/v1/nodes?labelSelector=%21paddock.io%2Ftenant"
+        );
+        assert_eq!(
+            up_path(
+                "GET",
+                "/api/v1/nodes",
+                Some("labelSelector=role%3Dgpu&watch=true")
+            ),
+            "/api/v1/nodes?labelSelector=role%3Dgpu%2C%21paddock.io%2Ftenant&watch=true"
+        );
         assert_eq!(
             up_path("GET", "/api/v1/namespaces/default/pods", None),
             "/api/v1/namespaces/foofoo-default/pods"

@@ -630,10 +630,12 @@ fn check_upstream_path(p: &paddock_core::Plan) -> Result<(), String> {
                     .split(',')
                     .filter(|t| t.contains("paddock.io/tenant"))
                     .collect();
-                if tenant_terms
-                    .iter()
-                    .any(|t| *t != "paddock.io/tenant=foofoo")
-                {
+                // On shared read-only kinds paddock adds `!paddock.io/tenant` (leave out
+                // paddock's per-tenant objects): it can only narrow what is selected.
+                let shared = info.policy == paddock_core::Policy::SharedReadOnly;
+                if tenant_terms.iter().any(|t| {
+                    *t != "paddock.io/tenant=foofoo" && !(shared && *t == "!paddock.io/tenant")
+                }) {
                     return Err(format!("label selector {v:?}"));
                 }
                 if info.resource == "namespaces"

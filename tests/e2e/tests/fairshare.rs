@@ -239,6 +239,17 @@ fn curl(
     url: &str,
     body: Option<&str>,
 ) -> Result<(u16, String, String)> {
+    curl_accept(ca, cred, method, url, body, "application/json")
+}
+
+fn curl_accept(
+    ca: &Path,
+    cred: &Cred,
+    method: &str,
+    url: &str,
+    body: Option<&str>,
+    accept: &str,
+) -> Result<(u16, String, String)> {
     let mut c = Command::new("curl");
     c.args([
         "-sS",
@@ -257,7 +268,7 @@ fn curl(
     .arg(&cred.cert)
     .arg("--key")
     .arg(&cred.key)
-    .args(["-H", "Accept: application/json"]);
+    .args(["-H", &format!("Accept: {accept}")]);
     if let Some(b) = body {
         c.args(["-H", "Content-Type: application/json", "--data-binary", b]);
     }
@@ -694,6 +705,24 @@ fn slow_clients_and_fair_share() -> Result<()> {
     ensure!(
         !names.iter().any(|n| n.starts_with("paddock-tenants-")),
         "B sees per-tenant FlowSchemas: {names:?}"
+    );
+    // A Table without objects (`includeObject=None`) gives the down rules no labels to go by:
+    // the upstream list itself must leave the per-tenant FlowSchemas out.
+    let (code, _, table) = curl_accept(
+        &ca,
+        &b,
+        "GET",
+        &format!("{url}/apis/flowcontrol.apiserver.k8s.io/v1/flowschemas?includeObject=None"),
+        None,
+        "application/json;as=Table;v=v1;g=meta.k8s.io",
+    )?;
+    ensure!(
+        code == 200 && table.contains("\"paddock-tenants\""),
+        "B's FlowSchema Table lacks the shared ones ({code}): {table}"
+    );
+    ensure!(
+        !table.contains("paddock-tenants-"),
+        "B's FlowSchema Table without objects shows per-tenant FlowSchemas: {table}"
     );
     report
         .push("APF: both users of A in A's FlowSchema (no distinguisher); B cannot see it".into());
