@@ -14,6 +14,7 @@ test:
 ## crt-static, target/static), checked with file/ldd, and run against the test bed.
 test-static:
 	cargo test -p paddock-e2e --test deploy -- --ignored --nocapture static_binary_runs
+
 ## Only the HA tests (also in `make test`): replicas behind HAProxy under load, replica kill,
 ## rolling restart, etcd members down; the apiserver frozen, killed, restarted (~5 min).
 test-ha:
