@@ -435,6 +435,7 @@ pub async fn create_tenant(
         let _ = provision::delete_tenant_objects(
             &state.upstream,
             &tid,
+            state.config.tenant_priority_shares > 0,
             Duration::from_secs(30),
             |_| {},
         )
@@ -474,10 +475,15 @@ pub async fn finish_tenant_deletion(state: Arc<AppState>, tid: TenantId) {
     let tid2 = tid.clone();
     let last_progress = Arc::new(parking_lot::Mutex::new(String::new()));
     let lp = last_progress.clone();
-    let result =
-        provision::delete_tenant_objects(&state.upstream, &tid, DELETE_TIMEOUT, move |p| {
+    let result = provision::delete_tenant_objects(
+        &state.upstream,
+        &tid,
+        state.config.tenant_priority_shares > 0,
+        DELETE_TIMEOUT,
+        move |p| {
             *lp.lock() = p;
-        });
+        },
+    );
     let updater = {
         let store = store.clone();
         let tid = tid2.clone();

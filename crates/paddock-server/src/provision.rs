@@ -745,10 +745,13 @@ fn owned_by(obj: &Value, t: &TenantId, crd: bool) -> bool {
 }
 
 /// Deletes everything the tenant owns upstream, reporting progress. Idempotent; returns when
-/// nothing is left (or after `timeout`).
+/// nothing is left (or after `timeout`). `manages_apf` (tenant_priority_shares > 0): the
+/// tenant has a FlowSchema of its own to delete; without it paddock's credential need not hold
+/// any right on APF objects (rights.rs).
 pub async fn delete_tenant_objects(
     up: &Upstream,
     t: &TenantId,
+    manages_apf: bool,
     timeout: Duration,
     mut progress: impl FnMut(String),
 ) -> Result<(), ServerError> {
@@ -795,14 +798,16 @@ pub async fn delete_tenant_objects(
                 }
             }
         }
-        upjson::delete(
-            up,
-            &format!(
-                "/apis/flowcontrol.apiserver.k8s.io/v1/flowschemas/{}",
-                tenant_flow_schema_name(t)
-            ),
-        )
-        .await?;
+        if manages_apf {
+            upjson::delete(
+                up,
+                &format!(
+                    "/apis/flowcontrol.apiserver.k8s.io/v1/flowschemas/{}",
+                    tenant_flow_schema_name(t)
+                ),
+            )
+            .await?;
+        }
         if remaining == 0 {
             progress("all upstream objects removed".into());
             return Ok(());

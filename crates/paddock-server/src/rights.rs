@@ -147,8 +147,8 @@ pub const REQUIRED_RIGHTS: &[Right] = &[
     Right {
         group: "flowcontrol.apiserver.k8s.io",
         resource: "flowschemas",
-        verbs: APPLY,
-        why: "the paddock-tenants FlowSchema (tenant_priority_shares > 0)",
+        verbs: &["create", "patch", "delete"],
+        why: "the paddock-tenants FlowSchema and each tenant's own, deleted with the tenant (tenant_priority_shares > 0)",
     },
     Right {
         group: "flowcontrol.apiserver.k8s.io",
