@@ -167,8 +167,14 @@ fn etcd_with_client_certificates() -> Result<()> {
         "a revocation of a certificate that is still valid must stay"
     );
 
-    // One member killed: tenant creation and tenant requests still work.
+    // One member killed: once the other two have a leader again (member 0 may have been the
+    // leader; a write racing that election is answered 503 "leader changed", retryable),
+    // tenant creation and tenant requests work. Followers notice a lost leader after the
+    // election timeout (1 s by default), so wait past it before asking them.
     etcd.kill_member(0)?;
+    std::thread::sleep(Duration::from_secs(2));
+    etcd.wait_healthy(1, Duration::from_secs(10))?;
+    etcd.wait_healthy(2, Duration::from_secs(10))?;
     let t0 = Instant::now();
     let kc2 = p.kubectl_tenant("tlstwo")?;
     kc2.run(&["get", "configmaps"])?;
