@@ -96,7 +96,7 @@ fn strip_tenant_ident<'a>(t: &TenantId, s: &'a str) -> Option<&'a str> {
 }
 
 fn check_namespace_segment(ns: &str, what: &str) -> Result<(), TranslateError> {
-    if ns.is_empty() || ns.contains(':') || !crate::request::is_dns_label(ns) {
+    if ns.is_empty() || ns.contains(':') || !crate::names::is_dns_label(ns) {
         return Err(TranslateError::invalid(format!(
             "{what}: {ns:?} is not a valid namespace"
         )));

@@ -15,8 +15,10 @@
 // Naming, identities, what the upstream serves.
 pub mod builtin_roles;
 pub mod catalog;
+pub mod context;
 pub mod identity;
 pub mod impersonate;
+pub mod names;
 pub mod tenant;
 
 // Requests, rules, encodings, responses.

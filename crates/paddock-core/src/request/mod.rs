@@ -1,20 +1,16 @@
 //! Request side: parse what the tenant asked for (method + path + query), then plan the
 //! upstream request (translated path and query, how to treat the response).
 //!
-//! - [`context`]: who is asking ([`TenantContext`]);
-//! - [`names`]: names in the tenant's view and upstream;
 //! - [`parse`]: method + path + query -> [`ParsedRequest`];
 //! - [`plan`]: [`ParsedRequest`] -> [`Plan`], the whole decision about the upstream request;
 //! - [`selectors`]: query parameters, label and field selectors.
 
-pub mod context;
-pub mod names;
 pub mod parse;
 pub mod plan;
 pub mod selectors;
 
-pub use context::TenantContext;
-pub use names::*;
+pub use crate::context::TenantContext;
+pub use crate::names::*;
 pub use parse::*;
 pub use plan::*;
 pub use selectors::*;

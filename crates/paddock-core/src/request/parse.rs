@@ -5,6 +5,7 @@
 use percent_encoding::percent_decode_str;
 
 use crate::error::TranslateError;
+use crate::names::is_dns_label;
 
 /// What the tenant asked for, parsed from method + path + query (no translation yet).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -115,17 +116,6 @@ fn check_path_name(s: &str, what: &str) -> Result<(), TranslateError> {
         return Err(TranslateError::bad(format!("invalid {what} {s:?} in path")));
     }
     Ok(())
-}
-
-/// DNS-1123 label: what namespaces must be.
-pub(crate) fn is_dns_label(s: &str) -> bool {
-    let b = s.as_bytes();
-    !b.is_empty()
-        && b.len() <= 63
-        && b.iter()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
-        && b[0] != b'-'
-        && b[b.len() - 1] != b'-'
 }
 
 fn parse_bool(v: &str) -> bool {

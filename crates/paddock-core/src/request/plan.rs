@@ -1,9 +1,9 @@
 //! Planning: the translated upstream request (path and query, how to treat the response).
 
-use super::context::TenantContext;
-use super::names::name_up;
 use super::parse::{ApiPath, ParsedRequest, ResourcePath, Verb, query_flag};
 use super::selectors::{KNOWN_QUERY, translate_query};
+use crate::context::TenantContext;
+use crate::names::name_up;
 
 use percent_encoding::{AsciiSet, CONTROLS, utf8_percent_encode};
 

@@ -1,8 +1,8 @@
 //! Query parameters and label/field selectors, translated into the upstream's names.
 
-use super::context::TenantContext;
-use super::names::{api_version_up, name_up, resolve_ref_kind};
 use super::parse::{ResourcePath, Verb};
+use crate::context::TenantContext;
+use crate::names::{api_version_up, name_up, resolve_ref_kind};
 
 use crate::catalog::{Policy, ResourceInfo};
 use crate::error::TranslateError;

@@ -78,3 +78,14 @@ pub(crate) fn api_version_up(ctx: &TenantContext, av: &str) -> String {
         None => format!("{}/{v}", ctx.tenant.upstream_name(g)),
     }
 }
+
+/// DNS-1123 label: what namespaces must be.
+pub(crate) fn is_dns_label(s: &str) -> bool {
+    let b = s.as_bytes();
+    !b.is_empty()
+        && b.len() <= 63
+        && b.iter()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
+        && b[0] != b'-'
+        && b[b.len() - 1] != b'-'
+}
