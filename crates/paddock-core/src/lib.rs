@@ -23,6 +23,7 @@ pub mod tenant;
 
 // Requests, rules, encodings, responses.
 pub mod absent;
+pub mod provision;
 pub mod request;
 pub mod response;
 pub mod review;

@@ -109,7 +109,7 @@ async fn would_be_allowed(
     if !resp.status().is_success() {
         return Ok(false);
     }
-    let raw = crate::body::collect_limited(resp.into_body(), 1 << 20).await?;
+    let raw = crate::limit::collect_limited(resp.into_body(), 1 << 20).await?;
     let v: Value = serde_json::from_slice(&raw).unwrap_or(Value::Null);
     Ok(v["status"]["allowed"].as_bool() == Some(true))
 }

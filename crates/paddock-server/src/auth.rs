@@ -225,7 +225,7 @@ async fn review_token(
         .send(req, crate::upstream::Route::Short)
         .await?;
     let status = resp.status();
-    let raw = crate::body::collect_limited(resp.into_body(), 1 << 20).await?;
+    let raw = crate::limit::collect_limited(resp.into_body(), 1 << 20).await?;
     if !status.is_success() {
         return Err(ServerError::Upstream(format!(
             "TokenReview upstream failed: {status}"

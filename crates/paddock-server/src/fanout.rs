@@ -16,8 +16,9 @@ use paddock_core::{Plan, ResponseKind, Scope, TenantContext, Verb};
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use crate::body::{ResBody, collect_limited};
+use crate::body::ResBody;
 use crate::error::{BoxError, ServerError};
+use crate::limit::collect_limited;
 use crate::proxy::{add_impersonation, content_type_of, rewrite_whole};
 use crate::state::AppState;
 use crate::upjson::query_escape;

@@ -8,9 +8,10 @@ use http::{Method, Request, Response, StatusCode};
 use hyper::body::Incoming;
 use paddock_core::{Plan, ResponseKind, TenantContext, TenantId};
 
-use crate::body::{ResBody, RewriteBody, collect_limited, empty, full, passthrough};
+use crate::body::{ResBody, RewriteBody, empty, full, passthrough};
 use crate::error::ServerError;
 use crate::fanout;
+use crate::limit::collect_limited;
 use crate::state::AppState;
 use crate::upstream::Route;
 use crate::upstream::UpBody;
@@ -283,7 +284,7 @@ pub async fn serve_tenant(
             .and_then(|v| v["metadata"]["name"].as_str().map(str::to_string))
             && ns.starts_with(&tenant.prefix())
         {
-            crate::provision::ensure_namespace_binding(&state.upstream, tenant, &ns).await?;
+            crate::lifecycle::ensure_namespace_binding(&state.upstream, tenant, &ns).await?;
         }
         let doc = rewrite_whole(&ctx, &plan, status, &ct, &raw)?;
         let mut out = Response::builder().status(status);

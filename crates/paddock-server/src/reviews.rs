@@ -230,7 +230,7 @@ async fn ask_review_as(
         crate::body::drain(resp.into_body()).await;
         return Ok(None);
     }
-    let raw = crate::body::collect_limited(resp.into_body(), 1 << 20).await?;
+    let raw = crate::limit::collect_limited(resp.into_body(), 1 << 20).await?;
     Ok(serde_json::from_slice(&raw).ok())
 }
 
