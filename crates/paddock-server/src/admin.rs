@@ -14,8 +14,8 @@ use paddock_store::{CertRecord, TenantPhase, TenantRecord};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::auth::Caller;
 use crate::body::{ResBody, full};
+use crate::caller::Caller;
 use crate::error::ServerError;
 use crate::limit::collect_limited;
 use crate::state::AppState;

@@ -19,7 +19,8 @@ use tokio::sync::mpsc;
 use crate::body::ResBody;
 use crate::error::{BoxError, ServerError};
 use crate::limit::collect_limited;
-use crate::proxy::{add_impersonation, content_type_of, rewrite_whole};
+use crate::outbound::add_impersonation;
+use crate::rewrite::{content_type_of, rewrite_whole};
 use crate::state::AppState;
 use crate::upjson::query_escape;
 

@@ -5,8 +5,10 @@
 pub mod absent;
 pub mod access_log;
 pub mod admin;
+pub mod admission;
 pub mod audit;
 pub mod auth;
+pub mod caller;
 pub mod config;
 pub mod conn;
 pub mod discovery;
@@ -16,10 +18,13 @@ pub mod health;
 pub mod impersonate;
 pub mod limits;
 pub mod metrics;
+pub mod outbound;
 pub mod proxy;
 pub mod reviews;
+pub mod rewrite;
 pub mod router;
 pub mod state;
+pub mod tasks;
 
 // The upstream client and the reconciler are crates of their own; their modules keep the
 // paths they had here (`crate::upstream`, `crate::provision`, ...).
@@ -114,7 +119,7 @@ pub async fn run(config: ServerConfig, shutdown: CancellationToken) -> Result<()
         config,
     });
     tokio::spawn(drain_on(state.clone(), shutdown));
-    tokio::spawn(health::probe_loop(state.clone()));
+    tokio::spawn(tasks::probe_loop(state.clone()));
     // The access log's batches leave at least this often.
     {
         let state = state.clone();
