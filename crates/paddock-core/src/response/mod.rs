@@ -15,6 +15,7 @@ pub mod discovery;
 pub mod framer;
 pub mod list;
 pub mod members;
+pub mod merge;
 pub mod openapi;
 pub mod splice;
 pub mod table;
