@@ -5,7 +5,7 @@
 pub mod absent;
 pub mod access_log;
 pub mod admin;
-pub mod admission;
+pub mod fair_gate;
 pub mod audit;
 pub mod auth;
 pub mod caller;

@@ -103,7 +103,7 @@ pub async fn handle(
             user,
             groups,
             ..
-        } => match crate::admission::admit_request(&state, tenant, &mut req) {
+        } => match crate::fair_gate::admit_request(&state, tenant, &mut req) {
             Err(e) => (Err(e), crate::metrics::method_verb(&method)),
             Ok(p) => {
                 permit = p;
