@@ -11,3 +11,16 @@ pub struct TenantContext {
     pub tenant: TenantId,
     pub catalog: Arc<Catalog>,
 }
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    /// Tenant `foofoo` over the test catalog: the context of the core's unit tests.
+    pub(crate) fn ctx() -> TenantContext {
+        TenantContext {
+            tenant: TenantId::parse("foofoo").unwrap(),
+            catalog: Arc::new(crate::catalog::tests::catalog()),
+        }
+    }
+}

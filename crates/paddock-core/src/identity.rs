@@ -193,6 +193,33 @@ pub fn shadow_admin_group(t: &TenantId) -> String {
 /// Prefix of a service account's user name.
 pub const SA_USER: &str = "system:serviceaccount:";
 
+/// The groups of a tenant identity's cluster shadow, from its real (upstream) groups: the
+/// groups every tenant identity carries (`paddock:tenant:<tid>`, `paddock:tenants`,
+/// `system:authenticated`) stay as they are, every other becomes its shadow, and an admin's
+/// shadow also carries [`CLUSTER_SCOPE_GROUP`]. The one mapping behind the shadow identity of
+/// requests ([`impersonation`]) and of subject access reviews (`review::shadow_subject_review`).
+pub fn shadow_groups(t: &TenantId, real_groups: &[String]) -> Vec<String> {
+    let keep = [
+        tenant_group(t),
+        ALL_TENANTS_GROUP.to_owned(),
+        "system:authenticated".to_owned(),
+    ];
+    let mut groups: Vec<String> = real_groups
+        .iter()
+        .map(|g| {
+            if keep.contains(g) {
+                g.clone()
+            } else {
+                cluster_shadow(t, g)
+            }
+        })
+        .collect();
+    if real_groups.contains(&upstream_admin_group(t)) {
+        groups.push(CLUSTER_SCOPE_GROUP.to_owned());
+    }
+    groups
+}
+
 /// Which upstream identity a request is sent as.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum As {
@@ -223,32 +250,11 @@ pub fn impersonation(t: &TenantId, user: &str, groups: &[String], who: As) -> Im
     };
     match who {
         As::Real => real,
-        As::Shadow => {
-            let keep = [
-                tenant_group(t),
-                ALL_TENANTS_GROUP.to_owned(),
-                "system:authenticated".to_owned(),
-            ];
-            let mut groups: Vec<String> = real
-                .groups
-                .iter()
-                .map(|g| {
-                    if keep.contains(g) {
-                        g.clone()
-                    } else {
-                        cluster_shadow(t, g)
-                    }
-                })
-                .collect();
-            if real.groups.contains(&upstream_admin_group(t)) {
-                groups.push(CLUSTER_SCOPE_GROUP.to_owned());
-            }
-            Impersonation {
-                user: cluster_shadow(t, &real.user),
-                groups,
-                extra: real.extra,
-            }
-        }
+        As::Shadow => Impersonation {
+            user: cluster_shadow(t, &real.user),
+            groups: shadow_groups(t, &real.groups),
+            extra: real.extra,
+        },
     }
 }
 

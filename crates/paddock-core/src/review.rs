@@ -128,27 +128,8 @@ pub fn shadow_subject_review(
     groups: &[String],
     extra: &Value,
 ) -> Value {
-    use crate::identity::{
-        ALL_TENANTS_GROUP, CLUSTER_SCOPE_GROUP, TENANT_ADMIN_GROUP, cluster_shadow, tenant_group,
-    };
-    let keep = [
-        tenant_group(t),
-        ALL_TENANTS_GROUP.to_owned(),
-        "system:authenticated".to_owned(),
-    ];
-    let mut gs: Vec<String> = groups
-        .iter()
-        .map(|g| {
-            if keep.contains(g) {
-                g.clone()
-            } else {
-                cluster_shadow(t, g)
-            }
-        })
-        .collect();
-    if groups.contains(&format!("paddock:{}:{TENANT_ADMIN_GROUP}", t.as_str())) {
-        gs.push(CLUSTER_SCOPE_GROUP.to_owned());
-    }
+    use crate::identity::{cluster_shadow, shadow_groups};
+    let gs = shadow_groups(t, groups);
     let mut spec = review["spec"].clone();
     spec["user"] = json!(cluster_shadow(t, user));
     spec["groups"] = json!(gs);

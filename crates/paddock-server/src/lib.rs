@@ -5,13 +5,13 @@
 pub mod absent;
 pub mod access_log;
 pub mod admin;
-pub mod fair_gate;
 pub mod audit;
 pub mod auth;
 pub mod caller;
 pub mod config;
 pub mod conn;
 pub mod discovery;
+pub mod fair_gate;
 pub mod fanout;
 pub mod front;
 pub mod health;

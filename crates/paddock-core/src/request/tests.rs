@@ -1,19 +1,11 @@
 //! Unit tests of parsing, planning and selector translation.
 
 use super::*;
-use std::sync::Arc;
 
 use crate::catalog::ResourceInfo;
-use crate::catalog::tests::catalog;
 use crate::error::TranslateError;
-use crate::tenant::TenantId;
 
-fn ctx() -> TenantContext {
-    TenantContext {
-        tenant: TenantId::parse("foofoo").unwrap(),
-        catalog: Arc::new(catalog()),
-    }
-}
+use crate::context::tests::ctx;
 
 fn pr(method: &str, path: &str, q: Option<&str>) -> ParsedRequest {
     parse_request(method, path, q).unwrap()

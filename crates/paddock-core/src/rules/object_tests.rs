@@ -1,20 +1,11 @@
 //! Unit tests of the object rules, one test (or more) per rule; docs/translation.md names them.
 
-use std::sync::Arc;
-
 use serde_json::{Value, json};
 
 use super::*;
-use crate::catalog::tests::catalog;
 use crate::rules::text::{text_down, text_down_with};
-use crate::tenant::TenantId;
 
-fn ctx() -> TenantContext {
-    TenantContext {
-        tenant: TenantId::parse("foofoo").unwrap(),
-        catalog: Arc::new(catalog()),
-    }
-}
+use crate::context::tests::ctx;
 
 fn up(v: Value) -> Result<Value, TranslateError> {
     let mut v = v;

@@ -168,21 +168,14 @@ pub fn translate_request_body(
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
 
     use serde_json::json;
 
     use super::*;
-    use crate::catalog::tests::catalog;
-    use crate::request::{parse_request, plan};
-    use crate::tenant::TenantId;
 
-    fn ctx() -> TenantContext {
-        TenantContext {
-            tenant: TenantId::parse("foofoo").unwrap(),
-            catalog: Arc::new(catalog()),
-        }
-    }
+    use crate::request::{parse_request, plan};
+
+    use crate::context::tests::ctx;
 
     fn tb(
         method: &str,

@@ -198,20 +198,12 @@ pub fn translate_json_patch(
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
 
     use serde_json::json;
 
     use super::*;
-    use crate::catalog::tests::catalog;
-    use crate::tenant::TenantId;
 
-    fn ctx() -> TenantContext {
-        TenantContext {
-            tenant: TenantId::parse("foofoo").unwrap(),
-            catalog: Arc::new(catalog()),
-        }
-    }
+    use crate::context::tests::ctx;
 
     fn info(g: &str, r: &str) -> ResourceInfo {
         let c = ctx();

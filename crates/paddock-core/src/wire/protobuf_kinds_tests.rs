@@ -3,7 +3,6 @@
 //! brought back down to what the tenant sent. This is what proves the table's field numbers.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
 use k8s_pb::api::admissionregistration::v1 as adm;
 use k8s_pb::api::core::v1 as core;
@@ -19,15 +18,8 @@ use k8s_pb::apimachinery::pkg::runtime::{TypeMeta, Unknown};
 use prost::Message;
 
 use super::*;
-use crate::catalog::tests::catalog;
-use crate::tenant::TenantId;
 
-fn ctx() -> TenantContext {
-    TenantContext {
-        tenant: TenantId::parse("foofoo").unwrap(),
-        catalog: Arc::new(catalog()),
-    }
-}
+use crate::context::tests::ctx;
 
 fn st(s: &str) -> Option<String> {
     Some(s.to_owned())

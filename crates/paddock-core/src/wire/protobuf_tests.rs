@@ -2,19 +2,10 @@
 //! every kind with rules, encoded and decoded with the real generated types (k8s-pb) in
 //! `protobuf_kinds_tests.rs`.
 
-use std::sync::Arc;
-
 use super::*;
-use crate::catalog::tests::catalog;
-use crate::tenant::TenantId;
 use crate::wire::pb::{read_varint, write_varint};
 
-fn ctx() -> TenantContext {
-    TenantContext {
-        tenant: TenantId::parse("foofoo").unwrap(),
-        catalog: Arc::new(catalog()),
-    }
-}
+use crate::context::tests::ctx;
 
 fn s(num: u32, v: &str) -> Field {
     len_field(num, v.as_bytes().to_vec())
