@@ -28,6 +28,9 @@ cargo fmt --all -- --check
 step "cargo clippy -D warnings"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 
+step "no module cycles inside a crate"
+python3 scripts/module-cycles.py
+
 step "build"
 cargo build --workspace --all-targets --locked
 
