@@ -50,7 +50,7 @@ pub fn tenant_object(r: &TenantRecord) -> Value {
         "apiVersion": GV,
         "kind": "Tenant",
         "metadata": {"name": r.id.as_str(), "creationTimestamp": r.created, "labels": r.labels, "generation": r.generation},
-        "spec": {"displayName": r.display_name, "limits": r.limits.unwrap_or_default()},
+        "spec": {"displayName": r.display_name, "limits": r.limits.unwrap_or_default(), "billing": r.billing},
         "status": {"phase": phase_str(r.phase), "progress": r.progress}
     })
 }
@@ -161,6 +161,8 @@ fn discovery(path: &str) -> Option<Value> {
             json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": GV, "resources": [
                 {"name": "tenants", "singularName": "tenant", "namespaced": false, "kind": "Tenant",
                  "verbs": ["get", "list", "create", "delete"], "shortNames": ["tn"]},
+                {"name": "tenants/billing", "singularName": "", "namespaced": false, "kind": "Tenant", "verbs": ["patch"]},
+                {"name": "tenants/usage", "singularName": "", "namespaced": false, "kind": "TenantUsage", "verbs": ["get"]},
                 {"name": "issuedcertificates", "singularName": "issuedcertificate", "namespaced": false,
                  "kind": "IssuedCertificate", "verbs": ["get", "list", "create"]},
                 {"name": "issuedcertificates/revocation", "singularName": "", "namespaced": false,
@@ -251,7 +253,13 @@ pub async fn serve_admin(
             let labels: BTreeMap<String, String> =
                 serde_json::from_value(obj["metadata"]["labels"].clone()).unwrap_or_default();
             let limits = parse_limits(&obj["spec"]["limits"])?;
-            let rec = create_tenant(state, id, display, labels, limits).await?;
+            let billing = paddock_core::billing::BillingKey::from_spec(&obj["spec"]["billing"])
+                .map_err(|e| ServerError::BadRequest(e.to_string()))?;
+            let mut rec = create_tenant(state, id, display, labels, limits).await?;
+            if rec.billing != billing {
+                // Stored, then stamped on the namespaces provisioning just made.
+                rec = crate::admin_metering::set_billing(state, rec, billing).await?;
+            }
             json_response(StatusCode::CREATED, &tenant_object(&rec))
         }
         (Method::PATCH, ["tenants", id, "limits"]) => {
@@ -262,6 +270,9 @@ pub async fn serve_admin(
             let rec = patch_limits(state, id, &patch).await?;
             tracing::info!(admin = caller.user(), tenant = id, limits = ?rec.limits, "tenant limits changed");
             json_response(StatusCode::OK, &tenant_object(&rec))
+        }
+        (Method::PATCH, ["tenants", id, "billing"]) | (Method::GET, ["tenants", id, "usage"]) => {
+            crate::admin_metering::serve(state, caller, req, id).await
         }
         (Method::DELETE, ["tenants", id]) => {
             let rec = start_tenant_deletion(state, id).await?;
@@ -417,6 +428,7 @@ pub async fn create_tenant(
         progress: None,
         generation: 1,
         limits,
+        billing: Default::default(),
     };
     state.store.create_tenant(&rec).await?;
     let provisioned = match provision::provision_tenant(&state.upstream, &tid).await {

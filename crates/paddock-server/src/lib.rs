@@ -5,8 +5,10 @@
 pub mod absent;
 pub mod access_log;
 pub mod admin;
+pub mod admin_metering;
 pub mod audit;
 pub mod auth;
+pub mod billing;
 pub mod body;
 pub mod config;
 pub mod conn;
@@ -17,6 +19,7 @@ pub mod front;
 pub mod health;
 pub mod impersonate;
 pub mod limits;
+pub mod metering;
 pub mod metrics;
 pub mod provision;
 pub mod proxy;
@@ -28,6 +31,7 @@ pub mod router;
 pub mod state;
 pub mod upjson;
 pub mod upstream;
+pub mod usage;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -172,6 +176,7 @@ pub async fn run(config: ServerConfig, shutdown: CancellationToken) -> Result<()
         });
     }
     tokio::spawn(prune::prune_loop(state.clone()));
+    tokio::spawn(usage::refresh_loop(state.clone()));
     // Keep the catalog's list of tenant ids in step with the store.
     {
         let state = state.clone();

@@ -284,6 +284,11 @@ pub async fn serve_tenant(
             && ns.starts_with(&tenant.prefix())
         {
             crate::provision::ensure_namespace_binding(&state.upstream, tenant, &ns).await?;
+            if let Some(rec) = state.cache.tenant(tenant.as_str())
+                && !rec.billing.is_empty()
+            {
+                crate::billing::stamp_namespace(&state.upstream, &rec.billing, &ns).await?;
+            }
         }
         let doc = rewrite_whole(&ctx, &plan, status, &ct, &raw)?;
         let mut out = Response::builder().status(status);

@@ -580,6 +580,12 @@ pub async fn resync_loop(state: std::sync::Arc<crate::state::AppState>) {
                 if let Err(e) = crate::provision::repair_tenant(&state.upstream, t).await {
                     tracing::warn!(tenant = %t, error = %e, "tenant repair failed");
                 }
+                if let Some(rec) = state.cache.tenant(t.as_str())
+                    && let Err(e) =
+                        crate::billing::restamp_tenant(&state.upstream, t, &rec.billing).await
+                {
+                    tracing::warn!(tenant = %t, error = %e, "billing key restamp failed");
+                }
             }
         } else {
             match ViewLists::fetch(&state.upstream, None).await {
@@ -589,6 +595,18 @@ pub async fn resync_loop(state: std::sync::Arc<crate::state::AppState>) {
                         let view = views.remove(t).unwrap_or_default();
                         if let Err(e) = reconcile_tenant(&state.upstream, t, &view).await {
                             tracing::warn!(tenant = %t, error = %e, "tenant RBAC resync failed");
+                        }
+                        let key = state.cache.tenant(t.as_str()).map(|r| r.billing.clone());
+                        if let Some(key) = key
+                            && let Err(e) = crate::billing::restamp_listed(
+                                &state.upstream,
+                                t,
+                                &key,
+                                &view.namespaces,
+                            )
+                            .await
+                        {
+                            tracing::warn!(tenant = %t, error = %e, "billing key restamp failed");
                         }
                     }
                 }

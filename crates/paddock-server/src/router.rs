@@ -139,6 +139,18 @@ pub async fn handle(
         start.elapsed().as_secs_f64(),
     );
     audit(&state, &caller, audit_info.as_ref(), code);
+    let resp = match &caller {
+        Caller::Tenant { tenant, .. } => {
+            let t = tenant.as_str();
+            state
+                .metrics
+                .tenant
+                .request(t, announced.unwrap_or(0) as u64);
+            let (metrics, watch) = (state.metrics.clone(), verb == "watch" && code < 300);
+            resp.map(|b| crate::metering::meter_response(b, metrics, t, watch))
+        }
+        _ => resp,
+    };
     match permit {
         Some(p) => resp.map(|b| crate::limits::hold(b, p)),
         None => resp,
