@@ -284,7 +284,12 @@ fn tenant_attacks(a: &Kubectl, up: &Kubectl) -> Result<()> {
     let forged = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "forged",
         "annotations": {"paddock.io/billing-labels": ""}}});
     let (_, out) = a.run_raw(
-        &["create".into(), "--validate=false".into(), "-f".into(), "-".into()],
+        &[
+            "create".into(),
+            "--validate=false".into(),
+            "-f".into(),
+            "-".into(),
+        ],
         Some(&forged.to_string()),
         &BTreeMap::new(),
         None,
@@ -392,7 +397,12 @@ fn make_objects(a: &Kubectl) -> Result<()> {
     // --validate=false here and below: kubectl's client-side validation reads /openapi/v2 in
     // protobuf, which paddock answers in JSON (docs/testing.md, issue 13 item 3).
     let (line, out) = a.run_raw(
-        &["create".into(), "--validate=false".into(), "-f".into(), "-".into()],
+        &[
+            "create".into(),
+            "--validate=false".into(),
+            "-f".into(),
+            "-".into(),
+        ],
         Some(&list.to_string()),
         &BTreeMap::new(),
         None,
@@ -402,7 +412,12 @@ fn make_objects(a: &Kubectl) -> Result<()> {
     let mut pending = pod("waiting", ("300m", "16Mi"), ("300m", "16Mi"));
     pending["spec"]["nodeName"] = json!("no-such-node");
     let (line, out) = a.run_raw(
-        &["create".into(), "--validate=false".into(), "-f".into(), "-".into()],
+        &[
+            "create".into(),
+            "--validate=false".into(),
+            "-f".into(),
+            "-".into(),
+        ],
         Some(&pending.to_string()),
         &BTreeMap::new(),
         None,
