@@ -211,7 +211,7 @@ fn whole(v: &Value) -> u64 {
     v.as_str()
         .and_then(parse_quantity_milli)
         // Round up, as the apiserver's Quantity.Value().
-        .map_or(0, |m| u64::try_from((m + 999) / 1000).unwrap_or(u64::MAX))
+        .map_or(0, |m| u64::try_from(m.div_ceil(1000)).unwrap_or(u64::MAX))
 }
 
 /// A Kubernetes resource quantity in thousandths (`"250m"` is 250, `"1Gi"` is 1024³·1000),
