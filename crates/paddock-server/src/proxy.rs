@@ -149,6 +149,9 @@ pub async fn serve_tenant(
             .unwrap_or("application/json")
             .to_string();
         let raw = collect_limited(body, state.config.max_body_bytes).await?;
+        if let Some(slot) = parts.extensions.get::<crate::audit::AuditBody>() {
+            let _ = slot.0.set(raw.clone());
+        }
         let (mut translated, up_ct) =
             paddock_core::translate_request_body(&ctx, &plan, &content_type, &raw)?;
         if is_namespace_write(&plan) {

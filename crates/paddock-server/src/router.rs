@@ -24,6 +24,9 @@ pub async fn handle(
         .audit
         .as_ref()
         .map(|_| crate::audit::RequestInfo::of(&req, start));
+    if let Some(i) = &audit_info {
+        req.extensions_mut().insert(i.body.clone());
+    }
     let path = req.uri().path().to_string();
     let method = req.method().clone();
     match path.as_str() {
