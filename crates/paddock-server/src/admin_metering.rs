@@ -10,7 +10,8 @@ use paddock_store::{TenantPhase, TenantRecord};
 use serde_json::Value;
 
 use crate::auth::Caller;
-use crate::body::{ResBody, collect_limited, full};
+use crate::body::{ResBody, full};
+use crate::limit::collect_limited;
 use crate::error::ServerError;
 use crate::state::AppState;
 

@@ -8,9 +8,9 @@ use paddock_core::TenantId;
 use paddock_core::billing::{BILLING_FIELD_MANAGER, BillingKey};
 use serde_json::Value;
 
-use crate::error::ServerError;
-use crate::upjson;
-use crate::upstream::Upstream;
+use paddock_upstream::error::ServerError;
+use paddock_upstream::upjson;
+use paddock_upstream::upstream::Upstream;
 
 /// Server-side apply of the key on one namespace, as paddock's billing field manager.
 pub async fn stamp_namespace(
