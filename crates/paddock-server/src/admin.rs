@@ -264,9 +264,14 @@ pub async fn serve_admin(
             tracing::info!(admin = caller.user(), tenant = id, limits = ?rec.limits, "tenant limits changed");
             json_response(StatusCode::OK, &tenant_object(&rec))
         }
-        (Method::PATCH, ["tenants", id, "billing"]) | (Method::GET, ["tenants", id, "usage"]) => {
-            crate::admin_metering::serve(state, caller, req, id).await
+        (Method::PATCH, ["tenants", id, "billing"]) => {
+            let rec = crate::admin_metering::patch_billing(state, caller, req, id).await?;
+            json_response(StatusCode::OK, &tenant_object(&rec))
         }
+        (Method::GET, ["tenants", id, "usage"]) => json_response(
+            StatusCode::OK,
+            &crate::admin_metering::usage(state, id).await?,
+        ),
         (Method::DELETE, ["tenants", id]) => {
             let rec = crate::lifecycle::start_tenant_deletion(&state.reconciler, id).await?;
             json_response(StatusCode::OK, &tenant_object(&rec))

@@ -19,6 +19,8 @@ pub mod health;
 pub mod impersonate;
 pub mod limits;
 pub mod metering;
+#[cfg(test)]
+mod metering_tests;
 pub mod metrics;
 pub mod outbound;
 pub mod proxy;

@@ -97,7 +97,7 @@ impl TenantMetrics {
         m
     }
 
-    fn label(tenant: &str) -> TenantLabel {
+    pub(crate) fn label(tenant: &str) -> TenantLabel {
         TenantLabel {
             tenant: tenant.to_string(),
         }
@@ -115,45 +115,44 @@ impl TenantMetrics {
 
 /// Wraps a tenant's response body: counts its bytes, and for a watch the open-watch gauge and
 /// the watch-seconds, settled when the body ends or is dropped.
-pub fn meter_response(
-    body: ResBody,
-    metrics: Arc<crate::metrics::Metrics>,
-    tenant: &str,
-    watch: bool,
-) -> ResBody {
+pub fn meter_response(body: ResBody, meters: &TenantMetrics, tenant: &str, watch: bool) -> ResBody {
     let label = TenantMetrics::label(tenant);
     if watch {
-        metrics.tenant.open_watches.get_or_create(&label).inc();
+        meters.open_watches.get_or_create(&label).inc();
     }
     Metered {
         inner: body,
-        metrics,
+        response_bytes: meters.response_bytes.clone(),
+        watch: watch.then(|| (meters.open_watches.clone(), meters.watch_seconds.clone())),
         label,
-        watch,
         bytes: 0,
         started: Instant::now(),
     }
     .boxed_unsync()
 }
 
+type WatchMeters = (
+    Family<TenantLabel, Gauge>,
+    Family<TenantLabel, Counter<f64, AtomicU64>>,
+);
+
 struct Metered {
     inner: ResBody,
-    metrics: Arc<crate::metrics::Metrics>,
+    response_bytes: Family<TenantLabel, Counter>,
+    watch: Option<WatchMeters>,
     label: TenantLabel,
-    watch: bool,
     bytes: u64,
     started: Instant,
 }
 
 impl Drop for Metered {
     fn drop(&mut self) {
-        let t = &self.metrics.tenant;
-        t.response_bytes
+        self.response_bytes
             .get_or_create(&self.label)
             .inc_by(self.bytes);
-        if self.watch {
-            t.open_watches.get_or_create(&self.label).dec();
-            t.watch_seconds
+        if let Some((open, seconds)) = &self.watch {
+            open.get_or_create(&self.label).dec();
+            seconds
                 .get_or_create(&self.label)
                 .inc_by(self.started.elapsed().as_secs_f64());
         }
@@ -202,7 +201,7 @@ type Figure = (
     fn(&paddock_core::usage::TenantFigures) -> f64,
 );
 
-const FIGURES: &[Figure] = &[
+pub(crate) const FIGURES: &[Figure] = &[
     (
         "tenant_namespaces",
         "Namespaces of the tenant upstream (last usage refresh)",
@@ -275,102 +274,5 @@ impl Collector for FiguresCollector {
             }
         }
         Ok(())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    #![allow(clippy::unwrap_used)]
-    use super::*;
-    use crate::metrics::Metrics;
-    use paddock_core::usage::{COUNTED_CLUSTER, COUNTED_NAMESPACED};
-    use serde_json::json;
-
-    const VERBS: &[&str] = &[
-        "get",
-        "list",
-        "watch",
-        "create",
-        "update",
-        "patch",
-        "delete",
-        "deletecollection",
-        "connect",
-        "other",
-    ];
-
-    /// Series one tenant can have at most (documented in docs/metering.md).
-    const PER_TENANT: usize = VERBS.len() * 4 // requests: verb × status class
-        + 4 // request and response bytes, watch-seconds, open watches
-        + FIGURES.len()
-        + COUNTED_NAMESPACED.len() + COUNTED_CLUSTER.len() + 2; // objects (+ pods, PVCs)
-
-    fn series(text: &str) -> usize {
-        text.lines()
-            .filter(|l| !l.starts_with('#') && !l.is_empty())
-            .count()
-    }
-
-    /// Every tenant with every series it can have: the worst case of the bound, measured.
-    #[test]
-    fn series_per_tenant_are_bounded_with_1000_tenants() {
-        let m = Arc::new(Metrics::new());
-        let baseline = series(&m.encode());
-        let mut tally = UsageTally::default();
-        const TENANTS: usize = 1000;
-        for i in 0..TENANTS {
-            let t = format!("t{i:05}");
-            let ns = format!("{t}-default");
-            for verb in VERBS {
-                for code in [200, 304, 404, 500] {
-                    m.observe(&t, verb, code, 0.001);
-                }
-            }
-            m.tenant.request(&t, 10);
-            drop(meter_response(
-                crate::body::full(b"x".to_vec()),
-                m.clone(),
-                &t,
-                true,
-            ));
-            tally.add_namespace(
-                &json!({"metadata": {"name": ns, "labels": {"paddock.io/tenant": t}}}),
-            );
-            tally.add_pod(&json!({"metadata": {"namespace": ns}, "status": {"phase": "Running"},
-                "spec": {"containers": [{"resources": {"requests": {"cpu": "1", "memory": "1Mi"}, "limits": {"cpu": "1", "memory": "1Mi"}}}]}}));
-            tally.add_pvc(&json!({"metadata": {"namespace": ns}, "spec": {"resources": {"requests": {"storage": "1Gi"}}}}));
-            for (r, _) in COUNTED_NAMESPACED {
-                tally.add_namespaced(r, &json!({"metadata": {"namespace": ns}}));
-            }
-            for (r, _) in COUNTED_CLUSTER {
-                tally.add_cluster(r, &json!({"metadata": {"name": format!("{t}-x"), "labels": {"paddock.io/tenant": t}}, "spec": {"group": format!("{t}-g.io")}}));
-            }
-        }
-        m.tenant.figures.store(Some(Arc::new(UsageSnapshot {
-            tally,
-            observed_at: String::new(),
-            at: Instant::now(),
-        })));
-        let t0 = Instant::now();
-        let text = m.encode();
-        let took = t0.elapsed();
-        let total = series(&text);
-        // The latency histogram has one series per verb (its buckets), not per tenant.
-        let per_tenant = (total - baseline - histogram_series(&text)) / TENANTS;
-        eprintln!(
-            "1000 tenants: {total} series, {} KiB, encoded in {took:?}; {per_tenant} per tenant (bound {PER_TENANT})",
-            text.len() / 1024
-        );
-        assert_eq!(per_tenant, PER_TENANT);
-        assert_eq!(
-            total,
-            baseline + histogram_series(&text) + TENANTS * PER_TENANT
-        );
-    }
-
-    fn histogram_series(text: &str) -> usize {
-        text.lines()
-            .filter(|l| l.starts_with("paddock_request_duration_seconds"))
-            .count()
     }
 }

@@ -149,8 +149,8 @@ pub async fn handle(
                 .metrics
                 .tenant
                 .request(t, announced.unwrap_or(0) as u64);
-            let (metrics, watch) = (state.metrics.clone(), verb == "watch" && code < 300);
-            resp.map(|b| crate::metering::meter_response(b, metrics, t, watch))
+            let watch = verb == "watch" && code < 300;
+            resp.map(|b| crate::metering::meter_response(b, &state.metrics.tenant, t, watch))
         }
         _ => resp,
     };
