@@ -25,7 +25,26 @@ build_helm() {
   echo "$dir/helm"
 }
 
+# A Python venv with prometheus_client from PyPI (the metering test's exposition parser).
+build_pyprom() {
+  local dir="$CACHE/pyprom-$PROMETHEUS_CLIENT_PY_VERSION"
+  if [ ! -x "$dir/bin/python3" ] || ! "$dir/bin/python3" -c 'import prometheus_client' 2>/dev/null; then
+    mkdir -p "$CACHE"
+    log "installing prometheus_client $PROMETHEUS_CLIENT_PY_VERSION from PyPI into a venv"
+    (
+      flock 9
+      if ! "$dir/bin/python3" -c 'import prometheus_client' 2>/dev/null; then
+        rm -rf "$dir"
+        python3 -m venv "$dir" >&2
+        "$dir/bin/pip" install --quiet "prometheus_client==$PROMETHEUS_CLIENT_PY_VERSION" >&2
+      fi
+    ) 9>"$CACHE/.pyprom.lock"
+  fi
+  echo "$dir/bin/python3"
+}
+
 case "${1:-}" in
   helm) build_helm ;;
-  *) echo "usage: tools.sh helm" >&2; exit 2 ;;
+  pyprom) build_pyprom ;;
+  *) echo "usage: tools.sh helm|pyprom" >&2; exit 2 ;;
 esac

@@ -278,6 +278,10 @@ pub struct Event {
     pub stage_timestamp: String,
     /// `paddock.io/tenant` (the tenant id), `paddock.io/latency` (e.g. `12.345ms`).
     pub annotations: BTreeMap<String, String>,
+    /// The tenant's request body (its view: as it sent it), at level Request and above, for
+    /// JSON bodies; never for the kinds of [`never_log_contents`] (their level is lowered).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub request_object: Option<serde_json::Value>,
 }
 
 /// What the server knows of a finished request.
@@ -294,6 +298,8 @@ pub struct Finished {
     pub received: String,
     pub completed: String,
     pub latency_ms: f64,
+    /// The request body as the tenant sent it, when it was JSON.
+    pub request_object: Option<serde_json::Value>,
 }
 
 /// The event for a finished request at `level` (not None).
@@ -351,6 +357,14 @@ pub fn event(level: Level, f: &Finished) -> Event {
         request_received_timestamp: f.received.clone(),
         stage_timestamp: f.completed.clone(),
         annotations,
+        request_object: match level {
+            Level::Request | Level::RequestResponse
+                if !never_log_contents(f.attrs.resource.as_ref()) =>
+            {
+                f.request_object.clone()
+            }
+            _ => None,
+        },
     }
 }
 
@@ -495,5 +509,25 @@ rules:
         assert_eq!(v["responseStatus"]["code"], 200);
         assert_eq!(v["annotations"]["paddock.io/tenant"], "acme01");
         assert_eq!(v["user"]["extra"]["paddock.io/tenant"][0], "acme01");
+    }
+
+    #[test]
+    fn request_object_only_at_request_level_and_never_for_secrets() {
+        let mut f = Finished {
+            tenant: "acme01".into(),
+            request_object: Some(serde_json::json!({"data": {"k": "v"}})),
+            ..Finished::default()
+        };
+        f.attrs.resource = Some(ResourceRef {
+            resource: "configmaps".into(),
+            ..ResourceRef::default()
+        });
+        assert!(event(Level::Metadata, &f).request_object.is_none());
+        assert_eq!(event(Level::Request, &f).request_object, f.request_object);
+        f.attrs.resource = Some(ResourceRef {
+            resource: "secrets".into(),
+            ..ResourceRef::default()
+        });
+        assert!(event(Level::RequestResponse, &f).request_object.is_none());
     }
 }

@@ -33,7 +33,9 @@ pub mod wire;
 // Tenant governance: fair-share limits and the audit trail (the decisions; the server
 // holds the counters and writes the log).
 pub mod audit;
+pub mod billing;
 pub mod fairshare;
+pub mod usage;
 
 // Errors and their Status.
 pub mod error;

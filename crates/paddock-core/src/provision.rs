@@ -141,6 +141,11 @@ pub fn guard_policies() -> Vec<(String, Value)> {
             "({o} != null && has({o}.metadata) && has({o}.metadata.labels)) ? {o}.metadata.labels : {{}}"
         )
     };
+    let annotations_of = |o: &str| {
+        format!(
+            "({o} != null && has({o}.metadata) && has({o}.metadata.annotations)) ? {o}.metadata.annotations : {{}}"
+        )
+    };
     let tenant_subject = "(s.kind == 'ServiceAccount' && has(s.namespace) && s.namespace.startsWith(variables.tid + '-')) || \
         (s.kind == 'User' && s.name.startsWith('paddock:' + variables.tid + ':')) || \
         (s.kind == 'Group' && (s.name.startsWith('paddock:' + variables.tid + ':') || s.name.startsWith('system:serviceaccounts:' + variables.tid + '-')))";
@@ -208,11 +213,24 @@ pub fn guard_policies() -> Vec<(String, Value)> {
     let namespaces = guard_policy(
         &format!("{GUARD_NAME}-namespaces"),
         json!({"resourceRules": [rule(&[""], &["namespaces"], &writes)]}),
-        with(json!([{"name": "newLabels", "expression": labels_of("object")}])),
-        json!([
+        with(json!([
+            {"name": "newLabels", "expression": labels_of("object")},
+            {"name": "oldLabels", "expression": labels_of("oldObject")},
+            {"name": "newAnn", "expression": annotations_of("object")},
+            {"name": "oldAnn", "expression": annotations_of("oldObject")}
+        ])),
+        {
+            let mut v = vec![json!(
             {"expression": psa,
-             "message": "paddock: the pod-security.kubernetes.io/enforce label of a tenant namespace is locked to the platform's level"}
-        ]),
+             "message": "paddock: the pod-security.kubernetes.io/enforce label of a tenant namespace is locked to the platform's level"})];
+            v.extend(
+                crate::billing::guard_validations()
+                    .as_array()
+                    .cloned()
+                    .unwrap_or_default(),
+            );
+            Value::Array(v)
+        },
     );
     let rbac = guard_policy(
         &format!("{GUARD_NAME}-rbac"),

@@ -5,11 +5,13 @@
 //! - [`rbac_sync`]: the mirrors that give tenant ClusterRoleBindings their namespaced meaning;
 //! - [`lifecycle`]: creating, repairing and deleting a tenant;
 //! - [`resync`]: the periodic repair of every tenant; [`prune`]: store upkeep;
-//! - [`rights`]: the start-up check that paddock's own credential holds what it needs.
+//! - [`rights`]: the start-up check that paddock's own credential holds what it needs;
+//! - [`billing`]: the tenant's billing key stamped on its namespaces (docs/metering.md).
 //!
 //! Module layers (no cycles): `provision` <- `rbac_sync` <- `lifecycle` <- `resync`.
 //! The gateway (`paddock-server`) calls in here; nothing here knows the gateway.
 
+pub mod billing;
 pub mod lifecycle;
 pub mod provision;
 pub mod prune;

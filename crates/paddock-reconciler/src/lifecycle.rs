@@ -122,6 +122,7 @@ pub async fn create_tenant(
         progress: None,
         generation: 1,
         limits,
+        billing: Default::default(),
     };
     state.store.create_tenant(&rec).await?;
     let provisioned = match provision_tenant(&state.upstream, &tid).await {

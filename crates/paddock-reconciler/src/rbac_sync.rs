@@ -225,6 +225,11 @@ pub(crate) struct TenantView {
 }
 
 impl TenantView {
+    /// The tenant's upstream namespaces as the resync read them (billing restamps from them).
+    pub(crate) fn namespaces(&self) -> &[Value] {
+        &self.namespaces
+    }
+
     fn add_mirror(&mut self, rb: Value) {
         let ns = rb["metadata"]["namespace"]
             .as_str()

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use paddock_core::TenantId;
 
-use crate::{Reconciler, lifecycle, rbac_sync};
+use crate::{Reconciler, billing, lifecycle, rbac_sync};
 
 /// Repairs every active tenant's upstream grants at start (so an upgrade moves old grants to
 /// the current model), then resyncs the mirrors every 30 s (changes paddock did not see: a
@@ -29,6 +29,11 @@ pub async fn resync_loop(state: Arc<Reconciler>) {
                 if let Err(e) = lifecycle::repair_tenant(&state.upstream, t).await {
                     tracing::warn!(tenant = %t, error = %e, "tenant repair failed");
                 }
+                if let Some(rec) = state.cache.tenant(t.as_str())
+                    && let Err(e) = billing::restamp_tenant(&state.upstream, t, &rec.billing).await
+                {
+                    tracing::warn!(tenant = %t, error = %e, "billing key restamp failed");
+                }
             }
         } else {
             match rbac_sync::ViewLists::fetch(&state.upstream, None).await {
@@ -39,6 +44,14 @@ pub async fn resync_loop(state: Arc<Reconciler>) {
                         if let Err(e) = rbac_sync::reconcile_tenant(&state.upstream, t, &view).await
                         {
                             tracing::warn!(tenant = %t, error = %e, "tenant RBAC resync failed");
+                        }
+                        let key = state.cache.tenant(t.as_str()).map(|r| r.billing.clone());
+                        if let Some(key) = key
+                            && let Err(e) =
+                                billing::restamp_listed(&state.upstream, t, &key, view.namespaces())
+                                    .await
+                        {
+                            tracing::warn!(tenant = %t, error = %e, "billing key restamp failed");
                         }
                     }
                 }

@@ -41,7 +41,7 @@ pub fn tenant_object(r: &TenantRecord) -> Value {
         "apiVersion": GV,
         "kind": "Tenant",
         "metadata": {"name": r.id.as_str(), "creationTimestamp": r.created, "labels": r.labels, "generation": r.generation},
-        "spec": {"displayName": r.display_name, "limits": r.limits.unwrap_or_default()},
+        "spec": {"displayName": r.display_name, "limits": r.limits.unwrap_or_default(), "billing": r.billing},
         "status": {"phase": phase_str(r.phase), "progress": r.progress}
     })
 }
@@ -152,6 +152,8 @@ fn discovery(path: &str) -> Option<Value> {
             json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": GV, "resources": [
                 {"name": "tenants", "singularName": "tenant", "namespaced": false, "kind": "Tenant",
                  "verbs": ["get", "list", "create", "delete"], "shortNames": ["tn"]},
+                {"name": "tenants/billing", "singularName": "", "namespaced": false, "kind": "Tenant", "verbs": ["patch"]},
+                {"name": "tenants/usage", "singularName": "", "namespaced": false, "kind": "TenantUsage", "verbs": ["get"]},
                 {"name": "issuedcertificates", "singularName": "issuedcertificate", "namespaced": false,
                  "kind": "IssuedCertificate", "verbs": ["get", "list", "create"]},
                 {"name": "issuedcertificates/revocation", "singularName": "", "namespaced": false,
@@ -242,9 +244,15 @@ pub async fn serve_admin(
             let labels: BTreeMap<String, String> =
                 serde_json::from_value(obj["metadata"]["labels"].clone()).unwrap_or_default();
             let limits = parse_limits(&obj["spec"]["limits"])?;
-            let rec =
+            let billing = paddock_core::billing::BillingKey::from_spec(&obj["spec"]["billing"])
+                .map_err(|e| ServerError::BadRequest(e.to_string()))?;
+            let mut rec =
                 crate::lifecycle::create_tenant(&state.reconciler, id, display, labels, limits)
                     .await?;
+            if rec.billing != billing {
+                // Stored, then stamped on the namespaces provisioning just made.
+                rec = crate::admin_metering::set_billing(state, rec, billing).await?;
+            }
             json_response(StatusCode::CREATED, &tenant_object(&rec))
         }
         (Method::PATCH, ["tenants", id, "limits"]) => {
@@ -256,6 +264,14 @@ pub async fn serve_admin(
             tracing::info!(admin = caller.user(), tenant = id, limits = ?rec.limits, "tenant limits changed");
             json_response(StatusCode::OK, &tenant_object(&rec))
         }
+        (Method::PATCH, ["tenants", id, "billing"]) => {
+            let rec = crate::admin_metering::patch_billing(state, caller, req, id).await?;
+            json_response(StatusCode::OK, &tenant_object(&rec))
+        }
+        (Method::GET, ["tenants", id, "usage"]) => json_response(
+            StatusCode::OK,
+            &crate::admin_metering::usage(state, id).await?,
+        ),
         (Method::DELETE, ["tenants", id]) => {
             let rec = crate::lifecycle::start_tenant_deletion(&state.reconciler, id).await?;
             json_response(StatusCode::OK, &tenant_object(&rec))

@@ -99,8 +99,15 @@ impl Audit {
     }
 }
 
+/// The tenant's request body, kept (by the proxy, which reads it) for an event at level
+/// `Request` or above; carried in the request's extensions.
+#[derive(Clone, Default)]
+pub struct AuditBody(pub Arc<std::sync::OnceLock<Bytes>>);
+
 /// What the router keeps of a request for its audit event (taken only when auditing is on).
 pub struct RequestInfo {
+    /// Filled by the proxy with the request body it read.
+    pub body: AuditBody,
     method: String,
     path: String,
     query: Option<String>,
@@ -113,6 +120,7 @@ impl RequestInfo {
     /// Takes what the event needs before the request is consumed.
     pub fn of<B>(req: &Request<B>, start: std::time::Instant) -> RequestInfo {
         RequestInfo {
+            body: AuditBody::default(),
             method: req.method().as_str().to_string(),
             path: req.uri().path().to_string(),
             query: req.uri().query().map(str::to_string),
@@ -166,6 +174,12 @@ pub fn record_request(audit: &Audit, caller: &Caller, info: &RequestInfo, code: 
         received: micro_time(info.received),
         completed: micro_time(SystemTime::now()),
         latency_ms: info.start.elapsed().as_secs_f64() * 1e3,
+        // Parsed only when the level keeps it (core decides about secrets); a body that is not
+        // JSON (protobuf, YAML) is left out.
+        request_object: matches!(level, Level::Request | Level::RequestResponse)
+            .then(|| info.body.0.get())
+            .flatten()
+            .and_then(|b| serde_json::from_slice(b).ok()),
     };
     audit.record(level, &f);
 }

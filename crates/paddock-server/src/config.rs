@@ -112,6 +112,9 @@ pub struct ServerConfig {
     pub limits: paddock_core::fairshare::Limits,
     /// The tenant audit trail (docs/audit.md); off without a policy file.
     pub audit: AuditConfig,
+    /// How old the usage figures may get before they are read upstream again
+    /// (docs/metering.md): the background refresh period and a usage report's freshness.
+    pub usage_refresh: Duration,
 }
 
 /// Where audit events go (config).
@@ -209,6 +212,9 @@ impl ServerConfig {
         }
         if self.upstream_timeout < Duration::from_secs(1) {
             return Err("upstream_timeout: must be at least 1s".into());
+        }
+        if self.usage_refresh < Duration::from_secs(1) {
+            return Err("usage_refresh: must be at least 1s".into());
         }
         let c = &self.connections;
         for (key, d) in [
@@ -354,6 +360,7 @@ mod tests {
             connections: ConnectionConfig::default(),
             limits: paddock_core::fairshare::Limits::default(),
             audit: AuditConfig::default(),
+            usage_refresh: Duration::from_secs(30),
         }
     }
 

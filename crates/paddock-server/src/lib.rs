@@ -5,6 +5,7 @@
 pub mod absent;
 pub mod access_log;
 pub mod admin;
+pub mod admin_metering;
 pub mod audit;
 pub mod auth;
 pub mod caller;
@@ -17,6 +18,9 @@ pub mod front;
 pub mod health;
 pub mod impersonate;
 pub mod limits;
+pub mod metering;
+#[cfg(test)]
+mod metering_tests;
 pub mod metrics;
 pub mod outbound;
 pub mod proxy;
@@ -25,10 +29,11 @@ pub mod rewrite;
 pub mod router;
 pub mod state;
 pub mod tasks;
+pub mod usage;
 
 // The upstream client and the reconciler are crates of their own; their modules keep the
 // paths they had here (`crate::upstream`, `crate::provision`, ...).
-pub use paddock_reconciler::{lifecycle, provision, prune, rbac_sync, resync, rights};
+pub use paddock_reconciler::{billing, lifecycle, provision, prune, rbac_sync, resync, rights};
 pub use paddock_upstream::{body, error, limit, upjson, upstream};
 
 use std::sync::Arc;
@@ -186,6 +191,7 @@ pub async fn run(config: ServerConfig, shutdown: CancellationToken) -> Result<()
         });
     }
     tokio::spawn(prune::prune_loop(state.reconciler.clone()));
+    tokio::spawn(usage::refresh_loop(state.clone()));
     // Keep the catalog's list of tenant ids in step with the store.
     {
         let state = state.clone();

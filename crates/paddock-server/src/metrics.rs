@@ -64,6 +64,8 @@ pub struct Metrics {
     pub limit_refusals: Family<LimitLabels, Counter>,
     /// Audit events dropped because the writer fell behind.
     pub audit_dropped: Counter,
+    /// Per-tenant bytes, watches and current figures (metering.rs, docs/metering.md).
+    pub tenant: crate::metering::TenantMetrics,
 }
 
 impl Default for Metrics {
@@ -120,7 +122,9 @@ impl Metrics {
             "Tenant audit events dropped because the audit backends fell behind",
             audit_dropped.clone(),
         );
+        let tenant = crate::metering::TenantMetrics::register(&mut registry);
         Metrics {
+            tenant,
             registry,
             limit_refusals,
             audit_dropped,

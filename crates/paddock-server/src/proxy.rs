@@ -189,6 +189,9 @@ async fn upstream_request(
             .unwrap_or("application/json")
             .to_string();
         let raw = collect_limited(body, state.config.max_body_bytes).await?;
+        if let Some(slot) = parts.extensions.get::<crate::audit::AuditBody>() {
+            let _ = slot.0.set(raw.clone());
+        }
         let (mut translated, up_ct) =
             paddock_core::translate_request_body(ctx, plan, &content_type, &raw)?;
         if is_namespace_write(plan) {
@@ -353,6 +356,11 @@ async fn follow_ups(
             && ns.starts_with(&tenant.prefix())
         {
             crate::lifecycle::ensure_namespace_binding(&state.upstream, tenant, &ns).await?;
+            if let Some(rec) = state.cache.tenant(tenant.as_str())
+                && !rec.billing.is_empty()
+            {
+                crate::billing::stamp_namespace(&state.upstream, &rec.billing, &ns).await?;
+            }
         }
         let doc = rewrite_whole(ctx, plan, status, &ct, &raw)?;
         return whole_answer(status, &ct, doc).map(Ok);

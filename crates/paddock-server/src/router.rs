@@ -24,6 +24,9 @@ pub async fn handle(
         .audit
         .as_ref()
         .map(|_| crate::audit::RequestInfo::of(&req, start));
+    if let Some(i) = &audit_info {
+        req.extensions_mut().insert(i.body.clone());
+    }
     let path = req.uri().path().to_string();
     let method = req.method().clone();
     match path.as_str() {
@@ -139,6 +142,18 @@ pub async fn handle(
         start.elapsed().as_secs_f64(),
     );
     audit(&state, &caller, audit_info.as_ref(), code);
+    let resp = match &caller {
+        Caller::Tenant { tenant, .. } => {
+            let t = tenant.as_str();
+            state
+                .metrics
+                .tenant
+                .request(t, announced.unwrap_or(0) as u64);
+            let watch = verb == "watch" && code < 300;
+            resp.map(|b| crate::metering::meter_response(b, &state.metrics.tenant, t, watch))
+        }
+        _ => resp,
+    };
     match permit {
         Some(p) => resp.map(|b| crate::limits::hold(b, p)),
         None => resp,

@@ -81,6 +81,13 @@ pub struct TenantRecord {
     /// before they existed, and when nothing is overridden).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limits: Option<paddock_core::fairshare::LimitOverrides>,
+    /// The billing key stamped on every upstream namespace of the tenant (empty in records
+    /// written before it existed).
+    #[serde(
+        default,
+        skip_serializing_if = "paddock_core::billing::BillingKey::is_empty"
+    )]
+    pub billing: paddock_core::billing::BillingKey,
 }
 
 impl TenantRecord {
@@ -95,6 +102,7 @@ impl TenantRecord {
             progress: None,
             generation: 1,
             limits: None,
+            billing: Default::default(),
         }
     }
 }

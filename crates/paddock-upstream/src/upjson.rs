@@ -35,6 +35,18 @@ pub async fn call(
     content_type: Option<&str>,
     body: Option<&Value>,
 ) -> Result<UpAnswer, ServerError> {
+    call_accept(up, method, path, content_type, body, "application/json").await
+}
+
+/// [`call`] asking for the answer as `accept` (e.g. a `PartialObjectMetadataList`).
+pub async fn call_accept(
+    up: &Upstream,
+    method: Method,
+    path: &str,
+    content_type: Option<&str>,
+    body: Option<&Value>,
+    accept: &str,
+) -> Result<UpAnswer, ServerError> {
     let bytes = match body {
         Some(v) => {
             Bytes::from(serde_json::to_vec(v).map_err(|e| ServerError::Internal(e.to_string()))?)
@@ -44,7 +56,7 @@ pub async fn call(
     let mut b = Request::builder()
         .method(method)
         .uri(up.uri(path)?)
-        .header(header::ACCEPT, "application/json");
+        .header(header::ACCEPT, accept);
     if let Some(ct) = content_type {
         b = b.header(header::CONTENT_TYPE, ct);
     }
@@ -115,6 +127,15 @@ pub fn query_escape(s: &str) -> String {
 
 /// Lists objects; returns the items.
 pub async fn list(up: &Upstream, path: &str) -> Result<Vec<Value>, ServerError> {
+    list_accept(up, path, "application/json").await
+}
+
+/// [`list`] asking for the pages as `accept`.
+pub async fn list_accept(
+    up: &Upstream,
+    path: &str,
+    accept: &str,
+) -> Result<Vec<Value>, ServerError> {
     let sep = if path.contains('?') { '&' } else { '?' };
     let mut items = Vec::new();
     let mut token = String::new();
@@ -129,7 +150,7 @@ pub async fn list(up: &Upstream, path: &str) -> Result<Vec<Value>, ServerError> 
                 query_escape(&token)
             )
         };
-        let mut a = call(up, Method::GET, &page, None, None).await?;
+        let mut a = call_accept(up, Method::GET, &page, None, None, accept).await?;
         if !a.status.is_success() {
             return Err(ServerError::Upstream(format!(
                 "listing {path} upstream failed ({}): {}",

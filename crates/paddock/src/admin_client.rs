@@ -19,7 +19,7 @@ pub struct AdminClient {
     up: Upstream,
 }
 
-fn check(a: upjson::UpAnswer, what: &str) -> Result<Value> {
+pub(crate) fn check(a: upjson::UpAnswer, what: &str) -> Result<Value> {
     if a.status.is_success() {
         Ok(a.body)
     } else {
@@ -41,7 +41,7 @@ impl AdminClient {
         })
     }
 
-    async fn call(
+    pub(crate) async fn call(
         &self,
         method: Method,
         path: &str,
@@ -65,10 +65,11 @@ impl AdminClient {
         display: Option<&str>,
         labels: &serde_json::Map<String, Value>,
         limits: &serde_json::Map<String, Value>,
+        billing: &Value,
     ) -> Result<Value> {
         let body = json!({"apiVersion": "paddock.io/v1alpha1", "kind": "Tenant",
             "metadata": {"name": id, "labels": labels},
-            "spec": {"displayName": display.unwrap_or(id), "limits": limits}});
+            "spec": {"displayName": display.unwrap_or(id), "limits": limits, "billing": billing}});
         check(
             self.call(Method::POST, &format!("{BASE}/tenants"), Some(&body))
                 .await?,

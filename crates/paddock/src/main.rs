@@ -2,6 +2,7 @@
 
 mod admin_client;
 mod kubeconfig;
+mod metering_cli;
 mod output;
 mod serve;
 
@@ -124,6 +125,30 @@ enum TenantCommand {
         /// maxInflight, maxWatches, maxList, maxConnections; 0 = no limit), repeatable.
         #[arg(long = "limit")]
         limits: Vec<String>,
+        /// Billing label stamped on every upstream namespace of the tenant, k=v, repeatable
+        /// (docs/metering.md).
+        #[arg(long = "billing-label")]
+        billing_labels: Vec<String>,
+        /// Billing annotation stamped on every upstream namespace of the tenant, k=v.
+        #[arg(long = "billing-annotation")]
+        billing_annotations: Vec<String>,
+    },
+    /// Change a tenant's billing key: --label k=v sets one, --label k- removes it (same for
+    /// --annotation); every upstream namespace is restamped before this returns.
+    SetBilling {
+        id: String,
+        #[arg(long = "label")]
+        labels: Vec<String>,
+        #[arg(long = "annotation")]
+        annotations: Vec<String>,
+        #[arg(short = 'o', long, value_enum, default_value_t)]
+        output: Output,
+    },
+    /// A tenant's usage report: current figures taken upstream and this replica's counters.
+    Usage {
+        id: String,
+        #[arg(short = 'o', long, value_enum, default_value_t)]
+        output: Output,
     },
     /// Change a tenant's fair-share overrides: name=value sets one, name- returns it to the
     /// server's default (docs/fairshare.md).
@@ -262,11 +287,15 @@ async fn run(cli: Cli) -> Result<()> {
                     labels,
                     validity,
                     limits,
+                    billing_labels,
+                    billing_annotations,
                 } => {
                     let labels = output::parse_labels(&labels)?;
                     let limits = output::parse_limits(&limits)?;
+                    let billing =
+                        metering_cli::billing_spec(&billing_labels, &billing_annotations)?;
                     client
-                        .create_tenant(&id, display_name.as_deref(), &labels, &limits)
+                        .create_tenant(&id, display_name.as_deref(), &labels, &limits, &billing)
                         .await?;
                     let issue = IssueArgs {
                         tenant: id.clone(),
@@ -284,6 +313,18 @@ async fn run(cli: Cli) -> Result<()> {
                 TenantCommand::SetLimits { id, limits, output } => {
                     let patch = output::parse_limits(&limits)?;
                     output::print_tenants(&[client.set_limits(&id, &patch).await?], output)
+                }
+                TenantCommand::SetBilling {
+                    id,
+                    labels,
+                    annotations,
+                    output,
+                } => {
+                    let t = metering_cli::set_billing(&client, &id, &labels, &annotations).await?;
+                    output::print_tenants(&[t], output)
+                }
+                TenantCommand::Usage { id, output } => {
+                    metering_cli::print_usage(&client.usage(&id).await?, output)
                 }
                 TenantCommand::List { output } => {
                     output::print_tenants(&client.list_tenants().await?, output)

@@ -149,6 +149,11 @@ pub struct ServeArgs {
     /// At SIGTERM, how long /readyz answers 503 before the listener closes, e.g. 5s.
     #[arg(long, env = "PADDOCK_SHUTDOWN_DELAY")]
     pub shutdown_delay: Option<String>,
+
+    // ---- Metering ----
+    /// How old usage figures may get before they are read upstream again, e.g. 30s.
+    #[arg(long, env = "PADDOCK_USAGE_REFRESH")]
+    pub usage_refresh: Option<String>,
 }
 
 /// Shares of the tenants' APF priority level: as many as `workload-low` (service accounts).
@@ -182,6 +187,7 @@ struct FileConfig {
     // ---- Upstream faults and draining ----
     upstream_timeout: Option<String>,
     shutdown_delay: Option<String>,
+    usage_refresh: Option<String>,
     tls_handshake_timeout: Option<String>,
     header_read_timeout: Option<String>,
     idle_timeout: Option<String>,
@@ -346,6 +352,11 @@ pub fn resolve(args: &ServeArgs) -> Result<(ServerConfig, LogFormat)> {
         connections,
         limits,
         audit,
+        usage_refresh: dur(
+            "usage_refresh",
+            args.usage_refresh.clone().or(file.usage_refresh),
+            "30s",
+        )?,
     };
     config.validate().map_err(anyhow::Error::msg)?;
     Ok((config, log_format))

@@ -81,12 +81,22 @@ pub fn go_program(rel: &str, name: &str) -> Result<PathBuf> {
 
 /// helm 3 (tests/testbed/tools.sh helm: built from the Go module proxy, cached).
 pub fn helm() -> Result<PathBuf> {
+    testbed_tool("helm")
+}
+
+/// A Python with prometheus_client from PyPI (tests/testbed/tools.sh pyprom: a cached venv),
+/// the metering test's Prometheus exposition parser.
+pub fn pyprom() -> Result<PathBuf> {
+    testbed_tool("pyprom")
+}
+
+fn testbed_tool(name: &str) -> Result<PathBuf> {
     let mut cmd = Command::new("bash");
-    cmd.arg(testbed_scripts().join("tools.sh")).arg("helm");
+    cmd.arg(testbed_scripts().join("tools.sh")).arg(name);
     let out = process::run(&mut cmd, None, Duration::from_secs(30 * 60))?;
     if !out.success() {
         bail!(
-            "tests/testbed/tools.sh helm failed (exit {:?}):\n{}",
+            "tests/testbed/tools.sh {name} failed (exit {:?}):\n{}",
             out.code,
             tail_lines(&out.stderr, 40)
         );

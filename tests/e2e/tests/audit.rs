@@ -383,6 +383,24 @@ fn audit_trail_in_the_tenants_view() -> Result<()> {
             _ => "Metadata",
         };
         ensure!(level == want, "level {want}: {}", ctx());
+        // Request level and above: the body as the tenant sent it (JSON), never a secret's.
+        let verb_s = ev["verb"].as_str().unwrap_or_default();
+        if *res == "configmaps" && verb_s == "create" {
+            ensure!(
+                ev["requestObject"]["kind"] == "ConfigMap"
+                    && ev["requestObject"]["data"]["k"] == "v"
+                    && ev["requestObject"]["metadata"].get("namespace").is_none(),
+                "requestObject of a ConfigMap create: {}",
+                ctx()
+            );
+        }
+        if *res == "secrets" {
+            ensure!(
+                ev.get("requestObject").is_none(),
+                "a secret's body: {}",
+                ctx()
+            );
+        }
         // Nothing of the other tenant in this tenant's events.
         let other = if *tenant == "audita" {
             "auditb"
