@@ -16,6 +16,7 @@ pub mod framer;
 pub mod list;
 pub mod members;
 pub mod openapi;
+pub mod openapi_pb;
 pub mod splice;
 pub mod table;
 pub mod watch;
