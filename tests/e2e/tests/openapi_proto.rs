@@ -5,16 +5,15 @@
 //! - through paddock, `/openapi/v2` asked in protobuf answers the tenant's document in
 //!   protobuf (Content-Type, ETag shared with the JSON form, 304 on If-None-Match, Vary), and
 //!   it is exactly the encoding of the tenant's JSON document;
-//! - the clients that need it: kubectl 1.27 and 1.28 `apply`, `diff` and `explain` (they
-//!   read only the protobuf document), `kubectl explain --output=plaintext-openapiv2` (1.33),
-//!   each run directly first.
+//! - the clients that need it (kubectl 1.27 and 1.28 `apply`, `diff`, `explain`; `explain
+//!   --output=plaintext-openapiv2` on every version) run in the kubectl matrix of clients.rs.
 
 use std::time::Duration;
 
-use anyhow::{Context, Result, bail, ensure};
+use anyhow::{Context, Result, ensure};
 use paddock_core::openapi_pb::{OPENAPI_V2_PROTOBUF, openapi_v2_protobuf};
 use paddock_e2e::http::Tls;
-use paddock_e2e::{ControlPlane, Kubectl, Paddock, StoreKind};
+use paddock_e2e::{ControlPlane, Paddock, StoreKind};
 
 const TENANT: &str = "oapipb";
 const PB_ACCEPT: &str = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf";
@@ -237,81 +236,7 @@ fn openapi_v2_protobuf_directly_and_through_paddock() -> Result<()> {
     let (s, _, _) = get(&through, PB_ACCEPT, Some("\"another\""))?;
     ensure!(s == 200, "a stale ETag: {s}");
 
-    // 3. kubectl versions that read only the protobuf document.
-    let mut problems = Vec::new();
-    for v in ["1.27", "1.28", "1.33"] {
-        let bin = paddock_e2e::kubectl::find_kubectl()?.with_file_name(format!("kubectl.{v}"));
-        if !bin.is_file() {
-            bail!(
-                "{} is missing (the test bed installs kubectl 1.27 to 1.33)",
-                bin.display()
-            );
-        }
-        for (who, k) in [("directly", &admin), ("through paddock", &tenant)] {
-            let k = k.clone().with_bin(&bin);
-            if let Err(e) = kubectl_openapi_steps(&k, v) {
-                problems.push(format!("kubectl {v} {who}: {e:#}"));
-            }
-        }
-    }
-    if !problems.is_empty() {
-        bail!("{}", problems.join("\n"));
-    }
+    // kubectl 1.27/1.28 apply, diff and explain, and `explain --output=plaintext-openapiv2`
+    // on every version, run in tests/e2e/tests/clients.rs (the kubectl matrix).
     Ok(())
-}
-
-fn kubectl_openapi_steps(k: &Kubectl, version: &str) -> Result<()> {
-    let ns = format!("oapi-{}", version.replace('.', "-"));
-    let cm = |v: &str| {
-        format!(
-            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: pbcm\n  namespace: {ns}\ndata:\n  v: \"{v}\"\n"
-        )
-    };
-    let widget = format!(
-        "apiVersion: pbtest.example.com/v1\nkind: Widget\nmetadata:\n  name: w\n  namespace: {ns}\nspec:\n  count: 2\n"
-    );
-    k.run(&["create", "namespace", &ns])?;
-    let result = (|| -> Result<()> {
-        let out = k.run_stdin(&["apply", "-f", "-"], Some(&cm("1")))?;
-        ensure!(out.contains("configmap/pbcm created"), "apply: {out}");
-        // kubectl diff exits 1 when there is a difference.
-        let (_, d) = k.run_raw(
-            &["diff".into(), "-f".into(), "-".into()],
-            Some(&cm("2")),
-            &Default::default(),
-            None,
-        )?;
-        ensure!(
-            d.code == Some(1) && d.stdout.contains("+  v: \"2\""),
-            "diff: exit {:?}\n{}\n{}",
-            d.code,
-            d.stdout,
-            d.stderr
-        );
-        let out = k.run_stdin(&["apply", "--server-side=false", "-f", "-"], Some(&cm("2")))?;
-        ensure!(out.contains("configured"), "apply again: {out}");
-        let out = k.run_stdin(&["apply", "-f", "-"], Some(&widget))?;
-        ensure!(
-            out.contains("widget.pbtest.example.com/w created"),
-            "apply CR: {out}"
-        );
-        let out = k.run(&["explain", "configmap.data"])?;
-        ensure!(
-            out.contains("FIELD:") || out.contains("FIELDS:"),
-            "explain: {out}"
-        );
-        let out = k.run(&["explain", "widget.spec"])?;
-        ensure!(out.contains("the widget's wishes"), "explain CR: {out}");
-        if version == "1.33" {
-            let out = k.run(&[
-                "explain",
-                "deployment.spec.replicas",
-                "--output=plaintext-openapiv2",
-            ])?;
-            ensure!(out.contains("replicas"), "explain openapiv2: {out}");
-        }
-        Ok(())
-    })();
-    let _ = k.run(&["delete", "namespace", &ns, "--wait=false"]);
-    result
 }
