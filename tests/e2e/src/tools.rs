@@ -113,7 +113,11 @@ pub fn python_kubernetes() -> Result<PathBuf> {
     let run = |cmd: &mut Command, what: &str| -> Result<()> {
         let out = process::run(cmd, None, Duration::from_secs(10 * 60))?;
         if !out.success() {
-            bail!("{what} failed (exit {:?}):\n{}", out.code, tail_lines(&out.stderr, 40));
+            bail!(
+                "{what} failed (exit {:?}):\n{}",
+                out.code,
+                tail_lines(&out.stderr, 40)
+            );
         }
         Ok(())
     };

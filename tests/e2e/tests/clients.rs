@@ -94,7 +94,10 @@ fn kubectl_steps(ns: &str) -> Vec<Check> {
             &["replicas", "<integer>"],
         ),
         check("get configmaps -A", &[ns, "settings"]),
-        check(&format!("describe deployment web -n {ns}"), &["Replicas:", "web"]),
+        check(
+            &format!("describe deployment web -n {ns}"),
+            &["Replicas:", "web"],
+        ),
         check(&format!("auth can-i create deployments -n {ns}"), &["yes"]),
         check(
             &format!("rollout status deployment/web -n {ns} --timeout=90s"),
@@ -104,7 +107,10 @@ fn kubectl_steps(ns: &str) -> Vec<Check> {
             &format!("rollout restart deployment/web -n {ns}"),
             &["restarted"],
         ),
-        check(&format!("rollout history deployment/web -n {ns}"), &["REVISION"]),
+        check(
+            &format!("rollout history deployment/web -n {ns}"),
+            &["REVISION"],
+        ),
         check(
             &format!("delete deployment web -n {ns}"),
             &["deployment.apps \"web\" deleted"],
@@ -127,7 +133,12 @@ fn run_kubectl(k: &Kubectl, ns: &str) -> Option<String> {
         let held = out.code == Some(c.exit) && want.iter().all(|w| out.stdout.contains(w));
         if !held {
             let _ = k.run_raw(
-                &["delete".into(), "namespace".into(), ns.into(), "--wait=false".into()],
+                &[
+                    "delete".into(),
+                    "namespace".into(),
+                    ns.into(),
+                    "--wait=false".into(),
+                ],
                 None,
                 &BTreeMap::new(),
                 None,
@@ -174,7 +185,10 @@ fn known_failures() -> Result<BTreeMap<String, String>> {
     for line in table.lines().filter(|l| l.starts_with("| `")) {
         let cols: Vec<&str> = line.split('|').map(str::trim).collect();
         if let (Some(c), Some(s)) = (cols.get(1), cols.get(2)) {
-            known.insert(c.trim_matches('`').to_owned(), s.trim_matches('`').to_owned());
+            known.insert(
+                c.trim_matches('`').to_owned(),
+                s.trim_matches('`').to_owned(),
+            );
         }
     }
     Ok(known)
@@ -207,7 +221,10 @@ fn real_clients_directly_and_through_paddock() -> Result<()> {
     for v in VERSIONS {
         let bin = kubectl_dir.join(format!("kubectl.{v}"));
         if !bin.is_file() {
-            bail!("{} is missing (the test bed has kubectl 1.27 to 1.33)", bin.display());
+            bail!(
+                "{} is missing (the test bed has kubectl 1.27 to 1.33)",
+                bin.display()
+            );
         }
         let ns = format!("kc-{}", v.replace('.', "-"));
         // Directly and through paddock at the same time: two clusters' worth of waiting.
