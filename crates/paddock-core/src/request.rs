@@ -248,7 +248,10 @@ pub fn parse_request(
     let first = raw.first().copied().unwrap_or("");
     match first {
         "" if raw.len() <= 1 => return non_resource(ApiPath::Root),
-        "version" if raw.len() == 1 => return non_resource(ApiPath::Version),
+        // The Python client asks `/version/`, which the apiserver answers too.
+        "version" if raw.len() == 1 || (raw.len() == 2 && raw[1].is_empty()) => {
+            return non_resource(ApiPath::Version);
+        }
         "healthz" | "livez" | "readyz" => return non_resource(ApiPath::Healthz),
         "openapi" => {
             let segs: Vec<String> = raw[1..]
@@ -1308,6 +1311,7 @@ mod tests {
             }
         );
         assert_eq!(pr("GET", "/openapi/v2", None).path, ApiPath::OpenApiV2);
+        assert_eq!(pr("GET", "/version/", None).path, ApiPath::Version);
         assert_eq!(pr("GET", "/openapi/v3", None).path, ApiPath::OpenApiV3Root);
         assert_eq!(
             pr("GET", "/openapi/v3/apis/apps/v1", None).path,
