@@ -18,7 +18,8 @@
 use serde_json::{Value, json};
 
 use crate::catalog::{Policy, ResourceInfo, Scope};
-use crate::request::{ApiPath, ParsedRequest, Plan, ResponseKind, TenantContext, Verb};
+use crate::context::TenantContext;
+use crate::request::{ApiPath, ParsedRequest, Plan, ResponseKind, Verb};
 
 /// Longest time a watch in a namespace that does not exist stays open. A cluster keeps such a
 /// watch open (it would deliver the events of the namespace once it is created); paddock holds

@@ -12,10 +12,10 @@
 use std::sync::Arc;
 
 use crate::catalog::Catalog;
+use crate::context::TenantContext;
 use crate::discovery::discovery_down;
 use crate::error::TranslateError;
 use crate::list::CollectionRewriter;
-use crate::request::TenantContext;
 use crate::response::{DomCollection, DomEvents};
 use crate::table::TableScope;
 use crate::tenant::TenantId;

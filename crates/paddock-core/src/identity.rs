@@ -4,7 +4,6 @@
 use crate::error::TranslateError;
 use crate::tenant::{NameKind, TENANT_LABEL, TenantId, check_prefixed_len};
 
-const SA_USER: &str = "system:serviceaccount:";
 const SA_GROUP: &str = "system:serviceaccounts:";
 /// Every upstream user of tenant `<tid>` carries `paddock:tenant:<tid>`; only paddock asserts it.
 pub const TENANT_GROUP_PREFIX: &str = "paddock:tenant:";
@@ -96,7 +95,7 @@ fn strip_tenant_ident<'a>(t: &TenantId, s: &'a str) -> Option<&'a str> {
 }
 
 fn check_namespace_segment(ns: &str, what: &str) -> Result<(), TranslateError> {
-    if ns.is_empty() || ns.contains(':') || !crate::request::is_dns_label(ns) {
+    if ns.is_empty() || ns.contains(':') || !crate::names::is_dns_label(ns) {
         return Err(TranslateError::invalid(format!(
             "{what}: {ns:?} is not a valid namespace"
         )));
@@ -178,6 +177,78 @@ pub fn map_user_info_group_down(t: &TenantId, upstream: &str) -> Option<String> 
     match upstream {
         "system:authenticated" | "system:serviceaccounts" => Some(upstream.to_owned()),
         _ => map_group_down(t, upstream),
+    }
+}
+
+/// The tenant admins' group upstream (real identity).
+pub fn upstream_admin_group(t: &TenantId) -> String {
+    format!("paddock:{}:{}", t.as_str(), TENANT_ADMIN_GROUP)
+}
+
+/// The tenant admins' shadow group (asserted only for cluster-scoped requests).
+pub fn shadow_admin_group(t: &TenantId) -> String {
+    cluster_shadow(t, &upstream_admin_group(t))
+}
+
+/// Prefix of a service account's user name.
+pub const SA_USER: &str = "system:serviceaccount:";
+
+/// Which upstream identity a request is sent as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum As {
+    /// The real identity (namespaced requests, discovery, reviews).
+    Real,
+    /// The cluster shadow identity (cluster-scoped objects).
+    Shadow,
+}
+
+/// The upstream identity of a tenant caller. `user` is a certificate CN (never contains ':')
+/// or, for a tenant pod, `system:serviceaccount:<ns>:<sa>` in the tenant's view.
+pub fn impersonation(t: &TenantId, user: &str, groups: &[String], who: As) -> Impersonation {
+    let real = if let Some((ns, sa)) = user.strip_prefix(SA_USER).and_then(|r| r.split_once(':')) {
+        let up_ns = t.upstream_name(ns);
+        Impersonation {
+            user: format!("{SA_USER}{up_ns}:{sa}"),
+            groups: vec![
+                "system:serviceaccounts".to_owned(),
+                format!("system:serviceaccounts:{up_ns}"),
+                tenant_group(t),
+                ALL_TENANTS_GROUP.to_owned(),
+                "system:authenticated".to_owned(),
+            ],
+            extra: vec![(TENANT_LABEL.to_owned(), t.as_str().to_owned())],
+        }
+    } else {
+        impersonation_for(t, user, groups)
+    };
+    match who {
+        As::Real => real,
+        As::Shadow => {
+            let keep = [
+                tenant_group(t),
+                ALL_TENANTS_GROUP.to_owned(),
+                "system:authenticated".to_owned(),
+            ];
+            let mut groups: Vec<String> = real
+                .groups
+                .iter()
+                .map(|g| {
+                    if keep.contains(g) {
+                        g.clone()
+                    } else {
+                        cluster_shadow(t, g)
+                    }
+                })
+                .collect();
+            if real.groups.contains(&upstream_admin_group(t)) {
+                groups.push(CLUSTER_SCOPE_GROUP.to_owned());
+            }
+            Impersonation {
+                user: cluster_shadow(t, &real.user),
+                groups,
+                extra: real.extra,
+            }
+        }
     }
 }
 
@@ -291,5 +362,46 @@ mod tests {
         let long = "a".repeat(57);
         assert!(map_user_up(&t(), &format!("system:serviceaccount:{long}:x")).is_err());
         assert!(map_group_up(&t(), &format!("system:serviceaccounts:{long}")).is_err());
+    }
+}
+
+#[cfg(test)]
+mod upstream_identity_tests {
+    use super::*;
+
+    fn t() -> TenantId {
+        TenantId::parse("foofoo").unwrap()
+    }
+
+    #[test]
+    fn shadow_identity_is_never_a_real_one() {
+        let real = impersonation(&t(), "alice", &["dev".into()], As::Real);
+        let sh = impersonation(&t(), "alice", &["dev".into()], As::Shadow);
+        assert_eq!(real.user, "paddock:foofoo:alice");
+        assert_eq!(sh.user, "paddock:cluster:foofoo:paddock:foofoo:alice");
+        assert!(
+            sh.groups
+                .contains(&"paddock:cluster:foofoo:paddock:foofoo:dev".to_owned())
+        );
+        assert!(sh.groups.contains(&"paddock:tenant:foofoo".to_owned()));
+        assert!(!sh.groups.contains(&"paddock:foofoo:dev".to_owned()));
+        // Only an admin's shadow carries the shared cluster-scope group; never a real identity.
+        assert!(!sh.groups.contains(&CLUSTER_SCOPE_GROUP.to_owned()));
+        let admin = impersonation(&t(), "root", &["tenant-admins".into()], As::Shadow);
+        assert!(admin.groups.contains(&CLUSTER_SCOPE_GROUP.to_owned()));
+        assert!(
+            admin
+                .groups
+                .contains(&"paddock:cluster:foofoo:paddock:foofoo:tenant-admins".to_owned())
+        );
+        let admin_real = impersonation(&t(), "root", &["tenant-admins".into()], As::Real);
+        assert!(!admin_real.groups.contains(&CLUSTER_SCOPE_GROUP.to_owned()));
+        let sa = impersonation(&t(), "system:serviceaccount:ci:builder", &[], As::Real);
+        assert_eq!(sa.user, "system:serviceaccount:foofoo-ci:builder");
+        assert!(
+            sa.groups
+                .contains(&"system:serviceaccounts:foofoo-ci".to_owned())
+        );
+        assert!(sa.groups.contains(&"paddock:tenant:foofoo".to_owned()));
     }
 }

@@ -15,12 +15,15 @@
 // Naming, identities, what the upstream serves.
 pub mod builtin_roles;
 pub mod catalog;
+pub mod context;
 pub mod identity;
 pub mod impersonate;
+pub mod names;
 pub mod tenant;
 
 // Requests, rules, encodings, responses.
 pub mod absent;
+pub mod provision;
 pub mod request;
 pub mod response;
 pub mod review;

@@ -15,7 +15,7 @@
 use serde_json::{Value, json};
 
 use crate::catalog::{Policy, Scope};
-use crate::request::TenantContext;
+use crate::context::TenantContext;
 
 /// What the server knows when it decides.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -101,7 +101,7 @@ async fn would_be_allowed(
         .header(header::ACCEPT, "application/json")
         .body(crate::body::full_up(Bytes::from(body)))
         .map_err(|e| ServerError::Internal(e.to_string()))?;
-    crate::proxy::add_impersonation_as(r.headers_mut(), t, user, groups, As::Shadow)?;
+    crate::outbound::add_impersonation_as(r.headers_mut(), t, user, groups, As::Shadow)?;
     let resp = state
         .upstream
         .send(r, crate::upstream::Route::Short)
@@ -109,7 +109,7 @@ async fn would_be_allowed(
     if !resp.status().is_success() {
         return Ok(false);
     }
-    let raw = crate::body::collect_limited(resp.into_body(), 1 << 20).await?;
+    let raw = crate::limit::collect_limited(resp.into_body(), 1 << 20).await?;
     let v: Value = serde_json::from_slice(&raw).unwrap_or(Value::Null);
     Ok(v["status"]["allowed"].as_bool() == Some(true))
 }
@@ -213,7 +213,7 @@ pub async fn answer_if_shared_object_absent(
         .header(header::ACCEPT, "application/json")
         .body(crate::body::empty_up())
         .map_err(|e| ServerError::Internal(e.to_string()))?;
-    crate::proxy::add_impersonation_as(r.headers_mut(), &ctx.tenant, user, groups, As::Shadow)?;
+    crate::outbound::add_impersonation_as(r.headers_mut(), &ctx.tenant, user, groups, As::Shadow)?;
     let resp = state
         .upstream
         .send(r, crate::upstream::Route::Short)

@@ -14,19 +14,16 @@ use paddock_store::{CertRecord, TenantPhase, TenantRecord};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::auth::Caller;
-use crate::body::{ResBody, collect_limited, full};
+use crate::body::{ResBody, full};
+use crate::caller::Caller;
 use crate::error::ServerError;
-use crate::provision;
+use crate::limit::collect_limited;
 use crate::state::AppState;
 
 const GROUP: &str = "paddock.io";
 const VERSION: &str = "v1alpha1";
 const GV: &str = "paddock.io/v1alpha1";
 const BASE: &str = "/apis/paddock.io/v1alpha1";
-/// How long a tenant deletion waits for upstream namespaces to finish terminating.
-const DELETE_TIMEOUT: Duration = Duration::from_secs(300);
-
 fn json_response(code: StatusCode, v: &Value) -> Result<Response<ResBody>, ServerError> {
     let body = serde_json::to_vec(v).map_err(|e| ServerError::Internal(e.to_string()))?;
     let mut r = Response::new(full(body));
@@ -36,12 +33,6 @@ fn json_response(code: StatusCode, v: &Value) -> Result<Response<ResBody>, Serve
         http::HeaderValue::from_static("application/json"),
     );
     Ok(r)
-}
-
-fn rfc3339(t: SystemTime) -> String {
-    let odt = time::OffsetDateTime::from(t);
-    odt.format(&time::format_description::well_known::Rfc3339)
-        .unwrap_or_default()
 }
 
 /// A tenant record as a Kubernetes-style object.
@@ -251,7 +242,9 @@ pub async fn serve_admin(
             let labels: BTreeMap<String, String> =
                 serde_json::from_value(obj["metadata"]["labels"].clone()).unwrap_or_default();
             let limits = parse_limits(&obj["spec"]["limits"])?;
-            let rec = create_tenant(state, id, display, labels, limits).await?;
+            let rec =
+                crate::lifecycle::create_tenant(&state.reconciler, id, display, labels, limits)
+                    .await?;
             json_response(StatusCode::CREATED, &tenant_object(&rec))
         }
         (Method::PATCH, ["tenants", id, "limits"]) => {
@@ -264,7 +257,7 @@ pub async fn serve_admin(
             json_response(StatusCode::OK, &tenant_object(&rec))
         }
         (Method::DELETE, ["tenants", id]) => {
-            let rec = start_tenant_deletion(state, id).await?;
+            let rec = crate::lifecycle::start_tenant_deletion(&state.reconciler, id).await?;
             json_response(StatusCode::OK, &tenant_object(&rec))
         }
         (Method::GET, ["issuedcertificates"]) => {
@@ -367,7 +360,7 @@ async fn issue_certificate(
         tenant: tenant.clone(),
         user: spec.user.clone(),
         groups: spec.groups.clone(),
-        not_after: rfc3339(issued.not_after),
+        not_after: crate::lifecycle::rfc3339(issued.not_after),
         revoked: false,
         revoked_at: None,
     };
@@ -378,155 +371,6 @@ async fn issue_certificate(
     obj["status"]["caCertificate"] = json!(ca.cert_pem());
     obj["status"]["server"] = json!(state.config.public_url);
     Ok(obj)
-}
-
-/// Creates a tenant: record first (so a store outage refuses before anything exists
-/// upstream), then upstream provisioning; a failed provisioning is rolled back.
-pub async fn create_tenant(
-    state: &Arc<AppState>,
-    id: &str,
-    display_name: String,
-    labels: BTreeMap<String, String>,
-    limits: Option<LimitOverrides>,
-) -> Result<TenantRecord, ServerError> {
-    let tid = TenantId::parse(id)
-        .map_err(|e| ServerError::BadRequest(format!("invalid tenant id {id:?}: {e}")))?;
-    if let Some(existing) = state.store.get_tenant(tid.as_str()).await? {
-        if existing.phase == TenantPhase::Terminating {
-            return Err(ServerError::Conflict(format!(
-                "tenant {tid} is being deleted; retry when it is gone"
-            )));
-        }
-        // Idempotent: creating an existing tenant repairs its upstream objects.
-        provision::provision_tenant(&state.upstream, &tid).await?;
-        provision::ensure_tenant_flow_schema(
-            &state.upstream,
-            &tid,
-            state.config.tenant_priority_shares,
-        )
-        .await?;
-        return Ok(existing);
-    }
-    provision::check_prefix_unused(&state.upstream, &tid).await?;
-    let rec = TenantRecord {
-        id: tid.clone(),
-        display_name,
-        labels,
-        phase: TenantPhase::Active,
-        created: rfc3339(SystemTime::now()),
-        progress: None,
-        generation: 1,
-        limits,
-    };
-    state.store.create_tenant(&rec).await?;
-    let provisioned = match provision::provision_tenant(&state.upstream, &tid).await {
-        Ok(()) => {
-            provision::ensure_tenant_flow_schema(
-                &state.upstream,
-                &tid,
-                state.config.tenant_priority_shares,
-            )
-            .await
-        }
-        Err(e) => Err(e),
-    };
-    if let Err(e) = provisioned {
-        tracing::warn!(tenant = %tid, error = %e, "provisioning failed; rolling back");
-        let _ = provision::delete_tenant_objects(
-            &state.upstream,
-            &tid,
-            state.config.tenant_priority_shares > 0,
-            Duration::from_secs(30),
-            |_| {},
-        )
-        .await;
-        let _ = state.store.delete_tenant(tid.as_str()).await;
-        return Err(e);
-    }
-    tracing::info!(tenant = %tid, "tenant created");
-    Ok(rec)
-}
-
-/// Marks a tenant Terminating and removes it in the background.
-pub async fn start_tenant_deletion(
-    state: &Arc<AppState>,
-    id: &str,
-) -> Result<TenantRecord, ServerError> {
-    let mut rec =
-        state.store.get_tenant(id).await?.ok_or_else(|| {
-            ServerError::NotFound(format!("tenants.paddock.io \"{id}\" not found"))
-        })?;
-    if rec.phase != TenantPhase::Terminating {
-        rec.phase = TenantPhase::Terminating;
-        rec.progress = Some("deletion started".into());
-        rec.generation += 1;
-        state.store.put_tenant(&rec).await?;
-    }
-    let state2 = state.clone();
-    let tid = rec.id.clone();
-    tokio::spawn(async move { finish_tenant_deletion(state2, tid).await });
-    Ok(rec)
-}
-
-/// Removes everything upstream, revokes the tenant's certificates, then the record. Safe to
-/// run twice (two replicas, or after a crash midway).
-pub async fn finish_tenant_deletion(state: Arc<AppState>, tid: TenantId) {
-    let store = state.store.clone();
-    let tid2 = tid.clone();
-    let last_progress = Arc::new(parking_lot::Mutex::new(String::new()));
-    let lp = last_progress.clone();
-    let result = provision::delete_tenant_objects(
-        &state.upstream,
-        &tid,
-        state.config.tenant_priority_shares > 0,
-        DELETE_TIMEOUT,
-        move |p| {
-            *lp.lock() = p;
-        },
-    );
-    let updater = {
-        let store = store.clone();
-        let tid = tid2.clone();
-        let lp = last_progress.clone();
-        tokio::spawn(async move {
-            loop {
-                tokio::time::sleep(Duration::from_secs(1)).await;
-                let p = lp.lock().clone();
-                if let Ok(Some(mut rec)) = store.get_tenant(tid.as_str()).await {
-                    if rec.progress.as_deref() != Some(p.as_str()) && !p.is_empty() {
-                        rec.progress = Some(p);
-                        let _ = store.put_tenant(&rec).await;
-                    }
-                } else {
-                    break;
-                }
-            }
-        })
-    };
-    let outcome = result.await;
-    updater.abort();
-    match outcome {
-        Ok(()) => {
-            if let Ok(certs) = store.list_certs(Some(tid.as_str())).await {
-                for c in certs.iter().filter(|c| !c.revoked) {
-                    let _ = store.revoke_cert(&c.serial_hex).await;
-                }
-            }
-            match store.delete_tenant(tid.as_str()).await {
-                Ok(()) => tracing::info!(tenant = %tid, "tenant deleted"),
-                Err(e) => {
-                    tracing::warn!(tenant = %tid, error = %e, "tenant objects removed but the record could not be deleted")
-                }
-            }
-        }
-        Err(e) => {
-            tracing::warn!(tenant = %tid, error = %e, "tenant deletion incomplete");
-            if let Ok(Some(mut rec)) = store.get_tenant(tid.as_str()).await {
-                rec.progress = Some(format!("deletion incomplete, will retry: {e}"));
-                let _ = store.put_tenant(&rec).await;
-            }
-        }
-    }
 }
 
 /// A tenant user asking about paddock.io: its own tenant record only.

@@ -22,7 +22,7 @@ use paddock_core::{ApiPath, TenantId};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use crate::auth::Caller;
+use crate::caller::Caller;
 use crate::config::AuditConfig;
 use crate::error::ServerError;
 

@@ -15,47 +15,9 @@ use paddock_core::TenantId;
 use paddock_pki::PeerCert;
 use paddock_store::{StoreCache, TenantPhase};
 
+pub use crate::caller::Caller;
 use crate::error::ServerError;
 use crate::state::AppState;
-
-/// The authenticated caller of one request.
-#[derive(Debug, Clone)]
-pub enum Caller {
-    /// A platform admin (certificate without a tenant).
-    Admin {
-        /// Certificate CN.
-        user: String,
-        /// Certificate serial (hex).
-        serial: String,
-    },
-    /// A tenant user.
-    Tenant {
-        /// The tenant.
-        tenant: TenantId,
-        /// Certificate CN.
-        user: String,
-        /// Certificate O values.
-        groups: Vec<String>,
-        /// Certificate serial (hex).
-        serial: String,
-    },
-}
-
-impl Caller {
-    /// For logs and metrics.
-    pub fn tenant_label(&self) -> &str {
-        match self {
-            Caller::Admin { .. } => "_admin",
-            Caller::Tenant { tenant, .. } => tenant.as_str(),
-        }
-    }
-    /// User name for logs.
-    pub fn user(&self) -> &str {
-        match self {
-            Caller::Admin { user, .. } | Caller::Tenant { user, .. } => user,
-        }
-    }
-}
 
 /// Authenticates one request from the connection's peer certificate.
 pub fn authenticate(
@@ -225,7 +187,7 @@ async fn review_token(
         .send(req, crate::upstream::Route::Short)
         .await?;
     let status = resp.status();
-    let raw = crate::body::collect_limited(resp.into_body(), 1 << 20).await?;
+    let raw = crate::limit::collect_limited(resp.into_body(), 1 << 20).await?;
     if !status.is_success() {
         return Err(ServerError::Upstream(format!(
             "TokenReview upstream failed: {status}"

@@ -12,8 +12,8 @@ use http::{Method, Request};
 use paddock_core::Catalog;
 use tokio::sync::Mutex;
 
-use crate::body::collect_limited;
 use crate::error::ServerError;
+use crate::limit::collect_limited;
 use crate::upstream::Upstream;
 
 const AGGREGATED_V2: &str = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";

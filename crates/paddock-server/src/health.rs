@@ -15,8 +15,6 @@ use arc_swap::ArcSwap;
 use paddock_core::health::Hysteresis;
 use tokio_util::sync::CancellationToken;
 
-use crate::state::AppState;
-
 /// Time between two probes.
 pub const PROBE_INTERVAL: Duration = Duration::from_secs(1);
 /// Longest a probe may take before it counts as failed.
@@ -80,24 +78,6 @@ impl UpstreamHealth {
             }
             None => {}
         }
-    }
-}
-
-/// Probes the upstream until shutdown.
-pub async fn probe_loop(state: Arc<AppState>) {
-    let mut tick = tokio::time::interval(PROBE_INTERVAL);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        tokio::select! {
-            _ = tick.tick() => {}
-            _ = state.shutdown.cancelled() => return,
-        }
-        let ok = state.upstream.probe(PROBE_TIMEOUT).await;
-        state.health.record(ok);
-        state
-            .metrics
-            .upstream_up
-            .set(i64::from(state.health.is_healthy()));
     }
 }
 

@@ -7,27 +7,29 @@ pub mod access_log;
 pub mod admin;
 pub mod audit;
 pub mod auth;
-pub mod body;
+pub mod caller;
 pub mod config;
 pub mod conn;
 pub mod discovery;
-pub mod error;
+pub mod fair_gate;
 pub mod fanout;
 pub mod front;
 pub mod health;
 pub mod impersonate;
 pub mod limits;
 pub mod metrics;
-pub mod provision;
+pub mod outbound;
 pub mod proxy;
-pub mod prune;
-pub mod rbac_sync;
 pub mod reviews;
-pub mod rights;
+pub mod rewrite;
 pub mod router;
 pub mod state;
-pub mod upjson;
-pub mod upstream;
+pub mod tasks;
+
+// The upstream client and the reconciler are crates of their own; their modules keep the
+// paths they had here (`crate::upstream`, `crate::provision`, ...).
+pub use paddock_reconciler::{lifecycle, provision, prune, rbac_sync, resync, rights};
+pub use paddock_upstream::{body, error, limit, upjson, upstream};
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -91,7 +93,16 @@ pub async fn run(config: ServerConfig, shutdown: CancellationToken) -> Result<()
     // `drain_on`), so the audit trail records what is served while draining.
     let stop = CancellationToken::new();
     let audit = audit::Audit::start(&config.audit, metrics.audit_dropped.clone(), stop.clone())?;
+    let reconciler = Arc::new(paddock_reconciler::Reconciler {
+        upstream: upstream.clone(),
+        store: store.clone(),
+        cache: store.cache(),
+        shutdown: stop.clone(),
+        tenant_priority_shares: config.tenant_priority_shares,
+        prune_grace: config.prune_grace,
+    });
     let state = Arc::new(AppState {
+        reconciler,
         cache: store.cache(),
         store,
         upstream,
@@ -108,7 +119,7 @@ pub async fn run(config: ServerConfig, shutdown: CancellationToken) -> Result<()
         config,
     });
     tokio::spawn(drain_on(state.clone(), shutdown));
-    tokio::spawn(health::probe_loop(state.clone()));
+    tokio::spawn(tasks::probe_loop(state.clone()));
     // The access log's batches leave at least this often.
     {
         let state = state.clone();
@@ -156,7 +167,10 @@ pub async fn run(config: ServerConfig, shutdown: CancellationToken) -> Result<()
             // their own APF FlowSchema.
             for t in state.cache.tenants() {
                 if t.phase == TenantPhase::Terminating {
-                    tokio::spawn(admin::finish_tenant_deletion(state.clone(), t.id.clone()));
+                    tokio::spawn(lifecycle::finish_tenant_deletion(
+                        state.reconciler.clone(),
+                        t.id.clone(),
+                    ));
                 } else if let Err(e) = provision::ensure_tenant_flow_schema(
                     &state.upstream,
                     &t.id,
@@ -168,10 +182,10 @@ pub async fn run(config: ServerConfig, shutdown: CancellationToken) -> Result<()
                 }
             }
             // Least-privilege grants and RBAC mirrors: repaired at start, resynced periodically.
-            tokio::spawn(rbac_sync::resync_loop(state.clone()));
+            tokio::spawn(resync::resync_loop(state.reconciler.clone()));
         });
     }
-    tokio::spawn(prune::prune_loop(state.clone()));
+    tokio::spawn(prune::prune_loop(state.reconciler.clone()));
     // Keep the catalog's list of tenant ids in step with the store.
     {
         let state = state.clone();

@@ -12,18 +12,14 @@ use std::task::{Context, Poll};
 use std::time::Instant;
 
 use bytes::Bytes;
-use http::{Method, Request, Uri, header};
 use http_body::{Body, Frame, SizeHint};
 use http_body_util::BodyExt;
 use paddock_core::TenantId;
-use paddock_core::fairshare::{
-    Limit, Limits, RequestClass, TokenBucket, clamp_list_limit, classify, retry_after_secs,
-};
+use paddock_core::fairshare::{Limit, Limits, RequestClass, TokenBucket, retry_after_secs};
 use parking_lot::Mutex;
 
 use crate::body::ResBody;
 use crate::error::{BoxError, ServerError};
-use crate::state::AppState;
 
 /// The counters of one tenant.
 struct Gauge {
@@ -197,42 +193,6 @@ impl Limiter {
             g.watches.load(Ordering::Acquire),
         )
     }
-}
-
-/// The tenant path's admission, the one call at its start: classifies the request, lowers a
-/// LIST's `limit` to the tenant's `maxList`, and admits it under the tenant's limits (the
-/// configured defaults with the tenant record's overrides).
-pub fn admit_request<B>(
-    state: &AppState,
-    tenant: &TenantId,
-    req: &mut Request<B>,
-) -> Result<Option<Permit>, ServerError> {
-    let record = state.cache.tenant(tenant.as_str());
-    let limits = state
-        .config
-        .limits
-        .with(record.as_ref().and_then(|r| r.limits.as_ref()));
-    let upgrade = req.headers().contains_key(header::UPGRADE);
-    let class = classify(req.method().as_str(), req.uri().query(), upgrade);
-    if class == RequestClass::Read
-        && req.method() == Method::GET
-        && let Some(q) = req.uri().query()
-        && let Some(clamped) = clamp_list_limit(q, limits.max_list)
-    {
-        let pq = format!("{}?{clamped}", req.uri().path());
-        let mut parts = req.uri().clone().into_parts();
-        parts.path_and_query = Some(
-            pq.parse()
-                .map_err(|e| ServerError::BadRequest(format!("request URI: {e}")))?,
-        );
-        *req.uri_mut() = Uri::from_parts(parts)
-            .map_err(|e| ServerError::BadRequest(format!("request URI: {e}")))?;
-    }
-    let r = state.limiter.admit(tenant, &limits, class);
-    if let Err(ServerError::TooManyRequests { limit, .. }) = &r {
-        state.metrics.limit_refused(limit);
-    }
-    r
 }
 
 /// A response body that keeps `guard` alive until the body has been sent or dropped.

@@ -4,6 +4,8 @@
 
 use std::sync::Arc;
 
+use http::Method;
+use paddock_core::Plan;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -194,5 +196,33 @@ impl WatchGuard {
 impl Drop for WatchGuard {
     fn drop(&mut self) {
         self.0.open_watches.dec();
+    }
+}
+
+/// Verb name for logs and metrics.
+pub fn verb_name(plan: &Plan) -> &'static str {
+    use paddock_core::Verb;
+    match plan.request.verb {
+        Verb::Get => "get",
+        Verb::List => "list",
+        Verb::Watch => "watch",
+        Verb::Create => "create",
+        Verb::Update => "update",
+        Verb::Patch => "patch",
+        Verb::Delete => "delete",
+        Verb::DeleteCollection => "deletecollection",
+        Verb::Connect => "connect",
+    }
+}
+
+/// The method as a verb before planning (for errors that happen earlier).
+pub fn method_verb(m: &Method) -> &'static str {
+    match *m {
+        Method::GET => "get",
+        Method::POST => "create",
+        Method::PUT => "update",
+        Method::PATCH => "patch",
+        Method::DELETE => "delete",
+        _ => "other",
     }
 }

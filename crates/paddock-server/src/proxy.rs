@@ -3,52 +3,25 @@
 
 use std::sync::Arc;
 
-use http::header::{self, HeaderMap, HeaderName, HeaderValue};
-use http::{Method, Request, Response, StatusCode};
+use http::header::{self, HeaderValue};
+use http::{Request, Response, StatusCode};
 use hyper::body::Incoming;
 use paddock_core::{Plan, ResponseKind, TenantContext, TenantId};
 
-use crate::body::{ResBody, RewriteBody, collect_limited, empty, full, passthrough};
+use crate::body::{ResBody, RewriteBody, empty, full, passthrough};
 use crate::error::ServerError;
 use crate::fanout;
+use crate::limit::collect_limited;
 use crate::state::AppState;
 use crate::upstream::Route;
 use crate::upstream::UpBody;
 
-/// Request headers that are copied upstream as they are. Everything else is dropped: hop-by-hop
-/// headers, the client's Authorization, and above all any `Impersonate-*` header.
-const FORWARDED_REQUEST_HEADERS: &[HeaderName] = &[header::USER_AGENT, header::CONTENT_ENCODING];
-
-/// Extra request headers forwarded only on upgrade requests (exec, attach, port-forward).
-const UPGRADE_HEADERS: &[&str] = &[
-    "connection",
-    "upgrade",
-    "sec-websocket-key",
-    "sec-websocket-version",
-    "sec-websocket-protocol",
-    "sec-websocket-extensions",
-    "x-stream-protocol-version",
-];
-
-/// Response headers copied back to the client.
-const FORWARDED_RESPONSE_HEADERS: &[&str] = &[
-    "content-type",
-    "audit-id",
-    "cache-control",
-    "x-kubernetes-pf-flowschema-uid",
-    "x-kubernetes-pf-prioritylevel-uid",
-    "retry-after",
-];
-const UPGRADE_RESPONSE_HEADERS: &[&str] = &[
-    "connection",
-    "upgrade",
-    "sec-websocket-accept",
-    "sec-websocket-protocol",
-    "x-stream-protocol-version",
-];
-
-/// Largest discovery or OpenAPI document paddock buffers to filter.
-const MAX_DOCUMENT_BYTES: usize = 128 << 20;
+// Moved out of the pipeline; re-exported for callers of the old paths.
+pub use crate::metrics::{method_verb, verb_name};
+use crate::outbound::*;
+pub use crate::outbound::{add_impersonation, add_impersonation_as};
+use crate::rewrite::*;
+pub use crate::rewrite::{content_type_of, rewrite_whole};
 
 /// Serves one tenant request.
 pub async fn serve_tenant(
@@ -283,7 +256,7 @@ pub async fn serve_tenant(
             .and_then(|v| v["metadata"]["name"].as_str().map(str::to_string))
             && ns.starts_with(&tenant.prefix())
         {
-            crate::provision::ensure_namespace_binding(&state.upstream, tenant, &ns).await?;
+            crate::lifecycle::ensure_namespace_binding(&state.upstream, tenant, &ns).await?;
         }
         let doc = rewrite_whole(&ctx, &plan, status, &ct, &raw)?;
         let mut out = Response::builder().status(status);
@@ -441,178 +414,6 @@ pub async fn serve_tenant(
     Ok((resp, verb))
 }
 
-/// Largest upstream answer read whole before it is rewritten (see [`small_complete_body`]).
-const SMALL_BODY_BYTES: usize = 64 * 1024;
-
-/// The length of an upstream answer small enough to be read whole: announced by
-/// Content-Length, at most [`SMALL_BODY_BYTES`], and not a watch (whose events must leave as
-/// they come). Lists of any length stay streamed unless they are this small.
-fn small_complete_body(plan: &paddock_core::Plan, h: &HeaderMap) -> Option<usize> {
-    if matches!(
-        plan.response,
-        ResponseKind::Watch | ResponseKind::TableWatch
-    ) || plan.long_running
-    {
-        return None;
-    }
-    h.get(header::CONTENT_LENGTH)?
-        .to_str()
-        .ok()?
-        .parse::<usize>()
-        .ok()
-        .filter(|&n| n <= SMALL_BODY_BYTES)
-}
-
-/// A whole upstream answer rewritten for the tenant.
-pub fn rewrite_whole(
-    ctx: &TenantContext,
-    plan: &paddock_core::Plan,
-    status: StatusCode,
-    content_type: &str,
-    raw: &[u8],
-) -> Result<Vec<u8>, ServerError> {
-    let mut rw = paddock_core::response_rewriter(ctx, plan, status.as_u16(), content_type);
-    let mut doc = Vec::with_capacity(raw.len() + raw.len() / 8);
-    rw.feed(raw, &mut doc)?;
-    rw.finish(&mut doc)?;
-    Ok(doc)
-}
-
-/// The Content-Type of a response ("" when absent or not text).
-pub fn content_type_of<B>(resp: &Response<B>) -> String {
-    resp.headers()
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("")
-        .to_string()
-}
-
-fn parts_content_type(h: &HeaderMap) -> Option<HeaderValue> {
-    h.get(header::CONTENT_TYPE).cloned()
-}
-
-/// Splices an upgraded exec/attach WebSocket: client to upstream as it is, upstream to client
-/// through [`paddock_core::wsframe::ErrorChannelRewriter`] (error channel names rewritten down).
-async fn splice_rewriting_errors<C, U>(
-    client: C,
-    upstream: U,
-    ctx: TenantContext,
-) -> std::io::Result<()>
-where
-    C: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
-    U: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
-{
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let (mut cr, mut cw) = tokio::io::split(client);
-    let (mut ur, mut uw) = tokio::io::split(upstream);
-    let up = async {
-        tokio::io::copy(&mut cr, &mut uw).await?;
-        uw.shutdown().await
-    };
-    let down = async {
-        let mut rw = paddock_core::wsframe::ErrorChannelRewriter::new(|p: &[u8]| {
-            paddock_core::wsframe::error_payload_down(&ctx, p)
-        });
-        let mut buf = vec![0u8; 32 * 1024];
-        let mut out = Vec::with_capacity(32 * 1024);
-        loop {
-            out.clear();
-            let n = ur.read(&mut buf).await?;
-            if n == 0 {
-                rw.finish(&mut out);
-                cw.write_all(&out).await?;
-                return cw.shutdown().await;
-            }
-            rw.feed(&buf[..n], &mut out);
-            if !out.is_empty() {
-                cw.write_all(&out).await?;
-                cw.flush().await?;
-            }
-        }
-    };
-    tokio::try_join!(up, down).map(|_| ())
-}
-
-fn header_value(s: &str) -> Result<HeaderValue, ServerError> {
-    HeaderValue::from_str(s)
-        .map_err(|_| ServerError::BadRequest(format!("invalid header value {s:?}")))
-}
-
-fn copy_request_headers(from: &HeaderMap, to: &mut HeaderMap, upgrade: bool) {
-    for name in FORWARDED_REQUEST_HEADERS {
-        for v in from.get_all(name) {
-            to.append(name.clone(), v.clone());
-        }
-    }
-    if let Some(ct) = from.get(header::CONTENT_TYPE) {
-        to.insert(header::CONTENT_TYPE, ct.clone());
-    }
-    if upgrade {
-        for name in UPGRADE_HEADERS {
-            for v in from.get_all(*name) {
-                if let Ok(n) = HeaderName::from_bytes(name.as_bytes()) {
-                    to.append(n, v.clone());
-                }
-            }
-        }
-    }
-}
-
-fn copy_response_headers(from: &HeaderMap, to: &mut HeaderMap, names: &[&str]) {
-    for name in names {
-        for v in from.get_all(*name) {
-            if let Ok(n) = HeaderName::from_bytes(name.as_bytes()) {
-                to.append(n, v.clone());
-            }
-        }
-    }
-}
-
-/// Adds paddock's impersonation of the tenant user (its real identity).
-pub fn add_impersonation(
-    h: &mut HeaderMap,
-    tenant: &TenantId,
-    user: &str,
-    groups: &[String],
-) -> Result<(), ServerError> {
-    add_impersonation_as(h, tenant, user, groups, crate::rbac_sync::As::Real)
-}
-
-/// Adds paddock's impersonation of the tenant user as the real or the cluster-shadow identity.
-pub fn add_impersonation_as(
-    h: &mut HeaderMap,
-    tenant: &TenantId,
-    user: &str,
-    groups: &[String],
-    who: crate::rbac_sync::As,
-) -> Result<(), ServerError> {
-    let imp = crate::rbac_sync::impersonation(tenant, user, groups, who);
-    h.insert("impersonate-user", header_value(&imp.user)?);
-    for g in &imp.groups {
-        h.append("impersonate-group", header_value(g)?);
-    }
-    for (k, v) in &imp.extra {
-        let name = format!("impersonate-extra-{}", percent_encode_header_key(k));
-        let name = HeaderName::from_bytes(name.as_bytes())
-            .map_err(|_| ServerError::Internal(format!("bad extra key {k:?}")))?;
-        h.append(name, header_value(v)?);
-    }
-    Ok(())
-}
-
-/// Impersonate-Extra keys are percent-encoded (RFC 3986 unreserved chars stay).
-fn percent_encode_header_key(k: &str) -> String {
-    let mut out = String::with_capacity(k.len());
-    for b in k.bytes() {
-        if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
-            out.push(b.to_ascii_lowercase() as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
-}
-
 fn is_namespace_write(plan: &Plan) -> bool {
     matches!(
         plan.request.verb,
@@ -632,32 +433,4 @@ fn is_namespace_create(plan: &Plan) -> bool {
             .resource
             .as_ref()
             .is_some_and(|r| r.group.is_empty() && r.resource == "namespaces")
-}
-
-/// Verb name for logs and metrics.
-pub fn verb_name(plan: &Plan) -> &'static str {
-    use paddock_core::Verb;
-    match plan.request.verb {
-        Verb::Get => "get",
-        Verb::List => "list",
-        Verb::Watch => "watch",
-        Verb::Create => "create",
-        Verb::Update => "update",
-        Verb::Patch => "patch",
-        Verb::Delete => "delete",
-        Verb::DeleteCollection => "deletecollection",
-        Verb::Connect => "connect",
-    }
-}
-
-/// The method as a verb before planning (for errors that happen earlier).
-pub fn method_verb(m: &Method) -> &'static str {
-    match *m {
-        Method::GET => "get",
-        Method::POST => "create",
-        Method::PUT => "update",
-        Method::PATCH => "patch",
-        Method::DELETE => "delete",
-        _ => "other",
-    }
 }

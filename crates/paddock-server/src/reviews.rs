@@ -226,7 +226,7 @@ async fn ask_review_as(
         .header(http::header::ACCEPT, "application/json")
         .body(crate::body::full_up(bytes::Bytes::from(body)))
         .map_err(|e| ServerError::Internal(e.to_string()))?;
-    crate::proxy::add_impersonation_as(r.headers_mut(), t, user, groups, who)?;
+    crate::outbound::add_impersonation_as(r.headers_mut(), t, user, groups, who)?;
     let resp = state
         .upstream
         .send(r, crate::upstream::Route::Short)
@@ -235,7 +235,7 @@ async fn ask_review_as(
         crate::body::drain(resp.into_body()).await;
         return Ok(None);
     }
-    let raw = crate::body::collect_limited(resp.into_body(), 1 << 20).await?;
+    let raw = crate::limit::collect_limited(resp.into_body(), 1 << 20).await?;
     Ok(serde_json::from_slice(&raw).ok())
 }
 

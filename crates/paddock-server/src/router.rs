@@ -8,8 +8,8 @@ use http::{Request, Response, StatusCode, header};
 use hyper::body::Incoming;
 use paddock_pki::PeerCert;
 
-use crate::auth::Caller;
 use crate::body::{ResBody, full};
+use crate::caller::Caller;
 use crate::error::ServerError;
 use crate::state::AppState;
 
@@ -40,14 +40,14 @@ pub async fn handle(
                 &state,
                 "_anonymous",
                 "-",
-                crate::proxy::method_verb(&method),
+                crate::metrics::method_verb(&method),
                 &path,
                 resp.status().as_u16(),
                 start,
             );
             state.metrics.observe(
                 "_anonymous",
-                crate::proxy::method_verb(&method),
+                crate::metrics::method_verb(&method),
                 resp.status().as_u16(),
                 start.elapsed().as_secs_f64(),
             );
@@ -77,14 +77,14 @@ pub async fn handle(
             &state,
             caller.tenant_label(),
             caller.user(),
-            crate::proxy::method_verb(&method),
+            crate::metrics::method_verb(&method),
             &path,
             413,
             start,
         );
         state.metrics.observe(
             caller.tenant_label(),
-            crate::proxy::method_verb(&method),
+            crate::metrics::method_verb(&method),
             413,
             start.elapsed().as_secs_f64(),
         );
@@ -96,15 +96,15 @@ pub async fn handle(
     let (result, verb) = match &caller {
         Caller::Admin { .. } => (
             crate::admin::serve_admin(&state, &caller, req).await,
-            crate::proxy::method_verb(&method),
+            crate::metrics::method_verb(&method),
         ),
         Caller::Tenant {
             tenant,
             user,
             groups,
             ..
-        } => match crate::limits::admit_request(&state, tenant, &mut req) {
-            Err(e) => (Err(e), crate::proxy::method_verb(&method)),
+        } => match crate::fair_gate::admit_request(&state, tenant, &mut req) {
+            Err(e) => (Err(e), crate::metrics::method_verb(&method)),
             Ok(p) => {
                 permit = p;
                 serve_tenant(&state, tenant, user, groups, &path, req).await
@@ -158,12 +158,12 @@ async fn serve_tenant(
     if path == "/apis/paddock.io" || path.starts_with("/apis/paddock.io/") {
         (
             crate::admin::serve_tenant_self(state, tenant, req).await,
-            crate::proxy::method_verb(&method),
+            crate::metrics::method_verb(&method),
         )
     } else {
         match crate::proxy::serve_tenant(state, tenant, user, groups, req).await {
             Ok((resp, verb)) => (Ok(resp), verb),
-            Err(e) => (Err(e), crate::proxy::method_verb(&method)),
+            Err(e) => (Err(e), crate::metrics::method_verb(&method)),
         }
     }
 }

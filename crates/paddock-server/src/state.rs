@@ -16,6 +16,8 @@ use crate::upstream::Upstream;
 
 /// Everything a request handler needs.
 pub struct AppState {
+    /// What the reconciling tasks share (the same upstream pools, store and shutdown).
+    pub reconciler: Arc<paddock_reconciler::Reconciler>,
     /// Validated configuration.
     pub config: ServerConfig,
     /// Upstream pools and credential.

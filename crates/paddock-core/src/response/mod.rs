@@ -15,6 +15,7 @@ pub mod discovery;
 pub mod framer;
 pub mod list;
 pub mod members;
+pub mod merge;
 pub mod openapi;
 pub mod openapi_pb;
 pub mod splice;
@@ -26,13 +27,14 @@ use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
 use crate::catalog::ResourceInfo;
+use crate::context::TenantContext;
 use crate::discovery::discovery_down;
 use crate::error::TranslateError;
 use crate::list::{
     Collection, CollectionRewriter, api_version_down, api_version_raw_down, list_meta_down,
 };
 use crate::openapi::openapi_down;
-use crate::request::{Plan, ResponseKind, TenantContext};
+use crate::request::{Plan, ResponseKind};
 use crate::rules::{Disposition, object_down, status_down, text_down};
 use crate::splice::{Fast, Splicer};
 use crate::table::{Columns, TableScope, TableState, row_down, table_down};

@@ -15,8 +15,9 @@
 use serde_json::{Map, Value};
 
 use crate::catalog::{ResourceInfo, Scope};
+use crate::context::TenantContext;
 use crate::error::TranslateError;
-use crate::request::{TenantContext, name_down};
+use crate::names::name_down;
 use crate::rules::{Disposition, object_down, text_down};
 
 /// Where the Name and Namespace cells are.

@@ -6,8 +6,9 @@ use serde_json::{Map, Value, json};
 use super::object::{Disposition, UpMode};
 use super::refs::{namespace_up, ref_api_version_down, str_of, type_of};
 use crate::catalog::{Policy, ResourceInfo, Scope};
+use crate::context::TenantContext;
 use crate::error::TranslateError;
-use crate::request::{TenantContext, api_version_up, name_down, name_up};
+use crate::names::{api_version_up, name_down, name_up};
 use crate::tenant::{NAMESPACE_NAME_LABEL, TENANT_LABEL};
 
 fn bad(m: impl Into<String>) -> TranslateError {

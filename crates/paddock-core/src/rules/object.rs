@@ -13,8 +13,8 @@ use super::table::{self, KindRules};
 use super::text::status_down;
 use super::walk;
 use crate::catalog::{Policy, ResourceInfo, Scope, split_api_version};
+use crate::context::TenantContext;
 use crate::error::TranslateError;
-use crate::request::TenantContext;
 use crate::tenant::tenant_of;
 
 /// Whether an upstream object belongs in the tenant's view.

@@ -5,11 +5,10 @@ use serde_json::{Map, Value};
 
 use super::object::Disposition;
 use crate::catalog::{Policy, join_api_version, split_api_version};
+use crate::context::TenantContext;
 use crate::error::TranslateError;
-use crate::request::{
-    TenantContext, api_version_up, check_crd_group, is_dns_label, name_down, name_up,
-    resolve_ref_kind,
-};
+use crate::names::is_dns_label;
+use crate::names::{api_version_up, check_crd_group, name_down, name_up, resolve_ref_kind};
 use crate::tenant::{NameKind, TenantId, check_prefixed_len, looks_tenant_prefixed};
 
 /// A namespace name the tenant wrote -> upstream (checked: a DNS label that still fits).

@@ -4,8 +4,8 @@
 use serde_json::{Value, json};
 
 use super::refs::{name_or_redacted, namespace_up};
+use crate::context::TenantContext;
 use crate::error::TranslateError;
-use crate::request::TenantContext;
 use crate::tenant::{NAMESPACE_NAME_LABEL, TENANT_LABEL, TenantId};
 
 fn tenant_expr(t: &TenantId) -> Value {

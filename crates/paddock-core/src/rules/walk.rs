@@ -8,8 +8,8 @@ use serde_json::{Map, Value};
 use super::object::{Disposition, UpMode};
 use super::table::{Check, FieldRule, Holds, KindRules, Step};
 use super::{rbac, refs, reviews, selectors, text};
+use crate::context::TenantContext;
 use crate::error::TranslateError;
-use crate::request::TenantContext;
 
 type Visit<'a> = dyn FnMut(&mut Value) -> Result<(), TranslateError> + 'a;
 

@@ -4,10 +4,11 @@
 use serde_json::Value;
 
 use crate::catalog::ResourceInfo;
+use crate::context::TenantContext;
 use crate::error::TranslateError;
 use crate::patch::translate_json_patch;
 use crate::protobuf::translate_protobuf_body;
-use crate::request::{Plan, TenantContext, Verb};
+use crate::request::{Plan, Verb};
 use crate::rules::{UpMode, object_up_with};
 
 /// The apiserver's request body cap (`MaxRequestBodyBytes`).

@@ -5,8 +5,8 @@
 use serde_json::{Map, Value};
 
 use crate::catalog::ResourceInfo;
+use crate::context::TenantContext;
 use crate::error::TranslateError;
-use crate::request::TenantContext;
 use crate::rules::{UpMode, object_up_with};
 use crate::tenant::TENANT_LABEL;
 

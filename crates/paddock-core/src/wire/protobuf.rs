@@ -16,8 +16,8 @@ pub use super::pb::MAGIC;
 use super::pb::{Field, Wire, as_bytes, as_str, decode, encode, len_field, malformed};
 pub use super::pb_label::{protobuf_label, set_protobuf_label};
 use crate::catalog::{ResourceInfo, split_api_version};
+use crate::context::TenantContext;
 use crate::error::TranslateError;
-use crate::request::TenantContext;
 use crate::rules::object::{Disposition, UpMode, object_down_as, object_up_with};
 use crate::rules::table::{self, Check, FieldRule, Holds, Step};
 

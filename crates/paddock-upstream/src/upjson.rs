@@ -5,8 +5,8 @@ use bytes::Bytes;
 use http::{Method, Request, StatusCode, header};
 use serde_json::Value;
 
-use crate::body::collect_limited;
 use crate::error::ServerError;
+use crate::limit::collect_limited;
 use crate::upstream::Upstream;
 
 /// A JSON answer from upstream.

@@ -5,13 +5,13 @@
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use crate::state::AppState;
+use crate::Reconciler;
 
 /// Between two prune passes.
 pub const PRUNE_INTERVAL: Duration = Duration::from_secs(3600);
 
 /// Prunes now and every [`PRUNE_INTERVAL`] until shutdown.
-pub async fn prune_loop(state: Arc<AppState>) {
+pub async fn prune_loop(state: Arc<Reconciler>) {
     let mut tick = tokio::time::interval(PRUNE_INTERVAL);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
@@ -21,13 +21,13 @@ pub async fn prune_loop(state: Arc<AppState>) {
         }
         match state
             .store
-            .prune(SystemTime::now(), state.config.prune_grace)
+            .prune(SystemTime::now(), state.prune_grace)
             .await
         {
             Ok(0) => {}
             Ok(n) => tracing::info!(
                 pruned = n,
-                grace_secs = state.config.prune_grace.as_secs(),
+                grace_secs = state.prune_grace.as_secs(),
                 "pruned certificate records expired longer than the grace period"
             ),
             Err(e) => tracing::warn!(error = %e, "pruning the store failed; trying again later"),

@@ -1,21 +1,19 @@
-//! What paddock creates upstream: the platform-wide bootstrap (the shared cluster-scope role
-//! and the admission guard), each tenant's namespaces and least-privilege grants, and the
-//! removal of everything a tenant owns when it is deleted.
+//! What paddock installs upstream, as data: the names, labels and groups of the objects it
+//! keeps there, the platform-wide bootstrap (the shared cluster-scope role, the admission
+//! guard policies, the tenants' priority level), and each tenant namespace's own objects.
+//! The reconciler (`paddock-reconciler`) writes them; nothing here does I/O.
 
-use std::time::Duration;
-
-use paddock_core::{TENANT_LABEL, TenantId};
 use serde_json::{Value, json};
 
-use crate::error::ServerError;
-use crate::upjson;
-use crate::upstream::Upstream;
+use crate::tenant::{TENANT_LABEL, TenantId};
+
+pub use crate::identity::{shadow_admin_group, upstream_admin_group};
 
 /// The tenant's default namespaces (its view).
 pub const DEFAULT_NAMESPACES: &[&str] =
     &["default", "kube-system", "kube-public", "kube-node-lease"];
 /// In-tenant group of the tenant's administrators.
-pub const TENANT_ADMIN_GROUP: &str = paddock_core::identity::TENANT_ADMIN_GROUP;
+pub const TENANT_ADMIN_GROUP: &str = crate::identity::TENANT_ADMIN_GROUP;
 /// Shared ClusterRole with the cluster-scoped rights of tenant admins, bound once (a
 /// ClusterRoleBinding of the same name) to [`CLUSTER_SCOPE_GROUP`], which paddock asserts only
 /// on requests of a tenant admin for cluster-scoped objects; the real identity of a tenant user
@@ -31,7 +29,7 @@ pub const CLUSTER_SCOPE_ROLE: &str = "paddock:tenant-cluster-scope";
 /// lists, not the binding. Not `paddock:cluster:<tid>:`-shaped, so no tenant
 /// ClusterRoleBinding can name it (the guard), and no tenant-written group maps to it (tenant
 /// groups become `paddock:<tid>:<g>`).
-pub const CLUSTER_SCOPE_GROUP: &str = paddock_core::identity::CLUSTER_SCOPE_GROUP;
+pub const CLUSTER_SCOPE_GROUP: &str = crate::identity::CLUSTER_SCOPE_GROUP;
 /// Name of the admission guard policy and binding.
 pub const GUARD_NAME: &str = "paddock-tenant-guard";
 /// Label on objects paddock manages for a tenant that are not the tenant's own objects.
@@ -52,16 +50,6 @@ pub const PSA_ENFORCE_LABEL: &str = "pod-security.kubernetes.io/enforce";
 /// (`paddock:tenant:<tid>` is the tenant marker group).
 pub const RESERVED_TENANT_IDS: &[&str] = &["tenant"];
 
-/// The tenant admins' group upstream (real identity).
-pub fn upstream_admin_group(t: &TenantId) -> String {
-    format!("paddock:{}:{}", t.as_str(), TENANT_ADMIN_GROUP)
-}
-
-/// The tenant admins' shadow group (asserted only for cluster-scoped requests).
-pub fn shadow_admin_group(t: &TenantId) -> String {
-    paddock_core::identity::cluster_shadow(t, &upstream_admin_group(t))
-}
-
 /// The per-tenant ClusterRoleBinding of the tenant admins' shadow group to
 /// [`CLUSTER_SCOPE_ROLE`] that paddock wrote before [`CLUSTER_SCOPE_GROUP`]; removed when a
 /// tenant is repaired (start-up) or deleted.
@@ -76,7 +64,7 @@ pub fn tenant_cluster_role_name(t: &TenantId) -> String {
     format!("paddock:tenant:{}:custom-resources", t.as_str())
 }
 
-fn managed_labels(t: &TenantId) -> Value {
+pub fn managed_labels(t: &TenantId) -> Value {
     json!({MANAGED_FOR_LABEL: t.as_str(), "app.kubernetes.io/managed-by": "paddock"})
 }
 
@@ -338,7 +326,7 @@ pub fn tenant_priority_level(shares: u32) -> Value {
 }
 
 /// The FlowSchema that sends every request paddock makes as a tenant (they all carry
-/// [`paddock_core::identity::ALL_TENANTS_GROUP`]) to [`tenant_priority_level`]. Its precedence
+/// [`crate::identity::ALL_TENANTS_GROUP`]) to [`tenant_priority_level`]. Its precedence
 /// is ahead of `service-accounts` (9000) so tenants' service accounts, impersonated through
 /// paddock, land there too; requests from inside tenant pods do not pass through paddock.
 pub fn tenant_flow_schema() -> Value {
@@ -351,7 +339,7 @@ pub fn tenant_flow_schema() -> Value {
             "matchingPrecedence": 8000,
             "distinguisherMethod": {"type": "ByUser"},
             "rules": [{
-                "subjects": [{"kind": "Group", "group": {"name": paddock_core::identity::ALL_TENANTS_GROUP}}],
+                "subjects": [{"kind": "Group", "group": {"name": crate::identity::ALL_TENANTS_GROUP}}],
                 "resourceRules": [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"],
                                    "clusterScope": true, "namespaces": ["*"]}],
                 "nonResourceRules": [{"verbs": ["*"], "nonResourceURLs": ["*"]}]
@@ -384,104 +372,13 @@ pub fn tenant_own_flow_schema(t: &TenantId) -> Value {
             "priorityLevelConfiguration": {"name": TENANT_PRIORITY_LEVEL},
             "matchingPrecedence": 7900,
             "rules": [{
-                "subjects": [{"kind": "Group", "group": {"name": paddock_core::identity::tenant_group(t)}}],
+                "subjects": [{"kind": "Group", "group": {"name": crate::identity::tenant_group(t)}}],
                 "resourceRules": [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"],
                                    "clusterScope": true, "namespaces": ["*"]}],
                 "nonResourceRules": [{"verbs": ["*"], "nonResourceURLs": ["*"]}]
             }]
         }
     })
-}
-
-/// Puts tenant `t`'s own FlowSchema in place (when paddock manages APF at all).
-pub async fn ensure_tenant_flow_schema(
-    up: &Upstream,
-    t: &TenantId,
-    tenant_priority_shares: u32,
-) -> Result<(), ServerError> {
-    if tenant_priority_shares == 0 {
-        return Ok(());
-    }
-    upjson::apply(
-        up,
-        &format!(
-            "/apis/flowcontrol.apiserver.k8s.io/v1/flowschemas/{}",
-            tenant_flow_schema_name(t)
-        ),
-        &tenant_own_flow_schema(t),
-    )
-    .await
-}
-
-/// Installs what every tenant shares upstream: the cluster-scope role, the admission guard,
-/// and (unless `tenant_priority_shares` is 0) the tenants' APF priority level.
-pub async fn bootstrap(up: &Upstream, tenant_priority_shares: u32) -> Result<(), ServerError> {
-    if tenant_priority_shares > 0 {
-        upjson::apply(
-            up,
-            &format!(
-                "/apis/flowcontrol.apiserver.k8s.io/v1/prioritylevelconfigurations/{TENANT_PRIORITY_LEVEL}"
-            ),
-            &tenant_priority_level(tenant_priority_shares),
-        )
-        .await?;
-        upjson::apply(
-            up,
-            &format!("/apis/flowcontrol.apiserver.k8s.io/v1/flowschemas/{TENANT_PRIORITY_LEVEL}"),
-            &tenant_flow_schema(),
-        )
-        .await?;
-    }
-    upjson::apply(
-        up,
-        &format!("/apis/rbac.authorization.k8s.io/v1/clusterroles/{CLUSTER_SCOPE_ROLE}"),
-        &cluster_scope_role(),
-    )
-    .await?;
-    upjson::apply(
-        up,
-        &format!("/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/{CLUSTER_SCOPE_ROLE}"),
-        &cluster_scope_binding(),
-    )
-    .await?;
-    for (name, policy) in guard_policies() {
-        upjson::apply(
-            up,
-            &format!("/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies/{name}"),
-            &policy,
-        )
-        .await?;
-        upjson::apply(
-            up,
-            &format!(
-                "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings/{name}"
-            ),
-            &guard_binding(&name),
-        )
-        .await?;
-    }
-    Ok(())
-}
-
-/// Refuses an id whose prefix is already used upstream by something that is not this
-/// tenant's (a reserved id), and the ids reserved by paddock itself.
-pub async fn check_prefix_unused(up: &Upstream, t: &TenantId) -> Result<(), ServerError> {
-    if RESERVED_TENANT_IDS.contains(&t.as_str()) {
-        return Err(ServerError::BadRequest(format!(
-            "tenant id {t} is reserved by paddock"
-        )));
-    }
-    let prefix = t.prefix();
-    for ns in upjson::list(up, "/api/v1/namespaces").await? {
-        let name = ns["metadata"]["name"].as_str().unwrap_or_default();
-        let owner = ns["metadata"]["labels"][TENANT_LABEL].as_str();
-        if name.starts_with(&prefix) && owner != Some(t.as_str()) {
-            return Err(ServerError::Conflict(format!(
-                "tenant id {t} is reserved: namespace {name} already exists upstream and does not belong to it"
-            )));
-        }
-    }
-    Ok(())
 }
 
 /// The RoleBinding that gives the tenant's admins full rights inside one of its namespaces.
@@ -525,203 +422,9 @@ pub fn namespace_quota(t: &TenantId, upstream_ns: &str) -> Value {
     })
 }
 
-/// Makes sure a tenant namespace has what paddock keeps in it: the admins' RoleBinding, the
-/// isolation NetworkPolicy, the quota, the locked pod-security label, and the mirrors of the
-/// tenant's ClusterRoleBindings.
-pub async fn ensure_namespace_binding(
-    up: &Upstream,
-    t: &TenantId,
-    upstream_ns: &str,
-) -> Result<(), ServerError> {
-    set_up_namespace(
-        up,
-        t,
-        upstream_ns,
-        crate::rbac_sync::sync_namespace(up, t, upstream_ns),
-    )
-    .await
-}
-
-/// [`ensure_namespace_binding`] with the namespace's mirror RoleBindings brought in step by
-/// `mirrors` (the resync passes what it has already read instead of reading it again).
-pub async fn set_up_namespace(
-    up: &Upstream,
-    t: &TenantId,
-    upstream_ns: &str,
-    mirrors: impl std::future::Future<Output = Result<(), ServerError>>,
-) -> Result<(), ServerError> {
-    // Keep a stricter level the tenant chose; anything else becomes the platform's level.
-    let current = upjson::call(
-        up,
-        http::Method::GET,
-        &format!("/api/v1/namespaces/{upstream_ns}"),
-        None,
-        None,
-    )
-    .await?;
-    let level = match current.body["metadata"]["labels"][PSA_ENFORCE_LABEL].as_str() {
-        Some(l) if PERMITTED_POD_SECURITY_LEVELS.contains(&l) => l.to_string(),
-        _ => POD_SECURITY_LEVEL.to_string(),
-    };
-    upjson::apply(
-        up,
-        &format!("/api/v1/namespaces/{upstream_ns}"),
-        &json!({"apiVersion": "v1", "kind": "Namespace",
-                "metadata": {"name": upstream_ns, "labels": {TENANT_LABEL: t.as_str(), PSA_ENFORCE_LABEL: level,
-                                                              "pod-security.kubernetes.io/enforce-version": "latest"}}}),
-    )
-    .await?;
-    // The namespace (with its locked labels) first; then its contents, side by side (each
-    // is an upstream round trip; tenant creation does this for four namespaces at once).
-    let rb_path = format!(
-        "/apis/rbac.authorization.k8s.io/v1/namespaces/{upstream_ns}/rolebindings/{NAMESPACE_ADMIN_BINDING}"
-    );
-    let np_path = format!(
-        "/apis/networking.k8s.io/v1/namespaces/{upstream_ns}/networkpolicies/{NAMESPACE_NETWORK_POLICY}"
-    );
-    let quota_path = format!("/api/v1/namespaces/{upstream_ns}/resourcequotas/{NAMESPACE_QUOTA}");
-    let (rb, np, quota) = (
-        namespace_admin_binding(t, upstream_ns),
-        namespace_network_policy(t, upstream_ns),
-        namespace_quota(t, upstream_ns),
-    );
-    futures_util::future::try_join4(
-        upjson::apply(up, &rb_path, &rb),
-        upjson::apply(up, &np_path, &np),
-        upjson::apply(up, &quota_path, &quota),
-        mirrors,
-    )
-    .await?;
-    Ok(())
-}
-
-/// A tenant's namespace body on its way up (create or update): a pod-security enforce label
-/// weaker than the platform's level (or none) is set to the platform's level, in JSON and
-/// protobuf bodies; a stricter one is kept. The admission guard refuses anything else, so a
-/// body paddock could not rewrite is refused rather than let through.
-pub fn lock_namespace_labels(body: Vec<u8>, content_type: &str) -> Result<Vec<u8>, ServerError> {
-    if content_type.starts_with("application/vnd.kubernetes.protobuf") {
-        // Typed clients (kubectl create namespace, client-go, the e2e framework) send protobuf:
-        // hold the label there too rather than have the guard refuse the namespace.
-        let current = paddock_core::protobuf::protobuf_label(&body, PSA_ENFORCE_LABEL)?;
-        if current
-            .as_deref()
-            .is_some_and(|l| PERMITTED_POD_SECURITY_LEVELS.contains(&l))
-        {
-            return Ok(body);
-        }
-        return Ok(paddock_core::protobuf::set_protobuf_label(
-            &body,
-            PSA_ENFORCE_LABEL,
-            POD_SECURITY_LEVEL,
-        )?);
-    }
-    if !content_type.starts_with("application/json") {
-        return Ok(body);
-    }
-    let mut v: Value = serde_json::from_slice(&body)
-        .map_err(|e| ServerError::BadRequest(format!("namespace body: {e}")))?;
-    let Some(meta) = v.get_mut("metadata").and_then(Value::as_object_mut) else {
-        return Ok(body);
-    };
-    let labels = meta.entry("labels").or_insert_with(|| json!({}));
-    if labels.is_null() {
-        *labels = json!({});
-    }
-    if let Some(l) = labels.as_object_mut() {
-        let keep = l
-            .get(PSA_ENFORCE_LABEL)
-            .and_then(Value::as_str)
-            .is_some_and(|v| PERMITTED_POD_SECURITY_LEVELS.contains(&v));
-        if !keep {
-            l.insert(
-                PSA_ENFORCE_LABEL.into(),
-                Value::String(POD_SECURITY_LEVEL.into()),
-            );
-        }
-        l.insert(
-            format!("{PSA_ENFORCE_LABEL}-version"),
-            Value::String("latest".into()),
-        );
-    }
-    serde_json::to_vec(&v).map_err(|e| ServerError::Internal(e.to_string()))
-}
-
-/// [`provision_tenant`] for a tenant that may have been provisioned by an older paddock (at
-/// start-up): also removes what this version no longer keeps.
-pub async fn repair_tenant(up: &Upstream, t: &TenantId) -> Result<(), ServerError> {
-    // Tenants provisioned before CLUSTER_SCOPE_GROUP had a binding of their own.
-    upjson::delete(
-        up,
-        &format!(
-            "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/{}",
-            legacy_tenant_scope_binding_name(t)
-        ),
-    )
-    .await?;
-    provision_tenant(up, t).await
-}
-
-/// Creates (or repairs) everything a tenant needs upstream. Idempotent.
-pub async fn provision_tenant(up: &Upstream, t: &TenantId) -> Result<(), ServerError> {
-    // The default namespaces side by side: tenant creation is a chain of upstream round
-    // trips, and its latency is what the platform admin waits for (docs/performance.md).
-    let namespaces: Vec<String> = DEFAULT_NAMESPACES
-        .iter()
-        .map(|ns| t.upstream_name(ns))
-        .collect();
-    futures_util::future::try_join_all(
-        namespaces
-            .iter()
-            .map(|ns| ensure_namespace_binding(up, t, ns)),
-    )
-    .await?;
-    // Every cluster has the `kubernetes` Service in `default`; clients (and the e2e
-    // framework) look for it. It is managed: the tenant can read it, not change it.
-    let default_ns = t.upstream_name("default");
-    let mut labels = managed_labels(t);
-    labels["component"] = json!("apiserver");
-    labels["provider"] = json!("kubernetes");
-    upjson::apply(
-        up,
-        &format!("/api/v1/namespaces/{default_ns}/services/kubernetes"),
-        &json!({"apiVersion": "v1", "kind": "Service",
-                "metadata": {"name": "kubernetes", "namespace": default_ns, "labels": labels},
-                "spec": {"type": "ClusterIP", "ports": [{"name": "https", "port": 443, "protocol": "TCP", "targetPort": 443}]}}),
-    )
-    .await?;
-    ensure_builtin_roles(up, t).await?;
-    crate::rbac_sync::sync_tenant(up, t).await
-}
-
-/// The tenant's copies of the built-in ClusterRoles (`cluster-admin`, `admin`, `edit`, `view`,
-/// the discovery roles; paddock_core::builtin_roles), from the platform's current roles.
-async fn ensure_builtin_roles(up: &Upstream, t: &TenantId) -> Result<(), ServerError> {
-    use paddock_core::builtin_roles::{BUILTIN_CLUSTER_ROLES, tenant_copy};
-    let base = "/apis/rbac.authorization.k8s.io/v1/clusterroles";
-    futures_util::future::try_join_all(BUILTIN_CLUSTER_ROLES.iter().map(|name| async move {
-        let platform =
-            upjson::call(up, http::Method::GET, &format!("{base}/{name}"), None, None).await?;
-        // A cluster without one of them (an apiserver with other bootstrap roles) has nothing
-        // to copy.
-        let Some(copy) = platform
-            .status
-            .is_success()
-            .then(|| tenant_copy(t, &platform.body, MANAGED_FOR_LABEL))
-            .flatten()
-        else {
-            return Ok(());
-        };
-        let path = format!("{base}/{}", t.upstream_name(name));
-        upjson::apply(up, &path, &copy).await
-    }))
-    .await?;
-    Ok(())
-}
-
 /// Cluster-scoped kinds a tenant can own, as list paths. Namespaces are handled first and
 /// separately (their deletion takes the namespaced contents with it).
-const OWNED_CLUSTER_KINDS: &[&str] = &[
+pub const OWNED_CLUSTER_KINDS: &[&str] = &[
     "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
     "/apis/rbac.authorization.k8s.io/v1/clusterroles",
     "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
@@ -730,7 +433,7 @@ const OWNED_CLUSTER_KINDS: &[&str] = &[
     "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations",
 ];
 
-fn owned_by(obj: &Value, t: &TenantId, crd: bool) -> bool {
+pub fn owned_by(obj: &Value, t: &TenantId, crd: bool) -> bool {
     let labelled = obj["metadata"]["labels"][TENANT_LABEL].as_str() == Some(t.as_str());
     let name = obj["metadata"]["name"].as_str().unwrap_or_default();
     // Exact `<tid>-` check, never a bare prefix match: `foofoo` must not take `foofoox-...`.
@@ -742,86 +445,4 @@ fn owned_by(obj: &Value, t: &TenantId, crd: bool) -> bool {
         name.starts_with(&t.prefix())
     };
     labelled && prefixed
-}
-
-/// Deletes everything the tenant owns upstream, reporting progress. Idempotent; returns when
-/// nothing is left (or after `timeout`). `manages_apf` (tenant_priority_shares > 0): the
-/// tenant has a FlowSchema of its own to delete; without it paddock's credential need not hold
-/// any right on APF objects (rights.rs).
-pub async fn delete_tenant_objects(
-    up: &Upstream,
-    t: &TenantId,
-    manages_apf: bool,
-    timeout: Duration,
-    mut progress: impl FnMut(String),
-) -> Result<(), ServerError> {
-    let selector = format!("labelSelector={TENANT_LABEL}%3D{}", t.as_str());
-    let managed = format!("labelSelector={MANAGED_FOR_LABEL}%3D{}", t.as_str());
-    let deadline = tokio::time::Instant::now() + timeout;
-    loop {
-        let namespaces: Vec<String> = upjson::list(up, &format!("/api/v1/namespaces?{selector}"))
-            .await?
-            .into_iter()
-            .filter(|ns| owned_by(ns, t, false))
-            .filter_map(|ns| ns["metadata"]["name"].as_str().map(str::to_string))
-            .collect();
-        let mut remaining = namespaces.len();
-        for ns in &namespaces {
-            upjson::delete(up, &format!("/api/v1/namespaces/{ns}")).await?;
-        }
-        for kind in OWNED_CLUSTER_KINDS {
-            let crd = kind.ends_with("customresourcedefinitions");
-            let items = match upjson::list(up, &format!("{kind}?{selector}")).await {
-                Ok(i) => i,
-                // A kind the upstream does not serve has nothing to delete.
-                Err(_) => continue,
-            };
-            for obj in items.iter().filter(|o| owned_by(o, t, crd)) {
-                if let Some(name) = obj["metadata"]["name"].as_str() {
-                    upjson::delete(up, &format!("{kind}/{name}")).await?;
-                    remaining += 1;
-                }
-            }
-        }
-        // paddock's own per-tenant cluster objects: exact names, and the managed-for label.
-        let own = [
-            legacy_tenant_scope_binding_name(t),
-            tenant_cluster_role_name(t),
-        ];
-        for kind in ["clusterrolebindings", "clusterroles"] {
-            let path = format!("/apis/rbac.authorization.k8s.io/v1/{kind}");
-            for obj in upjson::list(up, &format!("{path}?{managed}")).await? {
-                if let Some(name) = obj["metadata"]["name"].as_str()
-                    && own.iter().any(|o| o == name)
-                {
-                    upjson::delete(up, &format!("{path}/{name}")).await?;
-                }
-            }
-        }
-        if manages_apf {
-            upjson::delete(
-                up,
-                &format!(
-                    "/apis/flowcontrol.apiserver.k8s.io/v1/flowschemas/{}",
-                    tenant_flow_schema_name(t)
-                ),
-            )
-            .await?;
-        }
-        if remaining == 0 {
-            progress("all upstream objects removed".into());
-            return Ok(());
-        }
-        progress(format!(
-            "waiting for {} namespace(s) and cluster-scoped objects to go",
-            remaining
-        ));
-        if tokio::time::Instant::now() > deadline {
-            return Err(ServerError::Unavailable(format!(
-                "tenant {t}: {remaining} upstream object(s) still terminating after {}s; retry the delete",
-                timeout.as_secs()
-            )));
-        }
-        tokio::time::sleep(Duration::from_millis(500)).await;
-    }
 }

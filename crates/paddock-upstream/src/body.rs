@@ -12,10 +12,14 @@ use http_body_util::combinators::UnsyncBoxBody;
 use hyper::body::Incoming;
 use paddock_core::ChunkRewriter;
 
-use crate::error::BoxError;
+/// Boxed error used in body streams.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 /// Response body type of the server.
 pub type ResBody = UnsyncBoxBody<Bytes, BoxError>;
+
+/// Request body type sent upstream.
+pub type UpBody = UnsyncBoxBody<Bytes, BoxError>;
 
 /// A complete body.
 pub fn full(b: impl Into<Bytes>) -> ResBody {
@@ -273,39 +277,15 @@ pub async fn drain(mut body: Incoming) {
     .await;
 }
 
-/// Reads a request body up to `limit` bytes. A longer body is refused with 413 after the rest
-/// is drained (bounded), so the client sees the Status rather than a reset stream.
-pub async fn collect_limited(
-    mut body: Incoming,
-    limit: usize,
-) -> Result<Bytes, crate::error::ServerError> {
-    let mut buf = bytes::BytesMut::new();
-    while let Some(frame) = body.frame().await {
-        let frame = frame.map_err(|e| {
-            crate::error::ServerError::BadRequest(format!("could not read the request body: {e}"))
-        })?;
-        if let Some(d) = frame.data_ref() {
-            if buf.len() + d.len() > limit {
-                drain(body).await;
-                return Err(crate::error::ServerError::TooLarge(format!(
-                    "request body is larger than the limit of {limit} bytes"
-                )));
-            }
-            buf.extend_from_slice(d);
-        }
-    }
-    Ok(buf.freeze())
-}
-
 /// A complete upstream request body.
-pub fn full_up(b: impl Into<Bytes>) -> crate::upstream::UpBody {
+pub fn full_up(b: impl Into<Bytes>) -> UpBody {
     http_body_util::Full::new(b.into())
         .map_err(|never| -> BoxError { match never {} })
         .boxed_unsync()
 }
 
 /// An empty upstream request body.
-pub fn empty_up() -> crate::upstream::UpBody {
+pub fn empty_up() -> UpBody {
     http_body_util::Empty::new()
         .map_err(|never| -> BoxError { match never {} })
         .boxed_unsync()

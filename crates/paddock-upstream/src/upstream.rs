@@ -24,7 +24,6 @@ use std::time::Duration;
 use base64::Engine;
 use bytes::Bytes;
 use http::{HeaderValue, Request, Response, Uri};
-use http_body_util::combinators::UnsyncBoxBody;
 use hyper::body::Incoming;
 use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::Client;
@@ -32,10 +31,8 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use serde::Deserialize;
 
-use crate::error::{BoxError, ServerError};
-
-/// Request body type sent upstream.
-pub type UpBody = UnsyncBoxBody<Bytes, BoxError>;
+pub use crate::body::UpBody;
+use crate::error::ServerError;
 
 /// paddock's credential for the upstream apiserver, read from a kubeconfig.
 #[derive(Clone)]

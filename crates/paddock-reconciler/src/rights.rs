@@ -13,9 +13,9 @@ use std::time::Duration;
 use http::Method;
 use serde_json::{Value, json};
 
-use crate::error::ServerError;
-use crate::upjson;
-use crate::upstream::Upstream;
+use paddock_upstream::error::ServerError;
+use paddock_upstream::upjson;
+use paddock_upstream::upstream::Upstream;
 
 /// One rule: verbs on a resource (with subresource) of an API group, cluster-wide.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -3,10 +3,8 @@
 use bytes::Bytes;
 use http::{HeaderValue, Response, StatusCode};
 
+pub use crate::body::BoxError;
 use crate::body::{ResBody, full};
-
-/// Boxed error used in body streams.
-pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 /// Everything that can go wrong while serving a request or starting up.
 #[derive(Debug, thiserror::Error)]

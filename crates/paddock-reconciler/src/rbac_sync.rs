@@ -17,138 +17,23 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use paddock_core::identity::{cluster_shadow, cluster_unshadow, tenant_group};
-use paddock_core::{Impersonation, Plan, Scope, TENANT_LABEL, TenantId};
+use paddock_core::identity::{SA_USER, cluster_unshadow};
+use paddock_core::{TENANT_LABEL, TenantId};
 use serde_json::{Value, json};
 
-use crate::error::ServerError;
-use crate::provision::{
-    CLUSTER_SCOPE_GROUP, MANAGED_FOR_LABEL, shadow_admin_group, tenant_cluster_role_name,
-    upstream_admin_group,
-};
-use crate::upjson;
-use crate::upstream::Upstream;
+use crate::provision::{MANAGED_FOR_LABEL, shadow_admin_group, tenant_cluster_role_name};
+use paddock_upstream::error::ServerError;
+
+// Moved to paddock-core (pure decisions); re-exported for callers of the old paths.
+pub use paddock_core::identity::{As, impersonation};
+pub use paddock_core::request::{identity_for, needs_sync};
+use paddock_upstream::upjson;
+use paddock_upstream::upstream::Upstream;
 
 /// Name prefix of the mirror RoleBindings: `paddock:crb:<upstream ClusterRoleBinding name>`.
 pub const MIRROR_PREFIX: &str = "paddock:crb:";
 /// Label marking mirror RoleBindings (with `paddock.io/managed-for`).
 pub const MIRROR_LABEL: &str = "paddock.io/mirror";
-
-const SA_USER: &str = "system:serviceaccount:";
-
-/// Which upstream identity a request is sent as.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum As {
-    /// The real identity (namespaced requests, discovery, reviews).
-    Real,
-    /// The cluster shadow identity (cluster-scoped objects).
-    Shadow,
-}
-
-/// The upstream identity of a tenant caller. `user` is a certificate CN (never contains ':')
-/// or, for a tenant pod, `system:serviceaccount:<ns>:<sa>` in the tenant's view.
-pub fn impersonation(t: &TenantId, user: &str, groups: &[String], who: As) -> Impersonation {
-    let real = if let Some((ns, sa)) = user.strip_prefix(SA_USER).and_then(|r| r.split_once(':')) {
-        let up_ns = t.upstream_name(ns);
-        Impersonation {
-            user: format!("{SA_USER}{up_ns}:{sa}"),
-            groups: vec![
-                "system:serviceaccounts".to_owned(),
-                format!("system:serviceaccounts:{up_ns}"),
-                tenant_group(t),
-                paddock_core::identity::ALL_TENANTS_GROUP.to_owned(),
-                "system:authenticated".to_owned(),
-            ],
-            extra: vec![(TENANT_LABEL.to_owned(), t.as_str().to_owned())],
-        }
-    } else {
-        paddock_core::impersonation_for(t, user, groups)
-    };
-    match who {
-        As::Real => real,
-        As::Shadow => {
-            let keep = [
-                tenant_group(t),
-                paddock_core::identity::ALL_TENANTS_GROUP.to_owned(),
-                "system:authenticated".to_owned(),
-            ];
-            let mut groups: Vec<String> = real
-                .groups
-                .iter()
-                .map(|g| {
-                    if keep.contains(g) {
-                        g.clone()
-                    } else {
-                        cluster_shadow(t, g)
-                    }
-                })
-                .collect();
-            if real.groups.contains(&upstream_admin_group(t)) {
-                groups.push(CLUSTER_SCOPE_GROUP.to_owned());
-            }
-            Impersonation {
-                user: cluster_shadow(t, &real.user),
-                groups,
-                extra: real.extra,
-            }
-        }
-    }
-}
-
-/// Does this request go upstream as the shadow identity? Cluster-scoped objects (not the
-/// review kinds) and self access reviews of cluster-wide attributes do; a path that addresses
-/// anything inside a namespace never does (defence in depth against a planning bug).
-pub fn identity_for(plan: &Plan, translated_body: Option<&[u8]>) -> As {
-    let Some(info) = &plan.resource else {
-        return As::Real;
-    };
-    let path = plan.upstream_path_and_query.split('?').next().unwrap_or("");
-    let in_namespace = match path.strip_prefix("/api/v1/namespaces/") {
-        // `/api/v1/namespaces/<ns>[/status|/finalize]` is the namespace object itself.
-        Some(rest) => {
-            !(info.group.is_empty()
-                && info.resource == "namespaces"
-                && rest.split('/').count() <= 2)
-        }
-        None => path.contains("/namespaces/"),
-    };
-    if in_namespace {
-        return As::Real;
-    }
-    if info.is_review() {
-        if info.upstream_group == "authorization.k8s.io"
-            && info.resource == "selfsubjectaccessreviews"
-        {
-            let body: Value = translated_body
-                .and_then(|b| serde_json::from_slice(b).ok())
-                .unwrap_or(Value::Null);
-            let spec = &body["spec"];
-            let cluster_wide = spec
-                .get("nonResourceAttributes")
-                .is_some_and(|v| !v.is_null())
-                || spec["resourceAttributes"].is_object()
-                    && spec["resourceAttributes"]["namespace"]
-                        .as_str()
-                        .unwrap_or("")
-                        .is_empty();
-            if cluster_wide {
-                return As::Shadow;
-            }
-        }
-        // A SubjectAccessReview is cluster-scoped: only the shadow of an admin (or of a holder
-        // of a tenant ClusterRoleBinding granting it) may create one.
-        if info.upstream_group == "authorization.k8s.io" && info.resource == "subjectaccessreviews"
-        {
-            return As::Shadow;
-        }
-        return As::Real;
-    }
-    if info.scope == Scope::Cluster {
-        As::Shadow
-    } else {
-        As::Real
-    }
-}
 
 /// A tenant's ClusterRoleBinding (upstream form) -> the subjects of its mirrors (real
 /// identities of the tenant); subjects that are not the tenant's shadows are left out.
@@ -325,7 +210,7 @@ pub async fn sync_namespace(
 
 /// Everything upstream that what [`sync_tenant`] derives depends on, for one tenant.
 #[derive(Default)]
-struct TenantView {
+pub(crate) struct TenantView {
     /// The tenant's ClusterRoleBindings.
     crbs: Vec<Value>,
     /// The tenant's namespaces.
@@ -360,7 +245,7 @@ impl TenantView {
 
 /// Lists behind [`TenantView`], with `selector` naming one tenant or all: the same requests
 /// serve the sync of one tenant and the periodic resync of every tenant.
-struct ViewLists {
+pub(crate) struct ViewLists {
     crbs: Vec<Value>,
     namespaces: Vec<Value>,
     mirrors: Vec<Value>,
@@ -370,7 +255,7 @@ struct ViewLists {
 }
 
 impl ViewLists {
-    async fn fetch(up: &Upstream, t: Option<&TenantId>) -> Result<Self, ServerError> {
+    pub(crate) async fn fetch(up: &Upstream, t: Option<&TenantId>) -> Result<Self, ServerError> {
         let tenant = upjson::query_escape(&match t {
             Some(t) => t.tenant_label_selector(),
             None => TENANT_LABEL.to_owned(),
@@ -407,7 +292,7 @@ impl ViewLists {
 
     /// Sorts everything by tenant (the label's value); objects of ids that are not valid
     /// tenant ids are left out.
-    fn by_tenant(self) -> BTreeMap<TenantId, TenantView> {
+    pub(crate) fn by_tenant(self) -> BTreeMap<TenantId, TenantView> {
         let mut views: BTreeMap<TenantId, TenantView> = BTreeMap::new();
         let owner = |o: &Value, label: &str| -> Option<TenantId> {
             o["metadata"]["labels"][label]
@@ -466,7 +351,7 @@ pub async fn sync_tenant(up: &Upstream, t: &TenantId) -> Result<(), ServerError>
 }
 
 /// Writes what `view` shows to be missing or stale for tenant `t`; nothing when all agrees.
-async fn reconcile_tenant(
+pub(crate) async fn reconcile_tenant(
     up: &Upstream,
     t: &TenantId,
     view: &TenantView,
@@ -557,71 +442,6 @@ async fn reconcile_custom_resource_role(
     Ok(())
 }
 
-/// Repairs every active tenant's upstream grants at start (so an upgrade moves old grants to
-/// the current model), then resyncs the mirrors every 30 s (changes paddock did not see: a
-/// ClusterRoleBinding removed by garbage collection, another replica's writes, drift).
-///
-/// A resync pass reads the cluster with six lists, whatever the number of tenants, and writes
-/// only differences: a pass that asked a dozen questions per tenant (one list per namespace)
-/// was a steady background load on the apiserver that grew with the cluster
-/// (docs/performance.md).
-pub async fn resync_loop(state: std::sync::Arc<crate::state::AppState>) {
-    let mut first = true;
-    loop {
-        let active: Vec<TenantId> = state
-            .cache
-            .tenants()
-            .into_iter()
-            .filter(|rec| rec.phase == paddock_store::TenantPhase::Active)
-            .map(|rec| rec.id.clone())
-            .collect();
-        if first {
-            for t in &active {
-                if let Err(e) = crate::provision::repair_tenant(&state.upstream, t).await {
-                    tracing::warn!(tenant = %t, error = %e, "tenant repair failed");
-                }
-            }
-        } else {
-            match ViewLists::fetch(&state.upstream, None).await {
-                Ok(lists) => {
-                    let mut views = lists.by_tenant();
-                    for t in &active {
-                        let view = views.remove(t).unwrap_or_default();
-                        if let Err(e) = reconcile_tenant(&state.upstream, t, &view).await {
-                            tracing::warn!(tenant = %t, error = %e, "tenant RBAC resync failed");
-                        }
-                    }
-                }
-                Err(e) => {
-                    tracing::warn!(error = %e, "tenant RBAC resync: reading the cluster failed")
-                }
-            }
-        }
-        first = false;
-        tokio::select! {
-            _ = tokio::time::sleep(std::time::Duration::from_secs(30)) => {}
-            _ = state.shutdown.cancelled() => return,
-        }
-    }
-}
-
-/// Does a successful request change what [`sync_tenant`] derives (a ClusterRoleBinding or a
-/// CRD written)?
-pub fn needs_sync(plan: &Plan) -> bool {
-    use paddock_core::Verb;
-    let Some(info) = &plan.resource else {
-        return false;
-    };
-    let write = !matches!(
-        plan.request.verb,
-        Verb::Get | Verb::List | Verb::Watch | Verb::Connect
-    );
-    write
-        && ((info.upstream_group == "rbac.authorization.k8s.io"
-            && info.resource == "clusterrolebindings")
-            || info.is_crd())
-}
-
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
@@ -629,38 +449,6 @@ mod tests {
 
     fn t() -> TenantId {
         TenantId::parse("foofoo").unwrap()
-    }
-
-    #[test]
-    fn shadow_identity_is_never_a_real_one() {
-        let real = impersonation(&t(), "alice", &["dev".into()], As::Real);
-        let sh = impersonation(&t(), "alice", &["dev".into()], As::Shadow);
-        assert_eq!(real.user, "paddock:foofoo:alice");
-        assert_eq!(sh.user, "paddock:cluster:foofoo:paddock:foofoo:alice");
-        assert!(
-            sh.groups
-                .contains(&"paddock:cluster:foofoo:paddock:foofoo:dev".to_owned())
-        );
-        assert!(sh.groups.contains(&"paddock:tenant:foofoo".to_owned()));
-        assert!(!sh.groups.contains(&"paddock:foofoo:dev".to_owned()));
-        // Only an admin's shadow carries the shared cluster-scope group; never a real identity.
-        assert!(!sh.groups.contains(&CLUSTER_SCOPE_GROUP.to_owned()));
-        let admin = impersonation(&t(), "root", &["tenant-admins".into()], As::Shadow);
-        assert!(admin.groups.contains(&CLUSTER_SCOPE_GROUP.to_owned()));
-        assert!(
-            admin
-                .groups
-                .contains(&"paddock:cluster:foofoo:paddock:foofoo:tenant-admins".to_owned())
-        );
-        let admin_real = impersonation(&t(), "root", &["tenant-admins".into()], As::Real);
-        assert!(!admin_real.groups.contains(&CLUSTER_SCOPE_GROUP.to_owned()));
-        let sa = impersonation(&t(), "system:serviceaccount:ci:builder", &[], As::Real);
-        assert_eq!(sa.user, "system:serviceaccount:foofoo-ci:builder");
-        assert!(
-            sa.groups
-                .contains(&"system:serviceaccounts:foofoo-ci".to_owned())
-        );
-        assert!(sa.groups.contains(&"paddock:tenant:foofoo".to_owned()));
     }
 
     #[test]

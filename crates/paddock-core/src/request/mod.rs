@@ -1,0 +1,22 @@
+//! Request side: parse what the tenant asked for (method + path + query), then plan the
+//! upstream request (translated path and query, how to treat the response).
+//!
+//! - [`parse`]: method + path + query -> [`ParsedRequest`];
+//! - [`plan`]: [`ParsedRequest`] -> [`Plan`], the whole decision about the upstream request;
+//! - [`actions`]: the upstream identity and the follow-ups a plan asks of the server;
+//! - [`selectors`]: query parameters, label and field selectors.
+
+pub mod actions;
+pub mod parse;
+pub mod plan;
+pub mod selectors;
+
+pub use crate::context::TenantContext;
+pub use crate::names::*;
+pub use actions::{identity_for, needs_sync};
+pub use parse::*;
+pub use plan::*;
+pub use selectors::*;
+
+#[cfg(test)]
+mod tests;

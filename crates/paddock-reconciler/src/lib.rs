@@ -1,0 +1,42 @@
+//! paddock-reconciler: what paddock keeps in place upstream, apart from the request path.
+//!
+//! - [`provision`]: the platform-wide bootstrap and each tenant namespace's objects (the
+//!   objects themselves are data in `paddock_core::provision`);
+//! - [`rbac_sync`]: the mirrors that give tenant ClusterRoleBindings their namespaced meaning;
+//! - [`lifecycle`]: creating, repairing and deleting a tenant;
+//! - [`resync`]: the periodic repair of every tenant; [`prune`]: store upkeep;
+//! - [`rights`]: the start-up check that paddock's own credential holds what it needs.
+//!
+//! Module layers (no cycles): `provision` <- `rbac_sync` <- `lifecycle` <- `resync`.
+//! The gateway (`paddock-server`) calls in here; nothing here knows the gateway.
+
+pub mod lifecycle;
+pub mod provision;
+pub mod prune;
+pub mod rbac_sync;
+pub mod resync;
+pub mod rights;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use paddock_store::{Store, StoreCache};
+use paddock_upstream::upstream::Upstream;
+use tokio_util::sync::CancellationToken;
+
+/// What the reconciling tasks share with the gateway of the same replica (the same pools,
+/// store and shutdown signal), and the settings they read.
+pub struct Reconciler {
+    /// Upstream pools and paddock's credential.
+    pub upstream: Upstream,
+    /// Tenant store.
+    pub store: Arc<Store>,
+    /// Its in-memory cache.
+    pub cache: StoreCache,
+    /// Cancelled at shutdown.
+    pub shutdown: CancellationToken,
+    /// `tenant_priority_shares`: > 0 when paddock manages API Priority and Fairness objects.
+    pub tenant_priority_shares: u32,
+    /// How long expired certificate records are kept (`prune_grace`).
+    pub prune_grace: Duration,
+}

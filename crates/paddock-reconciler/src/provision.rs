@@ -1,0 +1,317 @@
+//! What paddock creates upstream: the platform-wide bootstrap (the shared cluster-scope role
+//! and the admission guard), each tenant's namespaces and least-privilege grants, and the
+//! removal of everything a tenant owns when it is deleted.
+
+use std::time::Duration;
+
+use paddock_core::{TENANT_LABEL, TenantId};
+use serde_json::{Value, json};
+
+use paddock_upstream::error::ServerError;
+use paddock_upstream::upjson;
+use paddock_upstream::upstream::Upstream;
+
+pub use paddock_core::provision::*;
+
+/// Puts tenant `t`'s own FlowSchema in place (when paddock manages APF at all).
+pub async fn ensure_tenant_flow_schema(
+    up: &Upstream,
+    t: &TenantId,
+    tenant_priority_shares: u32,
+) -> Result<(), ServerError> {
+    if tenant_priority_shares == 0 {
+        return Ok(());
+    }
+    upjson::apply(
+        up,
+        &format!(
+            "/apis/flowcontrol.apiserver.k8s.io/v1/flowschemas/{}",
+            tenant_flow_schema_name(t)
+        ),
+        &tenant_own_flow_schema(t),
+    )
+    .await
+}
+
+/// Installs what every tenant shares upstream: the cluster-scope role, the admission guard,
+/// and (unless `tenant_priority_shares` is 0) the tenants' APF priority level.
+pub async fn bootstrap(up: &Upstream, tenant_priority_shares: u32) -> Result<(), ServerError> {
+    if tenant_priority_shares > 0 {
+        upjson::apply(
+            up,
+            &format!(
+                "/apis/flowcontrol.apiserver.k8s.io/v1/prioritylevelconfigurations/{TENANT_PRIORITY_LEVEL}"
+            ),
+            &tenant_priority_level(tenant_priority_shares),
+        )
+        .await?;
+        upjson::apply(
+            up,
+            &format!("/apis/flowcontrol.apiserver.k8s.io/v1/flowschemas/{TENANT_PRIORITY_LEVEL}"),
+            &tenant_flow_schema(),
+        )
+        .await?;
+    }
+    upjson::apply(
+        up,
+        &format!("/apis/rbac.authorization.k8s.io/v1/clusterroles/{CLUSTER_SCOPE_ROLE}"),
+        &cluster_scope_role(),
+    )
+    .await?;
+    upjson::apply(
+        up,
+        &format!("/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/{CLUSTER_SCOPE_ROLE}"),
+        &cluster_scope_binding(),
+    )
+    .await?;
+    for (name, policy) in guard_policies() {
+        upjson::apply(
+            up,
+            &format!("/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies/{name}"),
+            &policy,
+        )
+        .await?;
+        upjson::apply(
+            up,
+            &format!(
+                "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings/{name}"
+            ),
+            &guard_binding(&name),
+        )
+        .await?;
+    }
+    Ok(())
+}
+
+/// Refuses an id whose prefix is already used upstream by something that is not this
+/// tenant's (a reserved id), and the ids reserved by paddock itself.
+pub async fn check_prefix_unused(up: &Upstream, t: &TenantId) -> Result<(), ServerError> {
+    if RESERVED_TENANT_IDS.contains(&t.as_str()) {
+        return Err(ServerError::BadRequest(format!(
+            "tenant id {t} is reserved by paddock"
+        )));
+    }
+    let prefix = t.prefix();
+    for ns in upjson::list(up, "/api/v1/namespaces").await? {
+        let name = ns["metadata"]["name"].as_str().unwrap_or_default();
+        let owner = ns["metadata"]["labels"][TENANT_LABEL].as_str();
+        if name.starts_with(&prefix) && owner != Some(t.as_str()) {
+            return Err(ServerError::Conflict(format!(
+                "tenant id {t} is reserved: namespace {name} already exists upstream and does not belong to it"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// [`ensure_namespace_binding`] with the namespace's mirror RoleBindings brought in step by
+/// `mirrors` (the resync passes what it has already read instead of reading it again).
+pub async fn set_up_namespace(
+    up: &Upstream,
+    t: &TenantId,
+    upstream_ns: &str,
+    mirrors: impl std::future::Future<Output = Result<(), ServerError>>,
+) -> Result<(), ServerError> {
+    // Keep a stricter level the tenant chose; anything else becomes the platform's level.
+    let current = upjson::call(
+        up,
+        http::Method::GET,
+        &format!("/api/v1/namespaces/{upstream_ns}"),
+        None,
+        None,
+    )
+    .await?;
+    let level = match current.body["metadata"]["labels"][PSA_ENFORCE_LABEL].as_str() {
+        Some(l) if PERMITTED_POD_SECURITY_LEVELS.contains(&l) => l.to_string(),
+        _ => POD_SECURITY_LEVEL.to_string(),
+    };
+    upjson::apply(
+        up,
+        &format!("/api/v1/namespaces/{upstream_ns}"),
+        &json!({"apiVersion": "v1", "kind": "Namespace",
+                "metadata": {"name": upstream_ns, "labels": {TENANT_LABEL: t.as_str(), PSA_ENFORCE_LABEL: level,
+                                                              "pod-security.kubernetes.io/enforce-version": "latest"}}}),
+    )
+    .await?;
+    // The namespace (with its locked labels) first; then its contents, side by side (each
+    // is an upstream round trip; tenant creation does this for four namespaces at once).
+    let rb_path = format!(
+        "/apis/rbac.authorization.k8s.io/v1/namespaces/{upstream_ns}/rolebindings/{NAMESPACE_ADMIN_BINDING}"
+    );
+    let np_path = format!(
+        "/apis/networking.k8s.io/v1/namespaces/{upstream_ns}/networkpolicies/{NAMESPACE_NETWORK_POLICY}"
+    );
+    let quota_path = format!("/api/v1/namespaces/{upstream_ns}/resourcequotas/{NAMESPACE_QUOTA}");
+    let (rb, np, quota) = (
+        namespace_admin_binding(t, upstream_ns),
+        namespace_network_policy(t, upstream_ns),
+        namespace_quota(t, upstream_ns),
+    );
+    futures_util::future::try_join4(
+        upjson::apply(up, &rb_path, &rb),
+        upjson::apply(up, &np_path, &np),
+        upjson::apply(up, &quota_path, &quota),
+        mirrors,
+    )
+    .await?;
+    Ok(())
+}
+
+/// A tenant's namespace body on its way up (create or update): a pod-security enforce label
+/// weaker than the platform's level (or none) is set to the platform's level, in JSON and
+/// protobuf bodies; a stricter one is kept. The admission guard refuses anything else, so a
+/// body paddock could not rewrite is refused rather than let through.
+pub fn lock_namespace_labels(body: Vec<u8>, content_type: &str) -> Result<Vec<u8>, ServerError> {
+    if content_type.starts_with("application/vnd.kubernetes.protobuf") {
+        // Typed clients (kubectl create namespace, client-go, the e2e framework) send protobuf:
+        // hold the label there too rather than have the guard refuse the namespace.
+        let current = paddock_core::protobuf::protobuf_label(&body, PSA_ENFORCE_LABEL)?;
+        if current
+            .as_deref()
+            .is_some_and(|l| PERMITTED_POD_SECURITY_LEVELS.contains(&l))
+        {
+            return Ok(body);
+        }
+        return Ok(paddock_core::protobuf::set_protobuf_label(
+            &body,
+            PSA_ENFORCE_LABEL,
+            POD_SECURITY_LEVEL,
+        )?);
+    }
+    if !content_type.starts_with("application/json") {
+        return Ok(body);
+    }
+    let mut v: Value = serde_json::from_slice(&body)
+        .map_err(|e| ServerError::BadRequest(format!("namespace body: {e}")))?;
+    let Some(meta) = v.get_mut("metadata").and_then(Value::as_object_mut) else {
+        return Ok(body);
+    };
+    let labels = meta.entry("labels").or_insert_with(|| json!({}));
+    if labels.is_null() {
+        *labels = json!({});
+    }
+    if let Some(l) = labels.as_object_mut() {
+        let keep = l
+            .get(PSA_ENFORCE_LABEL)
+            .and_then(Value::as_str)
+            .is_some_and(|v| PERMITTED_POD_SECURITY_LEVELS.contains(&v));
+        if !keep {
+            l.insert(
+                PSA_ENFORCE_LABEL.into(),
+                Value::String(POD_SECURITY_LEVEL.into()),
+            );
+        }
+        l.insert(
+            format!("{PSA_ENFORCE_LABEL}-version"),
+            Value::String("latest".into()),
+        );
+    }
+    serde_json::to_vec(&v).map_err(|e| ServerError::Internal(e.to_string()))
+}
+
+/// The tenant's copies of the built-in ClusterRoles (`cluster-admin`, `admin`, `edit`, `view`,
+/// the discovery roles; paddock_core::builtin_roles), from the platform's current roles.
+pub async fn ensure_builtin_roles(up: &Upstream, t: &TenantId) -> Result<(), ServerError> {
+    use paddock_core::builtin_roles::{BUILTIN_CLUSTER_ROLES, tenant_copy};
+    let base = "/apis/rbac.authorization.k8s.io/v1/clusterroles";
+    futures_util::future::try_join_all(BUILTIN_CLUSTER_ROLES.iter().map(|name| async move {
+        let platform =
+            upjson::call(up, http::Method::GET, &format!("{base}/{name}"), None, None).await?;
+        // A cluster without one of them (an apiserver with other bootstrap roles) has nothing
+        // to copy.
+        let Some(copy) = platform
+            .status
+            .is_success()
+            .then(|| tenant_copy(t, &platform.body, MANAGED_FOR_LABEL))
+            .flatten()
+        else {
+            return Ok(());
+        };
+        let path = format!("{base}/{}", t.upstream_name(name));
+        upjson::apply(up, &path, &copy).await
+    }))
+    .await?;
+    Ok(())
+}
+
+/// Deletes everything the tenant owns upstream, reporting progress. Idempotent; returns when
+/// nothing is left (or after `timeout`). `manages_apf` (tenant_priority_shares > 0): the
+/// tenant has a FlowSchema of its own to delete; without it paddock's credential need not hold
+/// any right on APF objects (rights.rs).
+pub async fn delete_tenant_objects(
+    up: &Upstream,
+    t: &TenantId,
+    manages_apf: bool,
+    timeout: Duration,
+    mut progress: impl FnMut(String),
+) -> Result<(), ServerError> {
+    let selector = format!("labelSelector={TENANT_LABEL}%3D{}", t.as_str());
+    let managed = format!("labelSelector={MANAGED_FOR_LABEL}%3D{}", t.as_str());
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        let namespaces: Vec<String> = upjson::list(up, &format!("/api/v1/namespaces?{selector}"))
+            .await?
+            .into_iter()
+            .filter(|ns| owned_by(ns, t, false))
+            .filter_map(|ns| ns["metadata"]["name"].as_str().map(str::to_string))
+            .collect();
+        let mut remaining = namespaces.len();
+        for ns in &namespaces {
+            upjson::delete(up, &format!("/api/v1/namespaces/{ns}")).await?;
+        }
+        for kind in OWNED_CLUSTER_KINDS {
+            let crd = kind.ends_with("customresourcedefinitions");
+            let items = match upjson::list(up, &format!("{kind}?{selector}")).await {
+                Ok(i) => i,
+                // A kind the upstream does not serve has nothing to delete.
+                Err(_) => continue,
+            };
+            for obj in items.iter().filter(|o| owned_by(o, t, crd)) {
+                if let Some(name) = obj["metadata"]["name"].as_str() {
+                    upjson::delete(up, &format!("{kind}/{name}")).await?;
+                    remaining += 1;
+                }
+            }
+        }
+        // paddock's own per-tenant cluster objects: exact names, and the managed-for label.
+        let own = [
+            legacy_tenant_scope_binding_name(t),
+            tenant_cluster_role_name(t),
+        ];
+        for kind in ["clusterrolebindings", "clusterroles"] {
+            let path = format!("/apis/rbac.authorization.k8s.io/v1/{kind}");
+            for obj in upjson::list(up, &format!("{path}?{managed}")).await? {
+                if let Some(name) = obj["metadata"]["name"].as_str()
+                    && own.iter().any(|o| o == name)
+                {
+                    upjson::delete(up, &format!("{path}/{name}")).await?;
+                }
+            }
+        }
+        if manages_apf {
+            upjson::delete(
+                up,
+                &format!(
+                    "/apis/flowcontrol.apiserver.k8s.io/v1/flowschemas/{}",
+                    tenant_flow_schema_name(t)
+                ),
+            )
+            .await?;
+        }
+        if remaining == 0 {
+            progress("all upstream objects removed".into());
+            return Ok(());
+        }
+        progress(format!(
+            "waiting for {} namespace(s) and cluster-scoped objects to go",
+            remaining
+        ));
+        if tokio::time::Instant::now() > deadline {
+            return Err(ServerError::Unavailable(format!(
+                "tenant {t}: {remaining} upstream object(s) still terminating after {}s; retry the delete",
+                timeout.as_secs()
+            )));
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}

@@ -1,0 +1,164 @@
+//! A cluster-wide list: one list per tenant namespace, merged in namespace order.
+
+use paddock_core::response::merge::ListMerger;
+
+use super::*;
+
+/// A fan-out list is held back until it is complete (so a refusal in any namespace answers
+/// with its own Status, as a missing cluster-wide grant would) up to this many bytes; a bigger
+/// one starts streaming, and a refusal after that point ends the stream with an error.
+const FANOUT_HOLD_BYTES: usize = 8 << 20;
+
+async fn fetch_part(
+    state: &AppState,
+    ctx: &TenantContext,
+    p: &Plan,
+    user: &str,
+    groups: &[String],
+    accept: &str,
+) -> Result<ListPart, ServerError> {
+    let (resp, _) = send_one(state, p, &ctx.tenant, user, groups, accept, false).await?;
+    let status = resp.status();
+    let content_type = content_type_of(&resp);
+    let raw = collect_limited(resp.into_body(), MAX_NAMESPACE_LIST_BYTES).await?;
+    let doc = rewrite_whole(ctx, p, status, &content_type, &raw)?;
+    Ok(ListPart {
+        status,
+        content_type,
+        doc,
+    })
+}
+
+pub(super) async fn serve_list(
+    state: &Arc<AppState>,
+    ctx: &TenantContext,
+    plan: &Plan,
+    plans: Vec<Plan>,
+    user: &str,
+    groups: &[String],
+    accept: &str,
+) -> Result<Response<ResBody>, ServerError> {
+    use futures_util::StreamExt;
+    let table = matches!(plan.response, ResponseKind::Table);
+    if plans.is_empty() {
+        let body = serde_json::to_vec(&empty_list(plan, table))
+            .map_err(|e| ServerError::Internal(e.to_string()))?;
+        return Ok(json_response(body, "application/json"));
+    }
+    // The parts are fetched FANOUT_CONCURRENCY at a time and come out in namespace order.
+    let state_for_parts = state.clone();
+    let ctx_for_parts = ctx.clone();
+    let (user, groups, accept) = (user.to_string(), groups.to_vec(), accept.to_string());
+    let mut parts = futures_util::stream::iter(plans)
+        .map(move |p| {
+            let (state, ctx) = (state_for_parts.clone(), ctx_for_parts.clone());
+            let (user, groups, accept) = (user.clone(), groups.clone(), accept.clone());
+            async move { fetch_part(&state, &ctx, &p, &user, &groups, &accept).await }
+        })
+        .buffered(FANOUT_CONCURRENCY)
+        .boxed();
+    let mut merger = ListMerger::new(table);
+    let mut held: Vec<u8> = Vec::new();
+    let mut content_type = String::from("application/json");
+    // Held back until complete, or until it grows past FANOUT_HOLD_BYTES.
+    while held.len() <= FANOUT_HOLD_BYTES {
+        let Some(part) = parts.next().await else {
+            merger.finish(&mut held);
+            return Ok(json_response(held, &content_type));
+        };
+        let part = part?;
+        if !part.status.is_success() {
+            // The first refusal answers for the whole request, as a missing cluster-wide
+            // grant would.
+            return Ok(status_response(part));
+        }
+        content_type = part.content_type.clone();
+        merger.push(&part.doc, &mut held)?;
+    }
+    // Too big to hold: stream what is held, then each part as it arrives.
+    let (tx, rx) = mpsc::channel::<Result<Bytes, BoxError>>(4);
+    let shutdown = state.shutdown.clone();
+    tokio::spawn(async move {
+        if tx.send(Ok(Bytes::from(held))).await.is_err() {
+            return;
+        }
+        loop {
+            let next = tokio::select! {
+                n = parts.next() => n,
+                _ = shutdown.cancelled() => return,
+                _ = tx.closed() => return,
+            };
+            let mut out = Vec::new();
+            let step = match next {
+                None => {
+                    merger.finish(&mut out);
+                    let _ = tx.send(Ok(Bytes::from(out))).await;
+                    return;
+                }
+                Some(Ok(part)) if part.status.is_success() => {
+                    merger.push(&part.doc, &mut out).map_err(ServerError::from)
+                }
+                Some(Ok(part)) => Err(ServerError::Forbidden(format!(
+                    "a namespace of the cluster-wide list answered {} after the list had started: {}",
+                    part.status,
+                    String::from_utf8_lossy(&part.doc)
+                ))),
+                Some(Err(e)) => Err(e),
+            };
+            match step {
+                Ok(()) => {
+                    if !out.is_empty() && tx.send(Ok(Bytes::from(out))).await.is_err() {
+                        return;
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "cluster-wide list ended early");
+                    // The body ends with an error: the client sees a broken list, never a
+                    // short one that looks complete.
+                    let _ = tx.send(Err(Box::new(e))).await;
+                    return;
+                }
+            }
+        }
+    });
+    let body = http_body_util::StreamBody::new(ChannelStream { rx }.map_frames());
+    let mut r = Response::new(BodyExt::boxed_unsync(body));
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        http::HeaderValue::from_str(&content_type)
+            .unwrap_or(http::HeaderValue::from_static("application/json")),
+    );
+    Ok(r)
+}
+
+fn json_response(body: Vec<u8>, content_type: &str) -> Response<ResBody> {
+    let mut r = Response::new(crate::body::full(body));
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        http::HeaderValue::from_str(content_type)
+            .unwrap_or(http::HeaderValue::from_static("application/json")),
+    );
+    r
+}
+
+fn empty_list(plan: &Plan, table: bool) -> Value {
+    if table {
+        return serde_json::json!({
+            "kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": {"resourceVersion": "0"},
+            "columnDefinitions": [{"name": "Name", "type": "string", "format": "name", "description": "Name", "priority": 0}],
+            "rows": []
+        });
+    }
+    let (api_version, kind) = match &plan.resource {
+        Some(r) => (
+            if r.group.is_empty() {
+                r.version.clone()
+            } else {
+                format!("{}/{}", r.group, r.version)
+            },
+            format!("{}List", r.kind),
+        ),
+        None => ("v1".to_string(), "List".to_string()),
+    };
+    serde_json::json!({"kind": kind, "apiVersion": api_version, "metadata": {"resourceVersion": "0"}, "items": []})
+}

@@ -1,0 +1,269 @@
+//! Cluster-wide reads of namespaced kinds (`kubectl get pods -A`, `get pods -A -w`).
+//!
+//! Tenants hold no cluster-wide rights upstream, so a cluster-wide list cannot simply be sent
+//! up. paddock lists the tenant's namespaces (label-filtered, with its own credential) and
+//! sends one request per namespace as the impersonated tenant user, so the tenant's own RBAC
+//! still decides: a namespace the user may not read fails the whole request, as a missing
+//! cluster-wide grant would on a real cluster. Lists are merged; watches are multiplexed onto
+//! one response stream.
+
+mod list;
+mod watch;
+
+use list::serve_list;
+use watch::{WatchCaller, serve_watch};
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http::{Method, Request, Response, StatusCode, header};
+use http_body_util::BodyExt;
+use paddock_core::{Plan, ResponseKind, Scope, TenantContext, Verb};
+use serde_json::Value;
+use tokio::sync::mpsc;
+
+use crate::body::ResBody;
+use crate::error::{BoxError, ServerError};
+use crate::limit::collect_limited;
+use crate::outbound::add_impersonation;
+use crate::rewrite::{content_type_of, rewrite_whole};
+use crate::state::AppState;
+use crate::upjson::query_escape;
+
+/// Largest answer of one namespace of a fan-out list.
+const MAX_NAMESPACE_LIST_BYTES: usize = 256 << 20;
+
+/// Is this a list or watch of a namespaced kind across all namespaces?
+pub fn is_cluster_wide_namespaced(plan: &Plan) -> bool {
+    let Some(info) = &plan.resource else {
+        return false;
+    };
+    let paddock_core::ApiPath::Resource(rp) = &plan.request.path else {
+        return false;
+    };
+    matches!(info.scope, Scope::Namespaced)
+        && rp.namespace.is_none()
+        && rp.name.is_none()
+        && matches!(plan.request.verb, Verb::List | Verb::Watch)
+}
+
+/// The tenant's namespaces upstream, and the resourceVersion of that list (a fan-out watch
+/// follows namespaces created after it).
+pub struct TenantNamespaces {
+    /// Upstream names, sorted.
+    pub names: Vec<String>,
+    /// The list's resourceVersion.
+    pub resource_version: String,
+}
+
+/// The tenant's namespaces, as upstream names (listed by label with paddock's own
+/// credential; the exact prefix is checked too).
+pub async fn tenant_namespaces(
+    state: &AppState,
+    ctx: &TenantContext,
+) -> Result<TenantNamespaces, ServerError> {
+    let path = format!(
+        "/api/v1/namespaces?labelSelector={}",
+        query_escape(&ctx.tenant.tenant_label_selector())
+    );
+    let list = crate::upjson::call(&state.upstream, Method::GET, &path, None, None).await?;
+    if !list.status.is_success() {
+        return Err(ServerError::Upstream(format!(
+            "listing the tenant's namespaces upstream: {}",
+            list.message()
+        )));
+    }
+    let prefix = ctx.tenant.prefix();
+    let mut names: Vec<String> = list.body["items"]
+        .as_array()
+        .map(|items| {
+            items
+                .iter()
+                // A terminating namespace is left out: its RoleBindings may already be gone,
+                // and one spurious refusal would fail the whole cluster-wide read.
+                .filter(|i| i["metadata"]["deletionTimestamp"].is_null())
+                .filter_map(|i| i["metadata"]["name"].as_str())
+                // The label says tenant; the exact prefix check makes sure.
+                .filter(|n| n.starts_with(&prefix))
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    let resource_version = list.body["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    Ok(TenantNamespaces {
+        names,
+        resource_version,
+    })
+}
+
+/// The tenant's request path with `/namespaces/<ns>` inserted.
+fn namespaced_path(plan: &Plan, ns: &str) -> Option<String> {
+    let paddock_core::ApiPath::Resource(rp) = &plan.request.path else {
+        return None;
+    };
+    let base = if rp.group.is_empty() {
+        format!("/api/{}", rp.version)
+    } else {
+        format!("/apis/{}/{}", rp.group, rp.version)
+    };
+    Some(format!("{base}/namespaces/{ns}/{}", rp.resource))
+}
+
+/// Query of the per-namespace requests: paging is dropped because the merged list is
+/// returned whole (a continue token cannot span namespaces). `since` (a namespace created after
+/// a fan-out watch started) replaces the client's resourceVersion, unless the client asked for
+/// initial events, which a new namespace gets anyway.
+fn per_namespace_query(plan: &Plan, since: Option<&str>) -> String {
+    let initial_events = plan
+        .request
+        .query
+        .iter()
+        .any(|(k, v)| k == "sendInitialEvents" && v == "true");
+    let replace_version = since.is_some() && !initial_events;
+    let mut ser = String::new();
+    let mut push = |k: &str, v: &str| {
+        if !ser.is_empty() {
+            ser.push('&');
+        }
+        ser.push_str(&query_escape(k));
+        ser.push('=');
+        ser.push_str(&query_escape(v));
+    };
+    for (k, v) in &plan.request.query {
+        if k == "limit" || k == "continue" {
+            continue;
+        }
+        if replace_version && (k == "resourceVersion" || k == "resourceVersionMatch") {
+            continue;
+        }
+        push(k, v);
+    }
+    if let (true, Some(rv)) = (replace_version, since) {
+        push("resourceVersion", rv);
+    }
+    ser
+}
+
+/// The plan of one namespace's part of a fan-out.
+fn part_plan(
+    ctx: &TenantContext,
+    plan: &Plan,
+    ns: &str,
+    since: Option<&str>,
+    client_accept: Option<&str>,
+) -> Result<Plan, ServerError> {
+    let path = namespaced_path(plan, ns)
+        .ok_or_else(|| ServerError::Internal("fan-out of a path that is not a resource".into()))?;
+    let query = per_namespace_query(plan, since);
+    let parsed = paddock_core::parse_request("GET", &path, Some(&query))?;
+    let mut p = paddock_core::plan(ctx, parsed)?;
+    p.response = paddock_core::response_kind_for(&p, client_accept);
+    Ok(p)
+}
+
+/// Serves the fan-out.
+pub async fn serve(
+    state: &Arc<AppState>,
+    ctx: &TenantContext,
+    plan: &Plan,
+    user: &str,
+    groups: &[String],
+    accept: Option<&str>,
+) -> Result<Response<ResBody>, ServerError> {
+    let listed = tenant_namespaces(state, ctx).await?;
+    let mut plans = Vec::with_capacity(listed.names.len());
+    for up_ns in &listed.names {
+        let Some(ns) = ctx.tenant.strip(up_ns) else {
+            continue;
+        };
+        plans.push(part_plan(ctx, plan, ns, None, accept)?);
+    }
+    let upstream_accept = paddock_core::upstream_accept(accept);
+    if matches!(plan.request.verb, Verb::Watch) {
+        let caller = WatchCaller {
+            user,
+            groups,
+            upstream_accept: &upstream_accept,
+            client_accept: accept,
+        };
+        return serve_watch(state, ctx, plan, listed, plans, caller).await;
+    }
+    serve_list(state, ctx, plan, plans, user, groups, &upstream_accept).await
+}
+
+async fn send_one(
+    state: &AppState,
+    p: &Plan,
+    tenant: &paddock_core::TenantId,
+    user: &str,
+    groups: &[String],
+    accept: &str,
+    watch: bool,
+) -> Result<
+    (
+        Response<hyper::body::Incoming>,
+        Option<crate::upstream::StreamSlot>,
+    ),
+    ServerError,
+> {
+    let mut req = Request::builder()
+        .method(Method::GET)
+        .uri(state.upstream.uri(&p.upstream_path_and_query)?)
+        .header(header::ACCEPT, accept)
+        .body(crate::body::empty_up())
+        .map_err(|e| ServerError::Internal(e.to_string()))?;
+    add_impersonation(req.headers_mut(), tenant, user, groups)?;
+    if watch {
+        // The watch pool; the slot lives as long as the stream.
+        let (resp, slot) = state.upstream.send_watch(req).await?;
+        return Ok((resp, Some(slot)));
+    }
+    Ok((
+        state
+            .upstream
+            .send(req, crate::upstream::Route::Bulk)
+            .await?,
+        None,
+    ))
+}
+
+/// Per-namespace requests of one fan-out in flight at once. The answer keeps namespace order.
+const FANOUT_CONCURRENCY: usize = 8;
+
+/// One namespace's part of a fan-out list, rewritten for the tenant and split into items.
+struct ListPart {
+    status: StatusCode,
+    content_type: String,
+    /// The rewritten upstream answer.
+    doc: Vec<u8>,
+}
+
+fn status_response(part: ListPart) -> Response<ResBody> {
+    let mut r = Response::new(crate::body::full(part.doc));
+    *r.status_mut() = part.status;
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        http::HeaderValue::from_static("application/json"),
+    );
+    r
+}
+
+struct ChannelStream {
+    rx: mpsc::Receiver<Result<Bytes, BoxError>>,
+}
+
+impl ChannelStream {
+    fn map_frames(
+        self,
+    ) -> impl futures_util::Stream<Item = Result<http_body::Frame<Bytes>, BoxError>> + Send {
+        futures_util::stream::unfold(self.rx, |mut rx| async move {
+            rx.recv()
+                .await
+                .map(|item| (item.map(http_body::Frame::data), rx))
+        })
+    }
+}

@@ -1,0 +1,15 @@
+//! paddock-upstream: how paddock talks to the upstream apiserver, shared by the gateway
+//! (`paddock-server`) and the reconciler (`paddock-reconciler`): paddock's credential and the
+//! connection pools ([`upstream`]), the body types and the bounded body reader ([`body`],
+//! [`limit`]), small JSON calls as paddock itself ([`upjson`]), and the error type of the
+//! server crates with its one mapping to a Kubernetes `Status` ([`error`]).
+//!
+//! Module layers (no cycles): `body` <- `error` <- `limit`, `upstream` <- `upjson`.
+
+pub mod body;
+pub mod error;
+pub mod limit;
+pub mod upjson;
+pub mod upstream;
+
+pub use error::ServerError;
