@@ -441,6 +441,7 @@ fn cases() -> Vec<Case> {
             .then(step_in(A, "apply -f -", AGG_EDIT))
             .then(step(A, "wait clusterrole/edit --for=jsonpath={.rules[?(@.resources[0]==\"nodes\")].verbs[0]}=update --timeout=60s"))
             .attack(step(Up, "get clusterrole edit admin -o jsonpath={.items[*].rules[*].resources}"), OkWithout("nodes"))
+            .control_pre(step_in(A, "apply -f -", AGG_OWN))
             .control(step(A, "get clusterrole edit admin -o jsonpath={.items[*].rules[*].resources}"), OkWith("nodes"))
             .bypass(step_in(Bypass, "create -f -", &AGG_EDIT.replace("name: sneaky", "name: alphaa-sneaky").replace("labels: {", "labels: {paddock.io/tenant: alphaa, "))),
         case("aggregate-all-roles", "§2.3 aggregation", "an aggregating ClusterRole collects only one's own roles")
