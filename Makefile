@@ -1,5 +1,5 @@
 # paddock: the two commands a newcomer needs are `make demo` and `make test`.
-.PHONY: demo test test-static test-ha testbed-build conformance conformance-fast testbed-up testbed-down fmt lint bench
+.PHONY: demo test test-static test-ha test-k9s testbed-build conformance conformance-fast testbed-up testbed-down fmt lint bench
 
 ## Build paddock, start a local control plane (unless PADDOCK_UPSTREAM_KUBECONFIG is set),
 ## start paddock, create tenant demo01 and print the kubectl line to use it.
@@ -19,6 +19,11 @@ test-static:
 ## rolling restart, etcd members down; the apiserver frozen, killed, restarted (~5 min).
 test-ha:
 	bash scripts/test-ha.sh
+
+## k9s (built from the Go module proxy, cached) driven in tmux through its namespace,
+## all-namespaces and cluster-scoped views, directly and through paddock (not in `make test`).
+test-k9s:
+	cargo test -p paddock-e2e --test k9s -- --ignored --nocapture
 
 ## Build (or reuse from cache) the control plane binaries.
 testbed-build:

@@ -3,6 +3,8 @@
 # end-to-end suite against a real control plane. Installs or builds what it needs (cache-aware):
 #   - protoc (Debian package, for etcd-client's build) when missing
 #   - haproxy (Debian package, the load balancer of the HA test, tests/e2e/tests/ha.rs) when missing
+#   - python3-venv (Debian package) when missing: the client suite (tests/e2e/tests/clients.rs)
+#     makes a venv with the `kubernetes` Python client from PyPI under target/
 #   - the control plane binaries (tests/testbed/build.sh; cached outside the repo)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,6 +19,12 @@ if ! command -v protoc >/dev/null 2>&1 || [ ! -f /usr/include/google/protobuf/de
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq protobuf-compiler libprotobuf-dev >/dev/null
 fi
 bash scripts/install-haproxy.sh
+if ! python3 -c 'import ensurepip, venv' >/dev/null 2>&1; then
+  echo "installing python3-venv for the Python client of tests/e2e/tests/clients.rs"
+  if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq python3-venv >/dev/null
+fi
 command -v go >/dev/null 2>&1 || { echo "Go is required to build the test control plane" >&2; exit 1; }
 
 step "control plane binaries (cached in ${PADDOCK_TESTBED_CACHE:-$HOME/.cache/paddock-testbed})"

@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	openapi_v2 "github.com/google/gnostic-models/openapiv2"
 	"os"
 	"sort"
 	"strings"
@@ -107,6 +108,15 @@ func run(o options) error {
 		return fmt.Errorf("upstream discovery: %w", err)
 	}
 	offered, _ := servedResources(e.disc) // partial discovery still lists what it can
+	// OpenAPI v2 in protobuf (gnostic's openapi_v2.Document), what kubectl's validation and
+	// older clients read.
+	schema, err := e.disc.OpenAPISchema()
+	if err != nil {
+		return fmt.Errorf("OpenAPISchema: %w", err)
+	}
+	if !hasDefinition(schema.GetDefinitions().GetAdditionalProperties(), "io.k8s.api.core.v1.Pod") {
+		return fmt.Errorf("OpenAPISchema: no definition io.k8s.api.core.v1.Pod")
+	}
 	if err := e.setUp(ctx); err != nil {
 		return fmt.Errorf("setting up namespaces: %w", err)
 	}
@@ -252,3 +262,12 @@ func writeJSON(path string, sum summary) error {
 
 // newDynamic is the admin's JSON client for stored objects.
 func newDynamic(cfg *rest.Config) (dynamic.Interface, error) { return dynamic.NewForConfig(cfg) }
+
+func hasDefinition(defs []*openapi_v2.NamedSchema, name string) bool {
+	for _, d := range defs {
+		if d.GetName() == name {
+			return true
+		}
+	}
+	return false
+}

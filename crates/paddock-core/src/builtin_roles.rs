@@ -11,15 +11,20 @@
 //! tenant's cluster-scoped objects through the shadow identity. The platform's own roles are
 //! never named by a tenant binding and never extended.
 //!
-//! A copy holds the platform role's rules as they are at provisioning (aggregated rules
-//! included), without rules naming API groups that are not built in (a platform CRD's
-//! aggregated rules mean nothing inside a tenant and would name platform groups), and without
-//! its `aggregationRule` (the platform's aggregation controller would otherwise fill the copy
-//! from the platform's labelled roles).
+//! A copy of a role without an `aggregationRule` (`cluster-admin`, the discovery roles, the
+//! `system:aggregate-to-*` parts) holds the platform role's rules, without rules naming API
+//! groups that are not built in (a platform CRD's rules mean nothing inside a tenant and would
+//! name platform groups). A copy of an aggregated role (`admin`, `edit`, `view`) keeps its
+//! `aggregationRule`, in the tenant's form (rules/aggregate.rs): its selectors name the renamed
+//! aggregation label and the tenant label, so the upstream aggregation controller fills it from
+//! the tenant's copies of the parts and the tenant's own labelled ClusterRoles, never from the
+//! platform's. The copies carry the platform role's aggregation labels renamed the same way
+//! (`edit` aggregates into `admin`, `view` into `edit`, as in a cluster).
 
 use serde_json::{Value, json};
 
 use crate::catalog::is_builtin_group;
+use crate::rules::{AGGREGATE_LABEL_PREFIX, TENANT_AGGREGATE_LABEL_PREFIX};
 use crate::tenant::{TENANT_LABEL, TenantId};
 
 /// The built-in ClusterRoles a tenant sees.
@@ -31,6 +36,9 @@ pub const BUILTIN_CLUSTER_ROLES: &[&str] = &[
     "system:discovery",
     "system:basic-user",
     "system:public-info-viewer",
+    "system:aggregate-to-admin",
+    "system:aggregate-to-edit",
+    "system:aggregate-to-view",
 ];
 
 fn rule_is_builtin(rule: &Value) -> bool {
@@ -50,24 +58,71 @@ pub fn tenant_copy(t: &TenantId, platform_role: &Value, managed_for_label: &str)
     if !BUILTIN_CLUSTER_ROLES.contains(&name) {
         return None;
     }
-    let rules: Vec<Value> = platform_role["rules"]
-        .as_array()
-        .map(|rs| rs.iter().filter(|r| rule_is_builtin(r)).cloned().collect())
-        .unwrap_or_default();
-    Some(json!({
+    let mut labels = json!({
+        TENANT_LABEL: t.as_str(),
+        managed_for_label: t.as_str(),
+        "app.kubernetes.io/managed-by": "paddock",
+        "kubernetes.io/bootstrapping": "rbac-defaults"
+    });
+    for (k, v) in platform_role["metadata"]["labels"]
+        .as_object()
+        .into_iter()
+        .flatten()
+    {
+        if let Some(to) = k.strip_prefix(AGGREGATE_LABEL_PREFIX) {
+            labels[format!("{TENANT_AGGREGATE_LABEL_PREFIX}{to}")] = v.clone();
+        }
+    }
+    let mut copy = json!({
         "apiVersion": "rbac.authorization.k8s.io/v1",
         "kind": "ClusterRole",
-        "metadata": {
-            "name": t.upstream_name(name),
-            "labels": {
-                TENANT_LABEL: t.as_str(),
-                managed_for_label: t.as_str(),
-                "app.kubernetes.io/managed-by": "paddock",
-                "kubernetes.io/bootstrapping": "rbac-defaults"
+        "metadata": {"name": t.upstream_name(name), "labels": labels}
+    });
+    match platform_role["aggregationRule"]["clusterRoleSelectors"].as_array() {
+        Some(selectors) => {
+            // The aggregation controller owns `rules`; sending them would fight it.
+            let selectors: Vec<Value> = selectors.iter().map(|s| tenant_selector(t, s)).collect();
+            copy["aggregationRule"] = json!({"clusterRoleSelectors": selectors});
+        }
+        None => {
+            let rules: Vec<Value> = platform_role["rules"]
+                .as_array()
+                .map(|rs| rs.iter().filter(|r| rule_is_builtin(r)).cloned().collect())
+                .unwrap_or_default();
+            copy["rules"] = Value::Array(rules);
+        }
+    }
+    Some(copy)
+}
+
+/// A platform role's ClusterRole selector in the tenant's form: aggregation label keys
+/// renamed, ANDed with the tenant label.
+fn tenant_selector(t: &TenantId, s: &Value) -> Value {
+    let rename = |k: &str| match k.strip_prefix(AGGREGATE_LABEL_PREFIX) {
+        Some(to) => format!("{TENANT_AGGREGATE_LABEL_PREFIX}{to}"),
+        None => k.to_owned(),
+    };
+    let mut out = json!({});
+    if let Some(ml) = s["matchLabels"].as_object() {
+        let m: serde_json::Map<String, Value> =
+            ml.iter().map(|(k, v)| (rename(k), v.clone())).collect();
+        out["matchLabels"] = Value::Object(m);
+    }
+    let mut exprs: Vec<Value> = s["matchExpressions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|e| {
+            let mut e = e.clone();
+            if let Some(k) = e["key"].as_str() {
+                e["key"] = Value::String(rename(k));
             }
-        },
-        "rules": rules
-    }))
+            e
+        })
+        .collect();
+    exprs.push(json!({"key": TENANT_LABEL, "operator": "In", "values": [t.as_str()]}));
+    out["matchExpressions"] = Value::Array(exprs);
+    out
 }
 
 #[cfg(test)]
@@ -89,7 +144,26 @@ mod tests {
         assert_eq!(c["metadata"]["name"], "foofoo-admin");
         assert_eq!(c["metadata"]["labels"]["paddock.io/tenant"], "foofoo");
         assert_eq!(c["metadata"]["labels"]["paddock.io/managed-for"], "foofoo");
-        assert!(c.get("aggregationRule").is_none());
+        // An aggregated role keeps its aggregationRule, confined to the tenant's roles with the
+        // renamed label; the controller fills its rules.
+        assert_eq!(
+            c["aggregationRule"],
+            json!({"clusterRoleSelectors": [{"matchLabels": {"paddock.io/aggregate-to-admin": "true"},
+                "matchExpressions": [{"key": "paddock.io/tenant", "operator": "In", "values": ["foofoo"]}]}]})
+        );
+        assert!(c.get("rules").is_none());
+        let part = json!({"metadata": {"name": "system:aggregate-to-edit", "labels": {
+            "rbac.authorization.k8s.io/aggregate-to-edit": "true", "kubernetes.io/bootstrapping": "rbac-defaults"}},
+            "rules": admin["rules"].clone()});
+        let c = tenant_copy(&t, &part, "paddock.io/managed-for").unwrap();
+        assert_eq!(
+            c["metadata"]["labels"]["paddock.io/aggregate-to-edit"],
+            "true"
+        );
+        assert!(
+            !c.to_string()
+                .contains("rbac.authorization.k8s.io/aggregate-to")
+        );
         assert_eq!(c["rules"].as_array().unwrap().len(), 3);
         assert!(!c.to_string().contains("cert-manager"));
         let ca = json!({"metadata": {"name": "cluster-admin"},

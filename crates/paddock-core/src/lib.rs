@@ -48,7 +48,7 @@ pub mod health;
 pub mod fuzzing;
 
 // Module paths kept from the flat layout (paddock-server, the fuzz targets and tests use them).
-pub use response::{discovery, framer, list, openapi, splice, table, watch, wsframe};
+pub use response::{discovery, framer, list, openapi, openapi_pb, splice, table, watch, wsframe};
 pub use rules::object;
 pub use wire::{body, dupkeys, patch, protobuf};
 

@@ -467,6 +467,7 @@ async fn rewrite_response(
         {
             doc = with_paddock;
         }
+        // As kube-openapi: one ETag for both encodings of the same document (Vary: Accept).
         let etag = format!("\"{}\"", paddock_core::etag(&doc));
         out_headers.insert(header::ETAG, header_value(&etag)?);
         out_headers.insert(header::VARY, HeaderValue::from_static("Accept"));
@@ -478,6 +479,15 @@ async fn rewrite_response(
                 .status(StatusCode::NOT_MODIFIED)
                 .body(empty())
                 .map_err(|e| ServerError::Internal(e.to_string()));
+        }
+        if matches!(plan.request.path, paddock_core::ApiPath::OpenApiV2)
+            && paddock_core::openapi_pb::wants_openapi_v2_protobuf(accept.as_deref())
+        {
+            doc = paddock_core::openapi_pb::openapi_v2_protobuf(&doc)?;
+            out_headers.insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static(paddock_core::openapi_pb::OPENAPI_V2_PROTOBUF),
+            );
         }
         full(doc)
     } else if let Some(len) = small_complete_body(plan, resp.headers()) {

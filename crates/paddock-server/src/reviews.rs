@@ -55,7 +55,10 @@ pub fn is_self_review(plan: &Plan) -> bool {
         i.upstream_group == "authorization.k8s.io"
             && matches!(
                 i.resource.as_str(),
-                "selfsubjectaccessreviews" | "selfsubjectrulesreviews" | "subjectaccessreviews"
+                "selfsubjectaccessreviews"
+                    | "selfsubjectrulesreviews"
+                    | "subjectaccessreviews"
+                    | "localsubjectaccessreviews"
             )
     })
 }
@@ -77,11 +80,13 @@ pub async fn answer_for_tenant(
     if is_self_access_review(plan) {
         return recheck_self_review(state, ctx, t, user, groups, asked_as, raw).await;
     }
-    if plan
-        .resource
-        .as_ref()
-        .is_some_and(|i| i.resource == "subjectaccessreviews")
-    {
+    if plan.resource.as_ref().is_some_and(|i| {
+        i.resource == "subjectaccessreviews" || i.resource == "localsubjectaccessreviews"
+    }) {
+        // A LocalSubjectAccessReview is a SubjectAccessReview confined to its namespace
+        // (the apiserver requires the attributes' namespace to be the review's): the same
+        // judgement, so a namespace that does not exist yet and the subject's
+        // ClusterRoleBindings count as in a cluster.
         return recheck_subject_review(state, ctx, user, groups, raw).await;
     }
     let Ok(mut v) = serde_json::from_slice::<Value>(&raw) else {

@@ -196,3 +196,31 @@ fn classify(e: hyper_util::client::legacy::Error) -> Failure {
     }
     Failure::Broken(text)
 }
+
+impl Tls {
+    /// A GET with request headers of the caller's choosing (Accept, If-None-Match); answers the
+    /// status, the response headers and the whole body.
+    pub async fn get_with_headers(
+        &self,
+        path: &str,
+        headers: &[(&str, &str)],
+        timeout: Duration,
+    ) -> Result<(StatusCode, http::HeaderMap, Bytes)> {
+        let mut b = Request::builder()
+            .method(Method::GET)
+            .uri(format!("{}{}", self.base, path));
+        for (k, v) in headers {
+            b = b.header(*k, *v);
+        }
+        let req = b.body(Full::new(Bytes::new()))?;
+        let resp = tokio::time::timeout(timeout, self.client.request(req))
+            .await
+            .context("timed out")??;
+        let (parts, body) = resp.into_parts();
+        let bytes = tokio::time::timeout(timeout, body.collect())
+            .await
+            .context("timed out reading the body")??
+            .to_bytes();
+        Ok((parts.status, parts.headers, bytes))
+    }
+}

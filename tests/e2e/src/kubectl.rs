@@ -159,3 +159,11 @@ impl Kubectl {
         s
     }
 }
+
+impl Kubectl {
+    /// The same kubeconfig and cache with another kubectl binary (a pinned version).
+    pub fn with_bin(mut self, bin: impl Into<PathBuf>) -> Self {
+        self.bin = bin.into();
+        self
+    }
+}

@@ -107,3 +107,40 @@ fn testbed_tool(name: &str) -> Result<PathBuf> {
     }
     Ok(path)
 }
+
+/// The Python client (`kubernetes` from PyPI, pinned) in a venv under `target/py-kubernetes-<v>`,
+/// created on first use with `python3 -m venv` and pip (PyPI is the only source); a venv left
+/// half-made by an interrupted run (no `.installed` marker) is made again. Returns its python.
+pub fn python_kubernetes() -> Result<PathBuf> {
+    const VERSION: &str = "33.1.0";
+    let venv = target_dir().join(format!("py-kubernetes-{VERSION}"));
+    let python = venv.join("bin").join("python");
+    let ready = venv.join(".installed");
+    if ready.is_file() {
+        return Ok(python);
+    }
+    let _ = std::fs::remove_dir_all(&venv);
+    let run = |cmd: &mut Command, what: &str| -> Result<()> {
+        let out = process::run(cmd, None, Duration::from_secs(10 * 60))?;
+        if !out.success() {
+            bail!(
+                "{what} failed (exit {:?}):\n{}",
+                out.code,
+                tail_lines(&out.stderr, 40)
+            );
+        }
+        Ok(())
+    };
+    run(
+        Command::new("python3").arg("-m").arg("venv").arg(&venv),
+        "python3 -m venv (Debian: apt-get install python3-venv)",
+    )?;
+    run(
+        Command::new(venv.join("bin").join("pip"))
+            .args(["install", "--quiet", "--disable-pip-version-check"])
+            .arg(format!("kubernetes=={VERSION}")),
+        "pip install kubernetes",
+    )?;
+    std::fs::write(&ready, VERSION)?;
+    Ok(python)
+}

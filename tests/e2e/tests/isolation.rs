@@ -434,9 +434,15 @@ fn cases() -> Vec<Case> {
             .attack(step(A, "create clusterrole esc --verb=* --resource=* --dry-run=server -o name"), OkWithout("bravoo"))
             .control(step(A, "get clusterroles -o name"), OkWith("a-role"))
             .bypass(step(Bypass, "create clusterrole alphaa-esc2 --verb=* --resource=*")),
-        case("aggregate-into-edit", "§2.3 aggregation labels", "ClusterRole labelled aggregate-to-edit")
-            .attack(step_in(A, "create -f -", AGG_EDIT), Refused)
-            .control(step_in(A, "apply -f -", AGG_OWN), Ok)
+        // The label is accepted (renamed upstream, issue 13 item 2): it extends the tenant's own
+        // `edit` (waited for, so the platform's role has been through the same aggregation
+        // round), never the platform's, checked upstream as the cluster admin.
+        case("aggregate-into-edit", "§2.3 aggregation labels", "ClusterRole labelled aggregate-to-edit extends only the tenant's edit")
+            .then(step_in(A, "apply -f -", AGG_EDIT))
+            .then(step(A, "wait clusterrole/edit --for=jsonpath={.rules[?(@.resources[0]==\"nodes\")].verbs[0]}=update --timeout=60s"))
+            .attack(step(Up, "get clusterrole edit admin -o jsonpath={.items[*].rules[*].resources}"), OkWithout("nodes"))
+            .control_pre(step_in(A, "apply -f -", AGG_OWN))
+            .control(step(A, "get clusterrole edit admin -o jsonpath={.items[*].rules[*].resources}"), OkWith("nodes"))
             .bypass(step_in(Bypass, "create -f -", &AGG_EDIT.replace("name: sneaky", "name: alphaa-sneaky").replace("labels: {", "labels: {paddock.io/tenant: alphaa, "))),
         case("aggregate-all-roles", "§2.3 aggregation", "an aggregating ClusterRole collects only one's own roles")
             .setup(step_in(A, "apply -f -", AGG_ALL))

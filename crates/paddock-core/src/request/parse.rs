@@ -166,7 +166,10 @@ pub fn parse_request(
     let first = raw.first().copied().unwrap_or("");
     match first {
         "" if raw.len() <= 1 => return non_resource(ApiPath::Root),
-        "version" if raw.len() == 1 => return non_resource(ApiPath::Version),
+        // The Python client asks `/version/`, which the apiserver answers too.
+        "version" if raw.len() == 1 || (raw.len() == 2 && raw[1].is_empty()) => {
+            return non_resource(ApiPath::Version);
+        }
         "healthz" | "livez" | "readyz" => return non_resource(ApiPath::Healthz),
         "openapi" => {
             let segs: Vec<String> = raw[1..]

@@ -56,6 +56,7 @@ fn parse_non_resource_paths() {
         }
     );
     assert_eq!(pr("GET", "/openapi/v2", None).path, ApiPath::OpenApiV2);
+    assert_eq!(pr("GET", "/version/", None).path, ApiPath::Version);
     assert_eq!(pr("GET", "/openapi/v3", None).path, ApiPath::OpenApiV3Root);
     assert_eq!(
         pr("GET", "/openapi/v3/apis/apps/v1", None).path,

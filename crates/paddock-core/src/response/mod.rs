@@ -17,6 +17,7 @@ pub mod list;
 pub mod members;
 pub mod merge;
 pub mod openapi;
+pub mod openapi_pb;
 pub mod splice;
 pub mod table;
 pub mod watch;

@@ -175,9 +175,6 @@ pub fn markdown() -> String {
                     json_path(path),
                     pb_path(path)
                 )),
-                Check::NoLabelPrefix { prefix, reason } => out.push_str(&format!(
-                    "| {who} | `metadata.labels` | 1.11 | check | a label `{prefix}*` -> 403 ({reason}) | — |\n"
-                )),
             }
         }
         for r in k.fields {

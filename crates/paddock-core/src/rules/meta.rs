@@ -87,6 +87,7 @@ pub(crate) fn metadata_up(
     }
     // labels
     let is_namespace = info.upstream_group.is_empty() && info.kind == "Namespace";
+    let is_cluster_role = is_cluster_role(info);
     let force_stamp = mode == UpMode::Full
         || meta.get("$patch").and_then(Value::as_str) == Some("replace")
         || meta
@@ -103,6 +104,9 @@ pub(crate) fn metadata_up(
             }
             if is_namespace && let Some(Value::String(v)) = labels.get_mut(NAMESPACE_NAME_LABEL) {
                 *v = namespace_up(t, v)?;
+            }
+            if is_cluster_role {
+                super::aggregate::labels_up(labels)?;
             }
             if stamp && force_stamp {
                 labels.insert(TENANT_LABEL.into(), Value::String(t.as_str().into()));
@@ -239,6 +243,9 @@ pub(crate) fn metadata_down(
         if labels.shift_remove(TENANT_LABEL).is_some() && labels.is_empty() {
             now_empty = true;
         }
+        if is_cluster_role(info) {
+            super::aggregate::labels_down(labels);
+        }
         if info.upstream_group.is_empty()
             && info.kind == "Namespace"
             && let Some(Value::String(v)) = labels.get_mut(NAMESPACE_NAME_LABEL)
@@ -289,4 +296,9 @@ fn owner_ref_down(ctx: &TenantContext, r: &mut Value) -> Result<(), TranslateErr
         *a = ref_api_version_down(&ctx.tenant, a);
     }
     Ok(())
+}
+
+/// ClusterRoles carry aggregation labels, renamed upstream (rules/aggregate.rs).
+fn is_cluster_role(info: &ResourceInfo) -> bool {
+    info.upstream_group == "rbac.authorization.k8s.io" && info.kind == "ClusterRole"
 }

@@ -3,6 +3,7 @@
 //! ([`walk`]) applies the table to JSON objects; protobuf bodies, patches and field selectors
 //! reach the same rules through it (`crate::wire`, `crate::request`).
 
+pub mod aggregate;
 pub mod doc;
 pub mod object;
 pub mod table;
@@ -15,8 +16,7 @@ mod reviews;
 mod selectors;
 pub(crate) mod walk;
 
+pub use aggregate::{AGGREGATE_LABEL_PREFIX, TENANT_AGGREGATE_LABEL_PREFIX};
 pub use object::{Disposition, UpMode, object_down, object_down_as, object_up, object_up_with};
-pub use rbac::SHARED_BINDABLE_CLUSTER_ROLES;
 pub use refs::api_version_down;
-pub use table::AGGREGATE_LABEL_PREFIX;
 pub use text::{REDACTED, status_down, text_down, text_down_with};

@@ -258,7 +258,7 @@ fn role_binding_role_ref_and_subjects() {
                         {"kind":"ServiceAccount","name":"builder","namespace":"ci"},
                         {"kind":"ServiceAccount","name":"local"}]}),
         json!({"apiVersion":"rbac.authorization.k8s.io/v1","kind":"RoleBinding","metadata":{"name":"b","namespace":"foofoo-default"},
-            "roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"ClusterRole","name":"view"},
+            "roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"ClusterRole","name":"foofoo-view"},
             "subjects":[{"kind":"User","apiGroup":"rbac.authorization.k8s.io","name":"paddock:foofoo:alice"},
                         {"kind":"Group","apiGroup":"rbac.authorization.k8s.io","name":"paddock:foofoo:dev"},
                         {"kind":"Group","apiGroup":"rbac.authorization.k8s.io","name":"system:serviceaccounts:foofoo-ci"},

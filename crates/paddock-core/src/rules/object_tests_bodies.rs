@@ -286,9 +286,32 @@ fn cluster_role_binding_subjects_are_inert_shadows_upstream() {
 
 #[test]
 fn cluster_role_cannot_aggregate_into_platform_roles() {
-    let e = up(json!({"apiVersion":"rbac.authorization.k8s.io/v1","kind":"ClusterRole",
+    // The aggregation label is renamed: the platform's roles select the original spelling.
+    let v = up(json!({"apiVersion":"rbac.authorization.k8s.io/v1","kind":"ClusterRole",
         "metadata":{"name":"sneaky","labels":{"rbac.authorization.k8s.io/aggregate-to-edit":"true"}},
-        "rules":[{"apiGroups":[""],"resources":["secrets"],"verbs":["get"]}]})).unwrap_err();
+        "rules":[{"apiGroups":[""],"resources":["secrets"],"verbs":["get"]}]})).unwrap();
+    let labels = v["metadata"]["labels"].as_object().unwrap();
+    assert!(
+        !labels
+            .keys()
+            .any(|k| k.starts_with("rbac.authorization.k8s.io/"))
+    );
+    assert_eq!(labels["paddock.io/aggregate-to-edit"], "true");
+    let mut back = v.clone();
+    assert_eq!(object_down(&ctx(), &mut back).unwrap(), Disposition::Keep);
+    assert_eq!(
+        back["metadata"]["labels"]["rbac.authorization.k8s.io/aggregate-to-edit"],
+        "true"
+    );
+    // paddock's spelling is reserved, as a label and in a selector.
+    let e = up(
+        json!({"apiVersion":"rbac.authorization.k8s.io/v1","kind":"ClusterRole",
+        "metadata":{"name":"sneaky","labels":{"paddock.io/aggregate-to-edit":"true"}},"rules":[]}),
+    )
+    .unwrap_err();
+    assert_eq!(e.http_code(), 403);
+    let e = up(json!({"apiVersion":"rbac.authorization.k8s.io/v1","kind":"ClusterRole","metadata":{"name":"c"},
+        "aggregationRule":{"clusterRoleSelectors":[{"matchLabels":{"paddock.io/aggregate-to-edit":"true"}}]}})).unwrap_err();
     assert_eq!(e.http_code(), 403);
     // Other labels (a tenant's own aggregation) are fine.
     let v = up(

@@ -13,10 +13,6 @@ use crate::identity::{
 use crate::names::{name_down, name_up};
 use crate::tenant::{NameKind, TenantId, check_prefixed_len};
 
-/// The ClusterRoles that a RoleBinding may reference without a tenant prefix: the built-in
-/// aggregated user-facing roles, which grant nothing outside the binding's namespace.
-pub const SHARED_BINDABLE_CLUSTER_ROLES: &[&str] = &["admin", "edit", "view"];
-
 fn bad(m: impl Into<String>) -> TranslateError {
     TranslateError::BadRequest(m.into())
 }
@@ -136,10 +132,11 @@ pub(crate) fn role_ref_up(
         .unwrap_or("")
         .to_owned();
     match (kind.as_str(), cluster_binding) {
+        // Always the tenant's ClusterRole, built-in ones included: a RoleBinding to `edit`
+        // names the tenant's copy, which aggregates the tenant's own `aggregate-to-edit` roles
+        // (builtin_roles.rs), as in a cluster.
         ("ClusterRole", _) => {
-            if let Some(Value::String(n)) = m.get_mut("name")
-                && (cluster_binding || !SHARED_BINDABLE_CLUSTER_ROLES.contains(&n.as_str()))
-            {
+            if let Some(Value::String(n)) = m.get_mut("name") {
                 check_prefixed_len(NameKind::DnsSubdomain, n)?;
                 *n = t.upstream_name(n);
             }

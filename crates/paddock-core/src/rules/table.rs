@@ -106,11 +106,6 @@ pub enum Check {
         path: &'static [Step],
         reason: &'static str,
     },
-    /// No label key with this prefix.
-    NoLabelPrefix {
-        prefix: &'static str,
-        reason: &'static str,
-    },
 }
 
 /// The rules of one kind.
@@ -135,9 +130,6 @@ const fn kind(group: &'static str, kind: &'static str, fields: &'static [FieldRu
         body_of: None,
     }
 }
-
-/// Label-key prefix of the platform's role aggregation; refused on tenant ClusterRoles.
-pub const AGGREGATE_LABEL_PREFIX: &str = "rbac.authorization.k8s.io/aggregate-to-";
 
 // ---------------------------------------------------------------------------------------------
 // Embedded structures (k8s.io/api/core/v1/generated.proto)
@@ -514,10 +506,8 @@ pub const KINDS: &[KindRules] = &[
                 Holds::RoleSelector,
             ),
         ],
-        checks: &[Check::NoLabelPrefix {
-            prefix: AGGREGATE_LABEL_PREFIX,
-            reason: "it would aggregate this role into the platform's roles",
-        }],
+        // Aggregation labels are renamed, not refused (rules/aggregate.rs).
+        checks: &[],
         body_of: None,
     },
     kind(

@@ -66,15 +66,6 @@ pub(crate) fn checks(o: &mut Value, row: &KindRules) -> Result<(), TranslateErro
                     )));
                 }
             }
-            Check::NoLabelPrefix { prefix, reason } => {
-                if let Some(Value::Object(labels)) = o.get("metadata").and_then(|m| m.get("labels"))
-                    && let Some(k) = labels.keys().find(|k| k.starts_with(prefix))
-                {
-                    return Err(TranslateError::forbidden(format!(
-                        "label {k} is not allowed: {reason}"
-                    )));
-                }
-            }
         }
     }
     Ok(())
@@ -134,7 +125,10 @@ fn holds_up(
         Holds::VolumeName => refs::volume_name_up(t, v),
         Holds::ObjectRef => each(v, &mut |r| refs::objref_up(ctx, r)),
         Holds::NamespaceSelector { .. } => each(v, &mut |s| selectors::selector_up(ctx, s, true)),
-        Holds::RoleSelector => each(v, &mut |s| selectors::selector_up(ctx, s, false)),
+        Holds::RoleSelector => each(v, &mut |s| {
+            super::aggregate::role_selector_up(s)?;
+            selectors::selector_up(ctx, s, false)
+        }),
         Holds::Subjects { cluster } => rbac::subjects_up(t, v, cluster),
         Holds::RoleRef { cluster } => rbac::role_ref_up(t, v, cluster),
         Holds::PolicyRules { cluster } => rbac::rules_up(ctx, v, cluster),
@@ -199,6 +193,7 @@ fn holds_down(
         })?,
         Holds::RoleSelector => each(v, &mut |s| {
             selectors::selector_down(ctx, s, false);
+            super::aggregate::role_selector_down(s);
             Ok(())
         })?,
         Holds::Subjects { cluster } => rbac::subjects_down(t, v, cluster),

@@ -243,10 +243,9 @@ fn tree(fields: &[FieldRule], checks: &[Check]) -> Vec<Node> {
         add_path(&mut out, r.path, leaf(r.holds));
     }
     for c in checks {
-        if let Check::Absent { path, .. } = c {
-            // Presence is all a check needs.
-            add_path(&mut out, path, Shape::Msg(Vec::new()));
-        }
+        let Check::Absent { path, .. } = c;
+        // Presence is all a check needs.
+        add_path(&mut out, path, Shape::Msg(Vec::new()));
     }
     out
 }

@@ -465,12 +465,28 @@ fn cluster_roles_aggregation_and_bindings() {
         .unwrap()
         .unwrap();
     assert_eq!(unwrap::<rbac::ClusterRole>(&down), cr);
-    let mut bad = cr;
-    if let Some(m) = bad.metadata.as_mut() {
+    // Aggregation labels are renamed upstream (the platform's roles never select a tenant's
+    // role) and read back as written; the upstream spelling itself is reserved.
+    let mut part = cr.clone();
+    if let Some(m) = part.metadata.as_mut() {
         m.labels.insert(
             "rbac.authorization.k8s.io/aggregate-to-admin".into(),
             "true".into(),
         );
+    }
+    let up = both_ways(av, "ClusterRole", None, &part);
+    let labels = &up.metadata.as_ref().unwrap().labels;
+    assert_eq!(
+        labels
+            .get("paddock.io/aggregate-to-admin")
+            .map(String::as_str),
+        Some("true")
+    );
+    assert!(!labels.contains_key("rbac.authorization.k8s.io/aggregate-to-admin"));
+    let mut bad = cr;
+    if let Some(m) = bad.metadata.as_mut() {
+        m.labels
+            .insert("paddock.io/aggregate-to-admin".into(), "true".into());
     }
     assert_eq!(code(av, "ClusterRole", None, &bad), 403);
 
