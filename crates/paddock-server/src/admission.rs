@@ -239,10 +239,26 @@ async fn decide(
         platform: &platform,
         node: node.as_ref(),
     };
-    match admission::run_phase(handlers, phase, req, &ctx) {
+    let outcome = match admission::run_phase(handlers, phase, req, &ctx) {
         Outcome::Claim(claims) => take_claims(state, req, record.id.as_str(), &claims).await,
         other => other,
+    };
+    match (phase, outcome) {
+        (Phase::Validating, Outcome::Allow) => server_checks(state, &record.id, req).await,
+        (_, other) => other,
     }
+}
+
+/// Checks that need the store or the upstream once every pure handler of the validating
+/// phase allowed (tenant quota, issue 15, plugs in here). The webhook configuration only
+/// sends what some registered handler's rules match, so a check here needs a handler in
+/// `paddock_core::admission::registry` whose rules cover its requests.
+async fn server_checks(
+    _state: &Arc<AppState>,
+    _tenant: &paddock_core::TenantId,
+    _req: &AdmissionRequest,
+) -> Outcome {
+    Outcome::Allow
 }
 
 /// Takes each claim for the tenant (not on a dry run: nothing may change then).

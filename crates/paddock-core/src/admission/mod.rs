@@ -58,9 +58,18 @@ impl Rule {
         } else {
             format!("{}/{}", req.resource.resource, req.sub_resource)
         };
-        self.api_groups.contains(&req.resource.group.as_str())
-            && self.resources.contains(&resource.as_str())
-            && self.operations.contains(&req.operation.as_str())
+        // As the apiserver reads rules: `*` is every group, every operation, and every
+        // resource but no subresource; `*/*` is everything.
+        let any = |list: &[&str], v: &str| list.iter().any(|x| *x == "*" || *x == v);
+        let resource_ok = self.resources.iter().any(|r| {
+            *r == resource
+                || *r == "*/*"
+                || (*r == "*" && req.sub_resource.is_empty())
+                || r.strip_prefix("*/") == Some(req.sub_resource.as_str())
+        });
+        any(self.api_groups, &req.resource.group)
+            && resource_ok
+            && any(self.operations, &req.operation)
     }
 
     /// The rule as a webhook configuration's `rules[]` entry.

@@ -472,3 +472,21 @@ fn reviews_decode_and_answer() {
     let rules = phase_rules(&registry(), Phase::Mutating);
     assert!(rules.iter().any(|r| r["resources"][0] == "pods"));
 }
+
+#[test]
+fn wildcard_rules_match_as_the_apiserver_does() {
+    let all = Rule {
+        api_groups: &["*"],
+        resources: &["*"],
+        operations: &["CREATE"],
+    };
+    let mut r = request("configmaps", "", "CREATE", json!({}));
+    assert!(all.matches(&r));
+    r.resource.group = "apps".into();
+    assert!(all.matches(&r));
+    r.sub_resource = "status".into();
+    assert!(!all.matches(&r), "* is not a subresource");
+    r.sub_resource.clear();
+    r.operation = "UPDATE".into();
+    assert!(!all.matches(&r));
+}
