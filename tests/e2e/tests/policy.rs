@@ -586,10 +586,10 @@ fn pod_security(
     );
     if !refused || !ctl.success() || !lower_refused {
         failures.push(format!(
-            "pod security: {} / {} / {}",
+            "pod security: {} / {} / {} -> {level}",
             out.stderr.trim(),
             ctl.stderr.trim(),
-            format!("{} -> {level}", lower.stdout.trim())
+            lower.stdout.trim()
         ));
     }
     Ok(())
