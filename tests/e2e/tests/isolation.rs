@@ -571,7 +571,7 @@ fn cases() -> Vec<Case> {
             )),
         case("quota-delete", "MTB-PL1-CC-TI-1", "delete the platform's quota")
             .attack(step(A, "delete resourcequota paddock-tenant-limits -n web"), Refused)
-            .control(step(A, "describe resourcequota paddock-tenant-limits -n web"), OkWith("services.nodeports"))
+            .control(step(A, "describe resourcequota paddock-tenant-limits -n web"), OkWith("persistentvolumeclaims"))
             .bypass(step(Bypass, "delete resourcequota paddock-tenant-limits -n alphaa-web")),
         case("managed-rolebinding", "MTB-PL1-BC-CPI-2", "delete the platform's RoleBinding")
             .attack(step(A, "delete rolebinding paddock-tenant-admins -n web"), Refused)

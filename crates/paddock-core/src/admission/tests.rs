@@ -434,6 +434,37 @@ fn ingress_hosts_are_claimed_within_allowed_domains() {
 }
 
 #[test]
+fn weaker_namespace_labels_are_refused_not_rewritten() {
+    let p = TenantPolicy::default();
+    for labels in [json!({ENFORCE: "privileged"}), json!({"team": "a"})] {
+        let mut ns = request(
+            "namespaces",
+            "",
+            "UPDATE",
+            json!({"metadata": {"name": "acme01-x", "labels": labels}}),
+        );
+        ns.namespace = String::new();
+        assert_eq!(
+            run(Phase::Mutating, &ns, &p, None),
+            Outcome::Allow,
+            "{labels}"
+        );
+        assert!(denied(&run(Phase::Validating, &ns, &p, None)).contains("baseline"));
+    }
+    let mut new = request(
+        "namespaces",
+        "",
+        "CREATE",
+        json!({"metadata": {"name": "acme01-y"}}),
+    );
+    new.namespace = String::new();
+    let Outcome::Patch(ops) = run(Phase::Mutating, &new, &p, None) else {
+        panic!()
+    };
+    assert_eq!(ops[0].path, "/metadata/labels");
+}
+
+#[test]
 fn namespaces_are_raised_to_the_tenant_level() {
     let mut p = TenantPolicy::default();
     let mut ns = request(
