@@ -50,6 +50,12 @@ pub const PSA_ENFORCE_LABEL: &str = "pod-security.kubernetes.io/enforce";
 /// (`paddock:tenant:<tid>` is the tenant marker group).
 pub const RESERVED_TENANT_IDS: &[&str] = &["tenant"];
 
+/// Name of the guard policy about Services (replaced by the webhook's tenant policy when
+/// paddock's admission webhook is served).
+pub fn services_guard_name() -> String {
+    format!("{GUARD_NAME}-services")
+}
+
 /// The per-tenant ClusterRoleBinding of the tenant admins' shadow group to
 /// [`CLUSTER_SCOPE_ROLE`] that paddock wrote before [`CLUSTER_SCOPE_GROUP`]; removed when a
 /// tenant is repaired (start-up) or deleted.
@@ -132,7 +138,9 @@ pub fn cluster_scope_binding() -> Value {
 /// cost a tenant's ConfigMap write about 0.7 ms of apiserver CPU, a quarter of its CPU under
 /// a write load (docs/performance.md). The first policy matches every write and holds the
 /// rules that apply to any kind; the others are narrowed by `matchConstraints`.
-pub fn guard_policies() -> Vec<(String, Value)> {
+/// `admission_webhook`: paddock's admission webhook is served, so Service types follow each
+/// tenant's policy there and the guard's Service rule is left out.
+pub fn guard_policies(admission_webhook: bool) -> Vec<(String, Value)> {
     // Fields of `request` that are empty are absent in CEL, hence the has() guards.
     let name_var = "(has(request.name) && request.name != '') ? request.name : \
         ((variables.obj != null && has(variables.obj.metadata) && has(variables.obj.metadata.name)) ? variables.obj.metadata.name : '')";
@@ -258,7 +266,7 @@ pub fn guard_policies() -> Vec<(String, Value)> {
         ]),
     );
     let services = guard_policy(
-        &format!("{GUARD_NAME}-services"),
+        &services_guard_name(),
         json!({"resourceRules": [rule(&[""], &["services"], &writes)]}),
         tid_vars.clone(),
         json!([
@@ -281,6 +289,9 @@ pub fn guard_policies() -> Vec<(String, Value)> {
              "message": "paddock: a tenant webhook must call a service in the tenant's namespaces"}
         ]),
     );
+    if admission_webhook {
+        return vec![generic, namespaces, rbac, webhooks];
+    }
     vec![generic, namespaces, rbac, services, webhooks]
 }
 
@@ -427,8 +438,18 @@ pub fn namespace_network_policy(t: &TenantId, upstream_ns: &str) -> Value {
     })
 }
 
-/// Count limits of a tenant namespace (MTB FNS-2); no NodePorts or LoadBalancers (MTB HI).
-pub fn namespace_quota(t: &TenantId, upstream_ns: &str) -> Value {
+/// Count limits of a tenant namespace (MTB FNS-2); no NodePorts or LoadBalancers (MTB HI)
+/// unless the admission webhook decides those per tenant (its policy's services settings).
+pub fn namespace_quota(t: &TenantId, upstream_ns: &str, admission_webhook: bool) -> Value {
+    let mut quota = namespace_quota_fixed(t, upstream_ns);
+    if admission_webhook && let Some(hard) = quota["spec"]["hard"].as_object_mut() {
+        hard.remove("services.nodeports");
+        hard.remove("services.loadbalancers");
+    }
+    quota
+}
+
+fn namespace_quota_fixed(t: &TenantId, upstream_ns: &str) -> Value {
     json!({
         "apiVersion": "v1",
         "kind": "ResourceQuota",

@@ -123,6 +123,7 @@ pub async fn create_tenant(
         generation: 1,
         limits,
         billing: Default::default(),
+        policy: None,
     };
     state.store.create_tenant(&rec).await?;
     let provisioned = match provision_tenant(&state.upstream, &tid).await {
@@ -217,6 +218,10 @@ pub async fn finish_tenant_deletion(state: Arc<Reconciler>, tid: TenantId) {
                 for c in certs.iter().filter(|c| !c.revoked) {
                     let _ = store.revoke_cert(&c.serial_hex).await;
                 }
+            }
+            // Its Ingress hosts become free for other tenants.
+            if let Err(e) = store.release_claims(tid.as_str()).await {
+                tracing::warn!(tenant = %tid, error = %e, "could not release the tenant's claims");
             }
             match store.delete_tenant(tid.as_str()).await {
                 Ok(()) => tracing::info!(tenant = %tid, "tenant deleted"),

@@ -35,6 +35,20 @@ pub async fn ensure_tenant_flow_schema(
 
 /// Installs what every tenant shares upstream: the cluster-scope role, the admission guard,
 /// and (unless `tenant_priority_shares` is 0) the tenants' APF priority level.
+/// Whether paddock's admission webhook enforces the tenant policy, recorded once at start-up
+/// by the server (the webhook listener is the server's; the reconciler only needs to know
+/// whether to install the guard's Service rule and the namespace quota's Service caps).
+static ADMISSION_WEBHOOK: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+
+/// Records whether the admission webhook is served (first call wins).
+pub fn set_admission_webhook(enabled: bool) {
+    let _ = ADMISSION_WEBHOOK.set(enabled);
+}
+
+fn admission_webhook() -> bool {
+    ADMISSION_WEBHOOK.get().copied().unwrap_or(false)
+}
+
 pub async fn bootstrap(up: &Upstream, tenant_priority_shares: u32) -> Result<(), ServerError> {
     if tenant_priority_shares > 0 {
         upjson::apply(
@@ -64,7 +78,17 @@ pub async fn bootstrap(up: &Upstream, tenant_priority_shares: u32) -> Result<(),
         &cluster_scope_binding(),
     )
     .await?;
-    for (name, policy) in guard_policies() {
+    if admission_webhook() {
+        let name = services_guard_name();
+        let base = "/apis/admissionregistration.k8s.io/v1";
+        upjson::delete(
+            up,
+            &format!("{base}/validatingadmissionpolicybindings/{name}"),
+        )
+        .await?;
+        upjson::delete(up, &format!("{base}/validatingadmissionpolicies/{name}")).await?;
+    }
+    for (name, policy) in guard_policies(admission_webhook()) {
         upjson::apply(
             up,
             &format!("/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies/{name}"),
@@ -145,7 +169,7 @@ pub async fn set_up_namespace(
     let (rb, np, quota) = (
         namespace_admin_binding(t, upstream_ns),
         namespace_network_policy(t, upstream_ns),
-        namespace_quota(t, upstream_ns),
+        namespace_quota(t, upstream_ns, admission_webhook()),
     );
     futures_util::future::try_join4(
         upjson::apply(up, &rb_path, &rb),

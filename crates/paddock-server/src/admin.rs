@@ -24,7 +24,7 @@ const GROUP: &str = "paddock.io";
 const VERSION: &str = "v1alpha1";
 const GV: &str = "paddock.io/v1alpha1";
 const BASE: &str = "/apis/paddock.io/v1alpha1";
-fn json_response(code: StatusCode, v: &Value) -> Result<Response<ResBody>, ServerError> {
+pub(crate) fn json_response(code: StatusCode, v: &Value) -> Result<Response<ResBody>, ServerError> {
     let body = serde_json::to_vec(v).map_err(|e| ServerError::Internal(e.to_string()))?;
     let mut r = Response::new(full(body));
     *r.status_mut() = code;
@@ -41,7 +41,7 @@ pub fn tenant_object(r: &TenantRecord) -> Value {
         "apiVersion": GV,
         "kind": "Tenant",
         "metadata": {"name": r.id.as_str(), "creationTimestamp": r.created, "labels": r.labels, "generation": r.generation},
-        "spec": {"displayName": r.display_name, "limits": r.limits.unwrap_or_default(), "billing": r.billing},
+        "spec": {"displayName": r.display_name, "limits": r.limits.unwrap_or_default(), "billing": r.billing, "policy": r.policy},
         "status": {"phase": phase_str(r.phase), "progress": r.progress}
     })
 }
@@ -246,12 +246,16 @@ pub async fn serve_admin(
             let limits = parse_limits(&obj["spec"]["limits"])?;
             let billing = paddock_core::billing::BillingKey::from_spec(&obj["spec"]["billing"])
                 .map_err(|e| ServerError::BadRequest(e.to_string()))?;
+            let policy = crate::policy_admin::parse_policy(&obj["spec"]["policy"])?;
             let mut rec =
                 crate::lifecycle::create_tenant(&state.reconciler, id, display, labels, limits)
                     .await?;
             if rec.billing != billing {
                 // Stored, then stamped on the namespaces provisioning just made.
                 rec = crate::admin_metering::set_billing(state, rec, billing).await?;
+            }
+            if policy.is_some() && rec.policy != policy {
+                rec = crate::policy_admin::set_policy(state, id, policy).await?;
             }
             json_response(StatusCode::CREATED, &tenant_object(&rec))
         }
@@ -272,6 +276,9 @@ pub async fn serve_admin(
             StatusCode::OK,
             &crate::admin_metering::usage(state, id).await?,
         ),
+        (m, ["tenants", id, "policy"]) => {
+            crate::policy_admin::serve_policy(state, caller, m, id, req.into_body()).await
+        }
         (Method::DELETE, ["tenants", id]) => {
             let rec = crate::lifecycle::start_tenant_deletion(&state.reconciler, id).await?;
             json_response(StatusCode::OK, &tenant_object(&rec))

@@ -115,6 +115,38 @@ pub struct ServerConfig {
     /// How old the usage figures may get before they are read upstream again
     /// (docs/metering.md): the background refresh period and a usage report's freshness.
     pub usage_refresh: Duration,
+    /// paddock's admission webhook (docs/operations.md "Admission webhook"); off unless
+    /// `admission.listen` is set.
+    pub admission: AdmissionConfig,
+    /// The policy of a tenant that has none of its own (docs/security.md "Tenant policy").
+    pub default_policy: paddock_core::admission::TenantPolicy,
+}
+
+/// The admission webhook the apiserver calls (config).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AdmissionConfig {
+    /// Address of the webhook listener (its own TLS listener: only the apiserver may call it);
+    /// None: no webhook, and no webhook configuration is installed upstream.
+    pub listen: Option<SocketAddr>,
+    /// URL the apiserver calls (a load balancer in front of every replica); default
+    /// `https://<listen address>` (one replica).
+    pub url: Option<String>,
+    /// CA of the client certificate the apiserver presents (its AdmissionConfiguration
+    /// kubeConfigFile); required with `listen`.
+    pub client_ca: Option<PathBuf>,
+    /// Common names accepted among the certificates `client_ca` signed; empty: any.
+    pub client_names: Vec<String>,
+    /// The cluster's DNS domain (ExternalName policy).
+    pub cluster_domain: String,
+}
+
+impl AdmissionConfig {
+    /// The URL the webhook configurations name, once the listener is bound at `bound`.
+    pub fn url_for(&self, bound: SocketAddr) -> String {
+        self.url
+            .clone()
+            .unwrap_or_else(|| format!("https://{bound}"))
+    }
 }
 
 /// Where audit events go (config).
@@ -201,6 +233,7 @@ impl ServerConfig {
         if self.store == StoreKind::Etcd {
             self.validate_etcd()?;
         }
+        self.validate_admission()?;
         if !self.public_url.starts_with("https://") {
             return Err(format!(
                 "public_url: {:?} must start with https://",
@@ -237,6 +270,28 @@ impl ServerConfig {
 }
 
 impl ServerConfig {
+    fn validate_admission(&self) -> Result<(), String> {
+        let a = &self.admission;
+        if a.listen.is_none() {
+            return Ok(());
+        }
+        match &a.client_ca {
+            None => return Err("admission_client_ca: the admission webhook needs the CA of the apiserver's client certificate (only the apiserver may call it)".into()),
+            Some(p) if !p.is_file() => {
+                return Err(format!("admission_client_ca: {} does not exist or is not a file", p.display()));
+            }
+            Some(_) => {}
+        }
+        if let Some(u) = &a.url
+            && !u.starts_with("https://")
+        {
+            return Err(format!("admission_url: {u:?} must start with https://"));
+        }
+        self.default_policy
+            .validate()
+            .map_err(|e| format!("default policy: {e}"))
+    }
+
     fn validate_etcd(&self) -> Result<(), String> {
         if self.etcd_endpoints.is_empty() {
             return Err("etcd_endpoints: store = \"etcd\" needs at least one endpoint".into());
@@ -361,6 +416,8 @@ mod tests {
             limits: paddock_core::fairshare::Limits::default(),
             audit: AuditConfig::default(),
             usage_refresh: Duration::from_secs(30),
+            admission: AdmissionConfig::default(),
+            default_policy: Default::default(),
         }
     }
 

@@ -6,6 +6,7 @@ pub mod absent;
 pub mod access_log;
 pub mod admin;
 pub mod admin_metering;
+pub mod admission;
 pub mod audit;
 pub mod auth;
 pub mod caller;
@@ -23,6 +24,7 @@ pub mod metering;
 mod metering_tests;
 pub mod metrics;
 pub mod outbound;
+pub mod policy_admin;
 pub mod proxy;
 pub mod reviews;
 pub mod rewrite;
@@ -88,6 +90,16 @@ pub async fn run(config: ServerConfig, shutdown: CancellationToken) -> Result<()
     )
     .await?;
     record_admin_certificate(&config, &store).await;
+    let admission = admission::AdmissionServer::bind(&config).await?;
+    provision::set_admission_webhook(admission.is_some());
+    if admission.is_none() {
+        tracing::warn!(
+            "admission webhook OFF (no admission_listen): tenant policies are NOT enforced upstream: \
+             priority classes, node pools, nodeName, tolerations, Endpoints, ExternalName, Ingress hosts, \
+             per-tenant pod security and NodePort/LoadBalancer settings (docs/security.md \"Tenant policy\")"
+        );
+    }
+    let admission_url = admission.as_ref().map(|a| a.url.clone());
     let listener = TcpListener::bind(config.listen)
         .await
         .map_err(|e| ServerError::Config(format!("listen: cannot bind {}: {e}", config.listen)))?;
@@ -124,6 +136,9 @@ pub async fn run(config: ServerConfig, shutdown: CancellationToken) -> Result<()
         config,
     });
     tokio::spawn(drain_on(state.clone(), shutdown));
+    if let Some(a) = admission {
+        tokio::spawn(a.serve(state.clone()));
+    }
     tokio::spawn(tasks::probe_loop(state.clone()));
     // The access log's batches leave at least this often.
     {
@@ -150,6 +165,10 @@ pub async fn run(config: ServerConfig, shutdown: CancellationToken) -> Result<()
                 let boot =
                     provision::bootstrap(&state.upstream, state.config.tenant_priority_shares)
                         .await;
+                let boot = match (boot, &admission_url) {
+                    (Ok(()), Some(url)) => admission::install(&state, url).await,
+                    (b, _) => b,
+                };
                 let disc = state.catalogs.refresh(&state.upstream).await;
                 match (boot, disc) {
                     (Ok(()), Ok(_)) => {

@@ -95,7 +95,11 @@ pub async fn serve_tenant(
             verb,
         ));
     }
-    let out = rewrite_response(state, &ctx, &plan, resp, slot, deadline, if_none_match).await?;
+    let asks = ClientAsks {
+        accept,
+        if_none_match,
+    };
+    let out = rewrite_response(state, &ctx, &plan, resp, slot, deadline, asks).await?;
     Ok((out, verb))
 }
 
@@ -431,6 +435,12 @@ fn splice_upgrade(
         .map_err(|e| ServerError::Internal(e.to_string()))
 }
 
+/// What the client asked of the answer's form (its Accept and If-None-Match headers).
+struct ClientAsks {
+    accept: Option<String>,
+    if_none_match: Option<String>,
+}
+
 /// The answer for the tenant: passed through, rewritten whole (documents, small answers), or
 /// rewritten as a stream (lists, watches, logs).
 async fn rewrite_response(
@@ -440,8 +450,12 @@ async fn rewrite_response(
     resp: Response<Incoming>,
     slot: Option<StreamSlot>,
     deadline: tokio::time::Instant,
-    if_none_match: Option<String>,
+    asks: ClientAsks,
 ) -> Result<Response<ResBody>, ServerError> {
+    let ClientAsks {
+        accept,
+        if_none_match,
+    } = asks;
     let status = resp.status();
     let content_type = content_type_of(&resp);
     let mut out = Response::builder().status(status);

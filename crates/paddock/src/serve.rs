@@ -136,6 +136,29 @@ pub struct ServeArgs {
     /// Tenant audit trail: CA bundle of an https webhook.
     #[arg(long, env = "PADDOCK_AUDIT_WEBHOOK_CA")]
     pub audit_webhook_ca: Option<PathBuf>,
+    /// Admission webhook listener (only the apiserver may call it; docs/operations.md
+    /// "Admission webhook"); unset = no webhook.
+    #[arg(long, env = "PADDOCK_ADMISSION_LISTEN")]
+    pub admission_listen: Option<SocketAddr>,
+    /// URL the apiserver calls for admission (default https://<admission listen address>).
+    #[arg(long, env = "PADDOCK_ADMISSION_URL")]
+    pub admission_url: Option<String>,
+    /// CA of the client certificate the apiserver presents to the admission webhook.
+    #[arg(long, env = "PADDOCK_ADMISSION_CLIENT_CA")]
+    pub admission_client_ca: Option<PathBuf>,
+    /// Common name accepted on the admission client certificate (repeatable; none = any).
+    #[arg(
+        long = "admission-client-name",
+        env = "PADDOCK_ADMISSION_CLIENT_NAMES",
+        value_delimiter = ','
+    )]
+    pub admission_client_names: Option<Vec<String>>,
+    /// The cluster's DNS domain (default cluster.local).
+    #[arg(long, env = "PADDOCK_CLUSTER_DOMAIN")]
+    pub cluster_domain: Option<String>,
+    /// Policy of tenants without their own, as JSON (docs/security.md "Tenant policy").
+    #[arg(long, env = "PADDOCK_DEFAULT_POLICY")]
+    pub default_policy: Option<String>,
     /// Threads serving requests (default: one per CPU). Read before the config file, so a
     /// flag or variable only. Where paddock shares its cores with the apiserver, 1 costs
     /// about a quarter less CPU per request (docs/performance.md).
@@ -207,6 +230,12 @@ struct FileConfig {
     audit_log_max_backups: Option<u32>,
     audit_webhook_url: Option<String>,
     audit_webhook_ca: Option<PathBuf>,
+    admission_listen: Option<SocketAddr>,
+    admission_url: Option<String>,
+    admission_client_ca: Option<PathBuf>,
+    admission_client_names: Option<Vec<String>>,
+    cluster_domain: Option<String>,
+    default_policy: Option<paddock_core::admission::TenantPolicy>,
 }
 
 fn load_file(path: &Path) -> Result<FileConfig> {
@@ -357,6 +386,20 @@ pub fn resolve(args: &ServeArgs) -> Result<(ServerConfig, LogFormat)> {
             args.usage_refresh.clone().or(file.usage_refresh),
             "30s",
         )?,
+        admission: paddock_server::config::AdmissionConfig {
+            listen: args.admission_listen.or(file.admission_listen),
+            url: args.admission_url.clone().or(file.admission_url),
+            client_ca: args.admission_client_ca.clone().or(file.admission_client_ca.map(&rel)),
+            client_names: args.admission_client_names.clone().or(file.admission_client_names).unwrap_or_default(),
+            cluster_domain: args.cluster_domain.clone().or(file.cluster_domain).unwrap_or_else(|| "cluster.local".into()),
+        },
+        default_policy: match &args.default_policy {
+            Some(j) => {
+                let v: serde_json::Value = serde_json::from_str(j).context("default_policy: not JSON")?;
+                paddock_core::admission::TenantPolicy::from_json(&v).map_err(|e| anyhow::anyhow!("default_policy: {e}"))?
+            }
+            None => file.default_policy.unwrap_or_default(),
+        },
     };
     config.validate().map_err(anyhow::Error::msg)?;
     Ok((config, log_format))
@@ -541,6 +584,25 @@ mod tests {
             panic!("config/paddock.toml: {file:?}", file = file.err());
         };
         assert_eq!(file.prune_grace.as_deref(), Some("7d"));
+    }
+
+    #[test]
+    fn admission_and_default_policy_from_the_file() {
+        let text = "admission_listen = \"127.0.0.1:0\"\ncluster_domain = \"corp.local\"\n[default_policy]\nservices = { allowNodePort = true }\nscheduling = { nodeSelector = { pool = \"shared\" } }\n";
+        let file: FileConfig = toml::from_str(text).unwrap_or_else(|e| panic!("{e}"));
+        let policy = file.default_policy.unwrap_or_default();
+        assert!(policy.services.allow_node_port);
+        assert_eq!(
+            policy
+                .scheduling
+                .node_selector
+                .get("pool")
+                .map(String::as_str),
+            Some("shared")
+        );
+        assert_eq!(file.cluster_domain.as_deref(), Some("corp.local"));
+        let bad = "[default_policy]\nservices = { allowNodeport = true }\n";
+        assert!(toml::from_str::<FileConfig>(bad).is_err());
     }
 
     #[test]
