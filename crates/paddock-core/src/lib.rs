@@ -31,6 +31,8 @@ pub mod wire;
 // holds the counters and writes the log).
 pub mod audit;
 pub mod fairshare;
+// Tenant-wide quota: what an object charges and the ledger's decisions (issue 15).
+pub mod quota;
 
 // Errors and their Status.
 pub mod error;
