@@ -417,6 +417,7 @@ pub async fn create_tenant(
         progress: None,
         generation: 1,
         limits,
+        quota: None,
     };
     state.store.create_tenant(&rec).await?;
     let provisioned = match provision::provision_tenant(&state.upstream, &tid).await {

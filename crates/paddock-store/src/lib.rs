@@ -81,6 +81,10 @@ pub struct TenantRecord {
     /// before they existed, and when nothing is overridden).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limits: Option<paddock_core::fairshare::LimitOverrides>,
+    /// The tenant's quota: hard limits by resource name, summed over all its namespaces
+    /// (docs/quota.md); absent = no tenant-wide quota.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quota: Option<BTreeMap<String, String>>,
 }
 
 impl TenantRecord {
@@ -95,8 +99,19 @@ impl TenantRecord {
             progress: None,
             generation: 1,
             limits: None,
+            quota: None,
         }
     }
+}
+
+pub use paddock_core::quota::Ledger;
+
+/// A tenant's quota ledger as read, with the version a compare-and-swap must name.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct VersionedLedger {
+    pub ledger: Ledger,
+    /// etcd: the key's mod revision; embedded: a counter. 0 = no ledger yet.
+    pub version: i64,
 }
 
 /// A certificate paddock issued (never the key).
@@ -256,6 +271,27 @@ impl Store {
     /// handshake whatever its record says, so neither its record nor its revocation is needed
     /// any more; this is also what is left of a deleted tenant (its certificates are revoked
     /// when it is deleted). Returns how many were deleted.
+    /// A tenant's quota ledger and its version (0 when there is none yet).
+    pub async fn get_quota_ledger(&self, tid: &TenantId) -> Result<VersionedLedger, StoreError> {
+        dispatch!(self, s => s.get_quota_ledger(tid.as_str()).await)
+    }
+
+    /// Replaces a tenant's quota ledger if its version is still `expected` (0: none yet).
+    /// `Ok(false)`: another writer (this or another replica) got there first; read it again.
+    pub async fn swap_quota_ledger(
+        &self,
+        tid: &TenantId,
+        ledger: &Ledger,
+        expected: i64,
+    ) -> Result<bool, StoreError> {
+        dispatch!(self, s => s.swap_quota_ledger(tid.as_str(), ledger, expected).await)
+    }
+
+    /// Removes a tenant's quota ledger (tenant deleted). Missing is fine.
+    pub async fn delete_quota_ledger(&self, tid: &TenantId) -> Result<(), StoreError> {
+        dispatch!(self, s => s.delete_quota_ledger(tid.as_str()).await)
+    }
+
     pub async fn prune(
         &self,
         now: std::time::SystemTime,
