@@ -50,7 +50,8 @@ pub fn tenant_object(r: &TenantRecord) -> Value {
         "apiVersion": GV,
         "kind": "Tenant",
         "metadata": {"name": r.id.as_str(), "creationTimestamp": r.created, "labels": r.labels, "generation": r.generation},
-        "spec": {"displayName": r.display_name, "limits": r.limits.unwrap_or_default()},
+        "spec": {"displayName": r.display_name, "limits": r.limits.unwrap_or_default(),
+                 "quota": {"hard": r.quota.clone().unwrap_or_default()}},
         "status": {"phase": phase_str(r.phase), "progress": r.progress}
     })
 }
@@ -251,7 +252,8 @@ pub async fn serve_admin(
             let labels: BTreeMap<String, String> =
                 serde_json::from_value(obj["metadata"]["labels"].clone()).unwrap_or_default();
             let limits = parse_limits(&obj["spec"]["limits"])?;
-            let rec = create_tenant(state, id, display, labels, limits).await?;
+            let quota = crate::quota_api::hard_at_creation(state, &obj["spec"]["quota"])?;
+            let rec = create_tenant(state, id, display, labels, limits, quota).await?;
             json_response(StatusCode::CREATED, &tenant_object(&rec))
         }
         (Method::PATCH, ["tenants", id, "limits"]) => {
@@ -262,6 +264,22 @@ pub async fn serve_admin(
             let rec = patch_limits(state, id, &patch).await?;
             tracing::info!(admin = caller.user(), tenant = id, limits = ?rec.limits, "tenant limits changed");
             json_response(StatusCode::OK, &tenant_object(&rec))
+        }
+        (Method::GET, ["tenants", id, "quota"]) => {
+            let tid = TenantId::parse(id).map_err(|e| ServerError::BadRequest(e.to_string()))?;
+            json_response(
+                StatusCode::OK,
+                &crate::quota_api::quota_object(state, &tid).await?,
+            )
+        }
+        (Method::PATCH, ["tenants", id, "quota"]) => {
+            let body = collect_limited(req.into_body(), 1 << 20).await?;
+            let patch: Value = serde_json::from_slice(&body).map_err(|e| {
+                ServerError::BadRequest(format!("the request body is not valid JSON: {e}"))
+            })?;
+            let q = crate::quota_api::patch_quota(state, id, &patch).await?;
+            tracing::info!(admin = caller.user(), tenant = id, hard = %q["spec"]["hard"], "tenant quota changed");
+            json_response(StatusCode::OK, &q)
         }
         (Method::DELETE, ["tenants", id]) => {
             let rec = start_tenant_deletion(state, id).await?;
@@ -388,6 +406,7 @@ pub async fn create_tenant(
     display_name: String,
     labels: BTreeMap<String, String>,
     limits: Option<LimitOverrides>,
+    quota: Option<BTreeMap<String, String>>,
 ) -> Result<TenantRecord, ServerError> {
     let tid = TenantId::parse(id)
         .map_err(|e| ServerError::BadRequest(format!("invalid tenant id {id:?}: {e}")))?;
@@ -417,7 +436,7 @@ pub async fn create_tenant(
         progress: None,
         generation: 1,
         limits,
-        quota: None,
+        quota,
     };
     state.store.create_tenant(&rec).await?;
     let provisioned = match provision::provision_tenant(&state.upstream, &tid).await {
@@ -513,6 +532,11 @@ pub async fn finish_tenant_deletion(state: Arc<AppState>, tid: TenantId) {
                     let _ = store.revoke_cert(&c.serial_hex).await;
                 }
             }
+            // The quota ledger goes before the record: a record without a ledger is a
+            // fresh count, a ledger without a record would be left behind for good.
+            if let Err(e) = store.delete_quota_ledger(&tid).await {
+                tracing::warn!(tenant = %tid, error = %e, "quota ledger not deleted");
+            }
             match store.delete_tenant(tid.as_str()).await {
                 Ok(()) => tracing::info!(tenant = %tid, "tenant deleted"),
                 Err(e) => {
@@ -550,11 +574,25 @@ pub async fn serve_tenant_self(
                     StatusCode::OK,
                     &json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": GV, "resources": [
                         {"name": "tenants", "singularName": "tenant", "namespaced": false, "kind": "Tenant",
-                         "verbs": ["get"], "shortNames": ["tn"]}
+                         "verbs": ["get"], "shortNames": ["tn"]},
+                        crate::quota_api::tenant_discovery_resource()
                     ]}),
                 );
             }
             _ => {}
+        }
+    }
+    if req.method() == Method::GET {
+        let segs: Vec<&str> = path
+            .strip_prefix(BASE)
+            .unwrap_or("")
+            .split('/')
+            .filter(|s| !s.is_empty())
+            .collect();
+        if let Some(answer) =
+            crate::quota_api::serve_tenant(state, tenant, &segs, wants_table(&req)).await
+        {
+            return json_response(StatusCode::OK, &answer?);
         }
     }
     if req.method() == Method::GET && path == own {
@@ -564,7 +602,7 @@ pub async fn serve_tenant_self(
         return json_response(StatusCode::OK, &tenant_object(&rec));
     }
     Err(ServerError::Forbidden(
-        "tenants may only read their own tenant record (GET /apis/paddock.io/v1alpha1/tenants/<own id>)".into(),
+        "paddock: tenants may only read their own tenant record and quota (GET /apis/paddock.io/v1alpha1/tenants/<own id>, tenantquotas); the platform admin sets them".into(),
     ))
 }
 
@@ -587,7 +625,7 @@ pub fn add_tenant_group(doc: &[u8]) -> Option<Vec<u8>> {
                     "shortNames": ["tn"],
                     "responseKind": {"group": GROUP, "version": VERSION, "kind": "Tenant"},
                     "verbs": ["get"]
-                }]}]
+                }, crate::quota_api::tenant_aggregated_resource()]}]
             }));
         }
         _ => return None,

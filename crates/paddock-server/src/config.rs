@@ -112,6 +112,8 @@ pub struct ServerConfig {
     pub limits: paddock_core::fairshare::Limits,
     /// The tenant audit trail (docs/audit.md); off without a policy file.
     pub audit: AuditConfig,
+    /// Tenant-wide quota: the default for new tenants, the recount interval (docs/quota.md).
+    pub quota: crate::quota::QuotaConfig,
 }
 
 /// Where audit events go (config).
@@ -354,6 +356,7 @@ mod tests {
             connections: ConnectionConfig::default(),
             limits: paddock_core::fairshare::Limits::default(),
             audit: AuditConfig::default(),
+            quota: crate::quota::QuotaConfig::default(),
         }
     }
 

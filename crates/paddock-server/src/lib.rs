@@ -21,6 +21,8 @@ pub mod metrics;
 pub mod provision;
 pub mod proxy;
 pub mod prune;
+pub mod quota;
+pub mod quota_api;
 pub mod rbac_sync;
 pub mod reviews;
 pub mod rights;
@@ -104,6 +106,7 @@ pub async fn run(config: ServerConfig, shutdown: CancellationToken) -> Result<()
         health: health::UpstreamHealth::new(),
         draining: std::sync::atomic::AtomicBool::new(false),
         limiter: limits::Limiter::default(),
+        quota_locks: quota::QuotaLocks::default(),
         access_log: access_log::AccessLog::new(config.log_format, config.access_log),
         config,
     });
@@ -172,6 +175,7 @@ pub async fn run(config: ServerConfig, shutdown: CancellationToken) -> Result<()
         });
     }
     tokio::spawn(prune::prune_loop(state.clone()));
+    tokio::spawn(quota::recount_loop(state.clone()));
     // Keep the catalog's list of tenant ids in step with the store.
     {
         let state = state.clone();

@@ -62,6 +62,10 @@ pub struct Metrics {
     pub limit_refusals: Family<LimitLabels, Counter>,
     /// Audit events dropped because the writer fell behind.
     pub audit_dropped: Counter,
+    /// Creates refused by a tenant quota (docs/quota.md).
+    pub quota_refused: Counter,
+    /// Quota ledger swaps lost to another writer (and retried).
+    pub quota_swap_conflicts: Counter,
 }
 
 impl Default for Metrics {
@@ -118,7 +122,21 @@ impl Metrics {
             "Tenant audit events dropped because the audit backends fell behind",
             audit_dropped.clone(),
         );
+        let quota_refused = Counter::default();
+        registry.register(
+            "quota_refused",
+            "Creates refused by a tenant quota",
+            quota_refused.clone(),
+        );
+        let quota_swap_conflicts = Counter::default();
+        registry.register(
+            "quota_swap_conflicts",
+            "Quota ledger compare-and-swaps lost to another writer and retried",
+            quota_swap_conflicts.clone(),
+        );
         Metrics {
+            quota_refused,
+            quota_swap_conflicts,
             registry,
             limit_refusals,
             audit_dropped,

@@ -124,6 +124,16 @@ enum TenantCommand {
         /// maxInflight, maxWatches, maxList, maxConnections; 0 = no limit), repeatable.
         #[arg(long = "limit")]
         limits: Vec<String>,
+        /// Tenant-wide quota, resource=quantity, comma-separated or repeated (namespaces,
+        /// pods, requests.cpu, limits.memory, requests.storage, services.loadbalancers,
+        /// count/configmaps, ...; docs/quota.md). Default: the server's tenant_default_quota.
+        #[arg(long = "quota")]
+        quota: Vec<String>,
+    },
+    /// A tenant's quota over all its namespaces (docs/quota.md).
+    Quota {
+        #[command(subcommand)]
+        command: QuotaCommand,
     },
     /// Change a tenant's fair-share overrides: name=value sets one, name- returns it to the
     /// server's default (docs/fairshare.md).
@@ -183,6 +193,25 @@ pub struct IssueArgs {
 enum UserCommand {
     /// Issue a certificate for a tenant user and print a kubeconfig.
     Issue(IssueArgs),
+}
+
+#[derive(Subcommand)]
+enum QuotaCommand {
+    /// Show a tenant's quota: hard limits and what is used.
+    Get {
+        id: String,
+        #[arg(short = 'o', long, value_enum, default_value_t)]
+        output: Output,
+    },
+    /// Change a tenant's quota: resource=quantity sets a limit, resource- removes it.
+    Set {
+        id: String,
+        /// pods=10 requests.cpu=2 count/configmaps=20 services.loadbalancers- ...
+        #[arg(required = true)]
+        hard: Vec<String>,
+        #[arg(short = 'o', long, value_enum, default_value_t)]
+        output: Output,
+    },
 }
 
 #[derive(Subcommand)]
@@ -262,11 +291,13 @@ async fn run(cli: Cli) -> Result<()> {
                     labels,
                     validity,
                     limits,
+                    quota,
                 } => {
                     let labels = output::parse_labels(&labels)?;
                     let limits = output::parse_limits(&limits)?;
+                    let quota = output::parse_quota_pairs(&quota.join(","))?;
                     client
-                        .create_tenant(&id, display_name.as_deref(), &labels, &limits)
+                        .create_tenant(&id, display_name.as_deref(), &labels, &limits, &quota)
                         .await?;
                     let issue = IssueArgs {
                         tenant: id.clone(),
@@ -284,6 +315,15 @@ async fn run(cli: Cli) -> Result<()> {
                 TenantCommand::SetLimits { id, limits, output } => {
                     let patch = output::parse_limits(&limits)?;
                     output::print_tenants(&[client.set_limits(&id, &patch).await?], output)
+                }
+                TenantCommand::Quota {
+                    command: QuotaCommand::Get { id, output },
+                } => output::print_quota(&client.get_quota(&id).await?, output),
+                TenantCommand::Quota {
+                    command: QuotaCommand::Set { id, hard, output },
+                } => {
+                    let patch = output::parse_quota_patch(&hard)?;
+                    output::print_quota(&client.set_quota(&id, &patch).await?, output)
                 }
                 TenantCommand::List { output } => {
                     output::print_tenants(&client.list_tenants().await?, output)

@@ -149,6 +149,14 @@ pub struct ServeArgs {
     /// At SIGTERM, how long /readyz answers 503 before the listener closes, e.g. 5s.
     #[arg(long, env = "PADDOCK_SHUTDOWN_DELAY")]
     pub shutdown_delay: Option<String>,
+
+    // ---- Tenant quota (docs/quota.md) ----
+    /// Quota given to tenants created without one, e.g. `namespaces=10,pods=100,requests.cpu=20`.
+    #[arg(long, env = "PADDOCK_TENANT_DEFAULT_QUOTA")]
+    pub tenant_default_quota: Option<String>,
+    /// How often each replica recounts tenants' usage upstream, e.g. 2s.
+    #[arg(long, env = "PADDOCK_QUOTA_RECOUNT_INTERVAL")]
+    pub quota_recount_interval: Option<String>,
 }
 
 /// Shares of the tenants' APF priority level: as many as `workload-low` (service accounts).
@@ -201,6 +209,8 @@ struct FileConfig {
     audit_log_max_backups: Option<u32>,
     audit_webhook_url: Option<String>,
     audit_webhook_ca: Option<PathBuf>,
+    tenant_default_quota: Option<std::collections::BTreeMap<String, String>>,
+    quota_recount_interval: Option<String>,
 }
 
 fn load_file(path: &Path) -> Result<FileConfig> {
@@ -240,6 +250,7 @@ pub fn resolve(args: &ServeArgs) -> Result<(ServerConfig, LogFormat)> {
     let rel = |p: PathBuf| if p.is_absolute() { p } else { base.join(p) };
     let connections = connections(args, &file)?;
     let limits = limits(args, &file);
+    let quota = quota_config(args, &file)?;
     let audit = AuditConfig {
         policy_file: args
             .audit_policy_file
@@ -346,9 +357,36 @@ pub fn resolve(args: &ServeArgs) -> Result<(ServerConfig, LogFormat)> {
         connections,
         limits,
         audit,
+        quota,
     };
     config.validate().map_err(anyhow::Error::msg)?;
     Ok((config, log_format))
+}
+
+/// `[quota]` settings: the default tenant quota (flag `k=v,...` or a TOML table), checked
+/// here so that a bad default stops the start rather than every tenant creation.
+fn quota_config(args: &ServeArgs, file: &FileConfig) -> Result<paddock_server::quota::QuotaConfig> {
+    let d = paddock_server::quota::QuotaConfig::default();
+    let default_hard = match &args.tenant_default_quota {
+        Some(s) => crate::output::parse_quota_pairs(s).context("tenant_default_quota")?,
+        None => file.tenant_default_quota.clone().unwrap_or_default(),
+    };
+    paddock_server::quota::validate_hard(&default_hard)
+        .map_err(|e| anyhow::anyhow!("tenant_default_quota: {e}"))?;
+    let recount_interval = match args
+        .quota_recount_interval
+        .clone()
+        .or(file.quota_recount_interval.clone())
+    {
+        Some(s) => {
+            parse_duration(&s).map_err(|e| anyhow::anyhow!("quota_recount_interval: {e}"))?
+        }
+        None => d.recount_interval,
+    };
+    Ok(paddock_server::quota::QuotaConfig {
+        default_hard,
+        recount_interval,
+    })
 }
 
 /// The etcd password: a file named by flag, variable or config file beats
