@@ -102,6 +102,13 @@ pub fn object_key(upstream_group: &str, resource: &str, namespace: &str, name: &
     format!("{resource}.{upstream_group}/{namespace}/{name}")
 }
 
+/// The four namespaces every tenant has from the start are the platform's, not the
+/// tenant's: they do not count against `namespaces` (docs/quota.md).
+fn is_default_namespace(tid: &TenantId, upstream_name: &str) -> bool {
+    tid.strip(upstream_name)
+        .is_some_and(|n| crate::provision::DEFAULT_NAMESPACES.contains(&n))
+}
+
 /// Admits (reserving its charge in the ledger) or refuses one create of the tenant's.
 pub async fn admit_create(
     state: &AppState,
@@ -111,6 +118,12 @@ pub async fn admit_create(
     let Some(hard) = hard_of(state, tid)? else {
         return Ok(());
     };
+    if c.upstream_group.is_empty()
+        && c.resource == "namespaces"
+        && is_default_namespace(tid, c.name)
+    {
+        return Ok(());
+    }
     let group = tid.strip(c.upstream_group).unwrap_or(c.upstream_group);
     let kind = ChargedKind {
         group,
@@ -189,7 +202,10 @@ async fn count_upstream(
     };
     for (group, resource) in quota::tracked_kinds(hard) {
         if group.is_empty() && resource == "namespaces" {
-            for ns in &namespaces {
+            for ns in namespaces
+                .iter()
+                .filter(|ns| !is_default_namespace(tid, ns))
+            {
                 charge("", "", "namespaces", "", &json!({"metadata": {"name": ns}}));
             }
             continue;
@@ -339,6 +355,9 @@ pub async fn admit_namespace_create(
 ) -> Result<(), ServerError> {
     let obj: Value = if content_type.starts_with("application/json") {
         serde_json::from_slice(body).unwrap_or(Value::Null)
+    } else if content_type.starts_with("application/vnd.kubernetes.protobuf") {
+        let name = paddock_core::protobuf::protobuf_name(body)?;
+        json!({"metadata": {"name": name}})
     } else {
         Value::Null
     };
