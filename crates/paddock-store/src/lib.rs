@@ -85,6 +85,9 @@ pub struct TenantRecord {
     /// (docs/quota.md); absent = no tenant-wide quota.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub quota: Option<BTreeMap<String, String>>,
+    /// The tenant's policy (docs/security.md "Tenant policy"); absent: the configured default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy: Option<paddock_core::admission::TenantPolicy>,
 }
 
 impl TenantRecord {
@@ -100,6 +103,7 @@ impl TenantRecord {
             generation: 1,
             limits: None,
             quota: None,
+            policy: None,
         }
     }
 }
@@ -300,6 +304,36 @@ impl Store {
         let cutoff = now.checked_sub(grace).unwrap_or(std::time::UNIX_EPOCH);
         dispatch!(self, s => s.prune_expired_before(cutoff).await)
     }
+}
+
+/// Claims: cluster-wide names a tenant holds exclusively (Ingress hosts).
+impl Store {
+    /// Takes `kind`/`key` for `tenant` unless some tenant already holds it; returns the holder
+    /// (`tenant` itself when it won or already held it). Atomic across replicas.
+    pub async fn claim(&self, kind: &str, key: &str, tenant: &str) -> Result<String, StoreError> {
+        dispatch!(self, s => s.claim(kind, key, tenant).await)
+    }
+
+    /// Drops every claim of `tenant` (when it is deleted); returns how many.
+    pub async fn release_claims(&self, tenant: &str) -> Result<usize, StoreError> {
+        dispatch!(self, s => s.release_claims(tenant).await)
+    }
+}
+
+pub(crate) fn check_claim(kind: &str, key: &str, tenant: &str) -> Result<(), StoreError> {
+    check_tenant_id(tenant)?;
+    let ok = |s: &str, extra: &[u8]| {
+        !s.is_empty()
+            && s.len() <= 253
+            && s.bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || extra.contains(&b))
+    };
+    if !ok(kind, b"-") || !ok(key, b"-.*") {
+        return Err(StoreError::Invalid(format!(
+            "claim {kind}/{key}: not a DNS-style name"
+        )));
+    }
+    Ok(())
 }
 
 /// Serial numbers are compared in normalized form: lowercase, no `:` separators, no leading
