@@ -247,3 +247,284 @@ fn tenant_quota_api_view_and_namespace_count() -> Result<()> {
     );
     Ok(())
 }
+
+/// A kubeconfig with a bearer token for the cluster of `from` (a tenant pod's service-account
+/// token straight at the apiserver).
+fn token_kubeconfig(
+    dir: &std::path::Path,
+    name: &str,
+    from: &std::path::Path,
+    token: &str,
+) -> Result<std::path::PathBuf> {
+    let v: Value = serde_norway::from_str(&std::fs::read_to_string(from)?)?;
+    let cluster = &v["clusters"][0]["cluster"];
+    let server = cluster["server"].as_str().context("server")?;
+    let ca_line = match (
+        cluster["certificate-authority-data"].as_str(),
+        cluster["certificate-authority"].as_str(),
+    ) {
+        (Some(d), _) => format!("certificate-authority-data: {d}"),
+        (None, Some(f)) => format!("certificate-authority: {f}"),
+        _ => bail!("no CA in {}", from.display()),
+    };
+    let out = format!(
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: {server}\n    {ca_line}\nusers:\n- name: u\n  user:\n    token: {token}\ncontexts:\n- name: x\n  context: {{cluster: c, user: u}}\ncurrent-context: x\n"
+    );
+    let p = dir.join(format!("{name}.kubeconfig"));
+    std::fs::write(&p, out)?;
+    Ok(p)
+}
+
+/// ConfigMaps of tenant `tid` upstream (every namespace of it), as the cluster admin sees them.
+fn upstream_configmaps(up: &Kubectl, tid: &str) -> Result<usize> {
+    let v: Value = serde_json::from_str(&up.run(&["get", "configmaps", "-A", "-o", "json"])?)?;
+    Ok(v["items"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter(|i| {
+                    i["metadata"]["namespace"]
+                        .as_str()
+                        .is_some_and(|n| n.starts_with(&format!("{tid}-")))
+                })
+                .count()
+        })
+        .unwrap_or(0))
+}
+
+/// 50 ConfigMap creates at once, spread over `clients` (paddock replicas); how many were
+/// accepted (201) and refused (403 naming the quota). Any other answer is an error.
+fn configmap_burst(
+    clients: &[paddock_e2e::http::Tls],
+    ns: &str,
+    tag: &str,
+) -> Result<(usize, usize)> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    rt.block_on(async {
+        let mut tasks = Vec::new();
+        for i in 0..50 {
+            let c = clients[i % clients.len()].clone();
+            let path = format!("/api/v1/namespaces/{ns}/configmaps");
+            let body = format!(r#"{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"{tag}-{i}","labels":{{"burst":"{tag}"}}}}}}"#);
+            tasks.push(tokio::spawn(async move {
+                c.send(http::Method::POST, &path, Some(("application/json", body.into_bytes())), Duration::from_secs(60)).await
+            }));
+        }
+        let (mut ok, mut refused) = (0, 0);
+        for t in tasks {
+            match t.await? {
+                Ok((s, _)) if s.as_u16() == 201 => ok += 1,
+                Ok((s, b)) if s.as_u16() == 403 && String::from_utf8_lossy(&b).contains("exceeded quota: tenant-quota") => refused += 1,
+                Ok((s, b)) => bail!("unexpected answer {s}: {}", String::from_utf8_lossy(&b)),
+                Err(e) => bail!("request failed: {e:?}"),
+            }
+        }
+        Ok((ok, refused))
+    })
+}
+
+/// Acceptance 1 of issue 15 with the webhook on, three replicas on etcd.
+#[test]
+fn tenant_quota_holds_upstream_exactly() -> Result<()> {
+    let cp = ControlPlane::start().context("starting the control plane")?;
+    let mut args = cp.admission_args()?;
+    args.extend(["--quota-recount-interval".into(), "1s".into()]);
+    let r1 = Paddock::start_with_args(&cp, StoreKind::Etcd, "replica1", &args)?;
+    let r2 = Paddock::start_replica(&cp, &r1, "replica2", &args)?;
+    let r3 = Paddock::start_replica(&cp, &r1, "replica3", &args)?;
+    let up = cp.kubectl_admin()?;
+    let tid = "qtaacc";
+    let kc = r1.cli(&[
+        "tenant",
+        "create",
+        tid,
+        "--quota",
+        "pods=10,requests.cpu=2,count/configmaps=20,namespaces=3",
+    ])?;
+    let kc_path = r1.dir().join(format!("{tid}.kubeconfig"));
+    std::fs::write(&kc_path, kc)?;
+    let k = Kubectl::new(&kc_path)?
+        .cache_dir(r1.dir().join("kc-acc"))
+        .log(r1.log_path());
+
+    // --- reference: a real ResourceQuota refusing a ReplicaSet's pod, straight at the apiserver
+    up.run(&["create", "namespace", "quota-ref"])?;
+    up.run(&["-n", "quota-ref", "create", "quota", "ref", "--hard=pods=2"])?;
+    up.run(&[
+        "-n",
+        "quota-ref",
+        "create",
+        "deployment",
+        "web",
+        "--image=registry.k8s.io/pause:3.10",
+        "--replicas=3",
+    ])?;
+
+    // --- 15 replicas over 3 namespaces against pods: 10 ---
+    for ns in ["a", "b", "c"] {
+        k.run(&["create", "namespace", ns])?;
+        let deploy = format!(
+            "apiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: web, namespace: {ns}}}\nspec:\n  replicas: 5\n  selector: {{matchLabels: {{app: web}}}}\n  template:\n    metadata: {{labels: {{app: web}}}}\n    spec:\n      containers:\n      - name: c\n        image: registry.k8s.io/pause:3.10\n        resources: {{requests: {{cpu: 100m}}}}\n"
+        );
+        k.run_stdin(&["apply", "-f", "-"], Some(&deploy))?;
+    }
+    let pods = |k: &Kubectl| -> Result<usize> {
+        Ok(k.run(&["get", "pods", "-A", "-o", "name"])?
+            .lines()
+            .filter(|l| !l.is_empty())
+            .count())
+    };
+    within(Duration::from_secs(90), "10 pods", || Ok(pods(&k)? >= 10))?;
+    // controllers keep retrying; the count must stay at exactly 10
+    std::thread::sleep(Duration::from_secs(5));
+    let n = pods(&k)?;
+    ensure!(n == 10, "pods: {n}, want exactly 10");
+    let events = k.run(&[
+        "get",
+        "events",
+        "-A",
+        "--field-selector",
+        "reason=FailedCreate",
+        "-o",
+        "jsonpath={range .items[*]}{.involvedObject.kind} {.message}{\"\\n\"}{end}",
+    ])?;
+    let ours = events.lines().find(|l| {
+        l.starts_with("ReplicaSet")
+            && l.contains(
+                "exceeded quota: tenant-quota, requested: pods=1, used: pods=10, limited: pods=10",
+            )
+    });
+    ensure!(
+        ours.is_some(),
+        "no ReplicaSet event with the quota refusal:\n{events}"
+    );
+    let reference = up.run(&[
+        "-n",
+        "quota-ref",
+        "get",
+        "events",
+        "--field-selector",
+        "reason=FailedCreate",
+        "-o",
+        "jsonpath={range .items[*]}{.message}{\"\\n\"}{end}",
+    ])?;
+    ensure!(
+        reference.contains("exceeded quota: ref, requested: pods=1, used: pods=2, limited: pods=2"),
+        "reference: {reference}"
+    );
+    eprintln!(
+        "REFUSAL paddock: {}\nREFUSAL apiserver: {}",
+        ours.unwrap_or_default(),
+        reference.lines().next().unwrap_or_default()
+    );
+
+    // --- the 4th namespace ---
+    let err = refused(&k, &["create", "namespace", "d"])?;
+    ensure!(err.contains("exceeded quota: tenant-quota, requested: namespaces=1, used: namespaces=3, limited: namespaces=3"), "{err}");
+
+    // --- 50 concurrent ConfigMap creates through three replicas: never more than 20 ---
+    let clients: Vec<paddock_e2e::http::Tls> = [&r1, &r2, &r3]
+        .iter()
+        .map(|r| paddock_e2e::http::Tls::from_kubeconfig(&kc_path, Some(r.url())))
+        .collect::<Result<_>>()?;
+    // the namespaces' kube-root-ca.crt ConfigMaps count as in any cluster
+    within(Duration::from_secs(30), "root CA ConfigMaps", || {
+        Ok(upstream_configmaps(&up, tid)? == 7)
+    })?;
+    let (ok, no) = configmap_burst(&clients, "a", "burst")?;
+    let total = upstream_configmaps(&up, tid)?;
+    eprintln!(
+        "FIGURE burst: {ok} created, {no} refused; tenant ConfigMaps upstream {total} (limit 20), overshoot {}",
+        total.saturating_sub(20)
+    );
+    ensure!(
+        total == 20 && ok == 13 && no == 37,
+        "created {ok}, refused {no}, total {total}"
+    );
+
+    // --- straight at the apiserver with the tenant's own service-account token ---
+    k.run(&["-n", "b", "create", "serviceaccount", "robot"])?;
+    k.run(&[
+        "-n",
+        "b",
+        "create",
+        "rolebinding",
+        "robot",
+        "--clusterrole=edit",
+        "--serviceaccount=b:robot",
+    ])?;
+    let token = k.run(&["-n", "b", "create", "token", "robot"])?;
+    let direct_kc = token_kubeconfig(r1.dir(), "robot", &cp.admin_kubeconfig(), token.trim())?;
+    let direct = Kubectl::new(&direct_kc)?;
+    let handles: Vec<_> = (0..10)
+        .map(|i| {
+            let d = Kubectl::new(&direct_kc);
+            let ns = format!("{tid}-b");
+            std::thread::spawn(move || {
+                d.is_ok_and(|d| {
+                    d.run(&["-n", &ns, "create", "configmap", &format!("direct-{i}")])
+                        .is_ok()
+                })
+            })
+        })
+        .collect();
+    let direct_ok = handles
+        .into_iter()
+        .map(|h| h.join().unwrap_or(true))
+        .filter(|ok| *ok)
+        .count();
+    let total = upstream_configmaps(&up, tid)?;
+    ensure!(
+        direct_ok == 0 && total == 20,
+        "bypass created {direct_ok}, total {total}"
+    );
+    // control: the token itself works upstream (reads its namespace)
+    direct.run(&["-n", &format!("{tid}-b"), "get", "configmaps"])?;
+
+    // --- deletes free the quota within seconds; the same figures after a restart ---
+    k.run(&["-n", "a", "delete", "configmaps", "-l", "burst=burst"])?;
+    let freed = within(Duration::from_secs(20), "configmaps freed", || {
+        Ok(used(&k, "count/configmaps")? == "7")
+    })?;
+    eprintln!(
+        "FIGURE quota freed {:.1}s after the ConfigMaps were deleted",
+        freed.as_secs_f64()
+    );
+    let d0 = direct.run(&[
+        "-n",
+        &format!("{tid}-b"),
+        "create",
+        "configmap",
+        "direct-after",
+    ]);
+    ensure!(
+        d0.is_ok(),
+        "with quota free the token creates again: {d0:?}"
+    );
+    std::thread::sleep(Duration::from_secs(3));
+    let before = k.run(&[
+        "get",
+        "tenantquota",
+        "tenant-quota",
+        "-o",
+        "jsonpath={.status.used}",
+    ])?;
+    r1.terminate(Duration::from_secs(30))?;
+    r1.restart()?;
+    let after = k.run(&[
+        "get",
+        "tenantquota",
+        "tenant-quota",
+        "-o",
+        "jsonpath={.status.used}",
+    ])?;
+    ensure!(
+        before == after,
+        "used before restart {before}, after {after}"
+    );
+    eprintln!("USED {after}");
+    Ok(())
+}

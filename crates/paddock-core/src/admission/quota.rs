@@ -10,11 +10,19 @@ use super::{AdmissionRequest, Handler, Phase, Rule, TenantContext, Verdict};
 /// Registers creates of every kind for the quota check.
 pub struct TenantQuotaCreates;
 
-const RULES: &[Rule] = &[Rule {
-    api_groups: &["*"],
-    resources: &["*"],
-    operations: &["CREATE"],
-}];
+/// Every namespaced kind, and the tenant's Namespaces (a wildcard rule is namespaced only).
+const RULES: &[Rule] = &[
+    Rule {
+        api_groups: &["*"],
+        resources: &["*"],
+        operations: &["CREATE"],
+    },
+    Rule {
+        api_groups: &[""],
+        resources: &["namespaces"],
+        operations: &["CREATE"],
+    },
+];
 
 impl Handler for TenantQuotaCreates {
     fn name(&self) -> &'static str {
@@ -28,5 +36,18 @@ impl Handler for TenantQuotaCreates {
     }
     fn admit(&self, _req: &AdmissionRequest, _ctx: &TenantContext<'_>) -> Verdict {
         Verdict::Allow
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_wildcard_rule_is_namespaced_and_namespaces_are_named() {
+        let rules: Vec<_> = RULES.iter().map(Rule::to_json).collect();
+        assert_eq!(rules[0]["scope"], "Namespaced");
+        assert_eq!(rules[1]["resources"][0], "namespaces");
+        assert_eq!(rules[1]["scope"], "*");
     }
 }
