@@ -140,8 +140,15 @@ pub async fn admit_create(
             )));
         }
     }
-    let key = object_key(c.upstream_group, c.resource, c.namespace, c.name);
-    let what = format!("{} {}/{}", c.resource, c.namespace, c.name);
+    // A Namespace's review carries its own name as its namespace; its key has none, as in
+    // paddock's own path and the recount.
+    let namespace = if group.is_empty() && c.resource == "namespaces" {
+        ""
+    } else {
+        c.namespace
+    };
+    let key = object_key(c.upstream_group, c.resource, namespace, c.name);
+    let what = format!("{} {namespace}/{}", c.resource, c.name);
     let lock = state.quota_locks.of(tid);
     let _serial = lock.lock().await;
     for _ in 0..SWAP_ATTEMPTS {
