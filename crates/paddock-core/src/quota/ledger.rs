@@ -203,7 +203,7 @@ pub fn admit(
     Admission::Reserve(next)
 }
 
-fn pairs<'a>(names: &[&'a String], of: impl Fn(&str) -> Milli) -> String {
+fn pairs(names: &[&String], of: impl Fn(&str) -> Milli) -> String {
     names
         .iter()
         .map(|n| format!("{n}={}", of(n).display(is_binary_resource(n))))
@@ -382,12 +382,14 @@ mod tests {
             ("requests.memory", "1Gi"),
             ("pods", "10"),
         ]);
-        let mut l = Ledger::default();
-        l.counted = [
-            ("requests.cpu".to_string(), Milli(1800)),
-            ("requests.memory".to_string(), Milli::parse("1Gi").unwrap()),
-        ]
-        .into();
+        let l = Ledger {
+            counted: [
+                ("requests.cpu".to_string(), Milli(1800)),
+                ("requests.memory".to_string(), Milli::parse("1Gi").unwrap()),
+            ]
+            .into(),
+            ..Ledger::default()
+        };
         let c: Usage = [
             ("requests.cpu".to_string(), Milli(500)),
             ("requests.memory".to_string(), Milli::parse("64Mi").unwrap()),
