@@ -125,7 +125,6 @@ async fn serve_connection(
         .is_some_and(|n| allowed.is_empty() || allowed.contains(n));
     let svc = service_fn(move |req: Request<Incoming>| {
         let (state, handlers) = (state.clone(), handlers.clone());
-        let caller_ok = caller_ok;
         async move {
             let resp = if caller_ok {
                 handle(&state, &handlers, req)
@@ -432,6 +431,7 @@ pub async fn install(state: &AppState, url: &str) -> Result<(), ServerError> {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
     use super::*;
 
     #[test]

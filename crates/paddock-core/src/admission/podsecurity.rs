@@ -38,12 +38,20 @@ impl Handler for NamespacePodSecurity {
     fn rules(&self) -> &'static [Rule] {
         NAMESPACE_WRITES
     }
+    /// Raises a permitted level weaker than the tenant's (as paddock's own lock raises a label
+    /// below the platform's), and sets the label on a new namespace without one. Anything else
+    /// (`privileged`, an unknown value, removing the label) is left for the validating step
+    /// and the guard to refuse: a tenant asking for less than it may gets a refusal.
     fn admit(&self, req: &AdmissionRequest, ctx: &TenantContext<'_>) -> Verdict {
         let want = ctx.policy.pod_security;
-        if level_of(&req.object).is_some_and(|l| l >= want) {
+        let labels = &req.object["metadata"]["labels"];
+        let raise = match labels[ENFORCE_LABEL].as_str() {
+            None => req.operation == "CREATE",
+            Some(v) => PodSecurityLevel::parse(v).is_some_and(|l| l < want),
+        };
+        if !raise {
             return Verdict::Allow;
         }
-        let labels = &req.object["metadata"]["labels"];
         Verdict::Patch(vec![if labels.is_object() {
             PatchOp::add(
                 format!("/metadata/labels/{}", pointer_token(ENFORCE_LABEL)),

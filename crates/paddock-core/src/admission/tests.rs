@@ -382,6 +382,9 @@ fn endpoints_are_refused_to_the_tenant_only() {
             .contains("CVE-2021-25740")
         );
     }
+    let mut open = TenantPolicy::default();
+    open.services.endpoints = super::policy::EndpointsPolicy::Unrestricted;
+    assert_eq!(run(Phase::Validating, &req, &open, None), Outcome::Allow);
     let mut slice = request(
         "endpointslices",
         "discovery.k8s.io",
@@ -428,6 +431,37 @@ fn ingress_hosts_are_claimed_within_allowed_domains() {
         json!({"metadata": {"name": "i"}, "spec": {"defaultBackend": {}}}),
     );
     assert_eq!(run(Phase::Validating, &none, &p, None), Outcome::Allow);
+}
+
+#[test]
+fn weaker_namespace_labels_are_refused_not_rewritten() {
+    let p = TenantPolicy::default();
+    for labels in [json!({ENFORCE: "privileged"}), json!({"team": "a"})] {
+        let mut ns = request(
+            "namespaces",
+            "",
+            "UPDATE",
+            json!({"metadata": {"name": "acme01-x", "labels": labels}}),
+        );
+        ns.namespace = String::new();
+        assert_eq!(
+            run(Phase::Mutating, &ns, &p, None),
+            Outcome::Allow,
+            "{labels}"
+        );
+        assert!(denied(&run(Phase::Validating, &ns, &p, None)).contains("baseline"));
+    }
+    let mut new = request(
+        "namespaces",
+        "",
+        "CREATE",
+        json!({"metadata": {"name": "acme01-y"}}),
+    );
+    new.namespace = String::new();
+    let Outcome::Patch(ops) = run(Phase::Mutating, &new, &p, None) else {
+        panic!()
+    };
+    assert_eq!(ops[0].path, "/metadata/labels");
 }
 
 #[test]
