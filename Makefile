@@ -59,3 +59,9 @@ lint:
 ## `make bench ARGS=--quick` tries the harness with small counts.
 bench:
 	bash scripts/bench.sh $(ARGS)
+
+## Tenant quota overshoot figure (docs/quota.md): 20 runs of 50 concurrent ConfigMap creates
+## through three replicas against count/configmaps=20 (~6 min; `make test` runs one burst).
+.PHONY: quota-overshoot
+quota-overshoot:
+	cargo test -p paddock-e2e --test quota -- --ignored --nocapture configmap_burst_overshoot_over_20_runs

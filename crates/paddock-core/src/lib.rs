@@ -37,6 +37,8 @@ pub mod audit;
 pub mod billing;
 pub mod fairshare;
 pub mod usage;
+// Tenant-wide quota: what an object charges and the ledger's decisions (issue 15).
+pub mod quota;
 
 // Errors and their Status.
 pub mod error;

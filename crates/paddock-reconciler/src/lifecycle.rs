@@ -97,6 +97,7 @@ pub async fn create_tenant(
     display_name: String,
     labels: BTreeMap<String, String>,
     limits: Option<LimitOverrides>,
+    quota: Option<BTreeMap<String, String>>,
 ) -> Result<TenantRecord, ServerError> {
     let tid = TenantId::parse(id)
         .map_err(|e| ServerError::BadRequest(format!("invalid tenant id {id:?}: {e}")))?;
@@ -124,6 +125,7 @@ pub async fn create_tenant(
         limits,
         billing: Default::default(),
         policy: None,
+        quota,
     };
     state.store.create_tenant(&rec).await?;
     let provisioned = match provision_tenant(&state.upstream, &tid).await {
@@ -218,6 +220,11 @@ pub async fn finish_tenant_deletion(state: Arc<Reconciler>, tid: TenantId) {
                 for c in certs.iter().filter(|c| !c.revoked) {
                     let _ = store.revoke_cert(&c.serial_hex).await;
                 }
+            }
+            // The quota ledger goes before the record: a record without a ledger is a
+            // fresh count, a ledger without a record would be left behind for good.
+            if let Err(e) = store.delete_quota_ledger(&tid).await {
+                tracing::warn!(tenant = %tid, error = %e, "quota ledger not deleted");
             }
             // Its Ingress hosts become free for other tenants.
             if let Err(e) = store.release_claims(tid.as_str()).await {

@@ -41,7 +41,8 @@ pub fn tenant_object(r: &TenantRecord) -> Value {
         "apiVersion": GV,
         "kind": "Tenant",
         "metadata": {"name": r.id.as_str(), "creationTimestamp": r.created, "labels": r.labels, "generation": r.generation},
-        "spec": {"displayName": r.display_name, "limits": r.limits.unwrap_or_default(), "billing": r.billing, "policy": r.policy},
+        "spec": {"displayName": r.display_name, "limits": r.limits.unwrap_or_default(), "billing": r.billing, "policy": r.policy,
+                 "quota": {"hard": r.quota.clone().unwrap_or_default()}},
         "status": {"phase": phase_str(r.phase), "progress": r.progress}
     })
 }
@@ -246,10 +247,17 @@ pub async fn serve_admin(
             let limits = parse_limits(&obj["spec"]["limits"])?;
             let billing = paddock_core::billing::BillingKey::from_spec(&obj["spec"]["billing"])
                 .map_err(|e| ServerError::BadRequest(e.to_string()))?;
+            let quota = crate::quota_api::hard_at_creation(state, &obj["spec"]["quota"])?;
             let policy = crate::policy_admin::parse_policy(&obj["spec"]["policy"])?;
-            let mut rec =
-                crate::lifecycle::create_tenant(&state.reconciler, id, display, labels, limits)
-                    .await?;
+            let mut rec = crate::lifecycle::create_tenant(
+                &state.reconciler,
+                id,
+                display,
+                labels,
+                limits,
+                quota,
+            )
+            .await?;
             if rec.billing != billing {
                 // Stored, then stamped on the namespaces provisioning just made.
                 rec = crate::admin_metering::set_billing(state, rec, billing).await?;
@@ -276,6 +284,22 @@ pub async fn serve_admin(
             StatusCode::OK,
             &crate::admin_metering::usage(state, id).await?,
         ),
+        (Method::GET, ["tenants", id, "quota"]) => {
+            let tid = TenantId::parse(id).map_err(|e| ServerError::BadRequest(e.to_string()))?;
+            json_response(
+                StatusCode::OK,
+                &crate::quota_api::quota_object(state, &tid).await?,
+            )
+        }
+        (Method::PATCH, ["tenants", id, "quota"]) => {
+            let body = collect_limited(req.into_body(), 1 << 20).await?;
+            let patch: Value = serde_json::from_slice(&body).map_err(|e| {
+                ServerError::BadRequest(format!("the request body is not valid JSON: {e}"))
+            })?;
+            let q = crate::quota_api::patch_quota(state, id, &patch).await?;
+            tracing::info!(admin = caller.user(), tenant = id, hard = %q["spec"]["hard"], "tenant quota changed");
+            json_response(StatusCode::OK, &q)
+        }
         (m, ["tenants", id, "policy"]) => {
             crate::policy_admin::serve_policy(state, caller, m, id, req.into_body()).await
         }
@@ -416,11 +440,25 @@ pub async fn serve_tenant_self(
                     StatusCode::OK,
                     &json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": GV, "resources": [
                         {"name": "tenants", "singularName": "tenant", "namespaced": false, "kind": "Tenant",
-                         "verbs": ["get"], "shortNames": ["tn"]}
+                         "verbs": ["get"], "shortNames": ["tn"]},
+                        crate::quota_api::tenant_discovery_resource()
                     ]}),
                 );
             }
             _ => {}
+        }
+    }
+    if req.method() == Method::GET {
+        let segs: Vec<&str> = path
+            .strip_prefix(BASE)
+            .unwrap_or("")
+            .split('/')
+            .filter(|s| !s.is_empty())
+            .collect();
+        if let Some(answer) =
+            crate::quota_api::serve_tenant(state, tenant, &segs, wants_table(&req)).await
+        {
+            return json_response(StatusCode::OK, &answer?);
         }
     }
     if req.method() == Method::GET && path == own {
@@ -430,7 +468,7 @@ pub async fn serve_tenant_self(
         return json_response(StatusCode::OK, &tenant_object(&rec));
     }
     Err(ServerError::Forbidden(
-        "tenants may only read their own tenant record (GET /apis/paddock.io/v1alpha1/tenants/<own id>)".into(),
+        "paddock: tenants may only read their own tenant record and quota (GET /apis/paddock.io/v1alpha1/tenants/<own id>, tenantquotas); the platform admin sets them".into(),
     ))
 }
 
@@ -453,7 +491,7 @@ pub fn add_tenant_group(doc: &[u8]) -> Option<Vec<u8>> {
                     "shortNames": ["tn"],
                     "responseKind": {"group": GROUP, "version": VERSION, "kind": "Tenant"},
                     "verbs": ["get"]
-                }]}]
+                }, crate::quota_api::tenant_aggregated_resource()]}]
             }));
         }
         _ => return None,

@@ -254,11 +254,40 @@ async fn decide(
 /// sends what some registered handler's rules match, so a check here needs a handler in
 /// `paddock_core::admission::registry` whose rules cover its requests.
 async fn server_checks(
-    _state: &Arc<AppState>,
-    _tenant: &paddock_core::TenantId,
-    _req: &AdmissionRequest,
+    state: &Arc<AppState>,
+    tenant: &paddock_core::TenantId,
+    req: &AdmissionRequest,
 ) -> Outcome {
-    Outcome::Allow
+    if req.operation != "CREATE" || !req.sub_resource.is_empty() {
+        return Outcome::Allow;
+    }
+    // The object's name: generated names are only in the object by now.
+    let name = req.object["metadata"]["name"]
+        .as_str()
+        .unwrap_or(req.name.as_str());
+    let create = crate::quota::Create {
+        upstream_group: &req.resource.group,
+        resource: &req.resource.resource,
+        namespace: &req.namespace,
+        name,
+        object: &req.object,
+        dry_run: req.dry_run,
+    };
+    match crate::quota::admit_create(state, tenant, &create).await {
+        Ok(()) => Outcome::Allow,
+        Err(ServerError::Forbidden(message)) => Outcome::Deny(Refusal {
+            code: 403,
+            reason: "Forbidden",
+            message,
+        }),
+        // Fail closed: a create the ledger could not record is refused (the store is
+        // unreachable, or the ledger kept changing).
+        Err(e) => Outcome::Deny(Refusal {
+            code: 500,
+            reason: "InternalError",
+            message: format!("paddock tenant quota: the create could not be charged: {e}"),
+        }),
+    }
 }
 
 /// Takes each claim for the tenant (not on a dry run: nothing may change then).

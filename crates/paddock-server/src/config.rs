@@ -115,6 +115,8 @@ pub struct ServerConfig {
     /// How old the usage figures may get before they are read upstream again
     /// (docs/metering.md): the background refresh period and a usage report's freshness.
     pub usage_refresh: Duration,
+    /// Tenant-wide quota: the default for new tenants, the recount interval (docs/quota.md).
+    pub quota: crate::quota::QuotaConfig,
     /// paddock's admission webhook (docs/operations.md "Admission webhook"); off unless
     /// `admission.listen` is set.
     pub admission: AdmissionConfig,
@@ -416,6 +418,7 @@ mod tests {
             limits: paddock_core::fairshare::Limits::default(),
             audit: AuditConfig::default(),
             usage_refresh: Duration::from_secs(30),
+            quota: crate::quota::QuotaConfig::default(),
             admission: AdmissionConfig::default(),
             default_policy: Default::default(),
         }

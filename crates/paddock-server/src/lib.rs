@@ -26,6 +26,8 @@ pub mod metrics;
 pub mod outbound;
 pub mod policy_admin;
 pub mod proxy;
+pub mod quota;
+pub mod quota_api;
 pub mod reviews;
 pub mod rewrite;
 pub mod router;
@@ -132,6 +134,7 @@ pub async fn run(config: ServerConfig, shutdown: CancellationToken) -> Result<()
         health: health::UpstreamHealth::new(),
         draining: std::sync::atomic::AtomicBool::new(false),
         limiter: limits::Limiter::default(),
+        quota_locks: quota::QuotaLocks::default(),
         access_log: access_log::AccessLog::new(config.log_format, config.access_log),
         config,
     });
@@ -211,6 +214,7 @@ pub async fn run(config: ServerConfig, shutdown: CancellationToken) -> Result<()
     }
     tokio::spawn(prune::prune_loop(state.reconciler.clone()));
     tokio::spawn(usage::refresh_loop(state.clone()));
+    tokio::spawn(quota::recount_loop(state.clone()));
     // Keep the catalog's list of tenant ids in step with the store.
     {
         let state = state.clone();

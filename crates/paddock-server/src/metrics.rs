@@ -66,6 +66,10 @@ pub struct Metrics {
     pub audit_dropped: Counter,
     /// Per-tenant bytes, watches and current figures (metering.rs, docs/metering.md).
     pub tenant: crate::metering::TenantMetrics,
+    /// Creates refused by a tenant quota (docs/quota.md).
+    pub quota_refused: Counter,
+    /// Quota ledger swaps lost to another writer (and retried).
+    pub quota_swap_conflicts: Counter,
 }
 
 impl Default for Metrics {
@@ -122,9 +126,23 @@ impl Metrics {
             "Tenant audit events dropped because the audit backends fell behind",
             audit_dropped.clone(),
         );
+        let quota_refused = Counter::default();
+        registry.register(
+            "quota_refused",
+            "Creates refused by a tenant quota",
+            quota_refused.clone(),
+        );
+        let quota_swap_conflicts = Counter::default();
+        registry.register(
+            "quota_swap_conflicts",
+            "Quota ledger compare-and-swaps lost to another writer and retried",
+            quota_swap_conflicts.clone(),
+        );
         let tenant = crate::metering::TenantMetrics::register(&mut registry);
         Metrics {
             tenant,
+            quota_refused,
+            quota_swap_conflicts,
             registry,
             limit_refusals,
             audit_dropped,

@@ -200,6 +200,17 @@ async fn upstream_request(
             paddock_core::translate_request_body(ctx, plan, &content_type, &raw)?;
         if is_namespace_write(plan) {
             translated = crate::provision::lock_namespace_labels(translated, &up_ct)?;
+            if matches!(plan.request.verb, paddock_core::Verb::Create) {
+                let dry_run = plan.upstream_path_and_query.contains("dryRun=");
+                crate::quota::admit_namespace_create(
+                    state,
+                    &ctx.tenant,
+                    &translated,
+                    &up_ct,
+                    dry_run,
+                )
+                .await?;
+            }
         }
         translated = crate::reviews::normalize_self_review(ctx, plan, translated);
         if crate::reviews::is_self_review(plan) {

@@ -46,6 +46,8 @@ pub struct AppState {
     pub health: crate::health::UpstreamHealth,
     /// Set at SIGTERM: `/readyz` answers 503 while requests are still served.
     pub draining: std::sync::atomic::AtomicBool,
+    /// This replica's per-tenant serialisation of quota ledger writes.
+    pub quota_locks: crate::quota::QuotaLocks,
 }
 
 impl AppState {

@@ -30,6 +30,9 @@ struct State {
     tenants: BTreeMap<String, TenantRecord>,
     #[serde(default)]
     certs: BTreeMap<String, CertRecord>,
+    /// Quota ledgers by tenant id, with their version (docs/quota.md).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    quota: BTreeMap<String, (i64, crate::Ledger)>,
     /// Cluster-wide claims: `<kind>/<key>` to the owning tenant.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     claims: BTreeMap<String, String>,
@@ -337,6 +340,54 @@ impl EmbeddedStore {
     }
 }
 
+/// Quota ledgers: swapped under the state mutex (one process holds the store).
+impl EmbeddedStore {
+    pub(crate) async fn get_quota_ledger(
+        &self,
+        id: &str,
+    ) -> Result<crate::VersionedLedger, StoreError> {
+        check_tenant_id(id)?;
+        let st = self.inner.state.lock();
+        Ok(st
+            .quota
+            .get(id)
+            .map(|(version, ledger)| crate::VersionedLedger {
+                ledger: ledger.clone(),
+                version: *version,
+            })
+            .unwrap_or_default())
+    }
+
+    pub(crate) async fn swap_quota_ledger(
+        &self,
+        id: &str,
+        ledger: &crate::Ledger,
+        expected: i64,
+    ) -> Result<bool, StoreError> {
+        check_tenant_id(id)?;
+        let (id, ledger) = (id.to_string(), ledger.clone());
+        self.mutate(move |st| {
+            let current = st.quota.get(&id).map_or(0, |(v, _)| *v);
+            if current != expected {
+                return Ok(false);
+            }
+            st.quota.insert(id, (current + 1, ledger));
+            Ok(true)
+        })
+        .await
+    }
+
+    pub(crate) async fn delete_quota_ledger(&self, id: &str) -> Result<(), StoreError> {
+        check_tenant_id(id)?;
+        let id = id.to_string();
+        self.mutate(move |st| {
+            st.quota.remove(&id);
+            Ok(())
+        })
+        .await
+    }
+}
+
 /// Cluster-wide claims (one process holds the store, so the mutex is the compare-and-swap).
 impl EmbeddedStore {
     pub(crate) async fn claim(
@@ -386,6 +437,48 @@ mod tests {
             revoked: false,
             revoked_at: None,
         }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn quota_ledger_swaps_are_exact_and_persist() {
+        use paddock_core::quota::{Admission, Milli, admit, parse_hard};
+        let dir = tempfile::tempdir().unwrap();
+        let s = std::sync::Arc::new(Store::open_embedded(dir.path()).await.unwrap());
+        let tid = TenantId::parse("foofoo").unwrap();
+        let hard = std::sync::Arc::new(parse_hard(&[("pods".into(), "20".into())].into()).unwrap());
+        let mut tasks = Vec::new();
+        for i in 0..50 {
+            let (s, tid, hard) = (s.clone(), tid.clone(), hard.clone());
+            tasks.push(tokio::spawn(async move {
+                let charge = [("pods".to_string(), Milli::units(1))].into();
+                loop {
+                    let cur = s.get_quota_ledger(&tid).await.unwrap();
+                    match admit(&hard, &cur.ledger, &format!("u{i}"), "x", &charge, 1) {
+                        Admission::Reserve(n) => {
+                            if s.swap_quota_ledger(&tid, &n, cur.version).await.unwrap() {
+                                return true;
+                            }
+                        }
+                        _ => return false,
+                    }
+                }
+            }));
+        }
+        let mut admitted = 0;
+        for t in tasks {
+            admitted += usize::from(t.await.unwrap());
+        }
+        assert_eq!(admitted, 20);
+        // every task has ended: close the store (its lock) and open it again
+        drop(std::sync::Arc::try_unwrap(s).unwrap());
+        let s = Store::open_embedded(dir.path()).await.unwrap();
+        let l = s.get_quota_ledger(&tid).await.unwrap();
+        assert_eq!(l.ledger.reservations.len(), 20);
+        assert!(
+            !s.swap_quota_ledger(&tid, &l.ledger, l.version + 1)
+                .await
+                .unwrap()
+        );
     }
 
     #[tokio::test]

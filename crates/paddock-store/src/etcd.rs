@@ -94,6 +94,9 @@ impl Shared {
     fn tenant_key(&self, id: &str) -> String {
         format!("{}/tenants/{id}", self.prefix)
     }
+    fn quota_key(&self, id: &str) -> String {
+        format!("{}/quota/{id}", self.prefix)
+    }
     fn cert_key(&self, serial: &str) -> String {
         format!("{}/certs/{serial}", self.prefix)
     }
@@ -669,6 +672,59 @@ impl EtcdStore {
             s.settle(revision).await;
         }
         Ok(pruned)
+    }
+}
+
+/// Quota ledgers: `<prefix>/quota/<id>`, swapped on the key's mod revision (exact across
+/// replicas: etcd orders every swap). Not in the cache: only admission reads them, fresh.
+impl EtcdStore {
+    pub(crate) async fn get_quota_ledger(
+        &self,
+        id: &str,
+    ) -> Result<crate::VersionedLedger, StoreError> {
+        check_tenant_id(id)?;
+        let s = &self.shared;
+        let key = s.quota_key(id);
+        let resp = s.get(&key).await?;
+        match resp.kvs().first() {
+            None => Ok(crate::VersionedLedger::default()),
+            Some(kv) => Ok(crate::VersionedLedger {
+                ledger: serde_json::from_slice(kv.value())
+                    .map_err(|e| StoreError::Corrupt(format!("{key}: {e}")))?,
+                version: kv.mod_revision(),
+            }),
+        }
+    }
+
+    pub(crate) async fn swap_quota_ledger(
+        &self,
+        id: &str,
+        ledger: &crate::Ledger,
+        expected: i64,
+    ) -> Result<bool, StoreError> {
+        check_tenant_id(id)?;
+        let s = &self.shared;
+        let key = s.quota_key(id);
+        let txn = Txn::new()
+            .when([Compare::mod_revision(
+                key.clone(),
+                CompareOp::Equal,
+                expected,
+            )])
+            .and_then([TxnOp::put(key, Self::encode(ledger)?, None)]);
+        Ok(s.txn(txn).await?.succeeded())
+    }
+
+    pub(crate) async fn delete_quota_ledger(&self, id: &str) -> Result<(), StoreError> {
+        check_tenant_id(id)?;
+        let s = &self.shared;
+        let key = s.quota_key(id);
+        s.call(|c| {
+            let key = key.clone();
+            async move { c.kv_client().delete(key, None).await }
+        })
+        .await?;
+        Ok(())
     }
 }
 

@@ -88,6 +88,10 @@ pub struct TenantRecord {
         skip_serializing_if = "paddock_core::billing::BillingKey::is_empty"
     )]
     pub billing: paddock_core::billing::BillingKey,
+    /// The tenant's quota: hard limits by resource name, summed over all its namespaces
+    /// (docs/quota.md); absent = no tenant-wide quota.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quota: Option<BTreeMap<String, String>>,
     /// The tenant's policy (docs/security.md "Tenant policy"); absent: the configured default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub policy: Option<paddock_core::admission::TenantPolicy>,
@@ -106,9 +110,20 @@ impl TenantRecord {
             generation: 1,
             limits: None,
             billing: Default::default(),
+            quota: None,
             policy: None,
         }
     }
+}
+
+pub use paddock_core::quota::Ledger;
+
+/// A tenant's quota ledger as read, with the version a compare-and-swap must name.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct VersionedLedger {
+    pub ledger: Ledger,
+    /// etcd: the key's mod revision; embedded: a counter. 0 = no ledger yet.
+    pub version: i64,
 }
 
 /// A certificate paddock issued (never the key).
@@ -268,6 +283,27 @@ impl Store {
     /// handshake whatever its record says, so neither its record nor its revocation is needed
     /// any more; this is also what is left of a deleted tenant (its certificates are revoked
     /// when it is deleted). Returns how many were deleted.
+    /// A tenant's quota ledger and its version (0 when there is none yet).
+    pub async fn get_quota_ledger(&self, tid: &TenantId) -> Result<VersionedLedger, StoreError> {
+        dispatch!(self, s => s.get_quota_ledger(tid.as_str()).await)
+    }
+
+    /// Replaces a tenant's quota ledger if its version is still `expected` (0: none yet).
+    /// `Ok(false)`: another writer (this or another replica) got there first; read it again.
+    pub async fn swap_quota_ledger(
+        &self,
+        tid: &TenantId,
+        ledger: &Ledger,
+        expected: i64,
+    ) -> Result<bool, StoreError> {
+        dispatch!(self, s => s.swap_quota_ledger(tid.as_str(), ledger, expected).await)
+    }
+
+    /// Removes a tenant's quota ledger (tenant deleted). Missing is fine.
+    pub async fn delete_quota_ledger(&self, tid: &TenantId) -> Result<(), StoreError> {
+        dispatch!(self, s => s.delete_quota_ledger(tid.as_str()).await)
+    }
+
     pub async fn prune(
         &self,
         now: std::time::SystemTime,

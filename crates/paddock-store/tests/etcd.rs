@@ -564,3 +564,66 @@ async fn prune_deletes_long_expired_certificates_on_every_replica() {
     assert_eq!(a.prune(now, Duration::ZERO).await.unwrap(), 1);
     assert!(!a.cache().is_revoked("0a02") && a.cache().is_revoked("0a03"));
 }
+
+/// One create through the ledger, as the admission webhook does it: read, decide, swap;
+/// retried on a lost swap. Returns whether it was admitted.
+async fn admit_one(store: &Store, tid: &TenantId, uid: String) -> bool {
+    use paddock_core::quota::{Admission, Milli, admit, parse_hard};
+    let hard = parse_hard(&[("pods".to_string(), "20".to_string())].into()).unwrap();
+    let charge = [("pods".to_string(), Milli::units(1))].into();
+    loop {
+        let cur = store.get_quota_ledger(tid).await.unwrap();
+        match admit(&hard, &cur.ledger, &uid, "pods x/y", &charge, 1) {
+            Admission::Reserve(next) => {
+                if store
+                    .swap_quota_ledger(tid, &next, cur.version)
+                    .await
+                    .unwrap()
+                {
+                    return true;
+                }
+            }
+            Admission::Exceeded(_) => return false,
+            Admission::Untouched => return true,
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn quota_ledger_swaps_are_exact_across_replicas() {
+    let Some(bin) = etcd_bin("quota_ledger_swaps_are_exact_across_replicas") else {
+        return;
+    };
+    let etcd = Etcd::start(&bin).await;
+    let eps = vec![etcd.endpoint()];
+    let a = std::sync::Arc::new(Store::open_etcd(&eps, "/paddock").await.unwrap());
+    let b = std::sync::Arc::new(Store::open_etcd(&eps, "/paddock").await.unwrap());
+    let tid = TenantId::parse("foofoo").unwrap();
+    assert_eq!(a.get_quota_ledger(&tid).await.unwrap().version, 0);
+    // 50 creates at once, half through each replica, against `pods: 20`
+    let mut tasks = Vec::new();
+    for i in 0..50 {
+        let s = if i % 2 == 0 { a.clone() } else { b.clone() };
+        let tid = tid.clone();
+        tasks.push(tokio::spawn(async move {
+            admit_one(&s, &tid, format!("uid-{i}")).await
+        }));
+    }
+    let mut admitted = 0;
+    for t in tasks {
+        admitted += usize::from(t.await.unwrap());
+    }
+    assert_eq!(admitted, 20);
+    let l = b.get_quota_ledger(&tid).await.unwrap();
+    assert_eq!(l.ledger.reservations.len(), 20);
+    // a stale version never wins
+    assert!(
+        !a.swap_quota_ledger(&tid, &l.ledger, l.version - 1)
+            .await
+            .unwrap()
+    );
+    a.delete_quota_ledger(&tid).await.unwrap();
+    assert_eq!(b.get_quota_ledger(&tid).await.unwrap().version, 0);
+    // the cache ignores ledger keys: no tenant appeared
+    assert!(a.cache().tenants().is_empty());
+}

@@ -66,14 +66,44 @@ impl AdminClient {
         labels: &serde_json::Map<String, Value>,
         limits: &serde_json::Map<String, Value>,
         billing: &Value,
+        quota: &std::collections::BTreeMap<String, String>,
     ) -> Result<Value> {
-        let body = json!({"apiVersion": "paddock.io/v1alpha1", "kind": "Tenant",
+        let mut body = json!({"apiVersion": "paddock.io/v1alpha1", "kind": "Tenant",
             "metadata": {"name": id, "labels": labels},
             "spec": {"displayName": display.unwrap_or(id), "limits": limits, "billing": billing}});
+        if !quota.is_empty() {
+            body["spec"]["quota"] = json!({"hard": quota});
+        }
         check(
             self.call(Method::POST, &format!("{BASE}/tenants"), Some(&body))
                 .await?,
             &format!("creating tenant {id}"),
+        )
+    }
+
+    /// A tenant's quota with its usage (a `TenantQuota`).
+    pub async fn get_quota(&self, id: &str) -> Result<Value> {
+        check(
+            self.call(Method::GET, &format!("{BASE}/tenants/{id}/quota"), None)
+                .await?,
+            &format!("getting the quota of tenant {id}"),
+        )
+    }
+
+    /// Changes a tenant's quota (a JSON merge patch of `hard`: null removes a limit).
+    pub async fn set_quota(
+        &self,
+        id: &str,
+        hard: &serde_json::Map<String, Value>,
+    ) -> Result<Value> {
+        check(
+            self.call(
+                Method::PATCH,
+                &format!("{BASE}/tenants/{id}/quota"),
+                Some(&json!({"hard": hard})),
+            )
+            .await?,
+            &format!("setting the quota of tenant {id}"),
         )
     }
 

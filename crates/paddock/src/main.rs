@@ -132,6 +132,11 @@ enum TenantCommand {
         /// Billing annotation stamped on every upstream namespace of the tenant, k=v.
         #[arg(long = "billing-annotation")]
         billing_annotations: Vec<String>,
+        /// Tenant-wide quota, resource=quantity, comma-separated or repeated (namespaces,
+        /// pods, requests.cpu, limits.memory, requests.storage, services.loadbalancers,
+        /// count/configmaps, ...; docs/quota.md). Default: the server's tenant_default_quota.
+        #[arg(long = "quota")]
+        quota: Vec<String>,
     },
     /// Change a tenant's billing key: --label k=v sets one, --label k- removes it (same for
     /// --annotation); every upstream namespace is restamped before this returns.
@@ -149,6 +154,11 @@ enum TenantCommand {
         id: String,
         #[arg(short = 'o', long, value_enum, default_value_t)]
         output: Output,
+    },
+    /// A tenant's quota over all its namespaces (docs/quota.md).
+    Quota {
+        #[command(subcommand)]
+        command: QuotaCommand,
     },
     /// Change a tenant's fair-share overrides: name=value sets one, name- returns it to the
     /// server's default (docs/fairshare.md).
@@ -220,6 +230,25 @@ pub struct IssueArgs {
 enum UserCommand {
     /// Issue a certificate for a tenant user and print a kubeconfig.
     Issue(IssueArgs),
+}
+
+#[derive(Subcommand)]
+enum QuotaCommand {
+    /// Show a tenant's quota: hard limits and what is used.
+    Get {
+        id: String,
+        #[arg(short = 'o', long, value_enum, default_value_t)]
+        output: Output,
+    },
+    /// Change a tenant's quota: resource=quantity sets a limit, resource- removes it.
+    Set {
+        id: String,
+        /// pods=10 requests.cpu=2 count/configmaps=20 services.loadbalancers- ...
+        #[arg(required = true)]
+        hard: Vec<String>,
+        #[arg(short = 'o', long, value_enum, default_value_t)]
+        output: Output,
+    },
 }
 
 #[derive(Subcommand)]
@@ -301,13 +330,22 @@ async fn run(cli: Cli) -> Result<()> {
                     limits,
                     billing_labels,
                     billing_annotations,
+                    quota,
                 } => {
                     let labels = output::parse_labels(&labels)?;
                     let limits = output::parse_limits(&limits)?;
                     let billing =
                         metering_cli::billing_spec(&billing_labels, &billing_annotations)?;
+                    let quota = output::parse_quota_pairs(&quota.join(","))?;
                     client
-                        .create_tenant(&id, display_name.as_deref(), &labels, &limits, &billing)
+                        .create_tenant(
+                            &id,
+                            display_name.as_deref(),
+                            &labels,
+                            &limits,
+                            &billing,
+                            &quota,
+                        )
                         .await?;
                     let issue = IssueArgs {
                         tenant: id.clone(),
@@ -337,6 +375,15 @@ async fn run(cli: Cli) -> Result<()> {
                 }
                 TenantCommand::Usage { id, output } => {
                     metering_cli::print_usage(&client.usage(&id).await?, output)
+                }
+                TenantCommand::Quota {
+                    command: QuotaCommand::Get { id, output },
+                } => output::print_quota(&client.get_quota(&id).await?, output),
+                TenantCommand::Quota {
+                    command: QuotaCommand::Set { id, hard, output },
+                } => {
+                    let patch = output::parse_quota_patch(&hard)?;
+                    output::print_quota(&client.set_quota(&id, &patch).await?, output)
                 }
                 TenantCommand::Policy { id, patch, reset } => {
                     let patch = patch

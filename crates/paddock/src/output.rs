@@ -37,6 +37,57 @@ pub fn parse_limits(limits: &[String]) -> Result<serde_json::Map<String, Value>>
     Ok(m)
 }
 
+/// Quota pairs `pods=10,requests.cpu=2` (comma-separated or repeated) into a map; with
+/// `removals`, `name-` is a removal (JSON null in a merge patch).
+pub fn parse_quota_pairs(s: &str) -> Result<std::collections::BTreeMap<String, String>> {
+    let mut m = std::collections::BTreeMap::new();
+    for p in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let Some((k, v)) = p.split_once('=') else {
+            bail!("quota {p:?} is not resource=quantity")
+        };
+        m.insert(k.trim().to_string(), v.trim().to_string());
+    }
+    Ok(m)
+}
+
+/// `paddock tenant quota set` arguments: `pods=10` sets, `pods-` removes a limit.
+pub fn parse_quota_patch(args: &[String]) -> Result<serde_json::Map<String, Value>> {
+    let mut m = serde_json::Map::new();
+    for a in args
+        .iter()
+        .flat_map(|a| a.split(','))
+        .map(str::trim)
+        .filter(|a| !a.is_empty())
+    {
+        if let Some(k) = a.strip_suffix('-').filter(|k| !k.contains('=')) {
+            m.insert(k.to_string(), Value::Null);
+            continue;
+        }
+        let Some((k, v)) = a.split_once('=') else {
+            bail!("quota {a:?} is not resource=quantity or resource-")
+        };
+        m.insert(k.to_string(), Value::String(v.to_string()));
+    }
+    Ok(m)
+}
+
+/// A TenantQuota as `RESOURCE USED HARD` rows.
+pub fn print_quota(q: &Value, output: Output) -> Result<()> {
+    if structured(std::slice::from_ref(q), output)? {
+        return Ok(());
+    }
+    let rows = q["status"]["hard"]
+        .as_object()
+        .map(|hard| {
+            hard.iter()
+                .map(|(k, h)| vec![k.clone(), s(&q["status"]["used"][k]), s(h)])
+                .collect()
+        })
+        .unwrap_or_default();
+    print!("{}", table(&["RESOURCE", "USED", "HARD"], rows));
+    Ok(())
+}
+
 fn table(headers: &[&str], rows: Vec<Vec<String>>) -> String {
     let mut widths: Vec<usize> = headers.iter().map(|h| h.len()).collect();
     for r in &rows {

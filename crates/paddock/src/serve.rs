@@ -177,6 +177,13 @@ pub struct ServeArgs {
     /// How old usage figures may get before they are read upstream again, e.g. 30s.
     #[arg(long, env = "PADDOCK_USAGE_REFRESH")]
     pub usage_refresh: Option<String>,
+    // ---- Tenant quota (docs/quota.md) ----
+    /// Quota given to tenants created without one, e.g. `namespaces=10,pods=100,requests.cpu=20`.
+    #[arg(long, env = "PADDOCK_TENANT_DEFAULT_QUOTA")]
+    pub tenant_default_quota: Option<String>,
+    /// How often each replica recounts tenants' usage upstream, e.g. 2s.
+    #[arg(long, env = "PADDOCK_QUOTA_RECOUNT_INTERVAL")]
+    pub quota_recount_interval: Option<String>,
 }
 
 /// Shares of the tenants' APF priority level: as many as `workload-low` (service accounts).
@@ -230,6 +237,8 @@ struct FileConfig {
     audit_log_max_backups: Option<u32>,
     audit_webhook_url: Option<String>,
     audit_webhook_ca: Option<PathBuf>,
+    tenant_default_quota: Option<std::collections::BTreeMap<String, String>>,
+    quota_recount_interval: Option<String>,
     admission_listen: Option<SocketAddr>,
     admission_url: Option<String>,
     admission_client_ca: Option<PathBuf>,
@@ -275,6 +284,7 @@ pub fn resolve(args: &ServeArgs) -> Result<(ServerConfig, LogFormat)> {
     let rel = |p: PathBuf| if p.is_absolute() { p } else { base.join(p) };
     let connections = connections(args, &file)?;
     let limits = limits(args, &file);
+    let quota = quota_config(args, &file)?;
     let audit = AuditConfig {
         policy_file: args
             .audit_policy_file
@@ -386,6 +396,7 @@ pub fn resolve(args: &ServeArgs) -> Result<(ServerConfig, LogFormat)> {
             args.usage_refresh.clone().or(file.usage_refresh),
             "30s",
         )?,
+        quota,
         admission: paddock_server::config::AdmissionConfig {
             listen: args.admission_listen.or(file.admission_listen),
             url: args.admission_url.clone().or(file.admission_url),
@@ -403,6 +414,32 @@ pub fn resolve(args: &ServeArgs) -> Result<(ServerConfig, LogFormat)> {
     };
     config.validate().map_err(anyhow::Error::msg)?;
     Ok((config, log_format))
+}
+
+/// `[quota]` settings: the default tenant quota (flag `k=v,...` or a TOML table), checked
+/// here so that a bad default stops the start rather than every tenant creation.
+fn quota_config(args: &ServeArgs, file: &FileConfig) -> Result<paddock_server::quota::QuotaConfig> {
+    let d = paddock_server::quota::QuotaConfig::default();
+    let default_hard = match &args.tenant_default_quota {
+        Some(s) => crate::output::parse_quota_pairs(s).context("tenant_default_quota")?,
+        None => file.tenant_default_quota.clone().unwrap_or_default(),
+    };
+    paddock_server::quota::validate_hard(&default_hard)
+        .map_err(|e| anyhow::anyhow!("tenant_default_quota: {e}"))?;
+    let recount_interval = match args
+        .quota_recount_interval
+        .clone()
+        .or(file.quota_recount_interval.clone())
+    {
+        Some(s) => {
+            parse_duration(&s).map_err(|e| anyhow::anyhow!("quota_recount_interval: {e}"))?
+        }
+        None => d.recount_interval,
+    };
+    Ok(paddock_server::quota::QuotaConfig {
+        default_hard,
+        recount_interval,
+    })
 }
 
 /// The etcd password: a file named by flag, variable or config file beats

@@ -11,6 +11,7 @@
 
 pub mod podsecurity;
 pub mod policy;
+pub mod quota;
 pub mod scheduling;
 pub mod traffic;
 
@@ -265,6 +266,7 @@ pub fn registry() -> Vec<Box<dyn Handler>> {
         Box::new(traffic::IngressHosts),
         Box::new(podsecurity::NamespacePodSecurity),
         Box::new(podsecurity::NamespacePodSecurityCheck),
+        Box::new(quota::TenantQuotaCreates),
     ]
 }
 

@@ -38,6 +38,29 @@ pub fn protobuf_label(body: &[u8], key: &str) -> Result<Option<String>, Translat
     Ok(None)
 }
 
+/// `metadata.name` of a protobuf object body (ObjectMeta field 1), `None` when unset (the
+/// tenant quota charges a namespace create by its name).
+pub fn protobuf_name(body: &[u8]) -> Result<Option<String>, TranslateError> {
+    let rest = body
+        .strip_prefix(MAGIC)
+        .ok_or_else(|| malformed("missing k8s\\0 prefix"))?;
+    let unknown = decode(rest)?;
+    let Some(raw) = unknown.iter().rev().find(|x| x.num == 2) else {
+        return Ok(None);
+    };
+    let obj = decode(as_bytes(raw)?)?;
+    let Some(meta) = obj.iter().rev().find(|x| x.num == 1) else {
+        return Ok(None);
+    };
+    let name = decode(as_bytes(meta)?)?
+        .iter()
+        .rev()
+        .find(|x| x.num == 1)
+        .map(as_str)
+        .transpose()?;
+    Ok(name.filter(|n| !n.is_empty()))
+}
+
 /// Sets one label of a protobuf object body, replacing an existing value; every other byte of
 /// the object is kept. Used by the server to hold policy labels (pod security) at the
 /// platform's level on bodies it cannot turn into JSON.
@@ -122,6 +145,7 @@ mod label_tests {
             Some("baseline")
         );
         assert_eq!(protobuf_label(&out, "a").unwrap().as_deref(), Some("1"));
+        assert_eq!(protobuf_name(&out).unwrap().as_deref(), Some("ns1"));
         assert_eq!(
             envelope_type(&out).unwrap(),
             ("v1".to_string(), "Namespace".to_string())

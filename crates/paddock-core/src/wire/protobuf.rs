@@ -14,7 +14,7 @@ use serde_json::{Map, Value};
 
 pub use super::pb::MAGIC;
 use super::pb::{Field, Wire, as_bytes, as_str, decode, encode, len_field, malformed};
-pub use super::pb_label::{protobuf_label, set_protobuf_label};
+pub use super::pb_label::{protobuf_label, protobuf_name, set_protobuf_label};
 use crate::catalog::{ResourceInfo, split_api_version};
 use crate::context::TenantContext;
 use crate::error::TranslateError;

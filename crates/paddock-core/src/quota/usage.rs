@@ -1,0 +1,315 @@
+//! What one object charges against a quota, as the apiserver's quota evaluators compute it
+//! (k8s.io/kubernetes pkg/quota/v1/evaluator/core): pods (requests and limits of all
+//! containers, init containers by their maximum, plus overhead; terminal pods charge
+//! nothing), persistent volume claims (count and storage, in total and per storage class),
+//! services (count, node ports, load balancers) and `count/<resource>[.<group>]` of every
+//! kind. Names are the tenant's: a tenant CRD group is charged without its prefix.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+use super::quantity::Milli;
+
+/// Resource name -> amount charged.
+pub type Usage = BTreeMap<String, Milli>;
+
+/// The kind of object being charged, in the tenant's view.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChargedKind<'a> {
+    /// API group (`""` for the core group), tenant view.
+    pub group: &'a str,
+    /// Plural resource name.
+    pub resource: &'a str,
+}
+
+/// The object-count resource name of a kind: `count/configmaps`, `count/widgets.example.com`.
+pub fn count_resource(kind: &ChargedKind<'_>) -> String {
+    if kind.group.is_empty() {
+        format!("count/{}", kind.resource)
+    } else {
+        format!("count/{}.{}", kind.resource, kind.group)
+    }
+}
+
+/// Core kinds that also have a legacy object-count name (`configmaps` as well as
+/// `count/configmaps`).
+const LEGACY_COUNTED: &[&str] = &[
+    "configmaps",
+    "secrets",
+    "replicationcontrollers",
+    "resourcequotas",
+];
+
+/// Storage-class scoped quota names (`<class>.storageclass.storage.k8s.io/requests.storage`).
+pub fn storage_class_resource(class: &str, what: &str) -> String {
+    format!("{class}.storageclass.storage.k8s.io/{what}")
+}
+
+/// Why an object could not be charged.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct UsageError(pub String);
+
+/// What `obj` (a `kind` object) charges.
+pub fn usage_of(kind: &ChargedKind<'_>, obj: &Value) -> Result<Usage, UsageError> {
+    let mut u = Usage::new();
+    if kind.group.is_empty() {
+        match kind.resource {
+            "pods" => {
+                if is_terminal_pod(obj) {
+                    return Ok(Usage::new());
+                }
+                add(&mut u, "pods", Milli::units(1));
+                pod_resources(obj, &mut u)?;
+            }
+            "persistentvolumeclaims" => {
+                add(&mut u, "persistentvolumeclaims", Milli::units(1));
+                let storage = quantity_at(&obj["spec"]["resources"]["requests"]["storage"])?;
+                add(&mut u, "requests.storage", storage);
+                if let Some(class) = obj["spec"]["storageClassName"].as_str() {
+                    add(
+                        &mut u,
+                        &storage_class_resource(class, "persistentvolumeclaims"),
+                        Milli::units(1),
+                    );
+                    add(
+                        &mut u,
+                        &storage_class_resource(class, "requests.storage"),
+                        storage,
+                    );
+                }
+            }
+            "services" => {
+                add(&mut u, "services", Milli::units(1));
+                let ty = obj["spec"]["type"].as_str().unwrap_or("ClusterIP");
+                let ports = obj["spec"]["ports"].as_array().map_or(0, Vec::len) as i64;
+                if ty == "LoadBalancer" {
+                    add(&mut u, "services.loadbalancers", Milli::units(1));
+                }
+                let node_ports = match ty {
+                    "NodePort" => ports,
+                    "LoadBalancer"
+                        if obj["spec"]["allocateLoadBalancerNodePorts"] != Value::Bool(false) =>
+                    {
+                        ports
+                    }
+                    _ => 0,
+                };
+                if node_ports > 0 {
+                    add(&mut u, "services.nodeports", Milli::units(node_ports));
+                }
+            }
+            "namespaces" => add(&mut u, "namespaces", Milli::units(1)),
+            r if LEGACY_COUNTED.contains(&r) => add(&mut u, r, Milli::units(1)),
+            _ => {}
+        }
+    }
+    add(&mut u, &count_resource(kind), Milli::units(1));
+    Ok(u)
+}
+
+fn add(u: &mut Usage, name: &str, amount: Milli) {
+    let slot = u.entry(name.to_string()).or_default();
+    *slot = slot.plus(amount);
+}
+
+fn quantity_at(v: &Value) -> Result<Milli, UsageError> {
+    match v {
+        Value::Null => Ok(Milli(0)),
+        Value::String(s) => Milli::parse(s).map_err(|e| UsageError(e.to_string())),
+        Value::Number(n) => Milli::parse(&n.to_string()).map_err(|e| UsageError(e.to_string())),
+        other => Err(UsageError(format!("a quantity must be a string: {other}"))),
+    }
+}
+
+/// Pods in phase Succeeded or Failed no longer hold resources (the apiserver's
+/// `QuotaV1Pod`).
+fn is_terminal_pod(pod: &Value) -> bool {
+    matches!(
+        pod["status"]["phase"].as_str(),
+        Some("Succeeded" | "Failed")
+    )
+}
+
+/// Sums of `requests`/`limits` (by resource) over a list of containers, and their maximum.
+fn container_totals(containers: &Value, field: &str) -> Result<(Usage, Usage), UsageError> {
+    let (mut sum, mut max) = (Usage::new(), Usage::new());
+    for c in containers.as_array().into_iter().flatten() {
+        if let Some(m) = c["resources"][field].as_object() {
+            for (res, q) in m {
+                let q = quantity_at(q)?;
+                add(&mut sum, res, q);
+                let slot = max.entry(res.clone()).or_default();
+                if q > *slot {
+                    *slot = q;
+                }
+            }
+        }
+    }
+    Ok((sum, max))
+}
+
+/// `requests.<r>` and `limits.<r>` of a pod: per resource, the larger of the containers'
+/// sum and the largest init container, plus the pod overhead; `cpu`/`memory` (and
+/// `ephemeral-storage`) also under their bare names, as requests.
+fn pod_resources(pod: &Value, u: &mut Usage) -> Result<(), UsageError> {
+    let overhead: Usage = match pod["spec"]["overhead"].as_object() {
+        Some(m) => m
+            .iter()
+            .map(|(k, v)| Ok((k.clone(), quantity_at(v)?)))
+            .collect::<Result<_, UsageError>>()?,
+        None => Usage::new(),
+    };
+    for field in ["requests", "limits"] {
+        let (sum, _) = container_totals(&pod["spec"]["containers"], field)?;
+        let (_, init_max) = container_totals(&pod["spec"]["initContainers"], field)?;
+        let mut total = sum.clone();
+        for (res, q) in init_max {
+            let slot = total.entry(res).or_default();
+            if q > *slot {
+                *slot = q;
+            }
+        }
+        for (res, q) in &overhead {
+            add(&mut total, res, *q);
+        }
+        for (res, q) in total {
+            add(u, &format!("{field}.{res}"), q);
+            if field == "requests" && matches!(res.as_str(), "cpu" | "memory" | "ephemeral-storage")
+            {
+                add(u, &res, q);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Compute resources a pod must state in every container when a quota limits them (the
+/// apiserver refuses such a pod with "must specify ..."): the tracked names among
+/// `requests.cpu`, `requests.memory`, `limits.cpu`, `limits.memory` (and `cpu`, `memory`).
+pub fn missing_pod_resources(pod: &Value, tracked: &[&str]) -> Vec<String> {
+    let mut missing = Vec::new();
+    for name in tracked {
+        let (field, res) = match *name {
+            "cpu" | "requests.cpu" => ("requests", "cpu"),
+            "memory" | "requests.memory" => ("requests", "memory"),
+            "limits.cpu" => ("limits", "cpu"),
+            "limits.memory" => ("limits", "memory"),
+            _ => continue,
+        };
+        let all = ["containers", "initContainers"].iter().all(|list| {
+            pod["spec"][*list]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .all(|c| !c["resources"][field][res].is_null())
+        });
+        if !all && !missing.iter().any(|m| m == name) {
+            missing.push((*name).to_string());
+        }
+    }
+    missing
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn k<'a>(group: &'a str, resource: &'a str) -> ChargedKind<'a> {
+        ChargedKind { group, resource }
+    }
+
+    #[test]
+    fn a_pod_charges_like_the_quota_evaluator() {
+        let pod = json!({"spec": {
+            "containers": [
+                {"name": "a", "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}, "limits": {"cpu": "200m"}}},
+                {"name": "b", "resources": {"requests": {"cpu": "150m"}}}
+            ],
+            "initContainers": [{"name": "i", "resources": {"requests": {"cpu": "1", "memory": "32Mi"}}}],
+            "overhead": {"cpu": "10m"}
+        }});
+        let u = usage_of(&k("", "pods"), &pod).unwrap();
+        assert_eq!(u["pods"], Milli::units(1));
+        assert_eq!(u["count/pods"], Milli::units(1));
+        // max(100m+150m, 1) + 10m overhead
+        assert_eq!(u["requests.cpu"], Milli(1010));
+        assert_eq!(u["cpu"], Milli(1010));
+        // max(64Mi, 32Mi)
+        assert_eq!(u["requests.memory"], Milli::parse("64Mi").unwrap());
+        assert_eq!(u["limits.cpu"], Milli(210));
+        assert!(!u.contains_key("limits.memory"));
+    }
+
+    #[test]
+    fn terminal_pods_charge_nothing() {
+        let pod = json!({"spec": {"containers": []}, "status": {"phase": "Succeeded"}});
+        assert!(usage_of(&k("", "pods"), &pod).unwrap().is_empty());
+    }
+
+    #[test]
+    fn pvcs_charge_storage_per_class() {
+        let pvc = json!({"spec": {"storageClassName": "fast", "resources": {"requests": {"storage": "5Gi"}}}});
+        let u = usage_of(&k("", "persistentvolumeclaims"), &pvc).unwrap();
+        assert_eq!(u["persistentvolumeclaims"], Milli::units(1));
+        assert_eq!(u["requests.storage"], Milli::parse("5Gi").unwrap());
+        assert_eq!(
+            u["fast.storageclass.storage.k8s.io/requests.storage"],
+            Milli::parse("5Gi").unwrap()
+        );
+        assert_eq!(
+            u["fast.storageclass.storage.k8s.io/persistentvolumeclaims"],
+            Milli::units(1)
+        );
+    }
+
+    #[test]
+    fn services_charge_by_type() {
+        let lb = json!({"spec": {"type": "LoadBalancer", "ports": [{"port": 80}, {"port": 443}]}});
+        let u = usage_of(&k("", "services"), &lb).unwrap();
+        assert_eq!(u["services"], Milli::units(1));
+        assert_eq!(u["services.loadbalancers"], Milli::units(1));
+        assert_eq!(u["services.nodeports"], Milli::units(2));
+        let cip = json!({"spec": {"ports": [{"port": 80}]}});
+        let u = usage_of(&k("", "services"), &cip).unwrap();
+        assert!(!u.contains_key("services.nodeports"));
+        let np = json!({"spec": {"type": "NodePort", "ports": [{"port": 80}]}});
+        assert_eq!(
+            usage_of(&k("", "services"), &np).unwrap()["services.nodeports"],
+            Milli::units(1)
+        );
+    }
+
+    #[test]
+    fn every_kind_is_counted() {
+        let u = usage_of(&k("", "configmaps"), &json!({})).unwrap();
+        assert_eq!(u["configmaps"], Milli::units(1));
+        assert_eq!(u["count/configmaps"], Milli::units(1));
+        let u = usage_of(&k("example.com", "widgets"), &json!({})).unwrap();
+        assert_eq!(u.len(), 1);
+        assert_eq!(u["count/widgets.example.com"], Milli::units(1));
+        assert_eq!(
+            usage_of(&k("apps", "deployments"), &json!({})).unwrap()["count/deployments.apps"],
+            Milli::units(1)
+        );
+    }
+
+    #[test]
+    fn bad_quantities_are_errors() {
+        let pod = json!({"spec": {"containers": [{"resources": {"requests": {"cpu": "lots"}}}]}});
+        assert!(usage_of(&k("", "pods"), &pod).is_err());
+    }
+
+    #[test]
+    fn pods_must_state_tracked_resources() {
+        let pod = json!({"spec": {"containers": [{"resources": {"requests": {"cpu": "1"}}}, {"resources": {}}]}});
+        assert_eq!(
+            missing_pod_resources(&pod, &["requests.cpu", "pods"]),
+            vec!["requests.cpu"]
+        );
+        let ok = json!({"spec": {"containers": [{"resources": {"requests": {"cpu": "1"}}}]}});
+        assert!(missing_pod_resources(&ok, &["requests.cpu"]).is_empty());
+    }
+}
