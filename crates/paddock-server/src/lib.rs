@@ -18,6 +18,7 @@ pub mod health;
 pub mod impersonate;
 pub mod limits;
 pub mod metrics;
+pub mod policy_guard;
 pub mod provision;
 pub mod proxy;
 pub mod prune;

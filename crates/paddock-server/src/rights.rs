@@ -135,14 +135,14 @@ pub const REQUIRED_RIGHTS: &[Right] = &[
     Right {
         group: "admissionregistration.k8s.io",
         resource: "validatingadmissionpolicies",
-        verbs: APPLY,
-        why: "the tenant guard policies",
+        verbs: &["list", "create", "patch", "delete"],
+        why: "the tenant guard policies; tenants' own policies are deleted with the tenant",
     },
     Right {
         group: "admissionregistration.k8s.io",
         resource: "validatingadmissionpolicybindings",
-        verbs: APPLY,
-        why: "the tenant guard policies' bindings",
+        verbs: &["list", "create", "patch", "delete"],
+        why: "the tenant guard policies' bindings; tenants' own bindings are deleted with the tenant",
     },
     Right {
         group: "flowcontrol.apiserver.k8s.io",

@@ -9,6 +9,7 @@ pub mod table;
 pub mod text;
 
 mod meta;
+mod policy;
 mod rbac;
 mod refs;
 mod reviews;
@@ -16,6 +17,7 @@ mod selectors;
 pub(crate) mod walk;
 
 pub use object::{Disposition, UpMode, object_down, object_down_as, object_up, object_up_with};
+pub use policy::BUILTIN_PARAM_KINDS;
 pub use rbac::SHARED_BINDABLE_CLUSTER_ROLES;
 pub use refs::api_version_down;
 pub use table::AGGREGATE_LABEL_PREFIX;
