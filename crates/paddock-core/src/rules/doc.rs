@@ -87,6 +87,11 @@ pub fn describe(h: Holds) -> (&'static str, &'static str, &'static str) {
             "prefixed (a binding names only the tenant's policies)",
             "stripped",
         ),
+        Holds::CelExpression => (
+            "admission policy CEL expression",
+            "reads of the request's namespace (`namespaceObject.metadata.name`, `object.metadata.namespace`, `oldObject.metadata.namespace`, `request.namespace`) mapped to the tenant's names",
+            "the exact rewritten form back",
+        ),
         Holds::ClientConfig => (
             "webhook client config",
             "`service.namespace` prefixed; `url` 403",

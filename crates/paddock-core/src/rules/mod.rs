@@ -8,6 +8,7 @@ pub mod object;
 pub mod table;
 pub mod text;
 
+mod cel;
 mod meta;
 mod policy;
 mod rbac;

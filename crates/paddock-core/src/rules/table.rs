@@ -69,6 +69,9 @@ pub enum Holds {
     ParamKind,
     /// A binding's `policyName`: the tenant's cluster-scoped policy name, prefixed.
     PolicyName,
+    /// A CEL expression of an admission policy: its reads of the request's namespace mapped
+    /// into the tenant's names (rules/cel.rs).
+    CelExpression,
     /// A webhook clientConfig: service namespace prefixed, url refused.
     ClientConfig,
     /// The API group of a tenant CRD.
@@ -597,6 +600,32 @@ pub const KINDS: &[KindRules] = &[
             POLICY_MATCH[1],
             POLICY_MATCH[2],
             f(&[SPEC, one("paramKind", &[1])], Holds::ParamKind),
+            // Validation{expression=1, messageExpression=4}, AuditAnnotation{valueExpression=2},
+            // MatchCondition{expression=2}, Variable{expression=2}
+            f(
+                &[SPEC, many("validations", &[3]), one("expression", &[1])],
+                Holds::CelExpression,
+            ),
+            f(
+                &[SPEC, many("validations", &[3]), one("messageExpression", &[4])],
+                Holds::CelExpression,
+            ),
+            f(
+                &[
+                    SPEC,
+                    many("auditAnnotations", &[5]),
+                    one("valueExpression", &[2]),
+                ],
+                Holds::CelExpression,
+            ),
+            f(
+                &[SPEC, many("matchConditions", &[6]), one("expression", &[2])],
+                Holds::CelExpression,
+            ),
+            f(
+                &[SPEC, many("variables", &[7]), one("expression", &[2])],
+                Holds::CelExpression,
+            ),
         ],
     ),
     kind(

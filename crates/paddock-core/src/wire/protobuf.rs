@@ -181,7 +181,8 @@ fn leaf(h: Holds) -> Shape {
         | Holds::VolumeName
         | Holds::CrdGroup
         | Holds::FreeText
-        | Holds::PolicyName => Shape::Str,
+        | Holds::PolicyName
+        | Holds::CelExpression => Shape::Str,
         Holds::ObjectRef => msg(OBJECT_REF),
         Holds::NamespaceSelector { .. } | Holds::RoleSelector => msg(LABEL_SELECTOR),
         Holds::Subjects { .. } => msg(SUBJECT),
