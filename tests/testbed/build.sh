@@ -157,8 +157,13 @@ build_e2e() {
 
 # The wide binary (make conformance-full): the same entry point plus every test package that holds
 # [Conformance] tests (e2e_full_imports.go); a package of its own in the same wrapper module.
+# The wide binary is rebuilt when its sources here change (a checksum beside it).
+e2e_full_sum() { cat "$HERE/e2e_main_test.go" "$HERE/e2e_full_imports.go" | sha256sum | cut -d' ' -f1; }
+e2e_full_current() {
+  [ -x "$E2E_DIR/bin/e2e-conformance.test" ] && [ "$(cat "$E2E_DIR/bin/e2e-conformance.sum" 2>/dev/null)" = "$(e2e_full_sum)" ]
+}
 build_e2e_full() {
-  [ -x "$E2E_DIR/bin/e2e-conformance.test" ] && return 0
+  e2e_full_current && return 0
   build_e2e
   log "building the wide conformance binary $K8S_VERSION into $E2E_DIR (cold: ~20-40 min on 2 cores)"
   cd "$E2E_DIR/src"; mkdir -p e2efull
@@ -173,6 +178,7 @@ build_e2e_full() {
   go build -o "$E2E_DIR/bin/ginkgo.tmp" github.com/onsi/ginkgo/v2/ginkgo
   mv -f "$E2E_DIR/bin/ginkgo.tmp" "$E2E_DIR/bin/ginkgo"
   mv -f "$E2E_DIR/bin/e2e-conformance.test.tmp" "$E2E_DIR/bin/e2e-conformance.test"
+  e2e_full_sum > "$E2E_DIR/bin/e2e-conformance.sum"
 }
 
 print_env() {
@@ -185,7 +191,7 @@ all_present() {
   [ -x "$K8S_DIR/bin/kube-apiserver" ] && [ -x "$K8S_DIR/bin/kube-controller-manager" ] \
     && [ -x "$K8S_DIR/bin/kube-scheduler" ] && [ -x "$ETCD_DIR/bin/etcd" ] && [ -x "$KWOK_DIR/bin/kwok" ] \
     && { [ "$WANT_E2E" = 0 ] || [ -x "$E2E_DIR/bin/e2e-apimachinery.test" ]; } \
-    && { [ "$WANT_E2E_FULL" = 0 ] || [ -x "$E2E_DIR/bin/e2e-conformance.test" ]; }
+    && { [ "$WANT_E2E_FULL" = 0 ] || e2e_full_current; }
 }
 # Fast path: everything asked for is cached (binaries are moved into place only when complete),
 # so there is no need to wait for the lock of a build of something else.
@@ -198,7 +204,7 @@ fi
 mkdir -p "$CACHE"
 if [ ! -x "$K8S_DIR/bin/kube-apiserver" ] || [ ! -x "$ETCD_DIR/bin/etcd" ] || [ ! -x "$KWOK_DIR/bin/kwok" ] \
    || { [ "$WANT_E2E" = 1 ] && [ ! -x "$E2E_DIR/bin/e2e-apimachinery.test" ]; } \
-   || { [ "$WANT_E2E_FULL" = 1 ] && [ ! -x "$E2E_DIR/bin/e2e-conformance.test" ]; }; then
+   || { [ "$WANT_E2E_FULL" = 1 ] && ! e2e_full_current; }; then
   need_go
 fi
 # Serialise concurrent builders (two test runs on one machine) on one lock.

@@ -121,8 +121,8 @@ run_suite_parallel() { # run_suite_parallel NAME KUBECONFIG FOCUS
   local name=$1 kc=$2 focus=$3 t0=$SECONDS rc=0
   log "running the conformance tests ($name, $PROCS processes) — log: $TB/logs/e2e-$name.log"
   mkdir -p "$TB/reports/$name"
-  HOME="$TB/home" timeout 10800 nice -n 5 "$GINKGO" --procs="$PROCS" --timeout=3h --no-color -v \
-    --focus="$focus" --skip="$SKIP" --output-dir="$TB/reports" --json-report="$name.json" \
+  HOME="$TB/home" PADDOCK_E2E_POD_START="${PADDOCK_E2E_POD_START:-90s}" timeout 10800 nice -n 5 "$GINKGO" --procs="$PROCS" --timeout=3h --no-color -v \
+    --focus="$focus" --skip="$SKIP" --json-report="$TB/reports/$name.json" \
     "$E2E" -- --kubeconfig="$kc" --provider=skeleton --kubectl-path="$KUBECTL" \
     --report-dir="$TB/reports/$name" >"$TB/logs/e2e-$name.log" 2>&1 || rc=$?
   log "$name: ginkgo exited $rc after $((SECONDS - t0)) s; $(grep -E '^(Ran|FAIL!|SUCCESS!)' "$TB/logs/e2e-$name.log" | tr '\n' ' ')"

@@ -166,6 +166,10 @@ P="$DIR/pki"
   # kwok's kubelet endpoint; the apiserver checks it against ca.crt (--kubelet-certificate-authority)
   leaf kwok-kubelet ca kwok-kubelet "" serverAuth "DNS:localhost,DNS:kwok-node-0,DNS:kwok-node-1,IP:127.0.0.1"
   openssl genrsa -out sa.key 2048 && openssl rsa -in sa.key -pubout -out sa.pub
+  # The client certificate the apiserver presents to admission webhooks (paddock's only
+  # accepts this one): its own CA, so no other client certificate of the cluster passes.
+  ca admission-client-ca testbed-admission-client-ca
+  leaf admission-client admission-client-ca kube-apiserver-admission "" clientAuth ""
 ) || die "PKI generation failed; see $DIR/logs/pki.log"
 log "PKI generated"
 
@@ -239,6 +243,34 @@ egressSelections:
 - name: etcd
   connection: {proxyProtocol: Direct}
 EOF
+# Admission webhooks: the apiserver authenticates to them with the admission-client
+# certificate (AdmissionConfiguration kubeConfigFile). "*" matches every webhook: the test bed's
+# paddock replicas pick their admission ports at start; a production cluster names the
+# webhook's host:port instead (docs/operations.md "Admission webhook").
+cat > "$DIR/admission-webhook.kubeconfig" <<EOF
+apiVersion: v1
+kind: Config
+users:
+- name: "*"
+  user:
+    client-certificate: $P/admission-client.crt
+    client-key: $P/admission-client.key
+EOF
+cat > "$DIR/admission-config.yaml" <<EOF
+apiVersion: apiserver.config.k8s.io/v1
+kind: AdmissionConfiguration
+plugins:
+- name: ValidatingAdmissionWebhook
+  configuration:
+    apiVersion: apiserver.config.k8s.io/v1
+    kind: WebhookAdmissionConfiguration
+    kubeConfigFile: $DIR/admission-webhook.kubeconfig
+- name: MutatingAdmissionWebhook
+  configuration:
+    apiVersion: apiserver.config.k8s.io/v1
+    kind: WebhookAdmissionConfiguration
+    kubeConfigFile: $DIR/admission-webhook.kubeconfig
+EOF
 start kube-apiserver "$PADDOCK_K8S_BIN/kube-apiserver" \
   --etcd-servers="http://127.0.0.1:$P_ETCD" \
   --bind-address=127.0.0.1 --secure-port="$P_API" \
@@ -250,6 +282,7 @@ start kube-apiserver "$PADDOCK_K8S_BIN/kube-apiserver" \
   --service-cluster-ip-range=10.96.0.0/16 \
   --authorization-mode=Node,RBAC \
   --enable-admission-plugins=NodeRestriction \
+  --admission-control-config-file="$DIR/admission-config.yaml" \
   --allow-privileged=true \
   --requestheader-client-ca-file="$P/front-proxy-ca.crt" \
   --requestheader-allowed-names=front-proxy-client \
@@ -408,6 +441,10 @@ q() { printf "%s='%s'\n" "$1" "$2"; }
   q KCM_PORT "$P_KCM"
   q SCHEDULER_PORT "$P_SCHED"
   q FRONT_PROXY_CA "$P/front-proxy-ca.crt"
+  q ADMISSION_CLIENT_CA "$P/admission-client-ca.crt"
+  q ADMISSION_CLIENT_CERT "$P/admission-client.crt"
+  q ADMISSION_CLIENT_KEY "$P/admission-client.key"
+  q ADMISSION_CLIENT_NAME "kube-apiserver-admission"
   q FRONT_PROXY_CLIENT_CERT "$P/front-proxy-client.crt"
   q FRONT_PROXY_CLIENT_KEY "$P/front-proxy-client.key"
   q KUBECTL "$KUBECTL"

@@ -29,6 +29,7 @@ pub mod wire;
 
 // Tenant governance: fair-share limits and the audit trail (the decisions; the server
 // holds the counters and writes the log).
+pub mod admission;
 pub mod audit;
 pub mod fairshare;
 

@@ -45,7 +45,7 @@ use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, CertificateSigningRequestDer};
 use x509_parser::prelude::FromDer;
 
-pub use tls::{client_cert_verifier, server_config, upstream_client_config};
+pub use tls::{client_cert_verifier, mtls_server_config, server_config, upstream_client_config};
 
 /// How far issued certificates are back-dated, to tolerate clock skew between machines.
 pub const CLOCK_SKEW: Duration = Duration::from_secs(5 * 60);

@@ -165,6 +165,35 @@ pub fn server_config(
     Ok(config)
 }
 
+/// rustls ServerConfig of a listener only one kind of caller may use (paddock's admission
+/// webhook, called by the apiserver): a client certificate chaining to `client_ca` is
+/// required at the handshake, so a caller without one never gets to send a request.
+pub fn mtls_server_config(
+    serving_cert: &Path,
+    serving_key: &Path,
+    client_ca: &Path,
+) -> Result<rustls::ServerConfig, PkiError> {
+    let certs = read_certs(serving_cert)?;
+    let key = read_key(serving_key)?;
+    let roots = roots_from(read_certs(client_ca)?, &client_ca.display().to_string())?;
+    let verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), crypto_provider())
+        .build()
+        .map_err(|e| PkiError::Config(format!("client certificate verifier: {e}")))?;
+    let mut config = rustls::ServerConfig::builder_with_provider(crypto_provider())
+        .with_safe_default_protocol_versions()?
+        .with_client_cert_verifier(verifier)
+        .with_single_cert(certs, key)
+        .map_err(|e| {
+            PkiError::Config(format!(
+                "{} / {}: {e}",
+                serving_cert.display(),
+                serving_key.display()
+            ))
+        })?;
+    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    Ok(config)
+}
+
 /// rustls ClientConfig for paddock → upstream. `ca_pem` must hold at least one CA
 /// certificate (there is no insecure mode). Client certificate and key come together or not
 /// at all.

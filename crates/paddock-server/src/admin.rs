@@ -27,7 +27,7 @@ const BASE: &str = "/apis/paddock.io/v1alpha1";
 /// How long a tenant deletion waits for upstream namespaces to finish terminating.
 const DELETE_TIMEOUT: Duration = Duration::from_secs(300);
 
-fn json_response(code: StatusCode, v: &Value) -> Result<Response<ResBody>, ServerError> {
+pub(crate) fn json_response(code: StatusCode, v: &Value) -> Result<Response<ResBody>, ServerError> {
     let body = serde_json::to_vec(v).map_err(|e| ServerError::Internal(e.to_string()))?;
     let mut r = Response::new(full(body));
     *r.status_mut() = code;
@@ -50,7 +50,7 @@ pub fn tenant_object(r: &TenantRecord) -> Value {
         "apiVersion": GV,
         "kind": "Tenant",
         "metadata": {"name": r.id.as_str(), "creationTimestamp": r.created, "labels": r.labels, "generation": r.generation},
-        "spec": {"displayName": r.display_name, "limits": r.limits.unwrap_or_default()},
+        "spec": {"displayName": r.display_name, "limits": r.limits.unwrap_or_default(), "policy": r.policy},
         "status": {"phase": phase_str(r.phase), "progress": r.progress}
     })
 }
@@ -251,7 +251,11 @@ pub async fn serve_admin(
             let labels: BTreeMap<String, String> =
                 serde_json::from_value(obj["metadata"]["labels"].clone()).unwrap_or_default();
             let limits = parse_limits(&obj["spec"]["limits"])?;
-            let rec = create_tenant(state, id, display, labels, limits).await?;
+            let policy = crate::policy_admin::parse_policy(&obj["spec"]["policy"])?;
+            let mut rec = create_tenant(state, id, display, labels, limits).await?;
+            if policy.is_some() && rec.policy != policy {
+                rec = crate::policy_admin::set_policy(state, id, policy).await?;
+            }
             json_response(StatusCode::CREATED, &tenant_object(&rec))
         }
         (Method::PATCH, ["tenants", id, "limits"]) => {
@@ -262,6 +266,9 @@ pub async fn serve_admin(
             let rec = patch_limits(state, id, &patch).await?;
             tracing::info!(admin = caller.user(), tenant = id, limits = ?rec.limits, "tenant limits changed");
             json_response(StatusCode::OK, &tenant_object(&rec))
+        }
+        (m, ["tenants", id, "policy"]) => {
+            crate::policy_admin::serve_policy(state, caller, m, id, req.into_body()).await
         }
         (Method::DELETE, ["tenants", id]) => {
             let rec = start_tenant_deletion(state, id).await?;
@@ -417,6 +424,7 @@ pub async fn create_tenant(
         progress: None,
         generation: 1,
         limits,
+        policy: None,
     };
     state.store.create_tenant(&rec).await?;
     let provisioned = match provision::provision_tenant(&state.upstream, &tid).await {
@@ -511,6 +519,10 @@ pub async fn finish_tenant_deletion(state: Arc<AppState>, tid: TenantId) {
                 for c in certs.iter().filter(|c| !c.revoked) {
                     let _ = store.revoke_cert(&c.serial_hex).await;
                 }
+            }
+            // Its Ingress hosts become free for other tenants.
+            if let Err(e) = store.release_claims(tid.as_str()).await {
+                tracing::warn!(tenant = %tid, error = %e, "could not release the tenant's claims");
             }
             match store.delete_tenant(tid.as_str()).await {
                 Ok(()) => tracing::info!(tenant = %tid, "tenant deleted"),

@@ -112,6 +112,38 @@ pub struct ServerConfig {
     pub limits: paddock_core::fairshare::Limits,
     /// The tenant audit trail (docs/audit.md); off without a policy file.
     pub audit: AuditConfig,
+    /// paddock's admission webhook (docs/operations.md "Admission webhook"); off unless
+    /// `admission.listen` is set.
+    pub admission: AdmissionConfig,
+    /// The policy of a tenant that has none of its own (docs/security.md "Tenant policy").
+    pub default_policy: paddock_core::admission::TenantPolicy,
+}
+
+/// The admission webhook the apiserver calls (config).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AdmissionConfig {
+    /// Address of the webhook listener (its own TLS listener: only the apiserver may call it);
+    /// None: no webhook, and no webhook configuration is installed upstream.
+    pub listen: Option<SocketAddr>,
+    /// URL the apiserver calls (a load balancer in front of every replica); default
+    /// `https://<listen address>` (one replica).
+    pub url: Option<String>,
+    /// CA of the client certificate the apiserver presents (its AdmissionConfiguration
+    /// kubeConfigFile); required with `listen`.
+    pub client_ca: Option<PathBuf>,
+    /// Common names accepted among the certificates `client_ca` signed; empty: any.
+    pub client_names: Vec<String>,
+    /// The cluster's DNS domain (ExternalName policy).
+    pub cluster_domain: String,
+}
+
+impl AdmissionConfig {
+    /// The URL the webhook configurations name, once the listener is bound at `bound`.
+    pub fn url_for(&self, bound: SocketAddr) -> String {
+        self.url
+            .clone()
+            .unwrap_or_else(|| format!("https://{bound}"))
+    }
 }
 
 /// Where audit events go (config).
@@ -198,6 +230,7 @@ impl ServerConfig {
         if self.store == StoreKind::Etcd {
             self.validate_etcd()?;
         }
+        self.validate_admission()?;
         if !self.public_url.starts_with("https://") {
             return Err(format!(
                 "public_url: {:?} must start with https://",
@@ -231,6 +264,28 @@ impl ServerConfig {
 }
 
 impl ServerConfig {
+    fn validate_admission(&self) -> Result<(), String> {
+        let a = &self.admission;
+        if a.listen.is_none() {
+            return Ok(());
+        }
+        match &a.client_ca {
+            None => return Err("admission_client_ca: the admission webhook needs the CA of the apiserver's client certificate (only the apiserver may call it)".into()),
+            Some(p) if !p.is_file() => {
+                return Err(format!("admission_client_ca: {} does not exist or is not a file", p.display()));
+            }
+            Some(_) => {}
+        }
+        if let Some(u) = &a.url
+            && !u.starts_with("https://")
+        {
+            return Err(format!("admission_url: {u:?} must start with https://"));
+        }
+        self.default_policy
+            .validate()
+            .map_err(|e| format!("default policy: {e}"))
+    }
+
     fn validate_etcd(&self) -> Result<(), String> {
         if self.etcd_endpoints.is_empty() {
             return Err("etcd_endpoints: store = \"etcd\" needs at least one endpoint".into());
@@ -354,6 +409,8 @@ mod tests {
             connections: ConnectionConfig::default(),
             limits: paddock_core::fairshare::Limits::default(),
             audit: AuditConfig::default(),
+            admission: AdmissionConfig::default(),
+            default_policy: Default::default(),
         }
     }
 

@@ -5,6 +5,7 @@
 pub mod absent;
 pub mod access_log;
 pub mod admin;
+pub mod admission;
 pub mod audit;
 pub mod auth;
 pub mod body;
@@ -18,6 +19,7 @@ pub mod health;
 pub mod impersonate;
 pub mod limits;
 pub mod metrics;
+pub mod policy_admin;
 pub mod policy_guard;
 pub mod provision;
 pub mod proxy;
@@ -82,6 +84,9 @@ pub async fn run(config: ServerConfig, shutdown: CancellationToken) -> Result<()
     )
     .await?;
     record_admin_certificate(&config, &store).await;
+    let admission = admission::AdmissionServer::bind(&config).await?;
+    provision::set_admission_webhook(admission.is_some());
+    let admission_url = admission.as_ref().map(|a| a.url.clone());
     let listener = TcpListener::bind(config.listen)
         .await
         .map_err(|e| ServerError::Config(format!("listen: cannot bind {}: {e}", config.listen)))?;
@@ -109,6 +114,9 @@ pub async fn run(config: ServerConfig, shutdown: CancellationToken) -> Result<()
         config,
     });
     tokio::spawn(drain_on(state.clone(), shutdown));
+    if let Some(a) = admission {
+        tokio::spawn(a.serve(state.clone()));
+    }
     tokio::spawn(health::probe_loop(state.clone()));
     // The access log's batches leave at least this often.
     {
@@ -135,6 +143,10 @@ pub async fn run(config: ServerConfig, shutdown: CancellationToken) -> Result<()
                 let boot =
                     provision::bootstrap(&state.upstream, state.config.tenant_priority_shares)
                         .await;
+                let boot = match (boot, &admission_url) {
+                    (Ok(()), Some(url)) => admission::install(&state, url).await,
+                    (b, _) => b,
+                };
                 let disc = state.catalogs.refresh(&state.upstream).await;
                 match (boot, disc) {
                     (Ok(()), Ok(_)) => {

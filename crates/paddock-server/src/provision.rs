@@ -52,6 +52,25 @@ pub const PSA_ENFORCE_LABEL: &str = "pod-security.kubernetes.io/enforce";
 /// (`paddock:tenant:<tid>` is the tenant marker group).
 pub const RESERVED_TENANT_IDS: &[&str] = &["tenant"];
 
+/// Whether paddock's admission webhook enforces the tenant policy (set once at start-up):
+/// then Service types follow each tenant's policy there, and the guard and the namespace
+/// quota stop refusing NodePort and LoadBalancer Services to everyone.
+static ADMISSION_WEBHOOK: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+
+/// Records whether the admission webhook is served (first call wins).
+pub fn set_admission_webhook(enabled: bool) {
+    let _ = ADMISSION_WEBHOOK.set(enabled);
+}
+
+fn admission_webhook() -> bool {
+    ADMISSION_WEBHOOK.get().copied().unwrap_or(false)
+}
+
+/// Name of the guard policy about Services (replaced by the webhook's tenant policy).
+fn services_guard_name() -> String {
+    format!("{GUARD_NAME}-services")
+}
+
 /// The tenant admins' group upstream (real identity).
 pub fn upstream_admin_group(t: &TenantId) -> String {
     format!("paddock:{}:{}", t.as_str(), TENANT_ADMIN_GROUP)
@@ -251,7 +270,7 @@ pub fn guard_policies() -> Vec<(String, Value)> {
         ]),
     );
     let services = guard_policy(
-        &format!("{GUARD_NAME}-services"),
+        &services_guard_name(),
         json!({"resourceRules": [rule(&[""], &["services"], &writes)]}),
         tid_vars.clone(),
         json!([
@@ -274,14 +293,11 @@ pub fn guard_policies() -> Vec<(String, Value)> {
              "message": "paddock: a tenant webhook must call a service in the tenant's namespaces"}
         ]),
     );
-    vec![
-        generic,
-        namespaces,
-        rbac,
-        services,
-        webhooks,
-        crate::policy_guard::admission_policies_guard(),
-    ]
+    let policies = crate::policy_guard::admission_policies_guard();
+    if admission_webhook() {
+        return vec![generic, namespaces, rbac, webhooks, policies];
+    }
+    vec![generic, namespaces, rbac, services, webhooks, policies]
 }
 
 /// The CEL variables every guard policy starts with: the tenant id of the request's identity.
@@ -458,6 +474,16 @@ pub async fn bootstrap(up: &Upstream, tenant_priority_shares: u32) -> Result<(),
         &cluster_scope_binding(),
     )
     .await?;
+    if admission_webhook() {
+        let name = services_guard_name();
+        let base = "/apis/admissionregistration.k8s.io/v1";
+        upjson::delete(
+            up,
+            &format!("{base}/validatingadmissionpolicybindings/{name}"),
+        )
+        .await?;
+        upjson::delete(up, &format!("{base}/validatingadmissionpolicies/{name}")).await?;
+    }
     for (name, policy) in guard_policies() {
         upjson::apply(
             up,
@@ -526,8 +552,20 @@ pub fn namespace_network_policy(t: &TenantId, upstream_ns: &str) -> Value {
     })
 }
 
-/// Count limits of a tenant namespace (MTB FNS-2); no NodePorts or LoadBalancers (MTB HI).
+/// Count limits of a tenant namespace (MTB FNS-2); no NodePorts or LoadBalancers (MTB HI)
+/// unless the admission webhook decides those per tenant (its policy's services settings).
 pub fn namespace_quota(t: &TenantId, upstream_ns: &str) -> Value {
+    let mut quota = namespace_quota_fixed(t, upstream_ns);
+    if admission_webhook()
+        && let Some(hard) = quota["spec"]["hard"].as_object_mut()
+    {
+        hard.remove("services.nodeports");
+        hard.remove("services.loadbalancers");
+    }
+    quota
+}
+
+fn namespace_quota_fixed(t: &TenantId, upstream_ns: &str) -> Value {
     json!({
         "apiVersion": "v1",
         "kind": "ResourceQuota",

@@ -30,6 +30,9 @@ struct State {
     tenants: BTreeMap<String, TenantRecord>,
     #[serde(default)]
     certs: BTreeMap<String, CertRecord>,
+    /// Cluster-wide claims: `<kind>/<key>` to the owning tenant.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    claims: BTreeMap<String, String>,
 }
 
 impl State {
@@ -334,6 +337,35 @@ impl EmbeddedStore {
     }
 }
 
+/// Cluster-wide claims (one process holds the store, so the mutex is the compare-and-swap).
+impl EmbeddedStore {
+    pub(crate) async fn claim(
+        &self,
+        kind: &str,
+        key: &str,
+        tenant: &str,
+    ) -> Result<String, StoreError> {
+        crate::check_claim(kind, key, tenant)?;
+        let k = format!("{kind}/{key}");
+        if let Some(holder) = self.inner.state.lock().claims.get(&k) {
+            return Ok(holder.clone());
+        }
+        let tenant = tenant.to_string();
+        self.mutate(move |st| Ok(st.claims.entry(k).or_insert(tenant).clone()))
+            .await
+    }
+
+    pub(crate) async fn release_claims(&self, tenant: &str) -> Result<usize, StoreError> {
+        let tenant = tenant.to_string();
+        self.mutate(move |st| {
+            let before = st.claims.len();
+            st.claims.retain(|_, t| *t != tenant);
+            Ok(before - st.claims.len())
+        })
+        .await
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -393,6 +425,47 @@ mod tests {
         drop(s);
         let s = Store::open_embedded(dir.path()).await.unwrap();
         assert_eq!(s.list_certs(None).await.unwrap().len(), 1);
+    }
+
+    #[tokio::test]
+    async fn claims_first_wins_and_survive_reopen() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let s = EmbeddedStore::open(dir.path()).await.unwrap();
+            assert_eq!(
+                s.claim("ingress-host", "shop.example.com", "acme01")
+                    .await
+                    .unwrap(),
+                "acme01"
+            );
+            assert_eq!(
+                s.claim("ingress-host", "shop.example.com", "other1")
+                    .await
+                    .unwrap(),
+                "acme01"
+            );
+            assert_eq!(
+                s.claim("ingress-host", "shop.example.com", "acme01")
+                    .await
+                    .unwrap(),
+                "acme01"
+            );
+            assert!(s.claim("ingress-host", "Bad/Key", "acme01").await.is_err());
+        }
+        let s = EmbeddedStore::open(dir.path()).await.unwrap();
+        assert_eq!(
+            s.claim("ingress-host", "shop.example.com", "other1")
+                .await
+                .unwrap(),
+            "acme01"
+        );
+        assert_eq!(s.release_claims("acme01").await.unwrap(), 1);
+        assert_eq!(
+            s.claim("ingress-host", "shop.example.com", "other1")
+                .await
+                .unwrap(),
+            "other1"
+        );
     }
 
     #[tokio::test]

@@ -81,6 +81,9 @@ pub struct TenantRecord {
     /// before they existed, and when nothing is overridden).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limits: Option<paddock_core::fairshare::LimitOverrides>,
+    /// The tenant's policy (docs/security.md "Tenant policy"); absent: the configured default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy: Option<paddock_core::admission::TenantPolicy>,
 }
 
 impl TenantRecord {
@@ -95,6 +98,7 @@ impl TenantRecord {
             progress: None,
             generation: 1,
             limits: None,
+            policy: None,
         }
     }
 }
@@ -264,6 +268,36 @@ impl Store {
         let cutoff = now.checked_sub(grace).unwrap_or(std::time::UNIX_EPOCH);
         dispatch!(self, s => s.prune_expired_before(cutoff).await)
     }
+}
+
+/// Claims: cluster-wide names a tenant holds exclusively (Ingress hosts).
+impl Store {
+    /// Takes `kind`/`key` for `tenant` unless some tenant already holds it; returns the holder
+    /// (`tenant` itself when it won or already held it). Atomic across replicas.
+    pub async fn claim(&self, kind: &str, key: &str, tenant: &str) -> Result<String, StoreError> {
+        dispatch!(self, s => s.claim(kind, key, tenant).await)
+    }
+
+    /// Drops every claim of `tenant` (when it is deleted); returns how many.
+    pub async fn release_claims(&self, tenant: &str) -> Result<usize, StoreError> {
+        dispatch!(self, s => s.release_claims(tenant).await)
+    }
+}
+
+pub(crate) fn check_claim(kind: &str, key: &str, tenant: &str) -> Result<(), StoreError> {
+    check_tenant_id(tenant)?;
+    let ok = |s: &str, extra: &[u8]| {
+        !s.is_empty()
+            && s.len() <= 253
+            && s.bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || extra.contains(&b))
+    };
+    if !ok(kind, b"-") || !ok(key, b"-.*") {
+        return Err(StoreError::Invalid(format!(
+            "claim {kind}/{key}: not a DNS-style name"
+        )));
+    }
+    Ok(())
 }
 
 /// Serial numbers are compared in normalized form: lowercase, no `:` separators, no leading

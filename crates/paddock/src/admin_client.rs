@@ -93,6 +93,22 @@ impl AdminClient {
         )
     }
 
+    /// A tenant's policy: read, merge-patched, or reset to the server's default.
+    pub async fn tenant_policy(
+        &self,
+        id: &str,
+        patch: Option<&Value>,
+        reset: bool,
+    ) -> Result<Value> {
+        let path = format!("{BASE}/tenants/{id}/policy");
+        let answer = match (patch, reset) {
+            (Some(p), _) => self.call(Method::PATCH, &path, Some(p)).await?,
+            (None, true) => self.call(Method::DELETE, &path, None).await?,
+            (None, false) => self.call(Method::GET, &path, None).await?,
+        };
+        check(answer, &format!("the policy of tenant {id}"))
+    }
+
     /// All tenants.
     pub async fn list_tenants(&self) -> Result<Vec<Value>> {
         let v = check(

@@ -135,6 +135,18 @@ enum TenantCommand {
         #[arg(short = 'o', long, value_enum, default_value_t)]
         output: Output,
     },
+    /// Show a tenant's policy (docs/security.md "Tenant policy"), or change it with a JSON merge
+    /// patch, e.g. --patch '{"services":{"allowNodePort":true}}', or return it to the
+    /// server's default with --reset. Prints the policy in force as JSON.
+    Policy {
+        id: String,
+        /// JSON merge patch over the policy in force (null removes a setting).
+        #[arg(long, conflicts_with = "reset")]
+        patch: Option<String>,
+        /// Back to the server's default policy.
+        #[arg(long)]
+        reset: bool,
+    },
     /// List tenants.
     List {
         #[arg(short = 'o', long, value_enum, default_value_t)]
@@ -284,6 +296,15 @@ async fn run(cli: Cli) -> Result<()> {
                 TenantCommand::SetLimits { id, limits, output } => {
                     let patch = output::parse_limits(&limits)?;
                     output::print_tenants(&[client.set_limits(&id, &patch).await?], output)
+                }
+                TenantCommand::Policy { id, patch, reset } => {
+                    let patch = patch
+                        .map(|p| serde_json::from_str::<serde_json::Value>(&p))
+                        .transpose()
+                        .map_err(|e| anyhow::anyhow!("--patch: not JSON: {e}"))?;
+                    let v = client.tenant_policy(&id, patch.as_ref(), reset).await?;
+                    println!("{}", serde_json::to_string_pretty(&v)?);
+                    Ok(())
                 }
                 TenantCommand::List { output } => {
                     output::print_tenants(&client.list_tenants().await?, output)

@@ -136,6 +136,29 @@ pub struct ServeArgs {
     /// Tenant audit trail: CA bundle of an https webhook.
     #[arg(long, env = "PADDOCK_AUDIT_WEBHOOK_CA")]
     pub audit_webhook_ca: Option<PathBuf>,
+    /// Admission webhook listener (only the apiserver may call it; docs/operations.md
+    /// "Admission webhook"); unset = no webhook.
+    #[arg(long, env = "PADDOCK_ADMISSION_LISTEN")]
+    pub admission_listen: Option<SocketAddr>,
+    /// URL the apiserver calls for admission (default https://<admission listen address>).
+    #[arg(long, env = "PADDOCK_ADMISSION_URL")]
+    pub admission_url: Option<String>,
+    /// CA of the client certificate the apiserver presents to the admission webhook.
+    #[arg(long, env = "PADDOCK_ADMISSION_CLIENT_CA")]
+    pub admission_client_ca: Option<PathBuf>,
+    /// Common name accepted on the admission client certificate (repeatable; none = any).
+    #[arg(
+        long = "admission-client-name",
+        env = "PADDOCK_ADMISSION_CLIENT_NAMES",
+        value_delimiter = ','
+    )]
+    pub admission_client_names: Option<Vec<String>>,
+    /// The cluster's DNS domain (default cluster.local).
+    #[arg(long, env = "PADDOCK_CLUSTER_DOMAIN")]
+    pub cluster_domain: Option<String>,
+    /// Policy of tenants without their own, as JSON (docs/security.md "Tenant policy").
+    #[arg(long, env = "PADDOCK_DEFAULT_POLICY")]
+    pub default_policy: Option<String>,
     /// Threads serving requests (default: one per CPU). Read before the config file, so a
     /// flag or variable only. Where paddock shares its cores with the apiserver, 1 costs
     /// about a quarter less CPU per request (docs/performance.md).
@@ -201,6 +224,12 @@ struct FileConfig {
     audit_log_max_backups: Option<u32>,
     audit_webhook_url: Option<String>,
     audit_webhook_ca: Option<PathBuf>,
+    admission_listen: Option<SocketAddr>,
+    admission_url: Option<String>,
+    admission_client_ca: Option<PathBuf>,
+    admission_client_names: Option<Vec<String>>,
+    cluster_domain: Option<String>,
+    default_policy: Option<paddock_core::admission::TenantPolicy>,
 }
 
 fn load_file(path: &Path) -> Result<FileConfig> {
@@ -346,6 +375,20 @@ pub fn resolve(args: &ServeArgs) -> Result<(ServerConfig, LogFormat)> {
         connections,
         limits,
         audit,
+        admission: paddock_server::config::AdmissionConfig {
+            listen: args.admission_listen.or(file.admission_listen),
+            url: args.admission_url.clone().or(file.admission_url),
+            client_ca: args.admission_client_ca.clone().or(file.admission_client_ca.map(&rel)),
+            client_names: args.admission_client_names.clone().or(file.admission_client_names).unwrap_or_default(),
+            cluster_domain: args.cluster_domain.clone().or(file.cluster_domain).unwrap_or_else(|| "cluster.local".into()),
+        },
+        default_policy: match &args.default_policy {
+            Some(j) => {
+                let v: serde_json::Value = serde_json::from_str(j).context("default_policy: not JSON")?;
+                paddock_core::admission::TenantPolicy::from_json(&v).map_err(|e| anyhow::anyhow!("default_policy: {e}"))?
+            }
+            None => file.default_policy.unwrap_or_default(),
+        },
     };
     config.validate().map_err(anyhow::Error::msg)?;
     Ok((config, log_format))

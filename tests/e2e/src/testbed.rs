@@ -167,6 +167,19 @@ impl ControlPlane {
         self.var("PADDOCK_ETCD_ENDPOINTS")
     }
 
+    /// `paddock serve` flags that turn on its admission webhook with the test bed's
+    /// apiserver client certificate (tests/testbed/up.sh); the listener takes a free port.
+    pub fn admission_args(&self) -> Result<Vec<String>> {
+        Ok(vec![
+            "--admission-listen".into(),
+            "127.0.0.1:0".into(),
+            "--admission-client-ca".into(),
+            self.var("ADMISSION_CLIENT_CA")?.into(),
+            "--admission-client-name".into(),
+            self.var("ADMISSION_CLIENT_NAME")?.into(),
+        ])
+    }
+
     /// kubectl (the pinned one) as the upstream cluster admin.
     pub fn kubectl_admin(&self) -> Result<Kubectl> {
         Ok(Kubectl::new(self.admin_kubeconfig())?.cache_dir(self.dir.join("kubectl-cache/admin")))

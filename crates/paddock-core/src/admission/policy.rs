@@ -1,0 +1,199 @@
+//! The per-tenant policy object: what a tenant's workloads may ask of the shared cluster's
+//! scheduler and network (docs/security.md "Tenant policy"). The platform admin sets it (admin
+//! API `spec.policy`, `paddock tenant policy`, the config file's default); paddock's admission
+//! webhook enforces it upstream for every object in the tenant's namespaces, whoever writes it.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// A tenant's policy. Every field has a default; an unknown field is refused.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct TenantPolicy {
+    pub services: ServicePolicy,
+    pub scheduling: SchedulingPolicy,
+    pub ingress: IngressPolicy,
+    /// The pod-security level enforced on every namespace of the tenant.
+    pub pod_security: PodSecurityLevel,
+}
+
+/// What Services a tenant may create.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct ServicePolicy {
+    /// `type: NodePort` (a port on every node of the cluster). Off by default.
+    pub allow_node_port: bool,
+    /// `type: LoadBalancer` (an address of the platform's load balancer). Off by default.
+    pub allow_load_balancer: bool,
+    /// `type: ExternalName`.
+    pub external_name: ExternalNamePolicy,
+}
+
+/// Whether a tenant may alias DNS names with `ExternalName` Services.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ExternalNamePolicy {
+    /// No ExternalName Services (the default).
+    #[default]
+    Refused,
+    /// Only names outside the cluster's DNS domain (and not IP addresses): no alias of another
+    /// tenant's or the platform's Services.
+    OutsideClusterDomain,
+}
+
+/// The tenant's node pool and priority classes.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct SchedulingPolicy {
+    /// Priority classes the tenant's pods may name. Absent: any class whose name does not
+    /// start with `system-`; a list: only those.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub allowed_priority_classes: Option<Vec<String>>,
+    /// Labels every pod of the tenant gets as its `nodeSelector` (the tenant's node pool);
+    /// a pod naming a node (`nodeName`) must name one with these labels.
+    pub node_selector: BTreeMap<String, String>,
+    /// Tolerations every pod of the tenant gets (the pool's taints). A pod may carry these
+    /// and the node-condition tolerations (`node.kubernetes.io/*`), nothing else.
+    pub tolerations: Vec<Toleration>,
+}
+
+/// A `core/v1` Toleration.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Toleration {
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub key: String,
+    /// `Equal` (default) or `Exists`.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub operator: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub value: String,
+    /// `NoSchedule`, `PreferNoSchedule`, `NoExecute`, or empty for all.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub effect: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub toleration_seconds: Option<i64>,
+}
+
+/// Ingress hosts.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct IngressPolicy {
+    /// Domains the tenant's Ingress hosts must fall under (`example.com` allows
+    /// `example.com` and `*.example.com` names); empty: any host. Hosts are unique across
+    /// tenants either way (first claim wins).
+    pub allowed_domains: Vec<String>,
+}
+
+/// Pod Security Standards level.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PodSecurityLevel {
+    /// The platform's floor.
+    #[default]
+    Baseline,
+    /// Stricter; a tenant namespace cannot go below it.
+    Restricted,
+}
+
+impl PodSecurityLevel {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PodSecurityLevel::Baseline => "baseline",
+            PodSecurityLevel::Restricted => "restricted",
+        }
+    }
+
+    /// A label value's level (`privileged` and anything unknown: None).
+    pub fn parse(s: &str) -> Option<PodSecurityLevel> {
+        match s {
+            "baseline" => Some(PodSecurityLevel::Baseline),
+            "restricted" => Some(PodSecurityLevel::Restricted),
+            _ => None,
+        }
+    }
+}
+
+/// Why a policy document is refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("spec.policy: {0}")]
+pub struct PolicyError(pub String);
+
+impl TenantPolicy {
+    /// Parses and checks a policy document (JSON object).
+    pub fn from_json(v: &serde_json::Value) -> Result<TenantPolicy, PolicyError> {
+        let p: TenantPolicy =
+            serde_json::from_value(v.clone()).map_err(|e| PolicyError(e.to_string()))?;
+        p.validate()?;
+        Ok(p)
+    }
+
+    /// Checks what serde cannot: operators, effects, domain syntax.
+    pub fn validate(&self) -> Result<(), PolicyError> {
+        for t in &self.scheduling.tolerations {
+            if !matches!(t.operator.as_str(), "" | "Equal" | "Exists") {
+                return Err(PolicyError(format!(
+                    "scheduling.tolerations: operator {:?} must be Equal or Exists",
+                    t.operator
+                )));
+            }
+            if !matches!(
+                t.effect.as_str(),
+                "" | "NoSchedule" | "PreferNoSchedule" | "NoExecute"
+            ) {
+                return Err(PolicyError(format!(
+                    "scheduling.tolerations: effect {:?} must be NoSchedule, PreferNoSchedule or NoExecute",
+                    t.effect
+                )));
+            }
+            if t.key.is_empty() {
+                return Err(PolicyError(
+                    "scheduling.tolerations: a toleration needs a key (an empty key tolerates every taint of the cluster)".into(),
+                ));
+            }
+        }
+        for d in &self.ingress.allowed_domains {
+            if d.is_empty() || d.starts_with('.') || d.starts_with('*') || d.contains('/') {
+                return Err(PolicyError(format!(
+                    "ingress.allowedDomains: {d:?} must be a DNS name such as example.com"
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn defaults_are_the_strict_ones() {
+        let p = TenantPolicy::default();
+        assert!(!p.services.allow_node_port && !p.services.allow_load_balancer);
+        assert_eq!(p.services.external_name, ExternalNamePolicy::Refused);
+        assert_eq!(p.pod_security, PodSecurityLevel::Baseline);
+        assert!(p.scheduling.allowed_priority_classes.is_none());
+        let v = serde_json::to_value(&p).unwrap();
+        assert_eq!(TenantPolicy::from_json(&v).unwrap(), p);
+    }
+
+    #[test]
+    fn unknown_fields_and_bad_values_are_refused() {
+        assert!(TenantPolicy::from_json(&json!({"services": {"allowNodeport": true}})).is_err());
+        assert!(TenantPolicy::from_json(&json!({"podSecurity": "privileged"})).is_err());
+        let blanket = json!({"scheduling": {"tolerations": [{"operator": "Exists"}]}});
+        assert!(
+            TenantPolicy::from_json(&blanket)
+                .unwrap_err()
+                .0
+                .contains("needs a key")
+        );
+        let p = TenantPolicy::from_json(&json!({"services": {"allowNodePort": true},
+            "scheduling": {"nodeSelector": {"pool": "a"}, "tolerations": [{"key": "pool", "value": "a", "effect": "NoSchedule"}]}}))
+        .unwrap();
+        assert!(p.services.allow_node_port);
+        assert_eq!(p.scheduling.node_selector["pool"], "a");
+    }
+}
