@@ -159,11 +159,18 @@ start_paddock() {
   [ -x "$bin" ] || die "no paddock binary at $bin"
   port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
   url="https://127.0.0.1:$port"; certs="$TB/paddock/certs"; mkdir -p "$TB/paddock"
+  # paddock's admission webhook (the per-tenant policy; docs/security.md "Tenant policy") with
+  # the test bed's apiserver client certificate (up.sh).
+  ADMISSION_ARGS=()
+  if [ -n "${ADMISSION_CLIENT_CA:-}" ]; then
+    ADMISSION_ARGS=(--admission-listen 127.0.0.1:0 --admission-client-ca "$ADMISSION_CLIENT_CA"
+      --admission-client-name "$ADMISSION_CLIENT_NAME")
+  fi
   "$bin" ca init --dir "$certs" --server-url "$url" >"$TB/logs/paddock-ca-init.log" 2>&1 \
     || { cat "$TB/logs/paddock-ca-init.log" >&2; die "paddock ca init failed"; }
   setsid env -u PADDOCK_ETCD_ENDPOINTS "$bin" serve --listen "127.0.0.1:$port" --certs-dir "$certs" \
     --upstream-kubeconfig "$ADMIN_KUBECONFIG" --store etcd --etcd-endpoints "$PADDOCK_ETCD_ENDPOINTS" \
-    --etcd-prefix /paddock-conformance --public-url "$url" --log-format json \
+    --etcd-prefix /paddock-conformance --public-url "$url" --log-format json "${ADMISSION_ARGS[@]}" \
     </dev/null >"$TB/logs/paddock.log" 2>&1 &
   pid=$!
   echo "paddock $pid $(awk '{sub(/.*\) /,""); print $20}' "/proc/$pid/stat")" >> "$TB/pids"  # down.sh stops it
@@ -176,6 +183,14 @@ start_paddock() {
   log "paddock ready at $url"
   "$bin" tenant create confor --kubeconfig "$certs/admin.kubeconfig" >"$TB/tenant.kubeconfig" 2>"$TB/logs/paddock-tenant-create.log" \
     || { cat "$TB/logs/paddock-tenant-create.log" >&2; die "paddock tenant create confor failed"; }
+  # The platform settings a conformance tenant needs, each lifting one isolation default
+  # (docs/testing.md "Conformance"): NodePort and LoadBalancer Services (ResourceQuota "capture
+  # the life of a service").
+  if [ ${#ADMISSION_ARGS[@]} -gt 0 ]; then
+    "$bin" tenant policy confor --kubeconfig "$certs/admin.kubeconfig" \
+      --patch '{"services":{"allowNodePort":true,"allowLoadBalancer":true}}' >"$TB/logs/paddock-tenant-policy.log" 2>&1 \
+      || { cat "$TB/logs/paddock-tenant-policy.log" >&2; die "paddock tenant policy confor failed"; }
+  fi
 }
 
 log "focus: $FOCUS"
