@@ -13,6 +13,7 @@ pub fn admission_policies_guard() -> (String, Value) {
     let builtin_params = BUILTIN_PARAM_KINDS
         .iter()
         .map(|(av, kind)| format!("(p.apiVersion == '{av}' && p.kind == '{kind}')"))
+        .chain(std::iter::once("false".to_owned()))
         .collect::<Vec<_>>()
         .join(" || ");
     let confined = "has(object.spec.matchConstraints) && has(object.spec.matchConstraints.namespaceSelector) && \
@@ -35,7 +36,7 @@ pub fn admission_policies_guard() -> (String, Value) {
              "message": "paddock: a tenant ValidatingAdmissionPolicy must be confined to the tenant's namespaces (namespaceSelector on paddock.io/tenant, namespaced rules)"},
             {"expression": format!("variables.res != 'validatingadmissionpolicies' || !has(object.spec.paramKind) || \
                 [object.spec.paramKind].all(p, p.apiVersion.startsWith(variables.tid + '-') || {builtin_params})"),
-             "message": "paddock: a tenant policy's params must be a ConfigMap, a Secret or a kind of the tenant's own custom resources"},
+             "message": "paddock: a tenant policy's params must be a kind of the tenant's own custom resources"},
             {"expression": "variables.res != 'validatingadmissionpolicybindings' || object.spec.policyName.startsWith(variables.tid + '-')",
              "message": "paddock: a tenant binding may only put the tenant's own policies in force"},
             {"expression": "variables.res != 'validatingadmissionpolicybindings' || !has(object.spec.paramRef) || \

@@ -671,7 +671,7 @@ fn admission_policy_cases() -> Vec<Case> {
             .bypass(step_in(Bypass, "create -f -", &vap_up("alphaa-vap-wide", false, ""))),
         case("vap-params-platform", "VAPs reading platform objects", "a tenant policy taking its params from Nodes")
             .attack(step_in(A, "create -f -", &vap_params("node-params", "v1", "Node")), RefusedWith("paramKind"))
-            .control(step_in(A, "apply -f -", &vap_params("cm-params", "v1", "ConfigMap")), Ok)
+            .control(step_in(A, "apply -f -", &vap_params("gadget-params", "example.com/v1", "Gadget")), Ok)
             .bypass(step_in(Bypass, "create -f -", &vap_up("alphaa-node-params", true, "  paramKind: {apiVersion: v1, kind: Node}\n"))),
         case("vap-bind-platform-policy", "VAPs reaching the platform", "a binding naming the platform's guard policy names the tenant's own")
             .then(step_in(A, "apply -f -", "apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingAdmissionPolicyBinding\nmetadata: {name: bind-guard}\nspec: {policyName: paddock-tenant-guard, validationActions: [Deny]}\n"))

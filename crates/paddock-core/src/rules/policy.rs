@@ -11,11 +11,9 @@
 //! - `paramKind`: the apiserver reads a policy's params with its own rights, not the tenant's,
 //!   and a policy's messages can print them. So a param kind must be one whose objects all
 //!   belong to the tenant when the binding confines them: a kind of the tenant's own CRD
-//!   groups, or one of [`BUILTIN_PARAM_KINDS`] (namespaced: read from the binding's
-//!   `paramRef.namespace`, prefixed, or from the admitted object's namespace, which the forced
-//!   selector keeps inside the tenant). Everything else (Nodes, ClusterRoles, Namespaces,
-//!   platform CRDs) is refused, here and by the admission guard upstream, which is generated
-//!   from the same list.
+//!   groups (none of them: see [`BUILTIN_PARAM_KINDS`] for why). Everything else (ConfigMaps,
+//!   Nodes, ClusterRoles, Namespaces, platform CRDs) is refused, here and by the admission
+//!   guard upstream, which is generated from the same list.
 
 use serde_json::Value;
 
@@ -24,9 +22,13 @@ use crate::error::TranslateError;
 use crate::request::TenantContext;
 use crate::tenant::{NameKind, check_prefixed_len};
 
-/// Built-in kinds a tenant policy may take its params from, as (apiVersion, kind): namespaced
-/// kinds that hold configuration. Default deny: any other built-in kind is refused.
-pub const BUILTIN_PARAM_KINDS: &[(&str, &str)] = &[("v1", "ConfigMap"), ("v1", "Secret")];
+/// Built-in kinds a tenant policy may take its params from, as (apiVersion, kind). None: the
+/// apiserver itself requires a policy's author to `get` every object of the param kind,
+/// cluster-wide, and a tenant reads no built-in kind outside its namespaces, so a ConfigMap or
+/// Secret param kind would be refused upstream with a message about the tenant's upstream
+/// identity; paddock refuses it first, naming the policy. Params come from the tenant's own
+/// custom resources (the tenant's shadow identity reads all of them). Default deny.
+pub const BUILTIN_PARAM_KINDS: &[(&str, &str)] = &[];
 
 /// `spec.policyName` of a binding, up: the tenant's policy name prefixed.
 pub(crate) fn policy_name_up(ctx: &TenantContext, v: &mut Value) -> Result<(), TranslateError> {
@@ -73,8 +75,7 @@ pub(crate) fn param_kind_up(ctx: &TenantContext, v: &mut Value) -> Result<(), Tr
     }
     Err(TranslateError::forbidden(format!(
         "paramKind {av} {kind} is not allowed in this cluster: the params of a policy are read \
-         with the apiserver's rights, so they must be a ConfigMap, a Secret or a kind of your \
-         own custom resources"
+         with the apiserver's rights, so they must be a kind of your own custom resources"
     )))
 }
 
@@ -204,11 +205,9 @@ mod tests {
             u["spec"]["paramKind"]["apiVersion"],
             "foofoo-later.example.org/v1"
         );
-        // a namespaced built-in kind: unchanged
-        let u = up(policy("v1", "ConfigMap")).unwrap();
-        assert_eq!(u["spec"]["paramKind"]["apiVersion"], "v1");
-        // cluster-scoped built-ins (platform objects, other tenants' objects): refused
+        // built-in kinds (platform objects, other tenants' objects): refused
         for (av, kind) in [
+            ("v1", "ConfigMap"),
             ("v1", "Node"),
             ("rbac.authorization.k8s.io/v1", "ClusterRole"),
             ("v1", "Namespace"),
