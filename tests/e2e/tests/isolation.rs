@@ -638,12 +638,16 @@ fn cases() -> Vec<Case> {
 const VAP_DENY_PROBES: &str = "apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingAdmissionPolicy\nmetadata: {name: deny-probes}\nspec:\n  failurePolicy: Fail\n  matchConstraints:\n    objectSelector: {matchLabels: {vap-probe: 'yes'}}\n    resourceRules: [{apiGroups: [''], apiVersions: [v1], operations: [CREATE], resources: [configmaps]}]\n  validations: [{expression: 'false', message: vap-deny-probe}]\n---\napiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingAdmissionPolicyBinding\nmetadata: {name: deny-probes}\nspec: {policyName: deny-probes, validationActions: [Deny]}\n";
 
 fn probe_cm(name: &str, ns: &str) -> String {
-    format!("apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: {name}, namespace: {ns}, labels: {{vap-probe: 'yes'}}}}\n")
+    format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: {name}, namespace: {ns}, labels: {{vap-probe: 'yes'}}}}\n"
+    )
 }
 
 /// A tenant policy with a param kind, as the tenant writes it.
 fn vap_params(name: &str, av: &str, kind: &str) -> String {
-    format!("apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingAdmissionPolicy\nmetadata: {{name: {name}}}\nspec:\n  paramKind: {{apiVersion: {av}, kind: {kind}}}\n  matchConstraints:\n    resourceRules: [{{apiGroups: [''], apiVersions: [v1], operations: [CREATE], resources: [configmaps]}}]\n  validations: [{{expression: 'true'}}]\n")
+    format!(
+        "apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingAdmissionPolicy\nmetadata: {{name: {name}}}\nspec:\n  paramKind: {{apiVersion: {av}, kind: {kind}}}\n  matchConstraints:\n    resourceRules: [{{apiGroups: [''], apiVersions: [v1], operations: [CREATE], resources: [configmaps]}}]\n  validations: [{{expression: 'true'}}]\n"
+    )
 }
 
 /// The same written straight upstream (bypass): labelled and prefixed, confined or not.
@@ -653,7 +657,9 @@ fn vap_up(name: &str, confined: bool, params: &str) -> String {
     } else {
         ""
     };
-    format!("apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingAdmissionPolicy\nmetadata: {{name: {name}, labels: {{paddock.io/tenant: alphaa}}}}\nspec:\n{params}  matchConstraints:\n{sel}    resourceRules: [{{apiGroups: [''], apiVersions: [v1], operations: [CREATE], resources: [configmaps], scope: Namespaced}}]\n  validations: [{{expression: 'false'}}]\n")
+    format!(
+        "apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingAdmissionPolicy\nmetadata: {{name: {name}, labels: {{paddock.io/tenant: alphaa}}}}\nspec:\n{params}  matchConstraints:\n{sel}    resourceRules: [{{apiGroups: [''], apiVersions: [v1], operations: [CREATE], resources: [configmaps], scope: Namespaced}}]\n  validations: [{{expression: 'false'}}]\n"
+    )
 }
 
 /// Tenant ValidatingAdmissionPolicies (issue 13): confined to the tenant's namespaces, binding

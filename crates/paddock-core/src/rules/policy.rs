@@ -55,7 +55,11 @@ pub(crate) fn policy_name_down(ctx: &TenantContext, v: &mut Value) {
 /// object of the kind the binding can reach is the tenant's (see the module comment).
 pub(crate) fn param_kind_up(ctx: &TenantContext, v: &mut Value) -> Result<(), TranslateError> {
     let Value::Object(m) = v else { return Ok(()) };
-    let Some(av) = m.get("apiVersion").and_then(Value::as_str).map(str::to_owned) else {
+    let Some(av) = m
+        .get("apiVersion")
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+    else {
         return Ok(());
     };
     let kind = m
@@ -67,7 +71,10 @@ pub(crate) fn param_kind_up(ctx: &TenantContext, v: &mut Value) -> Result<(), Tr
     let ug = ctx.catalog.rule_group_up(&ctx.tenant, g);
     if ctx.tenant.strip(&ug).is_some() {
         // The tenant's own CRD group (whether or not the CRD exists yet).
-        m.insert("apiVersion".into(), Value::String(join_api_version(&ug, ver)));
+        m.insert(
+            "apiVersion".into(),
+            Value::String(join_api_version(&ug, ver)),
+        );
         return Ok(());
     }
     if BUILTIN_PARAM_KINDS.contains(&(av.as_str(), kind.as_str())) {
@@ -153,7 +160,10 @@ mod tests {
               "validations":[{"expression":"false"}]}}))
         .unwrap();
         let mc = &u["spec"]["matchConstraints"];
-        assert_eq!(mc["namespaceSelector"]["matchExpressions"], json!([tenant_term()]));
+        assert_eq!(
+            mc["namespaceSelector"]["matchExpressions"],
+            json!([tenant_term()])
+        );
         assert_eq!(mc["resourceRules"][0]["scope"], "Namespaced");
         // Cluster-scoped rules (they would reach platform objects) are refused.
         let e = up(json!({"apiVersion":"admissionregistration.k8s.io/v1","kind":"ValidatingAdmissionPolicy",
@@ -196,7 +206,10 @@ mod tests {
         };
         // own CRD group, existing or not yet: prefixed, and back
         let u = up(policy("example.com/v1", "Widget")).unwrap();
-        assert_eq!(u["spec"]["paramKind"]["apiVersion"], "foofoo-example.com/v1");
+        assert_eq!(
+            u["spec"]["paramKind"]["apiVersion"],
+            "foofoo-example.com/v1"
+        );
         let mut back = u;
         object_down(&ctx(), &mut back).unwrap();
         assert_eq!(back["spec"]["paramKind"]["apiVersion"], "example.com/v1");

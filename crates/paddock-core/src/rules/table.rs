@@ -607,7 +607,11 @@ pub const KINDS: &[KindRules] = &[
                 Holds::CelExpression,
             ),
             f(
-                &[SPEC, many("validations", &[3]), one("messageExpression", &[4])],
+                &[
+                    SPEC,
+                    many("validations", &[3]),
+                    one("messageExpression", &[4]),
+                ],
                 Holds::CelExpression,
             ),
             f(

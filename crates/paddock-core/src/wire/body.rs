@@ -266,7 +266,11 @@ mod tests {
         assert_eq!(ct, "application/apply-patch+yaml");
         // The YAML keeps its lines: `kind` is still on line 2.
         let c = ctx();
-        let p = plan(&c, parse_request("PATCH", "/api/v1/namespaces/dev", None).unwrap()).unwrap();
+        let p = plan(
+            &c,
+            parse_request("PATCH", "/api/v1/namespaces/dev", None).unwrap(),
+        )
+        .unwrap();
         let (b, _) = translate_request_body(
             &c,
             &p,

@@ -122,11 +122,8 @@ const RULE: &[F] = &[
 ];
 const RULE_WITH_OPERATIONS: &[F] = &[F(2, "rule", Ty::Inline(RULE))];
 // NamedRuleWithOperations{resourceNames=1, ruleWithOperations=2 (inline)}
-const NAMED_RULE_WITH_OPERATIONS: &[F] = &[F(
-    2,
-    "ruleWithOperations",
-    Ty::Inline(RULE_WITH_OPERATIONS),
-)];
+const NAMED_RULE_WITH_OPERATIONS: &[F] =
+    &[F(2, "ruleWithOperations", Ty::Inline(RULE_WITH_OPERATIONS))];
 // admissionregistration/v1 ParamKind
 const PARAM_KIND: &[F] = &[F(1, "apiVersion", Ty::Str), F(2, "kind", Ty::Str)];
 // admissionregistration/v1 and apiextensions/v1 WebhookClientConfig

@@ -531,10 +531,18 @@ fn admission_policies() {
         ..Default::default()
     };
     let up: adm::ValidatingAdmissionPolicy = unwrap(
-        &translate_protobuf_body(&c, None, None, &wrap(av, "ValidatingAdmissionPolicy", &policy))
-            .unwrap(),
+        &translate_protobuf_body(
+            &c,
+            None,
+            None,
+            &wrap(av, "ValidatingAdmissionPolicy", &policy),
+        )
+        .unwrap(),
     );
-    assert_eq!(up.metadata.as_ref().unwrap().name.as_deref(), Some("foofoo-p"));
+    assert_eq!(
+        up.metadata.as_ref().unwrap().name.as_deref(),
+        Some("foofoo-p")
+    );
     let spec = up.spec.as_ref().unwrap();
     assert_eq!(
         spec.param_kind.as_ref().unwrap().api_version.as_deref(),
@@ -567,7 +575,10 @@ fn admission_policies() {
     let up = both_ways(av, "ValidatingAdmissionPolicyBinding", None, &binding);
     let spec = up.spec.unwrap();
     assert_eq!(spec.policy_name.as_deref(), Some("foofoo-p"));
-    assert_eq!(spec.param_ref.unwrap().namespace.as_deref(), Some("foofoo-cfg"));
+    assert_eq!(
+        spec.param_ref.unwrap().namespace.as_deref(),
+        Some("foofoo-cfg")
+    );
 
     // A cluster-scoped rule or a platform param kind is refused in protobuf too.
     let mut bad = policy.clone();
