@@ -32,6 +32,7 @@ PADDOCK="$ROOT/target/release/paddock"
 
 PIDS=()
 TESTBED=""
+ADMISSION_ARGS=()
 cleanup() {
   say "stopping"
   for p in "${PIDS[@]:-}"; do [ -n "$p" ] && kill "$p" 2>/dev/null || true; done
@@ -47,6 +48,10 @@ if [ -z "$UPSTREAM" ]; then
   rm -rf "$TESTBED"
   bash tests/testbed/up.sh "$TESTBED" --owner-pid $$
   UPSTREAM="$TESTBED/admin.kubeconfig"
+  # The test bed's apiserver calls paddock's admission webhook with its own client certificate:
+  # tenant policies (docs/security.md "Tenant policy") are enforced upstream.
+  ADMISSION_ARGS=(--admission-listen 127.0.0.1:0 --admission-client-ca "$TESTBED/pki/admission-client-ca.crt"
+                  --admission-client-name kube-apiserver-admission)
 fi
 
 CERTS="$STATE/certs"
@@ -57,6 +62,7 @@ rm -rf "$STATE/data"
 say "starting paddock on https://127.0.0.1:$PORT (log: $STATE/paddock.log)"
 "$PADDOCK" serve --listen "127.0.0.1:$PORT" --certs-dir "$CERTS" --upstream-kubeconfig "$UPSTREAM" \
   --store embedded --data-dir "$STATE/data" --public-url "https://127.0.0.1:$PORT" --log-format text \
+  "${ADMISSION_ARGS[@]}" \
   >"$STATE/paddock.log" 2>&1 &
 PIDS+=($!)
 for _ in $(seq 1 120); do

@@ -185,10 +185,11 @@ start_paddock() {
     || { cat "$TB/logs/paddock-tenant-create.log" >&2; die "paddock tenant create confor failed"; }
   # The platform settings a conformance tenant needs, each lifting one isolation default
   # (docs/testing.md "Conformance"): NodePort and LoadBalancer Services (ResourceQuota "capture
-  # the life of a service").
+  # the life of a service"), Endpoints and EndpointSlices written by the tenant (the full
+  # suite's sig-network tests).
   if [ ${#ADMISSION_ARGS[@]} -gt 0 ]; then
     "$bin" tenant policy confor --kubeconfig "$certs/admin.kubeconfig" \
-      --patch '{"services":{"allowNodePort":true,"allowLoadBalancer":true}}' >"$TB/logs/paddock-tenant-policy.log" 2>&1 \
+      --patch '{"services":{"allowNodePort":true,"allowLoadBalancer":true,"endpoints":"Unrestricted"}}' >"$TB/logs/paddock-tenant-policy.log" 2>&1 \
       || { cat "$TB/logs/paddock-tenant-policy.log" >&2; die "paddock tenant policy confor failed"; }
   fi
 }

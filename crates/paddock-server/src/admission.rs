@@ -403,6 +403,7 @@ pub async fn install(state: &AppState, url: &str) -> Result<(), ServerError> {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
     use super::*;
 
     #[test]

@@ -86,6 +86,13 @@ pub async fn run(config: ServerConfig, shutdown: CancellationToken) -> Result<()
     record_admin_certificate(&config, &store).await;
     let admission = admission::AdmissionServer::bind(&config).await?;
     provision::set_admission_webhook(admission.is_some());
+    if admission.is_none() {
+        tracing::warn!(
+            "admission webhook OFF (no admission_listen): tenant policies are NOT enforced upstream: \
+             priority classes, node pools, nodeName, tolerations, Endpoints, ExternalName, Ingress hosts, \
+             per-tenant pod security and NodePort/LoadBalancer settings (docs/security.md \"Tenant policy\")"
+        );
+    }
     let admission_url = admission.as_ref().map(|a| a.url.clone());
     let listener = TcpListener::bind(config.listen)
         .await

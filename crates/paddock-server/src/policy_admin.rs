@@ -172,6 +172,7 @@ fn merge_patch(target: &mut Value, patch: &Value) {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
     use super::*;
 
     #[test]

@@ -576,6 +576,25 @@ mod tests {
     }
 
     #[test]
+    fn admission_and_default_policy_from_the_file() {
+        let text = "admission_listen = \"127.0.0.1:0\"\ncluster_domain = \"corp.local\"\n[default_policy]\nservices = { allowNodePort = true }\nscheduling = { nodeSelector = { pool = \"shared\" } }\n";
+        let file: FileConfig = toml::from_str(text).unwrap_or_else(|e| panic!("{e}"));
+        let policy = file.default_policy.unwrap_or_default();
+        assert!(policy.services.allow_node_port);
+        assert_eq!(
+            policy
+                .scheduling
+                .node_selector
+                .get("pool")
+                .map(String::as_str),
+            Some("shared")
+        );
+        assert_eq!(file.cluster_domain.as_deref(), Some("corp.local"));
+        let bad = "[default_policy]\nservices = { allowNodeport = true }\n";
+        assert!(toml::from_str::<FileConfig>(bad).is_err());
+    }
+
+    #[test]
     fn etcd_password_from_file_without_newline() {
         // its own file: the other test removes tempfile_dir() when it is done
         let p = std::env::temp_dir().join(format!("paddock-pw-test-{}", std::process::id()));

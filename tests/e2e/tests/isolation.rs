@@ -945,7 +945,9 @@ struct Tally {
 #[test]
 fn isolation() -> Result<()> {
     let cp = ControlPlane::start().context("starting the control plane")?;
-    let paddock = Paddock::start(&cp, StoreKind::Etcd).context("starting paddock")?;
+    // With the admission webhook: the tenant policy is part of what the attacks meet.
+    let paddock = Paddock::start_with_args(&cp, StoreKind::Etcd, "paddock", &cp.admission_args()?)
+        .context("starting paddock")?;
     let result = run_all(&cp, &paddock);
     if result.is_err() {
         let dest = workspace_root().join("target").join("e2e-logs-isolation");

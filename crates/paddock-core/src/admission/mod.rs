@@ -72,10 +72,14 @@ impl Rule {
             && any(self.operations, &req.operation)
     }
 
-    /// The rule as a webhook configuration's `rules[]` entry.
+    /// The rule as a webhook configuration's `rules[]` entry. A wildcard resource rule is
+    /// limited to namespaced kinds: cluster-scoped requests ignore the namespaceSelector and
+    /// would all be sent (access reviews, nodes, every tenant's and the platform's objects);
+    /// a handler wanting a cluster-scoped kind names it.
     pub fn to_json(&self) -> Value {
+        let wildcard = self.resources.iter().any(|r| r.starts_with('*'));
         json!({"apiGroups": self.api_groups, "apiVersions": ["*"], "operations": self.operations,
-               "resources": self.resources, "scope": "*"})
+               "resources": self.resources, "scope": if wildcard { "Namespaced" } else { "*" }})
     }
 }
 

@@ -28,6 +28,20 @@ pub struct ServicePolicy {
     pub allow_load_balancer: bool,
     /// `type: ExternalName`.
     pub external_name: ExternalNamePolicy,
+    /// Endpoints and EndpointSlices written by the tenant itself.
+    pub endpoints: EndpointsPolicy,
+}
+
+/// Whether a tenant may write Endpoints and EndpointSlices (the cluster's controllers always
+/// may). docs/security.md "Tenant policy" says why the default refuses.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum EndpointsPolicy {
+    /// Refused, as Kubernetes' default roles do since CVE-2021-25740 (the default).
+    #[default]
+    Refused,
+    /// Allowed: the tenant can point a Service at any address, other tenants' pods and the
+    /// platform's included. For platforms whose tenants trust each other (and conformance runs).
+    Unrestricted,
 }
 
 /// Whether a tenant may alias DNS names with `ExternalName` Services.

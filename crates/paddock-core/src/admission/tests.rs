@@ -382,6 +382,9 @@ fn endpoints_are_refused_to_the_tenant_only() {
             .contains("CVE-2021-25740")
         );
     }
+    let mut open = TenantPolicy::default();
+    open.services.endpoints = super::policy::EndpointsPolicy::Unrestricted;
+    assert_eq!(run(Phase::Validating, &req, &open, None), Outcome::Allow);
     let mut slice = request(
         "endpointslices",
         "discovery.k8s.io",

@@ -2,7 +2,7 @@
 //! ExternalName, externalIPs), hand-written Endpoints and EndpointSlices, and Ingress hosts
 //! (allowed domains; unique across tenants through store claims).
 
-use super::policy::ExternalNamePolicy;
+use super::policy::{EndpointsPolicy, ExternalNamePolicy};
 use super::{AdmissionRequest, Claim, Handler, Phase, Refusal, Rule, TenantContext, Verdict};
 
 /// Policy names in refusals.
@@ -115,8 +115,10 @@ impl Handler for EndpointWrites {
             },
         ]
     }
-    fn admit(&self, req: &AdmissionRequest, _ctx: &TenantContext<'_>) -> Verdict {
-        if !req.written_by_tenant() {
+    fn admit(&self, req: &AdmissionRequest, ctx: &TenantContext<'_>) -> Verdict {
+        if !req.written_by_tenant()
+            || ctx.policy.services.endpoints == EndpointsPolicy::Unrestricted
+        {
             return Verdict::Allow;
         }
         let kind = if req.resource.resource == "endpoints" {
@@ -127,7 +129,7 @@ impl Handler for EndpointWrites {
         Verdict::Deny(Refusal::forbidden(
             ENDPOINTS_POLICY,
             format!(
-                "{kind} are written by the cluster's controllers from a Service's selector; a tenant cannot write them (they could point a Service at any address, CVE-2021-25740)"
+                "{kind} are written by the cluster's controllers from a Service's selector; a tenant cannot write them (they could point a Service at any address, CVE-2021-25740; the platform admin can allow it: services.endpoints Unrestricted)"
             ),
         ))
     }
