@@ -1,5 +1,5 @@
 # paddock: the two commands a newcomer needs are `make demo` and `make test`.
-.PHONY: demo test test-static test-ha test-k9s testbed-build conformance conformance-fast testbed-up testbed-down fmt lint bench
+.PHONY: demo test test-static test-ha test-k9s testbed-build conformance conformance-fast conformance-full testbed-up testbed-down fmt lint bench
 
 ## Build paddock, start a local control plane (unless PADDOCK_UPSTREAM_KUBECONFIG is set),
 ## start paddock, create tenant demo01 and print the kubectl line to use it.
@@ -38,6 +38,11 @@ conformance:
 ## A handful of quick conformance tests (a few minutes), both ways.
 conformance-fast:
 	bash tests/testbed/conformance.sh --fast --report target/conformance/fast.md
+
+## Every [Conformance] test of the release (all sigs), in parallel: directly (pass list cached),
+## then through paddock what passed directly; report in target/conformance/full.md. Hours.
+conformance-full:
+	bash tests/testbed/conformance.sh --full --report target/conformance/full.md
 
 ## A local control plane on loopback in $(TESTBED_DIR) (see docs/testing.md); `. $(TESTBED_DIR)/env`.
 TESTBED_DIR ?= .paddock/testbed

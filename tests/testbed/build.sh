@@ -4,6 +4,7 @@
 #   etcd                                                       (go.etcd.io/etcd/server/v3 via a wrapper module)
 #   kwok                                                       (sigs.k8s.io/kwok, go install)
 #   e2e-apimachinery.test (only with --e2e)                    (slim conformance binary)
+#   e2e-conformance.test (only with --e2e-full)                (every sig's [Conformance] tests)
 # Everything comes from the Go module proxy. The cache lives outside the repo:
 #   ${PADDOCK_TESTBED_CACHE:-$HOME/.cache/paddock-testbed}/<component>-<version>/bin
 # Only missing parts are rebuilt. Prints the bin directories as shell assignments on stdout
@@ -13,10 +14,11 @@ HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=versions.env
 source "$HERE/versions.env"
 CACHE="${PADDOCK_TESTBED_CACHE:-$HOME/.cache/paddock-testbed}"
-WANT_E2E=0; PRINT_ENV=0
+WANT_E2E=0; WANT_E2E_FULL=0; PRINT_ENV=0
 for a in "$@"; do
   case "$a" in
     --e2e) WANT_E2E=1 ;;
+    --e2e-full) WANT_E2E=1; WANT_E2E_FULL=1 ;;
     --print-env) PRINT_ENV=1 ;;
     *) echo "build.sh: unknown argument $a" >&2; exit 2 ;;
   esac
@@ -153,6 +155,32 @@ build_e2e() {
   mv -f "$E2E_DIR/bin/e2e-apimachinery.test.tmp" "$E2E_DIR/bin/e2e-apimachinery.test"
 }
 
+# The wide binary (make conformance-full): the same entry point plus every test package that holds
+# [Conformance] tests (e2e_full_imports.go); a package of its own in the same wrapper module.
+# The wide binary is rebuilt when its sources here change (a checksum beside it).
+e2e_full_sum() { cat "$HERE/e2e_main_test.go" "$HERE/e2e_full_imports.go" | sha256sum | cut -d' ' -f1; }
+e2e_full_current() {
+  [ -x "$E2E_DIR/bin/e2e-conformance.test" ] && [ "$(cat "$E2E_DIR/bin/e2e-conformance.sum" 2>/dev/null)" = "$(e2e_full_sum)" ]
+}
+build_e2e_full() {
+  e2e_full_current && return 0
+  build_e2e
+  log "building the wide conformance binary $K8S_VERSION into $E2E_DIR (cold: ~20-40 min on 2 cores)"
+  cd "$E2E_DIR/src"; mkdir -p e2efull
+  cp "$HERE/e2e_main_test.go" e2efull/e2e_test.go
+  cp "$HERE/e2e_full_imports.go" e2efull/imports_test.go
+  printf '// Package e2e holds only the conformance suite entry point (e2e_test.go).\npackage e2e\n' > e2efull/doc.go
+  go mod tidy
+  go test -c -vet=off -tags=selinux,notest -ldflags "$(k8s_ldflags)" -o "$E2E_DIR/bin/e2e-conformance.test.tmp" ./e2efull
+  "$E2E_DIR/bin/e2e-conformance.test.tmp" --version >&2
+  # The ginkgo CLI of the same module version: it runs the precompiled binary in parallel
+  # processes (--procs); the binary alone has no parallel mode.
+  go build -o "$E2E_DIR/bin/ginkgo.tmp" github.com/onsi/ginkgo/v2/ginkgo
+  mv -f "$E2E_DIR/bin/ginkgo.tmp" "$E2E_DIR/bin/ginkgo"
+  mv -f "$E2E_DIR/bin/e2e-conformance.test.tmp" "$E2E_DIR/bin/e2e-conformance.test"
+  e2e_full_sum > "$E2E_DIR/bin/e2e-conformance.sum"
+}
+
 print_env() {
   echo "PADDOCK_K8S_BIN=$K8S_DIR/bin"
   echo "PADDOCK_ETCD_BIN=$ETCD_DIR/bin"
@@ -162,7 +190,8 @@ print_env() {
 all_present() {
   [ -x "$K8S_DIR/bin/kube-apiserver" ] && [ -x "$K8S_DIR/bin/kube-controller-manager" ] \
     && [ -x "$K8S_DIR/bin/kube-scheduler" ] && [ -x "$ETCD_DIR/bin/etcd" ] && [ -x "$KWOK_DIR/bin/kwok" ] \
-    && { [ "$WANT_E2E" = 0 ] || [ -x "$E2E_DIR/bin/e2e-apimachinery.test" ]; }
+    && { [ "$WANT_E2E" = 0 ] || [ -x "$E2E_DIR/bin/e2e-apimachinery.test" ]; } \
+    && { [ "$WANT_E2E_FULL" = 0 ] || e2e_full_current; }
 }
 # Fast path: everything asked for is cached (binaries are moved into place only when complete),
 # so there is no need to wait for the lock of a build of something else.
@@ -174,7 +203,8 @@ fi
 
 mkdir -p "$CACHE"
 if [ ! -x "$K8S_DIR/bin/kube-apiserver" ] || [ ! -x "$ETCD_DIR/bin/etcd" ] || [ ! -x "$KWOK_DIR/bin/kwok" ] \
-   || { [ "$WANT_E2E" = 1 ] && [ ! -x "$E2E_DIR/bin/e2e-apimachinery.test" ]; }; then
+   || { [ "$WANT_E2E" = 1 ] && [ ! -x "$E2E_DIR/bin/e2e-apimachinery.test" ]; } \
+   || { [ "$WANT_E2E_FULL" = 1 ] && ! e2e_full_current; }; then
   need_go
 fi
 # Serialise concurrent builders (two test runs on one machine) on one lock.
@@ -187,5 +217,6 @@ timed etcd build_etcd
 timed kwok build_kwok
 timed kubernetes build_k8s
 [ "$WANT_E2E" = 1 ] && timed e2e build_e2e
+[ "$WANT_E2E_FULL" = 1 ] && timed e2e-full build_e2e_full
 if [ "$PRINT_ENV" = 1 ]; then print_env; fi
 log "cache: $(du -sh "$CACHE" 2>/dev/null | cut -f1) in $CACHE"

@@ -7,6 +7,7 @@
 #
 #   tests/testbed/conformance.sh [--mode both|direct|paddock] [--fast] [--focus RE] [--skip RE]
 #                                [--report FILE] [--keep] [--tenant-setup FILE]
+#   tests/testbed/conformance.sh --full [--procs N] [--refresh-baseline] [--mode ...] ...
 #
 # --fast     a handful of quick, focused tests (a few minutes) instead of all of them
 # --report   default target/conformance/report.md (JSON reports and logs are copied beside it)
@@ -14,6 +15,11 @@
 # --tenant-setup FILE  a diagnostic aid: `kubectl apply -f FILE` as the tenant before the paddock
 #            run (e.g. to see what else fails once a missing object exists). The report says so;
 #            official counts are taken without it.
+# --full     every [Conformance] test of the release (all sigs; binary e2e-conformance.test,
+#            build.sh --e2e-full), run by the ginkgo CLI in --procs parallel processes (default
+#            3). The direct run's pass list is cached ($CACHE/conformance-full-direct-<ver>.txt);
+#            with a cache, mode both skips the direct run and runs through paddock only what
+#            passed directly. --refresh-baseline runs the direct run again.
 # Exit status: 0 if every test that passes directly also passes through paddock (mode both), or
 # if every test passed (single mode); 1 otherwise; 2 on usage or setup errors.
 # Skipped always: AdmissionWebhook, CustomResourceConversionWebhook, CustomResourceFieldSelectors,
@@ -23,7 +29,7 @@ set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
 
-MODE=both; FAST=0; KEEP=0; TENANT_SETUP=""
+MODE=both; FAST=0; KEEP=0; TENANT_SETUP=""; FULL=0; PROCS=3; REFRESH=0
 FOCUS='\[sig-api-machinery\].*\[Conformance\]'
 # CustomResourceFieldSelectors deploys a conversion webhook too (crd_selectable_fields.go).
 SKIP_ALWAYS='AdmissionWebhook|CustomResourceConversionWebhook|CustomResourceFieldSelectors|Aggregator|\[Slow\]|\[Disruptive\]'
@@ -37,25 +43,46 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --mode) MODE="${2:?}"; shift 2 ;;
     --fast) FAST=1; shift ;;
+    --full) FULL=1; shift ;;
+    --procs) PROCS="${2:?}"; shift 2 ;;
+    --refresh-baseline) REFRESH=1; shift ;;
     --focus) FOCUS="${2:?}"; shift 2 ;;
     --skip) SKIP_EXTRA="${2:?}"; shift 2 ;;
     --report) REPORT="${2:?}"; shift 2 ;;
     --keep) KEEP=1; shift ;;
     --tenant-setup) TENANT_SETUP="$(cd "$(dirname "${2:?}")" && pwd)/$(basename "$2")"; shift 2 ;;
-    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
     *) echo "conformance.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
 case "$MODE" in both|direct|paddock) ;; *) echo "conformance.sh: --mode both|direct|paddock" >&2; exit 2 ;; esac
 [ "$FAST" = 1 ] && FOCUS="$FAST_FOCUS"
+# The whole suite: only what makes the apiserver dial pod or Service IPs is skipped — webhooks
+# and aggregated APIs served by pods (as above), the apiserver's proxy to pods and services
+# (sig-network Proxy, kubectl proxy), and streams to containers that kwok does not run
+# (kubectl logs filtering, websocket exec/logs). [Slow] and [Serial] tests run ([Serial] ones
+# alone, at the end, as ginkgo does); [Disruptive] ones (none are conformance tests) do not.
+SKIP_FULL='AdmissionWebhook|CustomResourceConversionWebhook|CustomResourceFieldSelectors|Aggregator|\[sig-network\] Proxy version v1|Kubectl client Proxy server|\[sig-cli\] Kubectl logs|over websockets|\[Disruptive\]'
+if [ "$FULL" = 1 ]; then
+  [ "$FOCUS" = '\[sig-api-machinery\].*\[Conformance\]' ] && FOCUS='\[Conformance\]'
+  SKIP_ALWAYS="$SKIP_FULL"
+  [ "$REPORT" = "$ROOT/target/conformance/report.md" ] && REPORT="$ROOT/target/conformance/full.md"
+fi
 SKIP="$SKIP_ALWAYS${SKIP_EXTRA:+|$SKIP_EXTRA}"
 log() { echo "[conformance $(date -u +%H:%M:%S)] $*" >&2; }
 die() { echo "[conformance] ERROR: $*" >&2; exit 2; }
 T0=$SECONDS
 
-eval "$("$HERE/build.sh" --e2e --print-env)"
+if [ "$FULL" = 1 ]; then
+  eval "$("$HERE/build.sh" --e2e-full --print-env)"
+  E2E="$PADDOCK_E2E_BIN/e2e-conformance.test"; GINKGO="$PADDOCK_E2E_BIN/ginkgo"
+  [ -x "$GINKGO" ] || die "missing $GINKGO"
+  BASELINE="${PADDOCK_TESTBED_CACHE:-$HOME/.cache/paddock-testbed}/conformance-full-direct-$(. "$HERE/versions.env"; echo "$K8S_VERSION").txt"
+else
+  eval "$("$HERE/build.sh" --e2e --print-env)"
+  E2E="$PADDOCK_E2E_BIN/e2e-apimachinery.test"
+fi
 export PADDOCK_K8S_BIN PADDOCK_ETCD_BIN PADDOCK_KWOK_BIN
-E2E="$PADDOCK_E2E_BIN/e2e-apimachinery.test"
 [ -x "$E2E" ] || die "missing $E2E"
 
 TB="$(mktemp -d "${TMPDIR:-/tmp}/paddock-conformance-XXXXXX")"
@@ -74,18 +101,50 @@ if [ "$KEEP" = 1 ]; then "$HERE/up.sh" "$TB"; else "$HERE/up.sh" "$TB" --owner-p
 . "$TB/env"
 mkdir -p "$TB/home" "$TB/reports"
 
-run_suite() { # run_suite NAME KUBECONFIG
-  local name=$1 kc=$2 t0=$SECONDS rc=0
+run_suite() { # run_suite NAME KUBECONFIG [FOCUS]
+  local name=$1 kc=$2 focus=${3:-$FOCUS} t0=$SECONDS rc=0
+  if [ "$FULL" = 1 ]; then run_suite_parallel "$name" "$kc" "$focus"; return; fi
   log "running the conformance tests ($name) — log: $TB/logs/e2e-$name.log"
   # HOME of its own: kubectl (used by some tests) keeps its discovery cache there.
   HOME="$TB/home" timeout 9000 "$E2E" \
     --kubeconfig="$kc" --provider=skeleton --kubectl-path="$KUBECTL" \
-    --ginkgo.focus="$FOCUS" --ginkgo.skip="$SKIP" \
+    --ginkgo.focus="$focus" --ginkgo.skip="$SKIP" \
     --ginkgo.timeout=2h --ginkgo.no-color --ginkgo.v \
     --ginkgo.json-report="$TB/reports/$name.json" --report-dir="$TB/reports/$name" \
     >"$TB/logs/e2e-$name.log" 2>&1 || rc=$?
   log "$name: e2e exited $rc after $((SECONDS - t0)) s; $(grep -E '^(Ran|FAIL!|SUCCESS!)' "$TB/logs/e2e-$name.log" | tr '\n' ' ')"
   echo "$((SECONDS - t0))" > "$TB/reports/$name.seconds"
+}
+
+# The ginkgo CLI runs the precompiled binary in $PROCS processes and merges their reports.
+run_suite_parallel() { # run_suite_parallel NAME KUBECONFIG FOCUS
+  local name=$1 kc=$2 focus=$3 t0=$SECONDS rc=0
+  log "running the conformance tests ($name, $PROCS processes) — log: $TB/logs/e2e-$name.log"
+  mkdir -p "$TB/reports/$name"
+  HOME="$TB/home" PADDOCK_E2E_POD_START="${PADDOCK_E2E_POD_START:-90s}" timeout 10800 nice -n 5 "$GINKGO" --procs="$PROCS" --timeout=3h --no-color -v \
+    --focus="$focus" --skip="$SKIP" --json-report="$TB/reports/$name.json" \
+    "$E2E" -- --kubeconfig="$kc" --provider=skeleton --kubectl-path="$KUBECTL" \
+    --report-dir="$TB/reports/$name" >"$TB/logs/e2e-$name.log" 2>&1 || rc=$?
+  log "$name: ginkgo exited $rc after $((SECONDS - t0)) s; $(grep -E '^(Ran|FAIL!|SUCCESS!)' "$TB/logs/e2e-$name.log" | tr '\n' ' ')"
+  echo "$((SECONDS - t0))" > "$TB/reports/$name.seconds"
+}
+
+# The names of the tests that passed in a JSON report, one a line (the baseline cache).
+passed_names() { # passed_names REPORT.json
+  python3 - "$1" <<'PY'
+import json, sys
+for suite in json.load(open(sys.argv[1])):
+    for sp in suite.get("SpecReports") or []:
+        if sp.get("LeafNodeType") == "It" and sp.get("State") == "passed":
+            print((" ".join(sp.get("ContainerHierarchyTexts") or []) + " " + sp.get("LeafNodeText", "")).strip())
+PY
+}
+
+# A focus that selects exactly the named tests (regexp-quoted, one alternation).
+focus_of_names() { # focus_of_names FILE
+  # Go regexp (RE2) syntax: only its metacharacters are escaped (Python's re.escape would also
+  # escape spaces, which RE2 refuses).
+  python3 -c 'import re,sys; q=lambda s: re.sub(r"([\\.+*?()|\[\]{}^$])", r"\\\1", s); print("|".join(q(l.strip()) for l in open(sys.argv[1]) if l.strip() and not l.startswith("#")))' "$1"
 }
 
 start_paddock() {
@@ -100,11 +159,18 @@ start_paddock() {
   [ -x "$bin" ] || die "no paddock binary at $bin"
   port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
   url="https://127.0.0.1:$port"; certs="$TB/paddock/certs"; mkdir -p "$TB/paddock"
+  # paddock's admission webhook (the per-tenant policy; docs/security.md "Tenant policy") with
+  # the test bed's apiserver client certificate (up.sh).
+  ADMISSION_ARGS=()
+  if [ -n "${ADMISSION_CLIENT_CA:-}" ]; then
+    ADMISSION_ARGS=(--admission-listen 127.0.0.1:0 --admission-client-ca "$ADMISSION_CLIENT_CA"
+      --admission-client-name "$ADMISSION_CLIENT_NAME")
+  fi
   "$bin" ca init --dir "$certs" --server-url "$url" >"$TB/logs/paddock-ca-init.log" 2>&1 \
     || { cat "$TB/logs/paddock-ca-init.log" >&2; die "paddock ca init failed"; }
   setsid env -u PADDOCK_ETCD_ENDPOINTS "$bin" serve --listen "127.0.0.1:$port" --certs-dir "$certs" \
     --upstream-kubeconfig "$ADMIN_KUBECONFIG" --store etcd --etcd-endpoints "$PADDOCK_ETCD_ENDPOINTS" \
-    --etcd-prefix /paddock-conformance --public-url "$url" --log-format json \
+    --etcd-prefix /paddock-conformance --public-url "$url" --log-format json "${ADMISSION_ARGS[@]}" \
     </dev/null >"$TB/logs/paddock.log" 2>&1 &
   pid=$!
   echo "paddock $pid $(awk '{sub(/.*\) /,""); print $20}' "/proc/$pid/stat")" >> "$TB/pids"  # down.sh stops it
@@ -117,11 +183,35 @@ start_paddock() {
   log "paddock ready at $url"
   "$bin" tenant create confor --kubeconfig "$certs/admin.kubeconfig" >"$TB/tenant.kubeconfig" 2>"$TB/logs/paddock-tenant-create.log" \
     || { cat "$TB/logs/paddock-tenant-create.log" >&2; die "paddock tenant create confor failed"; }
+  # The platform settings a conformance tenant needs, each lifting one isolation default
+  # (docs/testing.md "Conformance"): NodePort and LoadBalancer Services (ResourceQuota "capture
+  # the life of a service"), Endpoints and EndpointSlices written by the tenant (the full
+  # suite's sig-network tests).
+  if [ ${#ADMISSION_ARGS[@]} -gt 0 ]; then
+    "$bin" tenant policy confor --kubeconfig "$certs/admin.kubeconfig" \
+      --patch '{"services":{"allowNodePort":true,"allowLoadBalancer":true,"endpoints":"Unrestricted"}}' >"$TB/logs/paddock-tenant-policy.log" 2>&1 \
+      || { cat "$TB/logs/paddock-tenant-policy.log" >&2; die "paddock tenant policy confor failed"; }
+  fi
 }
 
 log "focus: $FOCUS"
 log "skip:  $SKIP"
-[ "$MODE" = paddock ] || run_suite direct "$ADMIN_KUBECONFIG"
+PADDOCK_FOCUS="$FOCUS"
+if [ "$FULL" = 1 ] && [ "$MODE" = both ] && [ "$REFRESH" = 0 ] && [ -s "$BASELINE" ]; then
+  log "direct run: the cached baseline $BASELINE ($(grep -vc '^#' "$BASELINE") tests passed; --refresh-baseline to rerun)"
+  grep -v '^#' "$BASELINE" > "$TB/reports/direct.passed"
+elif [ "$MODE" != paddock ]; then
+  run_suite direct "$ADMIN_KUBECONFIG"
+  if [ "$FULL" = 1 ] && [ -s "$TB/reports/direct.json" ]; then
+    { echo "# direct passes of conformance.sh --full, $(date -u '+%Y-%m-%d %H:%M UTC'), focus $FOCUS, skip $SKIP"
+      passed_names "$TB/reports/direct.json"; } > "$BASELINE.tmp" && mv -f "$BASELINE.tmp" "$BASELINE"
+    grep -v '^#' "$BASELINE" > "$TB/reports/direct.passed"
+  fi
+fi
+# Through paddock, the full run takes only what passed directly (the rest cannot pass anyway).
+if [ "$FULL" = 1 ] && [ -s "$TB/reports/direct.passed" ]; then
+  PADDOCK_FOCUS="$(focus_of_names "$TB/reports/direct.passed")"
+fi
 if [ "$MODE" != direct ]; then
   # A subshell: if paddock does not come up, the report still gets the direct results.
   if ( start_paddock ); then
@@ -129,7 +219,7 @@ if [ "$MODE" != direct ]; then
       log "applying $TENANT_SETUP as the tenant (--tenant-setup)"
       "$KUBECTL" --kubeconfig "$TB/tenant.kubeconfig" apply -f "$TENANT_SETUP" >&2 || log "tenant setup failed"
     fi
-    run_suite paddock "$TB/tenant.kubeconfig"
+    run_suite paddock "$TB/tenant.kubeconfig" "$PADDOCK_FOCUS"
   else
     log "paddock did not start (log: $TB/logs/paddock.log); no run through paddock"
   fi
@@ -145,6 +235,10 @@ import json, os, sys, datetime
 rdir, report, mode, focus, skip, total, setup = sys.argv[1:8]
 def load(name):
     p = os.path.join(rdir, name + ".json")
+    cached = os.path.join(rdir, name + ".passed")
+    if not os.path.exists(p) and os.path.exists(cached):
+        # the cached baseline of --full: only the names of what passed directly
+        return {l.strip(): "passed" for l in open(cached) if l.strip()}
     if not os.path.exists(p):
         return None
     res = {}

@@ -158,7 +158,10 @@ fn builtin_policy(group: &str, resource: &str, scope: Scope) -> Policy {
         | ("apiextensions.k8s.io", "customresourcedefinitions")
         | (
             "admissionregistration.k8s.io",
-            "mutatingwebhookconfigurations" | "validatingwebhookconfigurations",
+            "mutatingwebhookconfigurations"
+            | "validatingwebhookconfigurations"
+            | "validatingadmissionpolicies"
+            | "validatingadmissionpolicybindings",
         ) => TenantOwned,
         // Review objects: create-only, special body rules.
         (
@@ -188,10 +191,7 @@ fn builtin_policy(group: &str, resource: &str, scope: Scope) -> Policy {
         | ("storage.k8s.io", "volumeattachments")
         | (
             "admissionregistration.k8s.io",
-            "validatingadmissionpolicies"
-            | "validatingadmissionpolicybindings"
-            | "mutatingadmissionpolicies"
-            | "mutatingadmissionpolicybindings",
+            "mutatingadmissionpolicies" | "mutatingadmissionpolicybindings",
         ) => Forbidden,
         _ => match scope {
             Scope::Namespaced => TenantOwned,
@@ -664,7 +664,7 @@ pub(crate) mod tests {
                 "admissionregistration.k8s.io",
                 "validatingadmissionpolicies"
             ),
-            Some(Forbidden)
+            Some(TenantOwned)
         );
         assert_eq!(p("networking.k8s.io", "ipaddresses"), Some(Forbidden));
         assert_eq!(p("resource.k8s.io", "resourceclaims"), Some(TenantOwned));

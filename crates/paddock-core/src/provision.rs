@@ -101,6 +101,8 @@ pub fn cluster_scope_role() -> Value {
              "verbs": ["get", "list", "watch", "create", "update", "patch", "delete", "deletecollection", "bind", "escalate"]},
             {"apiGroups": ["apiextensions.k8s.io"], "resources": ["customresourcedefinitions", "customresourcedefinitions/status"], "verbs": all},
             {"apiGroups": ["admissionregistration.k8s.io"], "resources": ["validatingwebhookconfigurations", "mutatingwebhookconfigurations"], "verbs": all},
+            {"apiGroups": ["admissionregistration.k8s.io"], "resources": ["validatingadmissionpolicies", "validatingadmissionpolicybindings"], "verbs": all},
+            {"apiGroups": ["admissionregistration.k8s.io"], "resources": ["validatingadmissionpolicies/status"], "verbs": ["get", "update", "patch"]},
             {"apiGroups": [""], "resources": ["nodes"], "verbs": read},
             {"apiGroups": ["storage.k8s.io"], "resources": ["storageclasses", "csidrivers", "csinodes"], "verbs": read},
             {"apiGroups": ["scheduling.k8s.io"], "resources": ["priorityclasses"], "verbs": read},
@@ -173,10 +175,7 @@ pub fn guard_policies(admission_webhook: bool) -> Vec<(String, Value)> {
            ('{PSA_ENFORCE_LABEL}' in variables.newLabels && variables.newLabels['{PSA_ENFORCE_LABEL}'] in ['{POD_SECURITY_LEVEL}', 'restricted'])) && \
           (!('{PSA_ENFORCE_LABEL}-version' in variables.newLabels) || variables.newLabels['{PSA_ENFORCE_LABEL}-version'] == 'latest')"
     );
-    let tid_vars = json!([
-        {"name": "tids", "expression": "request.userInfo.groups.filter(g, g.startsWith('paddock:tenant:')).map(g, g.substring(15))"},
-        {"name": "tid", "expression": "variables.tids[0]"}
-    ]);
+    let tid_vars = guard_tid_vars();
     let with = |extra: Value| -> Value {
         let mut v = tid_vars.as_array().cloned().unwrap_or_default();
         v.extend(extra.as_array().cloned().unwrap_or_default());
@@ -289,14 +288,23 @@ pub fn guard_policies(admission_webhook: bool) -> Vec<(String, Value)> {
              "message": "paddock: a tenant webhook must call a service in the tenant's namespaces"}
         ]),
     );
+    let policies = crate::policy_guard::admission_policies_guard();
     if admission_webhook {
-        return vec![generic, namespaces, rbac, webhooks];
+        return vec![generic, namespaces, rbac, webhooks, policies];
     }
-    vec![generic, namespaces, rbac, services, webhooks]
+    vec![generic, namespaces, rbac, services, webhooks, policies]
+}
+
+/// The CEL variables every guard policy starts with: the tenant id of the request's identity.
+pub(crate) fn guard_tid_vars() -> Value {
+    json!([
+        {"name": "tids", "expression": "request.userInfo.groups.filter(g, g.startsWith('paddock:tenant:')).map(g, g.substring(15))"},
+        {"name": "tid", "expression": "variables.tids[0]"}
+    ])
 }
 
 /// One policy of the guard: it applies to requests of tenant identities only.
-fn guard_policy(
+pub(crate) fn guard_policy(
     name: &str,
     match_constraints: Value,
     variables: Value,
@@ -461,15 +469,18 @@ fn namespace_quota_fixed(t: &TenantId, upstream_ns: &str) -> Value {
     })
 }
 
-/// Cluster-scoped kinds a tenant can own, as list paths. Namespaces are handled first and
-/// separately (their deletion takes the namespaced contents with it).
+/// Cluster-scoped kinds a tenant can own, as list paths. Namespaces are handled separately
+/// (their deletion takes the namespaced contents with it), after the admission kinds: a
+/// tenant's policy or webhook could refuse the deletion of the tenant's namespaces.
 pub const OWNED_CLUSTER_KINDS: &[&str] = &[
+    "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings",
+    "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies",
+    "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations",
+    "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations",
     "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
     "/apis/rbac.authorization.k8s.io/v1/clusterroles",
     "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
     "/api/v1/persistentvolumes",
-    "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations",
-    "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations",
 ];
 
 pub fn owned_by(obj: &Value, t: &TenantId, crd: bool) -> bool {

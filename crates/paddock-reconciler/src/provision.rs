@@ -280,9 +280,6 @@ pub async fn delete_tenant_objects(
             .filter_map(|ns| ns["metadata"]["name"].as_str().map(str::to_string))
             .collect();
         let mut remaining = namespaces.len();
-        for ns in &namespaces {
-            upjson::delete(up, &format!("/api/v1/namespaces/{ns}")).await?;
-        }
         for kind in OWNED_CLUSTER_KINDS {
             let crd = kind.ends_with("customresourcedefinitions");
             let items = match upjson::list(up, &format!("{kind}?{selector}")).await {
@@ -296,6 +293,11 @@ pub async fn delete_tenant_objects(
                     remaining += 1;
                 }
             }
+        }
+        // After the admission kinds: a tenant's policy or webhook could refuse the deletion
+        // of its namespaces.
+        for ns in &namespaces {
+            upjson::delete(up, &format!("/api/v1/namespaces/{ns}")).await?;
         }
         // paddock's own per-tenant cluster objects: exact names, and the managed-for label.
         let own = [

@@ -135,14 +135,14 @@ pub const REQUIRED_RIGHTS: &[Right] = &[
     Right {
         group: "admissionregistration.k8s.io",
         resource: "validatingadmissionpolicies",
-        verbs: &["create", "patch", "delete"],
-        why: "the tenant guard policies (the Service-type one is removed when the admission webhook decides it)",
+        verbs: &["list", "create", "patch", "delete"],
+        why: "the tenant guard policies (the Service-type one is removed when the admission webhook decides it); tenants' own policies are deleted with the tenant",
     },
     Right {
         group: "admissionregistration.k8s.io",
         resource: "validatingadmissionpolicybindings",
-        verbs: &["create", "patch", "delete"],
-        why: "the tenant guard policies' bindings",
+        verbs: &["list", "create", "patch", "delete"],
+        why: "the tenant guard policies' bindings; tenants' own bindings are deleted with the tenant",
     },
     Right {
         group: "",

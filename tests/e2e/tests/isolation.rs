@@ -634,8 +634,71 @@ fn cases() -> Vec<Case> {
             .control(step(B, "get secret crown-jewels -n vault-ns -o name"), OkWith("crown-jewels"))
             .bypass(step(Bypass, "delete secret crown-jewels -n bravoo-vault-ns")),
     ];
+    v.extend(admission_policy_cases());
     v.retain(|c| selected(c.id));
     v
+}
+
+/// A tenant policy that refuses every ConfigMap labelled `vap-probe: 'yes'` (its message
+/// names it), and its binding.
+const VAP_DENY_PROBES: &str = "apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingAdmissionPolicy\nmetadata: {name: deny-probes}\nspec:\n  failurePolicy: Fail\n  matchConstraints:\n    objectSelector: {matchLabels: {vap-probe: 'yes'}}\n    resourceRules: [{apiGroups: [''], apiVersions: [v1], operations: [CREATE], resources: [configmaps]}]\n  validations: [{expression: 'false', message: vap-deny-probe}]\n---\napiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingAdmissionPolicyBinding\nmetadata: {name: deny-probes}\nspec: {policyName: deny-probes, validationActions: [Deny]}\n";
+
+fn probe_cm(name: &str, ns: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: {name}, namespace: {ns}, labels: {{vap-probe: 'yes'}}}}\n"
+    )
+}
+
+/// A tenant policy with a param kind, as the tenant writes it.
+fn vap_params(name: &str, av: &str, kind: &str) -> String {
+    format!(
+        "apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingAdmissionPolicy\nmetadata: {{name: {name}}}\nspec:\n  paramKind: {{apiVersion: {av}, kind: {kind}}}\n  matchConstraints:\n    resourceRules: [{{apiGroups: [''], apiVersions: [v1], operations: [CREATE], resources: [configmaps]}}]\n  validations: [{{expression: 'true'}}]\n"
+    )
+}
+
+/// The same written straight upstream (bypass): labelled and prefixed, confined or not.
+fn vap_up(name: &str, confined: bool, params: &str) -> String {
+    let sel = if confined {
+        "    namespaceSelector: {matchExpressions: [{key: paddock.io/tenant, operator: In, values: [alphaa]}]}\n"
+    } else {
+        ""
+    };
+    format!(
+        "apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingAdmissionPolicy\nmetadata: {{name: {name}, labels: {{paddock.io/tenant: alphaa}}}}\nspec:\n{params}  matchConstraints:\n{sel}    resourceRules: [{{apiGroups: [''], apiVersions: [v1], operations: [CREATE], resources: [configmaps], scope: Namespaced}}]\n  validations: [{{expression: 'false'}}]\n"
+    )
+}
+
+/// Tenant ValidatingAdmissionPolicies (issue 13): confined to the tenant's namespaces, binding
+/// only the tenant's policies, params only from the tenant. The first case puts a deny-all
+/// policy of the attacker in force; the victim and platform cases come after the others, so
+/// that it has long been active (the control waits for its type check as well).
+fn admission_policy_cases() -> Vec<Case> {
+    use Expect::*;
+    use Who::*;
+    vec![
+        case("vap-confined", "VAPs reaching other tenants", "a tenant policy's namespaceSelector is confined upstream")
+            .setup(step_in(A, "apply -f -", VAP_DENY_PROBES))
+            .attack(step(Up, "get validatingadmissionpolicy alphaa-deny-probes -o jsonpath={.spec.matchConstraints.namespaceSelector}"), OkWith("paddock.io/tenant"))
+            .control(step(A, "get validatingadmissionpolicy deny-probes -o name"), OkWith("deny-probes"))
+            .bypass(step_in(Bypass, "create -f -", &vap_up("alphaa-vap-wide", false, ""))),
+        case("vap-params-platform", "VAPs reading platform objects", "a tenant policy taking its params from Nodes")
+            .attack(step_in(A, "create -f -", &vap_params("node-params", "v1", "Node")), RefusedWith("paramKind"))
+            .control(step_in(A, "apply -f -", &vap_params("gadget-params", "example.com/v1", "Gadget")), Ok)
+            .bypass(step_in(Bypass, "create -f -", &vap_up("alphaa-node-params", true, "  paramKind: {apiVersion: v1, kind: Node}\n"))),
+        case("vap-bind-platform-policy", "VAPs reaching the platform", "a binding naming the platform's guard policy names the tenant's own")
+            .then(step_in(A, "apply -f -", "apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingAdmissionPolicyBinding\nmetadata: {name: bind-guard}\nspec: {policyName: paddock-tenant-guard, validationActions: [Deny]}\n"))
+            .attack(step(Up, "get validatingadmissionpolicybinding alphaa-bind-guard -o jsonpath={.spec.policyName}"), OkWith("alphaa-paddock-tenant-guard"))
+            .control(step(A, "get validatingadmissionpolicybinding bind-guard -o jsonpath={.spec.policyName}"), OkWith("paddock-tenant-guard"))
+            .bypass(step_in(Bypass, "create -f -", "apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingAdmissionPolicyBinding\nmetadata: {name: alphaa-bind-guard2, labels: {paddock.io/tenant: alphaa}}\nspec: {policyName: paddock-tenant-guard, validationActions: [Warn]}\n")),
+        case("vap-victim-writes", "VAPs reaching other tenants", "the attacker's deny-all policy does not touch the victim's writes")
+            .attack(step_in(B, "create -f -", &probe_cm("vap-probe-b", "vault-ns")), Ok)
+            .control_pre(step(A, "wait --for=jsonpath={.status.observedGeneration}=1 validatingadmissionpolicy deny-probes --timeout=60s"))
+            .control(step_in(A, "create -f -", &probe_cm("vap-probe-a", "web")), RefusedWith("vap-deny-probe"))
+            .bypass(step_in(Bypass, "create -f -", &vap_up("alphaa-vap-victim", true, "").replace("values: [alphaa]", "values: [bravoo]"))),
+        case("vap-platform-writes", "VAPs reaching the platform", "the attacker's deny-all policy does not touch platform writes")
+            .attack(step_in(Up, "create -f -", &probe_cm("vap-probe-plat", "plat-core")), Ok)
+            .control(step_in(A, "create -f -", &probe_cm("vap-probe-a2", "web")), RefusedWith("vap-deny-probe")),
+    ]
 }
 
 fn selected(id: &str) -> bool {

@@ -7,8 +7,12 @@
 //!
 //! - the tenant's own CRD groups appear un-prefixed (`foofoo-example.com` -> `example.com`);
 //! - other tenants' groups (any tenant-prefixed group not ours) never appear;
-//! - resources whose catalog policy is Forbidden are hidden, and a group or version left with
-//!   nothing visible is hidden too; `preferredVersion` is fixed accordingly;
+//! - built-in resources whose catalog policy is Forbidden stay listed, as upstream advertises
+//!   them: discovery of a real cluster is the same for every user whatever their rights (the
+//!   conformance Discovery and AggregatedDiscovery tests expect `apiservices`, `tokenreviews`,
+//!   `certificatesigningrequests`), and a request on one is refused with a Status naming the
+//!   policy. Forbidden resources of platform groups (not built in) are hidden, and a group or
+//!   version left with nothing visible is hidden too; `preferredVersion` is fixed accordingly;
 //! - shared read-only resources advertise only the read verbs.
 //!
 //! Documents are small, so they are parsed whole. serde_json keeps key order
@@ -19,7 +23,7 @@ use std::collections::HashMap;
 
 use serde_json::{Map, Value};
 
-use crate::catalog::{Catalog, Policy, subresource_forbidden};
+use crate::catalog::{Catalog, Policy, is_builtin_group, subresource_forbidden};
 use crate::error::TranslateError;
 use crate::tenant::TenantId;
 
@@ -311,6 +315,9 @@ fn resource_vis(tenant: &TenantId, catalog: &Catalog, ug: &str, ver: &str, res: 
         Some(info) => match info.policy {
             Policy::TenantOwned => Vis::Full,
             Policy::SharedReadOnly => Vis::ReadOnly,
+            // Built-in kinds are public knowledge (they are the release's); listing them is
+            // what a cluster shows every user. Requests on them are refused by the policy.
+            Policy::Forbidden if is_builtin_group(ug) => Vis::Full,
             Policy::Forbidden => Vis::Hidden,
         },
     }
@@ -412,6 +419,8 @@ mod tests {
             out,
             json!({"kind":"APIGroupList","apiVersion":"v1","groups":[
                 {"name":"apps","versions":[{"groupVersion":"apps/v1","version":"v1"}],"preferredVersion":{"groupVersion":"apps/v1","version":"v1"}},
+                // a built-in group of forbidden kinds is listed, as a cluster lists it
+                {"name":"apiregistration.k8s.io","versions":[{"groupVersion":"apiregistration.k8s.io/v1","version":"v1"}],"preferredVersion":{"groupVersion":"apiregistration.k8s.io/v1","version":"v1"}},
                 {"name":"example.com","versions":[{"groupVersion":"example.com/v2","version":"v2"},{"groupVersion":"example.com/v1","version":"v1"}],"preferredVersion":{"groupVersion":"example.com/v2","version":"v2"}}
             ]})
         );
@@ -434,11 +443,14 @@ mod tests {
             .iter()
             .map(|r| r["name"].as_str().unwrap())
             .collect();
-        assert_eq!(names, ["pods", "pods/log", "nodes"]);
+        // componentstatuses is refused to tenants but listed with its verbs, as upstream;
+        // nodes are shared read-only (read verbs only, no proxy, no status writes).
+        assert_eq!(names, ["pods", "pods/log", "nodes", "componentstatuses"]);
         assert_eq!(
             out["resources"][2]["verbs"],
             json!(["get", "list", "watch"])
         );
+        assert_eq!(out["resources"][3]["verbs"], json!(["get", "list"]));
 
         let doc = json!({"kind":"APIResourceList","apiVersion":"v1","groupVersion":"foofoo-example.com/v1","resources":[
             {"name":"widgets","singularName":"widget","namespaced":true,"kind":"Widget","verbs":["get"]}]});
@@ -472,9 +484,9 @@ mod tests {
             .iter()
             .map(|g| g["metadata"]["name"].as_str().unwrap())
             .collect();
-        assert_eq!(names, ["example.com", "apps"]);
+        assert_eq!(names, ["apiregistration.k8s.io", "example.com", "apps"]);
         assert_eq!(
-            out["items"][0]["versions"][0]["resources"][0]["responseKind"]["group"],
+            out["items"][1]["versions"][0]["resources"][0]["responseKind"]["group"],
             "example.com"
         );
         let s = String::from_utf8(serde_json::to_vec(&out).unwrap()).unwrap();
@@ -487,12 +499,13 @@ mod tests {
         let out: Value =
             serde_json::from_slice(&discovery_down(&t, &catalog(), core).unwrap()).unwrap();
         let r = &out["items"][0]["versions"][0]["resources"];
-        assert_eq!(r.as_array().unwrap().len(), 1);
+        assert_eq!(r.as_array().unwrap().len(), 2);
         assert_eq!(r[0]["verbs"], json!(["get", "list", "watch"]));
         assert_eq!(
             r[0]["subresources"],
             json!([{"subresource":"status","verbs":["get"]}])
         );
+        assert_eq!(r[1]["resource"], "componentstatuses");
         assert!(out["items"][0]["metadata"].get("name").is_none());
     }
 

@@ -72,6 +72,26 @@ pub fn describe(h: Holds) -> (&'static str, &'static str, &'static str) {
             "`apiGroups` like RBAC; scope forced to Namespaced, `Cluster` only for namespaces (else 403)",
             "groups stripped",
         ),
+        Holds::PolicyRulesNamed => (
+            "admission policy rules",
+            "as webhook rules (`resourceNames` kept)",
+            "groups stripped",
+        ),
+        Holds::ParamKind => (
+            "admission policy paramKind",
+            "group of a tenant CRD prefixed; a built-in kind must be namespaced and the tenant's (else 403)",
+            "group stripped",
+        ),
+        Holds::PolicyName => (
+            "admission policy name",
+            "prefixed (a binding names only the tenant's policies)",
+            "stripped",
+        ),
+        Holds::CelExpression => (
+            "admission policy CEL expression",
+            "reads of the request's namespace (`namespaceObject.metadata.name`, `object.metadata.namespace`, `oldObject.metadata.namespace`, `request.namespace`) mapped to the tenant's names",
+            "the exact rewritten form back",
+        ),
         Holds::ClientConfig => (
             "webhook client config",
             "`service.namespace` prefixed; `url` 403",

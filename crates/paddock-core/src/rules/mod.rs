@@ -9,7 +9,9 @@ pub mod object;
 pub mod table;
 pub mod text;
 
+mod cel;
 mod meta;
+mod policy;
 mod rbac;
 mod refs;
 mod reviews;
@@ -18,5 +20,6 @@ pub(crate) mod walk;
 
 pub use aggregate::{AGGREGATE_LABEL_PREFIX, TENANT_AGGREGATE_LABEL_PREFIX};
 pub use object::{Disposition, UpMode, object_down, object_down_as, object_up, object_up_with};
+pub use policy::BUILTIN_PARAM_KINDS;
 pub use refs::api_version_down;
 pub use text::{REDACTED, status_down, text_down, text_down_with};

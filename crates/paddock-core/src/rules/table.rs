@@ -61,6 +61,17 @@ pub enum Holds {
     PolicyRules { cluster: bool },
     /// Admission webhook rules: apiGroups, scope forced to Namespaced.
     WebhookRules,
+    /// An admission policy's resource rules (NamedRuleWithOperations: the webhook rule
+    /// inline, plus resourceNames): the same rules as [`Holds::WebhookRules`].
+    PolicyRulesNamed,
+    /// An admission policy's `paramKind`: a tenant CRD group prefixed; kinds whose objects
+    /// are not all the tenant's refused.
+    ParamKind,
+    /// A binding's `policyName`: the tenant's cluster-scoped policy name, prefixed.
+    PolicyName,
+    /// A CEL expression of an admission policy: its reads of the request's namespace mapped
+    /// into the tenant's names (rules/cel.rs).
+    CelExpression,
     /// A webhook clientConfig: service namespace prefixed, url refused.
     ClientConfig,
     /// The API group of a tenant CRD.
@@ -293,6 +304,36 @@ const WEBHOOK_FIELDS: &[FieldRule] = &[
         Holds::WebhookRules,
     ),
 ];
+
+// admissionregistration/v1 ValidatingAdmissionPolicySpec{paramKind=1, matchConstraints=2},
+// MatchResources{namespaceSelector=1, resourceRules=3, excludeResourceRules=4},
+// ValidatingAdmissionPolicyBindingSpec{policyName=1, paramRef=2 {namespace=2},
+// matchResources=3}.
+const MATCH_CONSTRAINTS: Step = one("matchConstraints", &[2]);
+const MATCH_RESOURCES: Step = one("matchResources", &[3]);
+
+/// The confining fields of a policy's or a binding's MatchResources (one macro, two places:
+/// a `const fn` with the step as a parameter cannot build `'static` paths).
+macro_rules! match_resources {
+    ($at:expr) => {
+        [
+            f(
+                &[SPEC, $at, one("namespaceSelector", &[1])],
+                Holds::NamespaceSelector { forced: true },
+            ),
+            f(
+                &[SPEC, $at, many("resourceRules", &[3])],
+                Holds::PolicyRulesNamed,
+            ),
+            f(
+                &[SPEC, $at, many("excludeResourceRules", &[4])],
+                Holds::PolicyRulesNamed,
+            ),
+        ]
+    };
+}
+const POLICY_MATCH: [FieldRule; 3] = match_resources!(MATCH_CONSTRAINTS);
+const BINDING_MATCH: [FieldRule; 3] = match_resources!(MATCH_RESOURCES);
 
 const ACCESS_REVIEW_STATUS: [FieldRule; 2] = [
     f(&[one("status", &[3]), one("reason", &[2])], Holds::FreeText),
@@ -539,6 +580,61 @@ pub const KINDS: &[KindRules] = &[
         "admissionregistration.k8s.io",
         "ValidatingWebhookConfiguration",
         WEBHOOK_FIELDS,
+    ),
+    // --- admission policies (rules/policy.rs)
+    kind(
+        "admissionregistration.k8s.io",
+        "ValidatingAdmissionPolicy",
+        &[
+            POLICY_MATCH[0],
+            POLICY_MATCH[1],
+            POLICY_MATCH[2],
+            f(&[SPEC, one("paramKind", &[1])], Holds::ParamKind),
+            // Validation{expression=1, messageExpression=4}, AuditAnnotation{valueExpression=2},
+            // MatchCondition{expression=2}, Variable{expression=2}
+            f(
+                &[SPEC, many("validations", &[3]), one("expression", &[1])],
+                Holds::CelExpression,
+            ),
+            f(
+                &[
+                    SPEC,
+                    many("validations", &[3]),
+                    one("messageExpression", &[4]),
+                ],
+                Holds::CelExpression,
+            ),
+            f(
+                &[
+                    SPEC,
+                    many("auditAnnotations", &[5]),
+                    one("valueExpression", &[2]),
+                ],
+                Holds::CelExpression,
+            ),
+            f(
+                &[SPEC, many("matchConditions", &[6]), one("expression", &[2])],
+                Holds::CelExpression,
+            ),
+            f(
+                &[SPEC, many("variables", &[7]), one("expression", &[2])],
+                Holds::CelExpression,
+            ),
+        ],
+    ),
+    kind(
+        "admissionregistration.k8s.io",
+        "ValidatingAdmissionPolicyBinding",
+        &[
+            BINDING_MATCH[0],
+            BINDING_MATCH[1],
+            BINDING_MATCH[2],
+            f(&[SPEC, one("policyName", &[1])], Holds::PolicyName),
+            f(
+                &[SPEC, one("paramRef", &[2]), one("namespace", &[2])],
+                Holds::Namespace,
+            ),
+        ],
     ),
     // --- CRDs
     kind(

@@ -7,7 +7,7 @@ use serde_json::{Map, Value};
 
 use super::object::{Disposition, UpMode};
 use super::table::{Check, FieldRule, Holds, KindRules, Step};
-use super::{rbac, refs, reviews, selectors, text};
+use super::{cel, policy, rbac, refs, reviews, selectors, text};
 use crate::context::TenantContext;
 use crate::error::TranslateError;
 
@@ -132,7 +132,13 @@ fn holds_up(
         Holds::Subjects { cluster } => rbac::subjects_up(t, v, cluster),
         Holds::RoleRef { cluster } => rbac::role_ref_up(t, v, cluster),
         Holds::PolicyRules { cluster } => rbac::rules_up(ctx, v, cluster),
-        Holds::WebhookRules => rbac::webhook_rules_up(ctx, v),
+        Holds::WebhookRules | Holds::PolicyRulesNamed => rbac::webhook_rules_up(ctx, v),
+        Holds::ParamKind => policy::param_kind_up(ctx, v),
+        Holds::PolicyName => policy::policy_name_up(ctx, v),
+        Holds::CelExpression => {
+            cel::cel_up(t, v);
+            Ok(())
+        }
         Holds::ClientConfig => each(v, &mut |c| refs::client_config_up(t, c)),
         Holds::CrdGroup => refs::crd_group_up(t, v),
         Holds::ResourceAttributes => reviews::resource_attributes_up(ctx, v),
@@ -199,7 +205,10 @@ fn holds_down(
         Holds::Subjects { cluster } => rbac::subjects_down(t, v, cluster),
         Holds::RoleRef { .. } => rbac::role_ref_down(ctx, v),
         Holds::PolicyRules { cluster } => rbac::rules_down(ctx, v, cluster),
-        Holds::WebhookRules => rbac::webhook_rules_down(ctx, v),
+        Holds::WebhookRules | Holds::PolicyRulesNamed => rbac::webhook_rules_down(ctx, v),
+        Holds::ParamKind => policy::param_kind_down(ctx, v),
+        Holds::PolicyName => policy::policy_name_down(ctx, v),
+        Holds::CelExpression => cel::cel_down(t, v),
         Holds::ClientConfig => each(v, &mut |c| {
             refs::client_config_down(ctx, c);
             Ok(())

@@ -140,10 +140,24 @@ pub fn translate_request_body(
             Ok((to_vec(&v)?, CT_JSON.to_owned()))
         }
         CT_APPLY_YAML if is_patch => {
+            let is_json = serde_json::from_slice::<serde::de::IgnoredAny>(body).is_ok();
             let mut v = parse_yaml(body)?;
+            let before = v.clone();
             object_up_with(ctx, &mut v, hint.as_ref(), ns, UpMode::Full)?;
+            // The apiserver reports what is wrong with an apply body by line and key
+            // (duplicates under fieldValidation): the original text keeps its lines.
+            let spliced = if is_json {
+                crate::dupkeys::has_duplicate_keys(body)
+                    .then(|| crate::dupkeys::splice_changes(body, &before, &v))
+                    .flatten()
+            } else {
+                super::yaml_splice::splice_yaml(body, &before, &v)
+            };
             // JSON is YAML: the apiserver reads it under the same content type.
-            Ok((to_vec(&v)?, CT_APPLY_YAML.to_owned()))
+            Ok((
+                spliced.map_or_else(|| to_vec(&v), Ok)?,
+                CT_APPLY_YAML.to_owned(),
+            ))
         }
         CT_MERGE_PATCH | CT_STRATEGIC_PATCH if is_patch => {
             let mut v = parse_json(body)?;
@@ -186,7 +200,11 @@ mod tests {
         let c = ctx();
         let p = plan(&c, parse_request(method, path, None).unwrap()).unwrap();
         let (b, ct) = translate_request_body(&c, &p, ct, body)?;
-        Ok((serde_json::from_slice(&b).unwrap_or(Value::Null), ct))
+        // YAML apply bodies stay YAML (wire::yaml_splice).
+        let v = serde_json::from_slice(&b)
+            .or_else(|_| serde_norway::from_slice(&b))
+            .unwrap_or(Value::Null);
+        Ok((v, ct))
     }
 
     #[test]
@@ -240,6 +258,23 @@ mod tests {
             json!({"apiVersion":"v1","kind":"Namespace","metadata":{"name":"foofoo-dev","labels":{"team":"a","paddock.io/tenant":"foofoo"}}})
         );
         assert_eq!(ct, "application/apply-patch+yaml");
+        // The YAML keeps its lines: `kind` is still on line 2.
+        let c = ctx();
+        let p = plan(
+            &c,
+            parse_request("PATCH", "/api/v1/namespaces/dev", None).unwrap(),
+        )
+        .unwrap();
+        let (b, _) = translate_request_body(
+            &c,
+            &p,
+            "application/apply-patch+yaml",
+            b"apiVersion: v1\nkind: Namespace\nmetadata:\n  name: dev\n",
+        )
+        .unwrap();
+        let text = String::from_utf8(b).unwrap();
+        assert_eq!(text.lines().nth(1), Some("kind: Namespace"));
+        assert_eq!(text.lines().count(), 4);
         let (v, _) = tb("PATCH", "/apis/apps/v1/namespaces/default/deployments/web", "application/apply-patch+yaml", br#"{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web","namespace":"default"}}"#).unwrap();
         assert_eq!(v["metadata"]["namespace"], "foofoo-default");
         assert_eq!(

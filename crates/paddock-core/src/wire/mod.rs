@@ -7,3 +7,4 @@ pub mod patch;
 mod pb;
 mod pb_label;
 pub mod protobuf;
+pub mod yaml_splice;

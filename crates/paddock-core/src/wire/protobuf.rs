@@ -121,6 +121,11 @@ const RULE: &[F] = &[
     F(4, "scope", Ty::Str),
 ];
 const RULE_WITH_OPERATIONS: &[F] = &[F(2, "rule", Ty::Inline(RULE))];
+// NamedRuleWithOperations{resourceNames=1, ruleWithOperations=2 (inline)}
+const NAMED_RULE_WITH_OPERATIONS: &[F] =
+    &[F(2, "ruleWithOperations", Ty::Inline(RULE_WITH_OPERATIONS))];
+// admissionregistration/v1 ParamKind
+const PARAM_KIND: &[F] = &[F(1, "apiVersion", Ty::Str), F(2, "kind", Ty::Str)];
 // admissionregistration/v1 and apiextensions/v1 WebhookClientConfig
 const SERVICE_REF: &[F] = &[F(1, "namespace", Ty::Str), F(2, "name", Ty::Str)];
 const CLIENT_CONFIG: &[F] = &[F(3, "url", Ty::Str), F(1, "service", Ty::Msg(SERVICE_REF))];
@@ -169,13 +174,20 @@ fn nodes(fs: &[F]) -> Vec<Node> {
 fn leaf(h: Holds) -> Shape {
     let msg = |fs: &[F]| Shape::Msg(nodes(fs));
     match h {
-        Holds::Namespace | Holds::VolumeName | Holds::CrdGroup | Holds::FreeText => Shape::Str,
+        Holds::Namespace
+        | Holds::VolumeName
+        | Holds::CrdGroup
+        | Holds::FreeText
+        | Holds::PolicyName
+        | Holds::CelExpression => Shape::Str,
         Holds::ObjectRef => msg(OBJECT_REF),
         Holds::NamespaceSelector { .. } | Holds::RoleSelector => msg(LABEL_SELECTOR),
         Holds::Subjects { .. } => msg(SUBJECT),
         Holds::RoleRef { .. } => msg(ROLE_REF),
         Holds::PolicyRules { .. } | Holds::RulesReviewStatus => msg(POLICY_RULE),
         Holds::WebhookRules => msg(RULE_WITH_OPERATIONS),
+        Holds::PolicyRulesNamed => msg(NAMED_RULE_WITH_OPERATIONS),
+        Holds::ParamKind => msg(PARAM_KIND),
         Holds::ClientConfig => msg(CLIENT_CONFIG),
         Holds::ResourceAttributes => msg(RESOURCE_ATTRIBUTES),
         Holds::ReviewIdentity { .. } => msg(REVIEW_IDENTITY),

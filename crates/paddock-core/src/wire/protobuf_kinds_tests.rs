@@ -511,3 +511,90 @@ fn cluster_roles_aggregation_and_bindings() {
 
 #[path = "protobuf_workload_tests.rs"]
 mod workloads;
+
+/// A tenant ValidatingAdmissionPolicy and its binding in protobuf (client-go's default for
+/// the e2e framework): the same confinement as JSON, at the upstream field numbers.
+#[test]
+fn admission_policies() {
+    let c = ctx();
+    let av = "admissionregistration.k8s.io/v1";
+    let named = |scope: &str| adm::NamedRuleWithOperations {
+        resource_names: vec!["x".into()],
+        rule_with_operations: Some(rule(scope)),
+    };
+    let policy = adm::ValidatingAdmissionPolicy {
+        metadata: meta("p", None),
+        spec: Some(adm::ValidatingAdmissionPolicySpec {
+            param_kind: Some(adm::ParamKind {
+                api_version: st("example.com/v1"),
+                kind: st("Widget"),
+            }),
+            match_constraints: Some(adm::MatchResources {
+                namespace_selector: ns_selector("default"),
+                resource_rules: vec![named("*")],
+                ..Default::default()
+            }),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let up: adm::ValidatingAdmissionPolicy = unwrap(
+        &translate_protobuf_body(
+            &c,
+            None,
+            None,
+            &wrap(av, "ValidatingAdmissionPolicy", &policy),
+        )
+        .unwrap(),
+    );
+    assert_eq!(
+        up.metadata.as_ref().unwrap().name.as_deref(),
+        Some("foofoo-p")
+    );
+    let spec = up.spec.as_ref().unwrap();
+    assert_eq!(
+        spec.param_kind.as_ref().unwrap().api_version.as_deref(),
+        Some("foofoo-example.com/v1")
+    );
+    let mc = spec.match_constraints.as_ref().unwrap();
+    assert_eq!(
+        mc.namespace_selector.as_ref().unwrap().match_expressions,
+        vec![tenant_term()]
+    );
+    let r = mc.resource_rules[0].rule_with_operations.as_ref().unwrap();
+    let r = r.rule.as_ref().unwrap();
+    assert_eq!(r.scope.as_deref(), Some("Namespaced"));
+    assert_eq!(r.api_groups, vec!["foofoo-example.com".to_string()]);
+    assert_eq!(mc.resource_rules[0].resource_names, vec!["x".to_string()]);
+
+    let binding = adm::ValidatingAdmissionPolicyBinding {
+        metadata: meta("b", None),
+        spec: Some(adm::ValidatingAdmissionPolicyBindingSpec {
+            policy_name: st("p"),
+            param_ref: Some(adm::ParamRef {
+                name: st("w"),
+                namespace: st("cfg"),
+                ..Default::default()
+            }),
+            validation_actions: vec!["Deny".into()],
+            ..Default::default()
+        }),
+    };
+    let up = both_ways(av, "ValidatingAdmissionPolicyBinding", None, &binding);
+    let spec = up.spec.unwrap();
+    assert_eq!(spec.policy_name.as_deref(), Some("foofoo-p"));
+    assert_eq!(
+        spec.param_ref.unwrap().namespace.as_deref(),
+        Some("foofoo-cfg")
+    );
+
+    // A cluster-scoped rule or a platform param kind is refused in protobuf too.
+    let mut bad = policy.clone();
+    if let Some(s) = bad.spec.as_mut() {
+        s.param_kind = Some(adm::ParamKind {
+            api_version: st("v1"),
+            kind: st("Node"),
+        });
+    }
+    assert_eq!(code(av, "ValidatingAdmissionPolicy", None, &bad), 403);
+}

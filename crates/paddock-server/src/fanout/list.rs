@@ -21,6 +21,20 @@ async fn fetch_part(
     let status = resp.status();
     let content_type = content_type_of(&resp);
     let raw = collect_limited(resp.into_body(), MAX_NAMESPACE_LIST_BYTES).await?;
+    if matches!(status, StatusCode::FORBIDDEN | StatusCode::NOT_FOUND)
+        && namespace_going(state, ctx, p).await
+    {
+        // Deleted (or started terminating, its RoleBindings going first) after the namespaces
+        // were listed: a cluster admin's list would simply not show it any more.
+        let table = matches!(p.response, ResponseKind::Table);
+        let doc = serde_json::to_vec(&empty_list(p, table))
+            .map_err(|e| ServerError::Internal(e.to_string()))?;
+        return Ok(ListPart {
+            status: StatusCode::OK,
+            content_type: "application/json".into(),
+            doc,
+        });
+    }
     let doc = rewrite_whole(ctx, p, status, &content_type, &raw)?;
     Ok(ListPart {
         status,
@@ -161,4 +175,17 @@ fn empty_list(plan: &Plan, table: bool) -> Value {
         None => ("v1".to_string(), "List".to_string()),
     };
     serde_json::json!({"kind": kind, "apiVersion": api_version, "metadata": {"resourceVersion": "0"}, "items": []})
+}
+
+/// Is the namespace of this part gone or terminating upstream (asked as paddock itself)?
+async fn namespace_going(state: &AppState, ctx: &TenantContext, p: &Plan) -> bool {
+    let Some(ns) = p.namespace() else {
+        return false;
+    };
+    let path = format!("/api/v1/namespaces/{}", ctx.tenant.upstream_name(ns));
+    match crate::upjson::call(&state.upstream, Method::GET, &path, None, None).await {
+        Ok(a) if a.status == StatusCode::NOT_FOUND => true,
+        Ok(a) if a.status.is_success() => !a.body["metadata"]["deletionTimestamp"].is_null(),
+        _ => false,
+    }
 }
