@@ -48,10 +48,8 @@ fn first_difference(a: &[u8], b: &[u8]) -> String {
             let key = varint(&mut b)?;
             let n = match key & 7 {
                 0 => {
-                    let before = b.len();
                     varint(&mut b)?;
                     out.push((key, Vec::new()));
-                    let _ = before;
                     continue;
                 }
                 1 => 8,
@@ -69,10 +67,7 @@ fn first_difference(a: &[u8], b: &[u8]) -> String {
     }
     let mut path = Vec::new();
     let (mut x, mut y) = (a.to_vec(), b.to_vec());
-    loop {
-        let (Some(fx), Some(fy)) = (fields(&x), fields(&y)) else {
-            break;
-        };
+    while let (Some(fx), Some(fy)) = (fields(&x), fields(&y)) {
         let Some(i) = (0..fx.len().max(fy.len())).find(|&i| fx.get(i) != fy.get(i)) else {
             break;
         };

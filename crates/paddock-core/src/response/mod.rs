@@ -18,6 +18,7 @@ pub mod members;
 pub mod merge;
 pub mod openapi;
 pub mod openapi_pb;
+pub mod openapi_yaml;
 pub mod splice;
 pub mod table;
 pub mod watch;
