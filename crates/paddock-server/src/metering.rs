@@ -40,6 +40,8 @@ pub struct TenantLabel {
 pub struct UsageSnapshot {
     /// Figures per tenant.
     pub tally: UsageTally,
+    /// List paths paddock's credential was refused (their figures are missing, not zero).
+    pub uncounted: Vec<String>,
     /// RFC 3339 time of the refresh.
     pub observed_at: String,
     /// Monotonic time of the refresh (its age decides the next one).

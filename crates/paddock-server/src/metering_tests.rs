@@ -70,6 +70,7 @@ fn series_per_tenant_are_bounded_with_1000_tenants() {
     }
     m.tenant.figures.store(Some(Arc::new(UsageSnapshot {
         tally,
+        uncounted: Vec::new(),
         observed_at: String::new(),
         at: Instant::now(),
     })));

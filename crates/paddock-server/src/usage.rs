@@ -39,15 +39,22 @@ const VERBS: &[&str] = &[
 ];
 const CLASSES: &[&str] = &["2xx", "3xx", "4xx", "5xx"];
 
-/// Lists a resource; a kind the upstream does not serve has nothing to count.
+/// Lists a resource; a kind the upstream does not serve has nothing to count. A list paddock's
+/// credential may not make (403: its least ClusterRole, rights.rs, holds no `list` on most
+/// workload kinds) is noted in `uncounted` rather than failing the whole refresh.
 async fn list_or_none(
     state: &AppState,
     path: &str,
     accept: &str,
+    uncounted: &mut Vec<String>,
 ) -> Result<Vec<Value>, ServerError> {
     match upjson::list_accept(&state.upstream, path, accept).await {
         Ok(items) => Ok(items),
         Err(ServerError::Upstream(m)) if m.contains("(404") => Ok(Vec::new()),
+        Err(ServerError::Upstream(m)) if m.contains("(403") => {
+            uncounted.push(path.split('?').next().unwrap_or(path).to_string());
+            Ok(Vec::new())
+        }
         Err(e) => Err(e),
     }
 }
@@ -55,19 +62,26 @@ async fn list_or_none(
 /// Reads the cluster once and replaces the snapshot.
 pub async fn refresh(state: &AppState) -> Result<Arc<UsageSnapshot>, ServerError> {
     let mut tally = UsageTally::default();
+    let mut uncounted = Vec::new();
     let namespaces = upjson::list(
         &state.upstream,
         &format!("/api/v1/namespaces?labelSelector={TENANT_LABEL}"),
     )
     .await?;
     namespaces.iter().for_each(|n| tally.add_namespace(n));
-    for pod in list_or_none(state, "/api/v1/pods", "application/json").await? {
+    for pod in list_or_none(state, "/api/v1/pods", "application/json", &mut uncounted).await? {
         tally.add_pod(&pod);
     }
-    let pvcs = list_or_none(state, "/api/v1/persistentvolumeclaims", "application/json").await?;
+    let pvcs = list_or_none(
+        state,
+        "/api/v1/persistentvolumeclaims",
+        "application/json",
+        &mut uncounted,
+    )
+    .await?;
     pvcs.iter().for_each(|p| tally.add_pvc(p));
     for (resource, path) in COUNTED_NAMESPACED {
-        for o in list_or_none(state, path, METADATA_LIST).await? {
+        for o in list_or_none(state, path, METADATA_LIST, &mut uncounted).await? {
             tally.add_namespaced(resource, &o);
         }
     }
@@ -79,12 +93,19 @@ pub async fn refresh(state: &AppState) -> Result<Arc<UsageSnapshot>, ServerError
         } else {
             METADATA_LIST
         };
-        for o in list_or_none(state, &labelled, accept).await? {
+        for o in list_or_none(state, &labelled, accept, &mut uncounted).await? {
             tally.add_cluster(resource, &o);
         }
     }
+    if !uncounted.is_empty() {
+        tracing::warn!(
+            ?uncounted,
+            "usage refresh: paddock's credential may not list these; their figures are missing"
+        );
+    }
     let snap = Arc::new(UsageSnapshot {
         tally,
+        uncounted,
         observed_at: paddock_store::now_rfc3339(),
         at: Instant::now(),
     });
@@ -130,6 +151,9 @@ pub async fn report(state: &Arc<AppState>, rec: &TenantRecord) -> Result<Value, 
     let mut current =
         serde_json::to_value(&figures).map_err(|e| ServerError::Internal(e.to_string()))?;
     current["observedAt"] = json!(snap.observed_at);
+    if !snap.uncounted.is_empty() {
+        current["uncounted"] = json!(snap.uncounted);
+    }
     json_report(state, rec, current)
 }
 
