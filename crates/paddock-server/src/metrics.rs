@@ -223,18 +223,7 @@ impl Drop for WatchGuard {
 
 /// Verb name for logs and metrics.
 pub fn verb_name(plan: &Plan) -> &'static str {
-    use paddock_core::Verb;
-    match plan.request.verb {
-        Verb::Get => "get",
-        Verb::List => "list",
-        Verb::Watch => "watch",
-        Verb::Create => "create",
-        Verb::Update => "update",
-        Verb::Patch => "patch",
-        Verb::Delete => "delete",
-        Verb::DeleteCollection => "deletecollection",
-        Verb::Connect => "connect",
-    }
+    plan.request.verb.as_str()
 }
 
 /// The method as a verb before planning (for errors that happen earlier).

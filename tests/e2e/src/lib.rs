@@ -10,6 +10,7 @@
 //! - [`scenario`]: `tests/e2e/scenarios/*.yaml` and their runner.
 //! - [`tools`]: Go programs of the repository and helm, built cache-aware.
 
+pub mod cred;
 pub mod etcd_cluster;
 pub mod ha;
 pub mod http;

@@ -12,7 +12,8 @@ use std::process::Command;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result, bail, ensure};
+use anyhow::{Result, bail, ensure};
+use paddock_e2e::cred::{Cred, b64, extract_cred};
 use paddock_e2e::process;
 use paddock_e2e::testbed::workspace_root;
 use paddock_e2e::{ControlPlane, Paddock, StoreKind};
@@ -28,59 +29,6 @@ rules:
 - level: Metadata
 "#;
 const SECRET_VALUE: &str = "hunter2-very-secret";
-
-struct Cred {
-    cert: PathBuf,
-    key: PathBuf,
-}
-
-fn b64(data: &[u8]) -> String {
-    const T: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::new();
-    for chunk in data.chunks(3) {
-        let b = [
-            chunk[0],
-            *chunk.get(1).unwrap_or(&0),
-            *chunk.get(2).unwrap_or(&0),
-        ];
-        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
-        for i in 0..4 {
-            if i <= chunk.len() {
-                out.push(T[((n >> (18 - 6 * i)) & 63) as usize] as char);
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
-}
-
-fn b64decode(s: &str) -> Result<Vec<u8>> {
-    const T: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = Vec::new();
-    let (mut buf, mut bits) = (0u32, 0);
-    for c in s.bytes().filter(|c| !c.is_ascii_whitespace() && *c != b'=') {
-        let v = T.iter().position(|t| *t == c).context("invalid base64")? as u32;
-        buf = (buf << 6) | v;
-        bits += 6;
-        if bits >= 8 {
-            bits -= 8;
-            out.push((buf >> bits) as u8);
-        }
-    }
-    Ok(out)
-}
-
-fn extract_cred(kubeconfig: &Path, dir: &Path, name: &str) -> Result<Cred> {
-    let v: Value = serde_norway::from_str(&std::fs::read_to_string(kubeconfig)?)?;
-    let user = &v["users"][0]["user"];
-    let cert = dir.join(format!("{name}.crt"));
-    let key = dir.join(format!("{name}.key"));
-    let data = |k: &str| -> Result<Vec<u8>> { b64decode(user[k].as_str().context("no data")?) };
-    std::fs::write(&cert, data("client-certificate-data")?)?;
-    std::fs::write(&key, data("client-key-data")?)?;
-    Ok(Cred { cert, key })
-}
 
 fn curl(ca: &Path, cred: &Cred, method: &str, url: &str, body: Option<&str>) -> Result<u16> {
     let mut c = Command::new("curl");

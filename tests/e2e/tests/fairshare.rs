@@ -22,6 +22,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail, ensure};
+use paddock_e2e::cred::{Cred, extract_cred};
 use paddock_e2e::process;
 use paddock_e2e::{ControlPlane, Paddock, StoreKind};
 use rustls_pki_types::pem::PemObject;
@@ -38,39 +39,6 @@ const MAX_HEADER_BYTES: usize = 16 * 1024;
 /// Slack for "closed within the limit": scheduling on a shared 2-core machine.
 const SLACK: Duration = Duration::from_secs(2);
 const A_MAX_CONNECTIONS: usize = 8;
-
-/// A tenant user's client credential (PEM files), from a kubeconfig.
-struct Cred {
-    cert: PathBuf,
-    key: PathBuf,
-}
-
-fn b64decode(s: &str) -> Result<Vec<u8>> {
-    const T: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = Vec::new();
-    let (mut buf, mut bits) = (0u32, 0);
-    for c in s.bytes().filter(|c| !c.is_ascii_whitespace() && *c != b'=') {
-        let v = T.iter().position(|t| *t == c).context("invalid base64")? as u32;
-        buf = (buf << 6) | v;
-        bits += 6;
-        if bits >= 8 {
-            bits -= 8;
-            out.push((buf >> bits) as u8);
-        }
-    }
-    Ok(out)
-}
-
-fn extract_cred(kubeconfig: &Path, dir: &Path, name: &str) -> Result<Cred> {
-    let v: Value = serde_norway::from_str(&std::fs::read_to_string(kubeconfig)?)?;
-    let user = &v["users"][0]["user"];
-    let cert = dir.join(format!("{name}.crt"));
-    let key = dir.join(format!("{name}.key"));
-    let data = |k: &str| -> Result<Vec<u8>> { b64decode(user[k].as_str().context("no data")?) };
-    std::fs::write(&cert, data("client-certificate-data")?)?;
-    std::fs::write(&key, data("client-key-data")?)?;
-    Ok(Cred { cert, key })
-}
 
 /// Raw TLS connections to paddock as one tenant user.
 struct Dialer {

@@ -10,6 +10,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail, ensure};
+use paddock_e2e::cred::{Cred, extract_cred};
 use paddock_e2e::paddock::paddock_binary;
 use paddock_e2e::process::{self, free_port, tail_file};
 use paddock_e2e::{ControlPlane, Kubectl, Paddock, StoreKind};
@@ -83,50 +84,6 @@ impl Drop for Replica {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
-}
-
-/// Client credential files extracted from a kubeconfig (for curl).
-struct Cred {
-    cert: PathBuf,
-    key: PathBuf,
-}
-
-fn b64decode(s: &str) -> Result<Vec<u8>> {
-    // Small, dependency-free decoder: kubeconfig data is standard base64.
-    const T: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = Vec::new();
-    let mut buf = 0u32;
-    let mut bits = 0;
-    for c in s.bytes().filter(|c| !c.is_ascii_whitespace() && *c != b'=') {
-        let v = T.iter().position(|t| *t == c).context("invalid base64")? as u32;
-        buf = (buf << 6) | v;
-        bits += 6;
-        if bits >= 8 {
-            bits -= 8;
-            out.push((buf >> bits) as u8);
-        }
-    }
-    Ok(out)
-}
-
-fn extract_cred(kubeconfig: &Path, dir: &Path, name: &str) -> Result<Cred> {
-    let v: Value = serde_norway::from_str(&std::fs::read_to_string(kubeconfig)?)?;
-    let user = &v["users"][0]["user"];
-    let cert = dir.join(format!("{name}.crt"));
-    let key = dir.join(format!("{name}.key"));
-    std::fs::write(
-        &cert,
-        b64decode(
-            user["client-certificate-data"]
-                .as_str()
-                .context("no cert")?,
-        )?,
-    )?;
-    std::fs::write(
-        &key,
-        b64decode(user["client-key-data"].as_str().context("no key")?)?,
-    )?;
-    Ok(Cred { cert, key })
 }
 
 /// `curl` with paddock's CA and an optional client certificate; returns (HTTP code, body).
