@@ -24,8 +24,6 @@ pub mod tenant;
 // Requests, rules, encodings, responses.
 pub mod absent;
 pub mod provision;
-// The guard rules for tenant ValidatingAdmissionPolicies (pure data, part of the guard).
-pub mod policy_guard;
 pub mod request;
 pub mod response;
 pub mod review;

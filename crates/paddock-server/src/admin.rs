@@ -14,6 +14,7 @@ use paddock_store::{CertRecord, TenantPhase, TenantRecord};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use crate::answer::json_response;
 use crate::body::{ResBody, full};
 use crate::caller::Caller;
 use crate::error::ServerError;
@@ -24,16 +25,6 @@ const GROUP: &str = "paddock.io";
 const VERSION: &str = "v1alpha1";
 const GV: &str = "paddock.io/v1alpha1";
 const BASE: &str = "/apis/paddock.io/v1alpha1";
-pub(crate) fn json_response(code: StatusCode, v: &Value) -> Result<Response<ResBody>, ServerError> {
-    let body = serde_json::to_vec(v).map_err(|e| ServerError::Internal(e.to_string()))?;
-    let mut r = Response::new(full(body));
-    *r.status_mut() = code;
-    r.headers_mut().insert(
-        header::CONTENT_TYPE,
-        http::HeaderValue::from_static("application/json"),
-    );
-    Ok(r)
-}
 
 /// A tenant record as a Kubernetes-style object.
 pub fn tenant_object(r: &TenantRecord) -> Value {

@@ -116,7 +116,7 @@ pub struct ServerConfig {
     /// (docs/metering.md): the background refresh period and a usage report's freshness.
     pub usage_refresh: Duration,
     /// Tenant-wide quota: the default for new tenants, the recount interval (docs/quota.md).
-    pub quota: crate::quota::QuotaConfig,
+    pub quota: QuotaConfig,
     /// paddock's admission webhook (docs/operations.md "Admission webhook"); off unless
     /// `admission.listen` is set.
     pub admission: AdmissionConfig,
@@ -385,6 +385,24 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     Ok(Duration::from_secs(secs))
 }
 
+/// Quota settings (config `[quota]`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QuotaConfig {
+    /// Hard limits given to a tenant created without a quota of its own (empty: none).
+    pub default_hard: std::collections::BTreeMap<String, String>,
+    /// How often each replica recounts the usage of every tenant with a quota.
+    pub recount_interval: Duration,
+}
+
+impl Default for QuotaConfig {
+    fn default() -> Self {
+        QuotaConfig {
+            default_hard: std::collections::BTreeMap::new(),
+            recount_interval: Duration::from_secs(2),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -418,7 +436,7 @@ mod tests {
             limits: paddock_core::fairshare::Limits::default(),
             audit: AuditConfig::default(),
             usage_refresh: Duration::from_secs(30),
-            quota: crate::quota::QuotaConfig::default(),
+            quota: QuotaConfig::default(),
             admission: AdmissionConfig::default(),
             default_policy: Default::default(),
         }

@@ -7,6 +7,7 @@ pub mod access_log;
 pub mod admin;
 pub mod admin_metering;
 pub mod admission;
+pub mod answer;
 pub mod audit;
 pub mod auth;
 pub mod caller;

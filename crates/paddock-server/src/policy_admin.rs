@@ -10,7 +10,7 @@ use paddock_core::admission::TenantPolicy;
 use paddock_store::TenantRecord;
 use serde_json::{Value, json};
 
-use crate::admin::json_response;
+use crate::answer::json_response;
 use crate::auth::Caller;
 use crate::body::ResBody;
 use crate::error::ServerError;

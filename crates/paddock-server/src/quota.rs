@@ -4,9 +4,9 @@
 //! what exists upstream and returns reservations whose object never appeared; the tenant's
 //! read-only `TenantQuota` view. The decisions are `paddock_core::quota`'s.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use paddock_core::quota::{
     self, Admission, ChargedKind, Hard, Ledger, QUOTA_NAME, Usage, display_map,
@@ -22,40 +22,9 @@ use crate::upjson;
 /// writer changed the ledger, so this only runs out under a pathological write storm.
 const SWAP_ATTEMPTS: usize = 200;
 
-/// Quota settings (config `[quota]`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct QuotaConfig {
-    /// Hard limits given to a tenant created without a quota of its own (empty: none).
-    pub default_hard: BTreeMap<String, String>,
-    /// How often each replica recounts the usage of every tenant with a quota.
-    pub recount_interval: Duration,
-}
+pub use crate::config::QuotaConfig;
 
-impl Default for QuotaConfig {
-    fn default() -> Self {
-        QuotaConfig {
-            default_hard: BTreeMap::new(),
-            recount_interval: Duration::from_secs(2),
-        }
-    }
-}
-
-/// This replica's serialisation of ledger writes per tenant: swaps of one replica queue
-/// here instead of losing to each other in the store; replicas still race in the store.
-#[derive(Default)]
-pub struct QuotaLocks {
-    locks: parking_lot::Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
-}
-
-impl QuotaLocks {
-    fn of(&self, tid: &TenantId) -> Arc<tokio::sync::Mutex<()>> {
-        self.locks
-            .lock()
-            .entry(tid.as_str().to_string())
-            .or_default()
-            .clone()
-    }
-}
+pub use crate::state::QuotaLocks;
 
 fn now_ms() -> u64 {
     SystemTime::now()

@@ -47,7 +47,7 @@ pub struct AppState {
     /// Set at SIGTERM: `/readyz` answers 503 while requests are still served.
     pub draining: std::sync::atomic::AtomicBool,
     /// This replica's per-tenant serialisation of quota ledger writes.
-    pub quota_locks: crate::quota::QuotaLocks,
+    pub quota_locks: QuotaLocks,
 }
 
 impl AppState {
@@ -57,5 +57,22 @@ impl AppState {
             Some(c) => Ok(c),
             None => self.catalogs.refresh(&self.upstream).await,
         }
+    }
+}
+
+/// This replica's serialisation of ledger writes per tenant: swaps of one replica queue
+/// here instead of losing to each other in the store; replicas still race in the store.
+#[derive(Default)]
+pub struct QuotaLocks {
+    locks: parking_lot::Mutex<std::collections::HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+}
+
+impl QuotaLocks {
+    pub(crate) fn of(&self, tid: &paddock_core::TenantId) -> Arc<tokio::sync::Mutex<()>> {
+        self.locks
+            .lock()
+            .entry(tid.as_str().to_string())
+            .or_default()
+            .clone()
     }
 }

@@ -18,8 +18,8 @@
 use serde_json::Value;
 
 use crate::catalog::{join_api_version, split_api_version};
+use crate::context::TenantContext;
 use crate::error::TranslateError;
-use crate::request::TenantContext;
 use crate::tenant::{NameKind, check_prefixed_len};
 
 /// Built-in kinds a tenant policy may take its params from, as (apiVersion, kind). None: the
@@ -105,7 +105,7 @@ mod tests {
     use serde_json::{Value, json};
 
     use crate::catalog::tests::catalog;
-    use crate::request::TenantContext;
+    use crate::context::TenantContext;
     use crate::rules::object::{Disposition, object_down, object_up};
     use crate::tenant::TenantId;
 
