@@ -11,9 +11,10 @@
 //! - a cell passes directly and fails through paddock, unless the kind is in the list of known
 //!   failures in docs/testing.md (between the `clientgo-known-failures` markers), and
 //! - a listed cell passes (the list must shrink with the fix, it cannot go stale);
-//! - a refusal by policy (a Status, for a verb the tenant's discovery does not offer) hits a kind
-//!   that the policy gives the tenant: every namespaced built-in kind and the tenant-owned
-//!   cluster-scoped ones (docs/translation.md, "Catalog and policy").
+//! - a refusal by policy (a Status for a verb the tenant's discovery does not offer, or a 403
+//!   naming paddock's policy) hits a kind that the policy gives the tenant: every namespaced
+//!   built-in kind and the tenant-owned cluster-scoped ones (docs/translation.md, "Catalog and
+//!   policy").
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -38,6 +39,8 @@ const TENANT_OWNED_CLUSTER: &[&str] = &[
     "apiextensions.k8s.io/customresourcedefinitions",
     "admissionregistration.k8s.io/mutatingwebhookconfigurations",
     "admissionregistration.k8s.io/validatingwebhookconfigurations",
+    "admissionregistration.k8s.io/validatingadmissionpolicies",
+    "admissionregistration.k8s.io/validatingadmissionpolicybindings",
     "authorization.k8s.io/selfsubjectaccessreviews",
     "authorization.k8s.io/subjectaccessreviews",
     "authorization.k8s.io/localsubjectaccessreviews",
