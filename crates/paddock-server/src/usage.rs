@@ -154,10 +154,24 @@ pub async fn report(state: &Arc<AppState>, rec: &TenantRecord) -> Result<Value, 
     if !snap.uncounted.is_empty() {
         current["uncounted"] = json!(snap.uncounted);
     }
-    json_report(state, rec, current)
+    // The tenant quota's hard limits and the ledger's used figures (docs/quota.md); null when
+    // the tenant has no quota.
+    let quota = match crate::quota::status(state, &rec.id).await? {
+        Some((hard, used)) => json!({
+            "hard": paddock_core::quota::display_map(&hard),
+            "used": paddock_core::quota::display_map(&used),
+        }),
+        None => Value::Null,
+    };
+    json_report(state, rec, current, quota)
 }
 
-fn json_report(state: &AppState, rec: &TenantRecord, current: Value) -> Result<Value, ServerError> {
+fn json_report(
+    state: &AppState,
+    rec: &TenantRecord,
+    current: Value,
+    quota: Value,
+) -> Result<Value, ServerError> {
     let t = rec.id.as_str();
     let m = &state.metrics;
     let mut requests = Map::new();
@@ -199,7 +213,6 @@ fn json_report(state: &AppState, rec: &TenantRecord, current: Value) -> Result<V
             "responseBytes": counter(&m.tenant.response_bytes),
             "watchSeconds": m.tenant.watch_seconds.get(&label).map_or(0.0, |c| c.get()),
         },
-        // The tenant quota (issue 15) is reported here once it exists: docs/metering.md.
-        "quota": Value::Null,
+        "quota": quota,
     }))
 }

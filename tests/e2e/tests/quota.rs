@@ -105,6 +105,16 @@ fn tenant_quota_api_view_and_namespace_count() -> Result<()> {
         q["status"]["hard"]["requests.cpu"] == "2" && q["status"]["hard"]["pods"] == "10",
         "{q}"
     );
+    // The usage report (docs/metering.md) carries the same hard and used figures.
+    let usage: Value =
+        serde_json::from_str(&p.cli(&["tenant", "usage", "qtaone", "-o", "json"])?)?;
+    ensure!(
+        usage["quota"]["hard"] == q["status"]["hard"]
+            && usage["quota"]["used"] == q["status"]["used"],
+        "usage report quota {} vs TenantQuota {}",
+        usage["quota"],
+        q["status"]
+    );
 
     // --- tenant: discovery, get, describe ---
     let resources = k.run(&["api-resources", "--api-group=paddock.io"])?;
