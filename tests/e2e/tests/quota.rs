@@ -106,8 +106,7 @@ fn tenant_quota_api_view_and_namespace_count() -> Result<()> {
         "{q}"
     );
     // The usage report (docs/metering.md) carries the same hard and used figures.
-    let usage: Value =
-        serde_json::from_str(&p.cli(&["tenant", "usage", "qtaone", "-o", "json"])?)?;
+    let usage: Value = serde_json::from_str(&p.cli(&["tenant", "usage", "qtaone", "-o", "json"])?)?;
     ensure!(
         usage["quota"]["hard"] == q["status"]["hard"]
             && usage["quota"]["used"] == q["status"]["used"],
