@@ -151,6 +151,12 @@ pub const REQUIRED_RIGHTS: &[Right] = &[
         why: "the admission webhook checks a pod's nodeName against the tenant's node pool",
     },
     Right {
+        group: "networking.k8s.io",
+        resource: "ingresses",
+        verbs: &["list"],
+        why: "Ingress-host claims no Ingress of their holder names any more are returned (claims_gc.rs)",
+    },
+    Right {
         group: "flowcontrol.apiserver.k8s.io",
         resource: "flowschemas",
         verbs: &["create", "patch", "delete"],

@@ -140,6 +140,9 @@ pub struct AdmissionConfig {
     pub client_names: Vec<String>,
     /// The cluster's DNS domain (ExternalName policy).
     pub cluster_domain: String,
+    /// How often the Ingress-host claims are compared with the Ingresses upstream (a claim no
+    /// Ingress of its holder names in two passes in a row is returned); None: 30 s.
+    pub claims_gc_interval: Option<Duration>,
 }
 
 impl AdmissionConfig {

@@ -11,6 +11,7 @@ pub mod answer;
 pub mod audit;
 pub mod auth;
 pub mod caller;
+pub mod claims_gc;
 pub mod config;
 pub mod conn;
 pub mod discovery;
@@ -142,6 +143,7 @@ pub async fn run(config: ServerConfig, shutdown: CancellationToken) -> Result<()
     tokio::spawn(drain_on(state.clone(), shutdown));
     if let Some(a) = admission {
         tokio::spawn(a.serve(state.clone()));
+        tokio::spawn(claims_gc::sweep_loop(state.clone()));
     }
     tokio::spawn(tasks::probe_loop(state.clone()));
     // The access log's batches leave at least this often.

@@ -415,6 +415,45 @@ impl EmbeddedStore {
         })
         .await
     }
+
+    pub(crate) async fn list_claims(
+        &self,
+        kind: &str,
+    ) -> Result<Vec<crate::ClaimEntry>, StoreError> {
+        let prefix = format!("{kind}/");
+        Ok(self
+            .inner
+            .state
+            .lock()
+            .claims
+            .iter()
+            .filter_map(|(k, t)| {
+                k.strip_prefix(&prefix).map(|key| crate::ClaimEntry {
+                    key: key.to_string(),
+                    tenant: t.clone(),
+                    version: 0,
+                })
+            })
+            .collect())
+    }
+
+    pub(crate) async fn release_claim(
+        &self,
+        kind: &str,
+        entry: &crate::ClaimEntry,
+    ) -> Result<bool, StoreError> {
+        let k = format!("{kind}/{}", entry.key);
+        let tenant = entry.tenant.clone();
+        self.mutate(move |st| {
+            if st.claims.get(&k) == Some(&tenant) {
+                st.claims.remove(&k);
+                Ok(true)
+            } else {
+                Ok(false)
+            }
+        })
+        .await
+    }
 }
 
 #[cfg(test)]
@@ -558,6 +597,44 @@ mod tests {
                 .await
                 .unwrap(),
             "other1"
+        );
+    }
+
+    #[tokio::test]
+    async fn one_claim_released_only_while_unchanged() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = EmbeddedStore::open(dir.path()).await.unwrap();
+        s.claim("ingress-host", "a.example.com", "acme01")
+            .await
+            .unwrap();
+        s.claim("ingress-host", "b.example.com", "acme01")
+            .await
+            .unwrap();
+        let mut seen = s.list_claims("ingress-host").await.unwrap();
+        seen.sort_by(|x, y| x.key.cmp(&y.key));
+        assert_eq!(seen.len(), 2);
+        assert_eq!(
+            (seen[0].key.as_str(), seen[0].tenant.as_str()),
+            ("a.example.com", "acme01")
+        );
+        assert!(s.list_claims("other-kind").await.unwrap().is_empty());
+        assert!(s.release_claim("ingress-host", &seen[0]).await.unwrap());
+        // Released, then taken by another tenant: the stale entry must not release it again.
+        s.claim("ingress-host", "a.example.com", "other1")
+            .await
+            .unwrap();
+        assert!(!s.release_claim("ingress-host", &seen[0]).await.unwrap());
+        assert_eq!(
+            s.claim("ingress-host", "a.example.com", "acme01")
+                .await
+                .unwrap(),
+            "other1"
+        );
+        assert_eq!(
+            s.claim("ingress-host", "b.example.com", "other1")
+                .await
+                .unwrap(),
+            "acme01"
         );
     }
 

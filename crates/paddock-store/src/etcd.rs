@@ -786,6 +786,44 @@ impl EtcdStore {
         }
         Ok(n)
     }
+
+    pub(crate) async fn list_claims(
+        &self,
+        kind: &str,
+    ) -> Result<Vec<crate::ClaimEntry>, StoreError> {
+        let s = &self.shared;
+        let prefix = format!("{}/claims/{kind}/", s.prefix);
+        let (kvs, _) = s.range_all(&prefix).await?;
+        Ok(kvs
+            .iter()
+            .map(|kv| crate::ClaimEntry {
+                key: String::from_utf8_lossy(&kv.key()[prefix.len().min(kv.key().len())..])
+                    .into_owned(),
+                tenant: String::from_utf8_lossy(kv.value()).into_owned(),
+                version: kv.mod_revision(),
+            })
+            .collect())
+    }
+
+    pub(crate) async fn release_claim(
+        &self,
+        kind: &str,
+        entry: &crate::ClaimEntry,
+    ) -> Result<bool, StoreError> {
+        let key = self.claim_key(kind, &entry.key);
+        // Only if it is still the claim that was read (not released and re-taken since).
+        let txn = Txn::new()
+            .when([
+                Compare::mod_revision(key.clone(), CompareOp::Equal, entry.version),
+                Compare::value(
+                    key.clone(),
+                    CompareOp::Equal,
+                    entry.tenant.as_bytes().to_vec(),
+                ),
+            ])
+            .and_then([TxnOp::delete(key, None)]);
+        Ok(self.shared.txn(txn).await?.succeeded())
+    }
 }
 
 fn revision_of(header: Option<&etcd_client::ResponseHeader>) -> i64 {

@@ -326,6 +326,26 @@ impl Store {
     pub async fn release_claims(&self, tenant: &str) -> Result<usize, StoreError> {
         dispatch!(self, s => s.release_claims(tenant).await)
     }
+
+    /// Every claim of `kind`, with the version each was read at.
+    pub async fn list_claims(&self, kind: &str) -> Result<Vec<ClaimEntry>, StoreError> {
+        dispatch!(self, s => s.list_claims(kind).await)
+    }
+
+    /// Drops one claim if it is still the one `entry` read (same holder, not re-taken since);
+    /// `Ok(false)` when it changed or is gone.
+    pub async fn release_claim(&self, kind: &str, entry: &ClaimEntry) -> Result<bool, StoreError> {
+        dispatch!(self, s => s.release_claim(kind, entry).await)
+    }
+}
+
+/// One claim as read: the claimed key, its holder, and the store's version of it (etcd's
+/// mod revision; 0 in the embedded store, whose mutex makes the holder the only check).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ClaimEntry {
+    pub key: String,
+    pub tenant: String,
+    pub version: i64,
 }
 
 pub(crate) fn check_claim(kind: &str, key: &str, tenant: &str) -> Result<(), StoreError> {

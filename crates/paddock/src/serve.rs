@@ -156,6 +156,10 @@ pub struct ServeArgs {
     /// The cluster's DNS domain (default cluster.local).
     #[arg(long, env = "PADDOCK_CLUSTER_DOMAIN")]
     pub cluster_domain: Option<String>,
+    /// How often unused Ingress-host claims are looked for, e.g. 30s (a claim unused in two
+    /// passes in a row is returned; docs/security.md "Ingress hosts").
+    #[arg(long, env = "PADDOCK_ADMISSION_CLAIMS_GC_INTERVAL")]
+    pub admission_claims_gc_interval: Option<String>,
     /// Policy of tenants without their own, as JSON (docs/security.md "Tenant policy").
     #[arg(long, env = "PADDOCK_DEFAULT_POLICY")]
     pub default_policy: Option<String>,
@@ -244,6 +248,7 @@ struct FileConfig {
     admission_client_ca: Option<PathBuf>,
     admission_client_names: Option<Vec<String>>,
     cluster_domain: Option<String>,
+    admission_claims_gc_interval: Option<String>,
     default_policy: Option<paddock_core::admission::TenantPolicy>,
 }
 
@@ -403,6 +408,11 @@ pub fn resolve(args: &ServeArgs) -> Result<(ServerConfig, LogFormat)> {
             client_ca: args.admission_client_ca.clone().or(file.admission_client_ca.map(&rel)),
             client_names: args.admission_client_names.clone().or(file.admission_client_names).unwrap_or_default(),
             cluster_domain: args.cluster_domain.clone().or(file.cluster_domain).unwrap_or_else(|| "cluster.local".into()),
+            claims_gc_interval: Some(dur(
+                "admission_claims_gc_interval",
+                args.admission_claims_gc_interval.clone().or(file.admission_claims_gc_interval),
+                "30s",
+            )?),
         },
         default_policy: match &args.default_policy {
             Some(j) => {

@@ -191,7 +191,13 @@ fn cases() -> Vec<Case> {
 #[test]
 fn tenant_policy() -> Result<()> {
     let cp = ControlPlane::start().context("starting the control plane")?;
-    let paddock = Paddock::start_with_args(&cp, StoreKind::Etcd, "paddock", &cp.admission_args()?)
+    // Claims are swept every second here (30 s by default) so that returning a host is quick.
+    let mut args = cp.admission_args()?;
+    args.extend([
+        "--admission-claims-gc-interval".to_string(),
+        "1s".to_string(),
+    ]);
+    let paddock = Paddock::start_with_args(&cp, StoreKind::Etcd, "paddock", &args)
         .context("starting paddock with its admission webhook")?;
     let result = run_all(&cp, &paddock);
     if result.is_err() {
@@ -310,6 +316,7 @@ fn run_all(cp: &ControlPlane, paddock: &Paddock) -> Result<()> {
     node_pool(&kp, &ka, &up, &mut failures)?;
     webhook_callers(cp, paddock, &up, &mut failures)?;
     pod_security(paddock, &kp, &ka, &mut failures)?;
+    ingress_host_returned(&kp, &ka, &mut failures)?;
     if !failures.is_empty() {
         bail!(
             "{} policy check(s) failed:\n{}",
@@ -614,6 +621,34 @@ fn token_kubeconfig(dir: &Path, from: &Path, token: &str) -> Result<PathBuf> {
     let p = dir.join("robot-token.kubeconfig");
     std::fs::write(&p, out)?;
     Ok(p)
+}
+
+/// A host stays claimed while its holder's Ingress names it (several sweeps pass), and returns
+/// to the pool once that Ingress is gone: another tenant can then claim it.
+fn ingress_host_returned(kp: &Kubectl, ka: &Kubectl, failures: &mut Vec<String>) -> Result<()> {
+    let taker = ingress("taker", "web", "shop.example.com");
+    std::thread::sleep(Duration::from_secs(4));
+    if ka.run_stdin(&["create", "-f", "-"], Some(&taker)).is_ok() {
+        failures.push(
+            "a host still in use by poolaa's Ingress was taken by alphaa after sweeps".into(),
+        );
+        return Ok(());
+    }
+    kp.run(&["-n", "web", "delete", "ingress", "shop"])?;
+    let t0 = Instant::now();
+    let taken = wait_until(
+        "alphaa to claim the host poolaa no longer uses",
+        Duration::from_secs(30),
+        || Ok(ka.run_stdin(&["create", "-f", "-"], Some(&taker)).is_ok()),
+    );
+    match taken {
+        Ok(()) => println!(
+            "released host claimed by another tenant after {:?}",
+            t0.elapsed()
+        ),
+        Err(e) => failures.push(format!("{e}")),
+    }
+    Ok(())
 }
 
 fn wait_until(what: &str, timeout: Duration, mut f: impl FnMut() -> Result<bool>) -> Result<()> {

@@ -210,3 +210,39 @@ pub fn ingress_hosts(obj: &serde_json::Value) -> Vec<String> {
     hosts.dedup();
     hosts
 }
+
+/// The Ingress hosts in use upstream, as (tenant id, host): each Ingress counts for the tenant
+/// whose prefix its namespace carries (not its labels, which a writer could leave out), so a
+/// host claim is only ever returned when none of its holder's Ingresses names the host.
+pub fn ingress_hosts_in_use(
+    ingresses: &[serde_json::Value],
+) -> std::collections::HashSet<(String, String)> {
+    ingresses
+        .iter()
+        .filter_map(|i| {
+            let ns = i["metadata"]["namespace"].as_str()?;
+            Some((crate::tenant::tenant_of(ns)?.to_string(), i))
+        })
+        .flat_map(|(tid, i)| ingress_hosts(i).into_iter().map(move |h| (tid.clone(), h)))
+        .collect()
+}
+
+#[cfg(test)]
+mod hosts_in_use_tests {
+    use super::ingress_hosts_in_use;
+    use serde_json::json;
+
+    #[test]
+    fn hosts_count_for_the_namespace_prefix_only() {
+        let ingresses = [
+            json!({"metadata": {"namespace": "alphaa-web", "labels": {"paddock.io/tenant": "bravoo"}},
+                   "spec": {"rules": [{"host": "Shop.Example.com"}], "tls": [{"hosts": ["tls.example.com"]}]}}),
+            json!({"metadata": {"namespace": "kube-system"}, "spec": {"rules": [{"host": "plat.example.com"}]}}),
+            json!({"metadata": {"namespace": "bravoo-x"}, "spec": {}}),
+        ];
+        let used = ingress_hosts_in_use(&ingresses);
+        assert_eq!(used.len(), 2);
+        assert!(used.contains(&("alphaa".into(), "shop.example.com".into())));
+        assert!(used.contains(&("alphaa".into(), "tls.example.com".into())));
+    }
+}
