@@ -44,18 +44,18 @@ const CAS_ATTEMPTS: usize = 5;
 const RETRY_PAUSE: Duration = Duration::from_millis(50);
 
 /// Shared state of one etcd-backed store handle.
-struct Shared {
+pub(crate) struct Shared {
     /// Swapped when the TLS files change.
     client: ArcSwap<Client>,
     conn: parking_lot::Mutex<Conn>,
-    prefix: String,
+    pub(crate) prefix: String,
     endpoints: String,
     cache: StoreCache,
 }
 
 /// The etcd-backed store.
 pub struct EtcdStore {
-    shared: Arc<Shared>,
+    pub(crate) shared: Arc<Shared>,
     watch_task: JoinHandle<()>,
     reload_task: JoinHandle<()>,
 }
@@ -176,7 +176,7 @@ impl Shared {
 
     /// Every key-value under `prefix`, read in pages of [`PAGE`] at one revision (so a large
     /// store never hits the gRPC message size limit and the result is consistent).
-    async fn range_all(&self, prefix: &str) -> Result<(Vec<KeyValue>, i64), StoreError> {
+    pub(crate) async fn range_all(&self, prefix: &str) -> Result<(Vec<KeyValue>, i64), StoreError> {
         let end = prefix_end(prefix.as_bytes());
         let mut start = prefix.as_bytes().to_vec();
         let mut revision = 0;
@@ -393,7 +393,7 @@ async fn connect(conn: &Conn, tls: Option<&TlsMaterial>) -> Result<Client, Store
 }
 
 impl Shared {
-    async fn txn(&self, txn: Txn) -> Result<etcd_client::TxnResponse, StoreError> {
+    pub(crate) async fn txn(&self, txn: Txn) -> Result<etcd_client::TxnResponse, StoreError> {
         self.call(|c| {
             let txn = txn.clone();
             async move { c.kv_client().txn(txn).await }
@@ -725,104 +725,6 @@ impl EtcdStore {
         })
         .await?;
         Ok(())
-    }
-}
-
-/// Cluster-wide claims (docs/security.md "Ingress hosts"): `<prefix>/claims/<kind>/<key>`
-/// holds the owning tenant's id; taken by compare-and-swap (create if absent), so two replicas
-/// admitting the same host at once cannot both win.
-impl EtcdStore {
-    fn claim_key(&self, kind: &str, key: &str) -> String {
-        format!("{}/claims/{kind}/{key}", self.shared.prefix)
-    }
-
-    pub(crate) async fn claim(
-        &self,
-        kind: &str,
-        key: &str,
-        tenant: &str,
-    ) -> Result<String, StoreError> {
-        crate::check_claim(kind, key, tenant)?;
-        let s = &self.shared;
-        let k = self.claim_key(kind, key);
-        let txn = Txn::new()
-            .when([Compare::create_revision(k.clone(), CompareOp::Equal, 0)])
-            .and_then([TxnOp::put(k.clone(), tenant.as_bytes().to_vec(), None)])
-            .or_else([TxnOp::get(k.clone(), None)]);
-        let resp = s.txn(txn).await?;
-        if resp.succeeded() {
-            return Ok(tenant.to_string());
-        }
-        for r in resp.op_responses() {
-            if let etcd_client::TxnOpResponse::Get(g) = r
-                && let Some(kv) = g.kvs().first()
-            {
-                return Ok(String::from_utf8_lossy(kv.value()).into_owned());
-            }
-        }
-        Err(StoreError::Backend(format!(
-            "claim {k}: neither created nor found"
-        )))
-    }
-
-    pub(crate) async fn release_claims(&self, tenant: &str) -> Result<usize, StoreError> {
-        let s = &self.shared;
-        let prefix = format!("{}/claims/", s.prefix);
-        let (kvs, _) = s.range_all(&prefix).await?;
-        let mut n = 0;
-        for kv in kvs.iter().filter(|kv| kv.value() == tenant.as_bytes()) {
-            let key = kv.key().to_vec();
-            // Only if it is still the same claim (not re-taken by another tenant meanwhile).
-            let txn = Txn::new()
-                .when([Compare::mod_revision(
-                    key.clone(),
-                    CompareOp::Equal,
-                    kv.mod_revision(),
-                )])
-                .and_then([TxnOp::delete(key, None)]);
-            if s.txn(txn).await?.succeeded() {
-                n += 1;
-            }
-        }
-        Ok(n)
-    }
-
-    pub(crate) async fn list_claims(
-        &self,
-        kind: &str,
-    ) -> Result<Vec<crate::ClaimEntry>, StoreError> {
-        let s = &self.shared;
-        let prefix = format!("{}/claims/{kind}/", s.prefix);
-        let (kvs, _) = s.range_all(&prefix).await?;
-        Ok(kvs
-            .iter()
-            .map(|kv| crate::ClaimEntry {
-                key: String::from_utf8_lossy(&kv.key()[prefix.len().min(kv.key().len())..])
-                    .into_owned(),
-                tenant: String::from_utf8_lossy(kv.value()).into_owned(),
-                version: kv.mod_revision(),
-            })
-            .collect())
-    }
-
-    pub(crate) async fn release_claim(
-        &self,
-        kind: &str,
-        entry: &crate::ClaimEntry,
-    ) -> Result<bool, StoreError> {
-        let key = self.claim_key(kind, &entry.key);
-        // Only if it is still the claim that was read (not released and re-taken since).
-        let txn = Txn::new()
-            .when([
-                Compare::mod_revision(key.clone(), CompareOp::Equal, entry.version),
-                Compare::value(
-                    key.clone(),
-                    CompareOp::Equal,
-                    entry.tenant.as_bytes().to_vec(),
-                ),
-            ])
-            .and_then([TxnOp::delete(key, None)]);
-        Ok(self.shared.txn(txn).await?.succeeded())
     }
 }
 

@@ -38,6 +38,7 @@
 mod cache;
 mod embedded;
 mod etcd;
+mod etcd_claims;
 mod etcd_conn;
 mod etcd_error;
 

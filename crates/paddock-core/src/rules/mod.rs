@@ -6,6 +6,7 @@
 pub mod aggregate;
 pub mod doc;
 pub mod object;
+pub mod schema;
 pub mod table;
 pub mod text;
 
