@@ -13,7 +13,7 @@ pub mod selectors;
 
 pub use crate::context::TenantContext;
 pub use crate::names::*;
-pub use actions::{identity_for, needs_sync};
+pub use actions::{Actions, Identity, Route};
 pub use parse::*;
 pub use plan::*;
 pub use selectors::*;

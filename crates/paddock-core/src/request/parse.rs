@@ -1,7 +1,5 @@
 //! Parsing: what the tenant asked for (method + path + query), before any translation.
 
-// XX
-
 use percent_encoding::percent_decode_str;
 
 use crate::error::TranslateError;
@@ -147,120 +145,178 @@ pub fn parse_request(
     } else {
         rel.split('/').collect()
     };
-
-    let non_resource = |p: ApiPath| -> Result<ParsedRequest, TranslateError> {
-        if method != "GET" && method != "HEAD" {
-            return Err(TranslateError::MethodNotAllowed(format!(
-                "{method} is not allowed on {path}"
-            )));
-        }
-        Ok(ParsedRequest {
-            path: p,
-            verb: Verb::Get,
-            query: query.clone(),
-        })
-    };
-
-    // Everything up to a proxy remainder is decoded; a trailing slash is tolerated except
-    // where it is part of a proxied path.
-    let first = raw.first().copied().unwrap_or("");
-    match first {
-        "" if raw.len() <= 1 => return non_resource(ApiPath::Root),
-        // The Python client asks `/version/`, which the apiserver answers too.
-        "version" if raw.len() == 1 || (raw.len() == 2 && raw[1].is_empty()) => {
-            return non_resource(ApiPath::Version);
-        }
-        "healthz" | "livez" | "readyz" => return non_resource(ApiPath::Healthz),
-        "openapi" => {
-            let segs: Vec<String> = raw[1..]
-                .iter()
-                .filter(|s| !s.is_empty())
-                .map(|s| decode_segment(s))
-                .collect::<Result<_, _>>()?;
-            let segs: Vec<&str> = segs.iter().map(String::as_str).collect();
-            return match segs.as_slice() {
-                ["v2"] => non_resource(ApiPath::OpenApiV2),
-                ["v3"] => non_resource(ApiPath::OpenApiV3Root),
-                ["v3", "api", v] => non_resource(ApiPath::OpenApiV3 {
-                    group: String::new(),
-                    version: (*v).to_owned(),
-                }),
-                ["v3", "apis", g, v] => non_resource(ApiPath::OpenApiV3 {
-                    group: (*g).to_owned(),
-                    version: (*v).to_owned(),
-                }),
-                _ => Err(TranslateError::not_found(format!(
-                    "the server could not find {path}"
-                ))),
-            };
-        }
-        "api" | "apis" => {}
-        _ => {
-            return Err(TranslateError::not_found(format!(
-                "the server could not find {path}"
-            )));
-        }
-    }
-
-    let core = first == "api";
-    // Locate where the resource part starts.
-    let (group, version, rest_start) = if core {
-        match raw.get(1).copied() {
-            None | Some("") if raw.len() <= 2 => return non_resource(ApiPath::Api),
-            Some(v) => {
-                let v = decode_segment(v)?;
-                if raw.len() == 2 || (raw.len() == 3 && raw[2].is_empty()) {
-                    return non_resource(ApiPath::ApiGroupVersion {
-                        group: String::new(),
-                        version: v,
-                    });
-                }
-                (String::new(), v, 2)
+    let (group, version, rest_start) = match top_level(&raw, path)? {
+        Top::NonResource(p) => {
+            if method != "GET" && method != "HEAD" {
+                return Err(TranslateError::MethodNotAllowed(format!(
+                    "{method} is not allowed on {path}"
+                )));
             }
-            None => return non_resource(ApiPath::Api),
+            return Ok(ParsedRequest {
+                path: p,
+                verb: Verb::Get,
+                query,
+            });
         }
-    } else {
-        let g = match raw.get(1).copied() {
-            None | Some("") if raw.len() <= 2 => return non_resource(ApiPath::Apis),
-            Some(g) => decode_segment(g)?,
-            None => return non_resource(ApiPath::Apis),
-        };
-        match raw.get(2).copied() {
-            None => return non_resource(ApiPath::ApiGroup { group: g }),
-            Some("") if raw.len() == 3 => return non_resource(ApiPath::ApiGroup { group: g }),
-            Some(v) => {
-                let v = decode_segment(v)?;
-                if raw.len() == 3 || (raw.len() == 4 && raw[3].is_empty()) {
-                    return non_resource(ApiPath::ApiGroupVersion {
-                        group: g,
-                        version: v,
-                    });
-                }
-                (g, v, 3)
-            }
-        }
+        Top::Resource {
+            group,
+            version,
+            rest_start,
+        } => (group, version, rest_start),
     };
     check_path_name(&group, "group").or_else(|e| if group.is_empty() { Ok(()) } else { Err(e) })?;
     check_path_name(&version, "version")?;
+    let segs = resource_segments(&raw[rest_start..], path)?;
+    let verb = verb_for(&method, path, &segs, &query)?;
+    Ok(ParsedRequest {
+        path: ApiPath::Resource(ResourcePath {
+            group,
+            version,
+            resource: segs.resource,
+            namespace: segs.namespace,
+            name: segs.name,
+            subresource: segs.subresource,
+            legacy_watch: segs.legacy_watch,
+            proxy_path: segs.proxy_path,
+        }),
+        verb,
+        query,
+    })
+}
 
-    let mut rest: &[&str] = &raw[rest_start..];
+/// What the first segments of a path address: a document of the server, or the group and
+/// version under which a resource path starts (at segment `rest_start`).
+enum Top {
+    NonResource(ApiPath),
+    Resource {
+        group: String,
+        version: String,
+        rest_start: usize,
+    },
+}
+
+fn not_found_path(path: &str) -> TranslateError {
+    TranslateError::not_found(format!("the server could not find {path}"))
+}
+
+/// Everything up to a proxy remainder is decoded; a trailing slash is tolerated except where
+/// it is part of a proxied path.
+fn top_level(raw: &[&str], path: &str) -> Result<Top, TranslateError> {
+    let first = raw.first().copied().unwrap_or("");
+    let top = match first {
+        "" if raw.len() <= 1 => Top::NonResource(ApiPath::Root),
+        // The Python client asks `/version/`, which the apiserver answers too.
+        "version" if raw.len() == 1 || (raw.len() == 2 && raw[1].is_empty()) => {
+            Top::NonResource(ApiPath::Version)
+        }
+        "healthz" | "livez" | "readyz" => Top::NonResource(ApiPath::Healthz),
+        "openapi" => Top::NonResource(openapi_path(&raw[1..], path)?),
+        "api" => core_group_version(raw)?,
+        "apis" => named_group_version(raw)?,
+        _ => return Err(not_found_path(path)),
+    };
+    Ok(top)
+}
+
+/// `/openapi/...`: the v2 document, the v3 index, or one group version's v3 document.
+fn openapi_path(rest: &[&str], path: &str) -> Result<ApiPath, TranslateError> {
+    let segs: Vec<String> = rest
+        .iter()
+        .filter(|s| !s.is_empty())
+        .map(|s| decode_segment(s))
+        .collect::<Result<_, _>>()?;
+    let segs: Vec<&str> = segs.iter().map(String::as_str).collect();
+    match segs.as_slice() {
+        ["v2"] => Ok(ApiPath::OpenApiV2),
+        ["v3"] => Ok(ApiPath::OpenApiV3Root),
+        ["v3", "api", v] => Ok(ApiPath::OpenApiV3 {
+            group: String::new(),
+            version: (*v).to_owned(),
+        }),
+        ["v3", "apis", g, v] => Ok(ApiPath::OpenApiV3 {
+            group: (*g).to_owned(),
+            version: (*v).to_owned(),
+        }),
+        _ => Err(not_found_path(path)),
+    }
+}
+
+/// `/api`, `/api/<v>`, or the start of a core resource path `/api/<v>/...`.
+fn core_group_version(raw: &[&str]) -> Result<Top, TranslateError> {
+    match raw.get(1).copied() {
+        None | Some("") if raw.len() <= 2 => Ok(Top::NonResource(ApiPath::Api)),
+        Some(v) => {
+            let version = decode_segment(v)?;
+            if raw.len() == 2 || (raw.len() == 3 && raw[2].is_empty()) {
+                return Ok(Top::NonResource(ApiPath::ApiGroupVersion {
+                    group: String::new(),
+                    version,
+                }));
+            }
+            Ok(Top::Resource {
+                group: String::new(),
+                version,
+                rest_start: 2,
+            })
+        }
+        None => Ok(Top::NonResource(ApiPath::Api)),
+    }
+}
+
+/// `/apis`, `/apis/<g>`, `/apis/<g>/<v>`, or the start of a resource path `/apis/<g>/<v>/...`.
+fn named_group_version(raw: &[&str]) -> Result<Top, TranslateError> {
+    let group = match raw.get(1).copied() {
+        None | Some("") if raw.len() <= 2 => return Ok(Top::NonResource(ApiPath::Apis)),
+        Some(g) => decode_segment(g)?,
+        None => return Ok(Top::NonResource(ApiPath::Apis)),
+    };
+    match raw.get(2).copied() {
+        None => Ok(Top::NonResource(ApiPath::ApiGroup { group })),
+        Some("") if raw.len() == 3 => Ok(Top::NonResource(ApiPath::ApiGroup { group })),
+        Some(v) => {
+            let version = decode_segment(v)?;
+            if raw.len() == 3 || (raw.len() == 4 && raw[3].is_empty()) {
+                return Ok(Top::NonResource(ApiPath::ApiGroupVersion {
+                    group,
+                    version,
+                }));
+            }
+            Ok(Top::Resource {
+                group,
+                version,
+                rest_start: 3,
+            })
+        }
+    }
+}
+
+/// The segments of a resource path after its group and version, checked.
+struct Segments {
+    namespace: Option<String>,
+    resource: String,
+    name: Option<String>,
+    subresource: Option<String>,
+    legacy_watch: bool,
+    proxy_path: Option<String>,
+}
+
+fn resource_segments(rest: &[&str], path: &str) -> Result<Segments, TranslateError> {
+    let mut rest = rest;
     let mut legacy_watch = false;
     if rest.first() == Some(&"watch") {
         legacy_watch = true;
         rest = &rest[1..];
     }
-    // Find the proxy remainder first: it is kept raw.
-    let decoded: Vec<String>;
-    let (namespace, resource, name, subresource, tail) = {
-        // Decode only the structural segments (at most 6); the remainder stays raw.
-        let take = rest.len().min(6);
-        decoded = rest[..take]
-            .iter()
-            .map(|s| decode_segment(s))
-            .collect::<Result<_, _>>()?;
-        let d: Vec<&str> = decoded.iter().map(String::as_str).collect();
-        let ns_form = d.first() == Some(&"namespaces");
-        let ns_subresources = ["status", "finalize"];
+    // Decode only the structural segments (at most 6); a proxy remainder stays raw.
+    let take = rest.len().min(6);
+    let decoded: Vec<String> = rest[..take]
+        .iter()
+        .map(|s| decode_segment(s))
+        .collect::<Result<_, _>>()?;
+    let d: Vec<&str> = decoded.iter().map(String::as_str).collect();
+    let ns_form = d.first() == Some(&"namespaces");
+    let ns_subresources = ["status", "finalize"];
+    let (namespace, resource, name, subresource, tail) =
         if ns_form && (d.len() <= 2 || (d.len() == 3 && ns_subresources.contains(&d[2]))) {
             // /namespaces, /namespaces/<ns>, /namespaces/<ns>/(status|finalize)
             (None, "namespaces", d.get(1).copied(), d.get(2).copied(), 3)
@@ -268,24 +324,12 @@ pub fn parse_request(
             // /namespaces/<ns>/<resource>[/<name>[/<sub>[/<proxy path>]]]
             (Some(d[1]), d[2], d.get(3).copied(), d.get(4).copied(), 5)
         } else {
-            (
-                None,
-                d.first().copied().unwrap_or(""),
-                d.get(1).copied(),
-                d.get(2).copied(),
-                3,
-            )
-        }
-    };
-    let proxy_path = if rest.len() > tail {
-        Some(rest[tail..].join("/"))
-    } else {
-        None
-    };
+            let resource = d.first().copied().unwrap_or("");
+            (None, resource, d.get(1).copied(), d.get(2).copied(), 3)
+        };
+    let proxy_path = (rest.len() > tail).then(|| rest[tail..].join("/"));
     if resource.is_empty() {
-        return Err(TranslateError::not_found(format!(
-            "the server could not find {path}"
-        )));
+        return Err(not_found_path(path));
     }
     check_path_name(resource, "resource")?;
     if let Some(ns) = namespace
@@ -301,15 +345,10 @@ pub fn parse_request(
     if let Some(s) = subresource {
         check_path_name(s, "subresource")?;
     }
-    if proxy_path.is_some() && subresource != Some("proxy") {
-        return Err(TranslateError::not_found(format!(
-            "the server could not find {path}"
-        )));
-    }
-    if subresource.is_some() && name.is_none() {
-        return Err(TranslateError::not_found(format!(
-            "the server could not find {path}"
-        )));
+    if (proxy_path.is_some() && subresource != Some("proxy"))
+        || (subresource.is_some() && name.is_none())
+    {
+        return Err(not_found_path(path));
     }
     // A proxy path with a trailing slash `pods/x/proxy/` keeps an empty remainder.
     let proxy_path = match proxy_path {
@@ -319,58 +358,47 @@ pub fn parse_request(
         }
         None => None,
     };
+    Ok(Segments {
+        namespace: namespace.map(str::to_owned),
+        resource: resource.to_owned(),
+        name: name.map(str::to_owned),
+        subresource: subresource.map(str::to_owned),
+        legacy_watch,
+        proxy_path,
+    })
+}
 
-    let watch = legacy_watch || query_flag(&query, "watch");
+/// The verb of a resource request, from its method and the path's shape.
+fn verb_for(
+    method: &str,
+    path: &str,
+    segs: &Segments,
+    query: &[(String, String)],
+) -> Result<Verb, TranslateError> {
+    let subresource = segs.subresource.as_deref();
+    let watch = segs.legacy_watch || query_flag(query, "watch");
     let connect = subresource.is_some_and(|s| CONNECT_SUBRESOURCES.contains(&s));
-    let named = name.is_some();
+    let named = segs.name.is_some();
     let not_allowed =
         || TranslateError::MethodNotAllowed(format!("{method} is not allowed on {path}"));
     let verb = if connect {
         Verb::Connect
     } else {
-        match method.as_str() {
-            "GET" | "HEAD" => {
-                if watch {
-                    Verb::Watch
-                } else if named {
-                    Verb::Get
-                } else {
-                    Verb::List
-                }
-            }
-            "POST" => {
-                if named && subresource.is_none() {
-                    return Err(not_allowed());
-                }
-                Verb::Create
-            }
+        match method {
+            "GET" | "HEAD" if watch => Verb::Watch,
+            "GET" | "HEAD" if named => Verb::Get,
+            "GET" | "HEAD" => Verb::List,
+            "POST" if named && subresource.is_none() => return Err(not_allowed()),
+            "POST" => Verb::Create,
             "PUT" if named => Verb::Update,
             "PATCH" if named => Verb::Patch,
-            "DELETE" => {
-                if named {
-                    Verb::Delete
-                } else {
-                    Verb::DeleteCollection
-                }
-            }
+            "DELETE" if named => Verb::Delete,
+            "DELETE" => Verb::DeleteCollection,
             _ => return Err(not_allowed()),
         }
     };
-    if legacy_watch && verb != Verb::Watch {
+    if segs.legacy_watch && verb != Verb::Watch {
         return Err(not_allowed());
     }
-    Ok(ParsedRequest {
-        path: ApiPath::Resource(ResourcePath {
-            group,
-            version,
-            resource: resource.to_owned(),
-            namespace: namespace.map(str::to_owned),
-            name: name.map(str::to_owned),
-            subresource: subresource.map(str::to_owned),
-            legacy_watch,
-            proxy_path,
-        }),
-        verb,
-        query,
-    })
+    Ok(verb)
 }

@@ -1,5 +1,6 @@
 //! Planning: the translated upstream request (path and query, how to treat the response).
 
+use super::actions::{Actions, Identity, Route};
 use super::parse::{ApiPath, ParsedRequest, ResourcePath, Verb, query_flag};
 use super::selectors::{KNOWN_QUERY, translate_query};
 use crate::context::TenantContext;
@@ -9,6 +10,7 @@ use percent_encoding::{AsciiSet, CONTROLS, utf8_percent_encode};
 
 use crate::catalog::{Policy, ResourceInfo, Scope, subresource_forbidden};
 use crate::error::TranslateError;
+use crate::identity::As;
 use crate::tenant::{NameKind, TenantId, check_prefixed_len};
 
 /// How the server must treat the response body.
@@ -43,6 +45,12 @@ pub struct Plan {
     /// A namespaced kind listed across all namespaces (`get pods -A`): upstream answers for the
     /// whole cluster, the response side must drop other tenants' items.
     pub cluster_wide: bool,
+    /// The pool of upstream connections the request takes.
+    pub route: Route,
+    /// The upstream identity the request carries (see [`Identity::resolve`]).
+    pub identity: Identity,
+    /// What the server does before and after sending.
+    pub actions: Actions,
     tenant: TenantId,
 }
 
@@ -69,6 +77,17 @@ impl Plan {
     pub fn subresource(&self) -> Option<&str> {
         self.resource_path().and_then(|r| r.subresource.as_deref())
     }
+}
+
+/// The upstream identity of a planned request, given its translated body (if any).
+pub fn identity_for(plan: &Plan, translated_body: Option<&[u8]>) -> As {
+    plan.identity.resolve(translated_body)
+}
+
+/// Does a successful request change what the RBAC sync derives (a ClusterRoleBinding or a
+/// CRD written)?
+pub fn needs_sync(plan: &Plan) -> bool {
+    plan.actions.sync_rbac
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -100,8 +119,6 @@ fn push_seg(out: &mut String, seg: &str) {
 
 /// Default deny: an unknown resource, a forbidden one, or a write to a shared one is an Err.
 pub fn plan(ctx: &TenantContext, req: ParsedRequest) -> Result<Plan, TranslateError> {
-    let t = &ctx.tenant;
-    let cat = &ctx.catalog;
     let mut p = Plan {
         upstream_path_and_query: String::new(),
         response: ResponseKind::PassThrough,
@@ -111,98 +128,31 @@ pub fn plan(ctx: &TenantContext, req: ParsedRequest) -> Result<Plan, TranslateEr
         resource: None,
         request: req,
         cluster_wide: false,
-        tenant: t.clone(),
-    };
-    let group_up = |g: &str| -> Result<String, TranslateError> {
-        if !cat.group_visible(t, g) {
-            return Err(TranslateError::not_found(
-                "the server could not find the requested resource",
-            ));
-        }
-        cat.upstream_group(t, g).ok_or_else(|| {
-            TranslateError::not_found("the server could not find the requested resource".to_owned())
-        })
+        route: Route::Short,
+        identity: Identity::Real,
+        actions: Actions::default(),
+        tenant: ctx.tenant.clone(),
     };
     let mut path = String::new();
-    let query: Vec<(String, String)>;
-    match &p.request.path {
-        ApiPath::Root => {
-            path.push('/');
-            p.response = ResponseKind::Discovery;
-            query = check_plain_query(&p.request.query)?;
-        }
-        ApiPath::Version => {
-            path.push_str("/version");
-            query = check_plain_query(&p.request.query)?;
-        }
-        ApiPath::Healthz => {
-            // Health of paddock's upstream is not the tenant's business beyond the summary.
-            path.push_str("/readyz");
-            query = Vec::new();
-        }
-        ApiPath::Api => {
-            path.push_str("/api");
-            p.response = ResponseKind::Discovery;
-            query = check_plain_query(&p.request.query)?;
-        }
-        ApiPath::Apis => {
-            path.push_str("/apis");
-            p.response = ResponseKind::Discovery;
-            query = check_plain_query(&p.request.query)?;
-        }
-        ApiPath::ApiGroup { group } => {
-            path.push_str("/apis");
-            push_seg(&mut path, &group_up(group)?);
-            p.response = ResponseKind::Discovery;
-            query = check_plain_query(&p.request.query)?;
-        }
-        ApiPath::ApiGroupVersion { group, version } => {
-            let ug = group_up(group)?;
-            if !cat.upstream_versions(&ug).iter().any(|v| v == version) {
-                return Err(TranslateError::not_found(
-                    "the server could not find the requested resource",
-                ));
-            }
-            if group.is_empty() {
-                path.push_str("/api");
-            } else {
-                path.push_str("/apis");
-                push_seg(&mut path, &ug);
-            }
-            push_seg(&mut path, version);
-            p.response = ResponseKind::Discovery;
-            query = check_plain_query(&p.request.query)?;
-        }
-        ApiPath::OpenApiV2 => {
-            path.push_str("/openapi/v2");
-            p.response = ResponseKind::OpenApi;
-            query = check_plain_query(&p.request.query)?;
-        }
-        ApiPath::OpenApiV3Root => {
-            path.push_str("/openapi/v3");
-            p.response = ResponseKind::OpenApi;
-            query = check_plain_query(&p.request.query)?;
-        }
-        ApiPath::OpenApiV3 { group, version } => {
-            let ug = group_up(group)?;
-            path.push_str("/openapi/v3");
-            if group.is_empty() {
-                path.push_str("/api");
-            } else {
-                path.push_str("/apis");
-                push_seg(&mut path, &ug);
-            }
-            push_seg(&mut path, version);
-            p.response = ResponseKind::OpenApi;
-            query = check_plain_query(&p.request.query)?;
-        }
+    let query = match &p.request.path {
         ApiPath::Resource(r) => {
             let r = r.clone();
             let info = plan_resource(ctx, &mut p, &r, &mut path)?;
-            query = translate_query(ctx, &info, &r, p.request.verb, &p.request.query)?;
+            let query = translate_query(ctx, &info, &r, p.request.verb, &p.request.query)?;
+            p.actions = Actions::decide(&p.request, &info, p.cluster_wide);
             p.resource = Some(info);
+            query
         }
-    }
+        // Health of paddock's upstream is not the tenant's business beyond the summary.
+        ApiPath::Healthz => {
+            path.push_str("/readyz");
+            Vec::new()
+        }
+        other => {
+            p.response = document_path(ctx, other, &mut path)?;
+            check_plain_query(&p.request.query)?
+        }
+    };
     p.upstream_path_and_query = path;
     if !query.is_empty() {
         let mut ser = form_urlencoded::Serializer::new(String::new());
@@ -212,7 +162,86 @@ pub fn plan(ctx: &TenantContext, req: ParsedRequest) -> Result<Plan, TranslateEr
         p.upstream_path_and_query.push('?');
         p.upstream_path_and_query.push_str(&ser.finish());
     }
+    p.route = Route::of(p.request.verb, p.long_running, p.upgrade);
+    p.identity = Identity::decide(p.resource.as_ref(), &p.upstream_path_and_query);
     Ok(p)
+}
+
+fn not_found_resource() -> TranslateError {
+    TranslateError::not_found("the server could not find the requested resource")
+}
+
+/// The upstream path of a server document (discovery, OpenAPI, /version), and how its answer
+/// is treated. A group the tenant cannot see is not found.
+fn document_path(
+    ctx: &TenantContext,
+    doc: &ApiPath,
+    path: &mut String,
+) -> Result<ResponseKind, TranslateError> {
+    let (t, cat) = (&ctx.tenant, &ctx.catalog);
+    let group_up = |g: &str| -> Result<String, TranslateError> {
+        if !cat.group_visible(t, g) {
+            return Err(not_found_resource());
+        }
+        cat.upstream_group(t, g).ok_or_else(not_found_resource)
+    };
+    let kind = match doc {
+        ApiPath::Root => {
+            path.push('/');
+            ResponseKind::Discovery
+        }
+        ApiPath::Version => {
+            path.push_str("/version");
+            ResponseKind::PassThrough
+        }
+        ApiPath::Api | ApiPath::Apis => {
+            path.push_str(if *doc == ApiPath::Api {
+                "/api"
+            } else {
+                "/apis"
+            });
+            ResponseKind::Discovery
+        }
+        ApiPath::ApiGroup { group } => {
+            path.push_str("/apis");
+            push_seg(path, &group_up(group)?);
+            ResponseKind::Discovery
+        }
+        ApiPath::ApiGroupVersion { group, version } => {
+            let ug = group_up(group)?;
+            if !cat.upstream_versions(&ug).iter().any(|v| v == version) {
+                return Err(not_found_resource());
+            }
+            push_group_version(path, group, &ug, version);
+            ResponseKind::Discovery
+        }
+        ApiPath::OpenApiV2 | ApiPath::OpenApiV3Root => {
+            let v2 = *doc == ApiPath::OpenApiV2;
+            path.push_str(if v2 { "/openapi/v2" } else { "/openapi/v3" });
+            ResponseKind::OpenApi
+        }
+        ApiPath::OpenApiV3 { group, version } => {
+            let ug = group_up(group)?;
+            path.push_str("/openapi/v3");
+            push_group_version(path, group, &ug, version);
+            ResponseKind::OpenApi
+        }
+        ApiPath::Healthz | ApiPath::Resource(_) => {
+            return Err(TranslateError::Internal("not a server document".to_owned()));
+        }
+    };
+    Ok(kind)
+}
+
+/// `/api/<v>` for the core group, `/apis/<upstream group>/<v>` for any other.
+fn push_group_version(path: &mut String, group: &str, upstream_group: &str, version: &str) {
+    if group.is_empty() {
+        path.push_str("/api");
+    } else {
+        path.push_str("/apis");
+        push_seg(path, upstream_group);
+    }
+    push_seg(path, version);
 }
 
 fn check_plain_query(q: &[(String, String)]) -> Result<Vec<(String, String)>, TranslateError> {
@@ -234,76 +263,18 @@ fn plan_resource(
 ) -> Result<ResourceInfo, TranslateError> {
     let t = &ctx.tenant;
     let verb = p.request.verb;
-    let not_found =
-        || TranslateError::not_found("the server could not find the requested resource");
     let info = ctx
         .catalog
         .resolve(t, &r.group, &r.version, &r.resource)
-        .ok_or_else(not_found)?;
-    let gr = if info.group.is_empty() {
-        info.resource.clone()
-    } else {
-        format!("{}.{}", info.resource, info.group)
-    };
-    if info.policy == Policy::Forbidden {
-        return Err(TranslateError::forbidden(format!(
-            "{gr} is forbidden: this resource is not available to tenants of this cluster"
-        )));
-    }
-    if let Some(sub) = &r.subresource {
-        if !info.subresources.iter().any(|s| s == sub) {
-            return Err(not_found());
-        }
-        if subresource_forbidden(&info.upstream_group, &info.resource, sub) {
-            return Err(TranslateError::forbidden(format!(
-                "{gr}/{sub} is forbidden: this subresource is not available to tenants of this cluster"
-            )));
-        }
-    }
-    if info.policy == Policy::SharedReadOnly && !verb.is_read() {
-        return Err(TranslateError::forbidden(format!(
-            "{gr} is forbidden: {} is not allowed, {gr} are shared read-only in this cluster",
-            verb.as_str()
-        )));
-    }
-    if r.subresource.is_none()
-        && !info.verbs.is_empty()
-        && !info.verbs.iter().any(|v| v == verb.as_str())
-    {
-        return Err(TranslateError::MethodNotAllowed(format!(
-            "{gr} does not support {}",
-            verb.as_str()
-        )));
-    }
-    match (info.scope, &r.namespace) {
-        (Scope::Cluster, Some(_)) => return Err(not_found()),
-        (Scope::Namespaced, None) => {
-            if r.name.is_some() {
-                return Err(not_found());
-            }
-            match verb {
-                // `get pods -A`: upstream lists cluster-wide (only as far as upstream RBAC lets
-                // the tenant's identity), the response side drops other tenants' items.
-                Verb::List | Verb::Watch => p.cluster_wide = true,
-                Verb::DeleteCollection => {
-                    return Err(TranslateError::forbidden(format!(
-                        "{gr} is forbidden: deleting a collection across all namespaces is not allowed"
-                    )));
-                }
-                _ => return Err(not_found()),
-            }
-        }
-        _ => {}
-    }
-
-    // Path.
-    if info.upstream_group.is_empty() {
-        path.push_str("/api");
-    } else {
-        path.push_str("/apis");
-        push_seg(path, &info.upstream_group);
-    }
-    push_seg(path, &info.version);
+        .ok_or_else(not_found_resource)?;
+    check_access(&info, r, verb)?;
+    p.cluster_wide = check_scope(&info, r, verb)?;
+    push_group_version(
+        path,
+        &info.upstream_group,
+        &info.upstream_group,
+        &info.version,
+    );
     if r.legacy_watch {
         path.push_str("/watch");
     }
@@ -335,9 +306,78 @@ fn plan_resource(
         path.push('/');
         path.push_str(pp);
     }
+    set_handling(p, r.subresource.as_deref());
+    Ok(info)
+}
 
-    // Response handling.
-    let sub = r.subresource.as_deref();
+/// The resource's policy, subresource and verbs: forbidden, shared read-only, unknown
+/// subresource, unsupported verb.
+fn check_access(info: &ResourceInfo, r: &ResourcePath, verb: Verb) -> Result<(), TranslateError> {
+    let gr = group_resource(info);
+    if info.policy == Policy::Forbidden {
+        return Err(TranslateError::forbidden(format!(
+            "{gr} is forbidden: this resource is not available to tenants of this cluster"
+        )));
+    }
+    if let Some(sub) = &r.subresource {
+        if !info.subresources.iter().any(|s| s == sub) {
+            return Err(not_found_resource());
+        }
+        if subresource_forbidden(&info.upstream_group, &info.resource, sub) {
+            return Err(TranslateError::forbidden(format!(
+                "{gr}/{sub} is forbidden: this subresource is not available to tenants of this cluster"
+            )));
+        }
+    }
+    if info.policy == Policy::SharedReadOnly && !verb.is_read() {
+        return Err(TranslateError::forbidden(format!(
+            "{gr} is forbidden: {} is not allowed, {gr} are shared read-only in this cluster",
+            verb.as_str()
+        )));
+    }
+    if r.subresource.is_none()
+        && !info.verbs.is_empty()
+        && !info.verbs.iter().any(|v| v == verb.as_str())
+    {
+        return Err(TranslateError::MethodNotAllowed(format!(
+            "{gr} does not support {}",
+            verb.as_str()
+        )));
+    }
+    Ok(())
+}
+
+fn group_resource(info: &ResourceInfo) -> String {
+    if info.group.is_empty() {
+        info.resource.clone()
+    } else {
+        format!("{}.{}", info.resource, info.group)
+    }
+}
+
+/// Scope against the path: `Ok(true)` for a namespaced kind read across all namespaces.
+fn check_scope(info: &ResourceInfo, r: &ResourcePath, verb: Verb) -> Result<bool, TranslateError> {
+    match (info.scope, &r.namespace) {
+        (Scope::Cluster, Some(_)) => Err(not_found_resource()),
+        (Scope::Namespaced, None) if r.name.is_some() => Err(not_found_resource()),
+        (Scope::Namespaced, None) => match verb {
+            // `get pods -A`: upstream lists cluster-wide (only as far as upstream RBAC lets
+            // the tenant's identity), the response side drops other tenants' items.
+            Verb::List | Verb::Watch => Ok(true),
+            Verb::DeleteCollection => Err(TranslateError::forbidden(format!(
+                "{} is forbidden: deleting a collection across all namespaces is not allowed",
+                group_resource(info)
+            ))),
+            _ => Err(not_found_resource()),
+        },
+        _ => Ok(false),
+    }
+}
+
+/// How the response is treated, whether the request is long-running or an upgrade, and
+/// whether its body is translated.
+fn set_handling(p: &mut Plan, sub: Option<&str>) {
+    let verb = p.request.verb;
     p.response = match verb {
         Verb::Connect => ResponseKind::PassThrough,
         Verb::Get if sub == Some("log") => ResponseKind::PassThrough,
@@ -355,7 +395,6 @@ fn plan_resource(
         verb,
         Verb::Create | Verb::Update | Verb::Patch | Verb::Delete | Verb::DeleteCollection
     );
-    Ok(info)
 }
 
 /// Accept header to send upstream (protobuf and CBOR removed; Table and aggregated discovery

@@ -318,175 +318,229 @@ impl ObjectFramer {
     }
 
     /// Runs the state machine over `buf[pos..]`; returns how many leading bytes of `buf` are no
-    /// longer needed.
+    /// longer needed. Each step returns `Some(keep)` when it needs more input.
     fn run<E, F>(&mut self, sink: &mut F) -> Result<usize, E>
     where
         E: From<FrameError>,
         F: FnMut(Event<'_>) -> Result<(), E>,
     {
-        let len = self.buf.len();
         loop {
-            match self.state {
-                TopState::Start => {
-                    self.skip_ws();
-                    if self.pos >= len {
-                        return Ok(self.pos);
-                    }
-                    if self.buf[self.pos] != b'{' {
-                        return Err(FrameError::Malformed("expected a JSON object").into());
-                    }
-                    self.pos += 1;
-                    self.state = TopState::KeyOrEnd;
-                    sink(Event::Begin)?;
-                }
-                TopState::KeyOrEnd => {
-                    self.skip_ws();
-                    if self.pos >= len {
-                        return Ok(self.pos);
-                    }
-                    match self.buf[self.pos] {
-                        b'"' => {
-                            self.start = self.pos;
-                            self.pos += 1;
-                            self.key_esc = false;
-                            self.scan = ValueScan {
-                                in_str: true,
-                                started: true,
-                                ..ValueScan::default()
-                            };
-                            self.state = TopState::InKey;
-                        }
-                        b'}' => {
-                            self.pos += 1;
-                            self.state = TopState::Done;
-                            sink(Event::End)?;
-                        }
-                        _ => return Err(FrameError::Malformed("expected a key").into()),
-                    }
-                }
-                TopState::InKey => {
-                    let from = self.pos;
-                    let done = self.scan.scan(&self.buf, &mut self.pos)?;
-                    if memchr::memchr(b'\\', &self.buf[from..self.pos]).is_some() {
-                        self.key_esc = true;
-                    }
-                    if !done {
-                        return Ok(self.start);
-                    }
-                    let raw = &self.buf[self.start..self.pos];
-                    self.key = decode_key(raw, self.key_esc)?.into_owned();
-                    self.state = TopState::Colon;
-                }
-                TopState::Colon => {
-                    self.skip_ws();
-                    if self.pos >= len {
-                        return Ok(self.pos);
-                    }
-                    if self.buf[self.pos] != b':' {
-                        return Err(FrameError::Malformed("expected ':'").into());
-                    }
-                    self.pos += 1;
-                    self.state = TopState::Value;
-                }
-                TopState::Value => {
-                    self.skip_ws();
-                    if self.pos >= len {
-                        return Ok(self.pos);
-                    }
-                    if self.buf[self.pos] == b'[' && self.streamed.contains(&self.key.as_str()) {
-                        self.pos += 1;
-                        self.state = TopState::ElemOrEnd;
-                        sink(Event::ArrayStart { key: &self.key })?;
-                    } else {
-                        self.start = self.pos;
-                        self.scan = ValueScan::default();
-                        self.state = TopState::InValue;
-                    }
-                }
-                TopState::InValue => {
-                    if !self.scan.scan(&self.buf, &mut self.pos)? {
-                        return Ok(self.start);
-                    }
-                    self.state = TopState::CommaOrEnd;
-                    sink(Event::Member {
-                        key: &self.key,
-                        value: &self.buf[self.start..self.pos],
-                    })?;
-                }
-                TopState::CommaOrEnd => {
-                    self.skip_ws();
-                    if self.pos >= len {
-                        return Ok(self.pos);
-                    }
-                    match self.buf[self.pos] {
-                        b',' => self.state = TopState::KeyOrEnd,
-                        b'}' => {
-                            self.state = TopState::Done;
-                            sink(Event::End)?;
-                        }
-                        _ => return Err(FrameError::Malformed("expected ',' or '}'").into()),
-                    }
-                    self.pos += 1;
-                }
-                TopState::ElemOrEnd => {
-                    self.skip_ws();
-                    if self.pos >= len {
-                        return Ok(self.pos);
-                    }
-                    if self.buf[self.pos] == b']' {
-                        self.pos += 1;
-                        self.state = TopState::CommaOrEnd;
-                        sink(Event::ArrayEnd { key: &self.key })?;
-                    } else {
-                        self.start = self.pos;
-                        self.scan = ValueScan::default();
-                        self.state = TopState::InElem;
-                    }
-                }
-                TopState::InElem => {
-                    if !self.scan.scan(&self.buf, &mut self.pos)? {
-                        return Ok(self.start);
-                    }
-                    self.state = TopState::CommaOrArrEnd;
-                    sink(Event::Element {
-                        key: &self.key,
-                        value: &self.buf[self.start..self.pos],
-                    })?;
-                }
-                TopState::CommaOrArrEnd => {
-                    self.skip_ws();
-                    if self.pos >= len {
-                        return Ok(self.pos);
-                    }
-                    match self.buf[self.pos] {
-                        b',' => {
-                            self.pos += 1;
-                            // A `]` right after `,` is malformed; treat it as such.
-                            self.skip_ws();
-                            if self.pos < len && self.buf[self.pos] == b']' {
-                                return Err(FrameError::Malformed("trailing ',' in array").into());
-                            }
-                            self.state = TopState::ElemOrEnd;
-                        }
-                        b']' => {
-                            self.pos += 1;
-                            self.state = TopState::CommaOrEnd;
-                            sink(Event::ArrayEnd { key: &self.key })?;
-                        }
-                        _ => return Err(FrameError::Malformed("expected ',' or ']'").into()),
-                    }
-                }
+            let stop = match self.state {
+                TopState::Start | TopState::Colon => self.open_or_colon(sink)?,
+                TopState::KeyOrEnd => self.key_or_end(sink)?,
+                TopState::InKey => self.in_key()?,
+                TopState::Value => self.value_start(sink)?,
+                TopState::InValue | TopState::InElem => self.in_value(sink)?,
+                TopState::CommaOrEnd => self.comma_or_end(sink)?,
+                TopState::ElemOrEnd => self.elem_or_end(sink)?,
+                TopState::CommaOrArrEnd => self.comma_or_arr_end(sink)?,
                 TopState::Done => {
-                    self.skip_ws();
-                    if self.pos < len {
-                        return Err(
-                            FrameError::Malformed("data after the end of the object").into()
-                        );
+                    if !self.at_end() {
+                        let e = FrameError::Malformed("data after the end of the object");
+                        return Err(e.into());
                     }
-                    return Ok(self.pos);
+                    Some(self.pos)
                 }
+            };
+            if let Some(keep) = stop {
+                return Ok(keep);
             }
         }
+    }
+
+    /// Skips whitespace; true when the input is used up.
+    #[inline]
+    fn at_end(&mut self) -> bool {
+        self.skip_ws();
+        self.pos >= self.buf.len()
+    }
+
+    /// `{` at the start, or `:` after a key.
+    #[inline]
+    fn open_or_colon<E, F>(&mut self, sink: &mut F) -> Result<Option<usize>, E>
+    where
+        E: From<FrameError>,
+        F: FnMut(Event<'_>) -> Result<(), E>,
+    {
+        if self.at_end() {
+            return Ok(Some(self.pos));
+        }
+        let start = self.state == TopState::Start;
+        match (start, self.buf[self.pos]) {
+            (true, b'{') => {
+                self.pos += 1;
+                self.state = TopState::KeyOrEnd;
+                sink(Event::Begin)?;
+            }
+            (true, _) => return Err(FrameError::Malformed("expected a JSON object").into()),
+            (false, b':') => {
+                self.pos += 1;
+                self.state = TopState::Value;
+            }
+            (false, _) => return Err(FrameError::Malformed("expected ':'").into()),
+        }
+        Ok(None)
+    }
+
+    #[inline]
+    fn key_or_end<E, F>(&mut self, sink: &mut F) -> Result<Option<usize>, E>
+    where
+        E: From<FrameError>,
+        F: FnMut(Event<'_>) -> Result<(), E>,
+    {
+        if self.at_end() {
+            return Ok(Some(self.pos));
+        }
+        match self.buf[self.pos] {
+            b'"' => {
+                self.start = self.pos;
+                self.pos += 1;
+                self.key_esc = false;
+                self.scan = ValueScan {
+                    in_str: true,
+                    started: true,
+                    ..ValueScan::default()
+                };
+                self.state = TopState::InKey;
+            }
+            b'}' => {
+                self.pos += 1;
+                self.state = TopState::Done;
+                sink(Event::End)?;
+            }
+            _ => return Err(FrameError::Malformed("expected a key").into()),
+        }
+        Ok(None)
+    }
+
+    #[inline]
+    fn in_key<E: From<FrameError>>(&mut self) -> Result<Option<usize>, E> {
+        let from = self.pos;
+        let done = self.scan.scan(&self.buf, &mut self.pos)?;
+        if memchr::memchr(b'\\', &self.buf[from..self.pos]).is_some() {
+            self.key_esc = true;
+        }
+        if !done {
+            return Ok(Some(self.start));
+        }
+        let raw = &self.buf[self.start..self.pos];
+        self.key = decode_key(raw, self.key_esc)?.into_owned();
+        self.state = TopState::Colon;
+        Ok(None)
+    }
+
+    /// A member's value starts: a streamed array opens, anything else is scanned whole.
+    #[inline]
+    fn value_start<E, F>(&mut self, sink: &mut F) -> Result<Option<usize>, E>
+    where
+        E: From<FrameError>,
+        F: FnMut(Event<'_>) -> Result<(), E>,
+    {
+        if self.at_end() {
+            return Ok(Some(self.pos));
+        }
+        if self.buf[self.pos] == b'[' && self.streamed.contains(&self.key.as_str()) {
+            self.pos += 1;
+            self.state = TopState::ElemOrEnd;
+            sink(Event::ArrayStart { key: &self.key })?;
+        } else {
+            self.start = self.pos;
+            self.scan = ValueScan::default();
+            self.state = TopState::InValue;
+        }
+        Ok(None)
+    }
+
+    /// A member's value or an array element being scanned; emitted once complete.
+    #[inline]
+    fn in_value<E, F>(&mut self, sink: &mut F) -> Result<Option<usize>, E>
+    where
+        E: From<FrameError>,
+        F: FnMut(Event<'_>) -> Result<(), E>,
+    {
+        if !self.scan.scan(&self.buf, &mut self.pos)? {
+            return Ok(Some(self.start));
+        }
+        let (key, value) = (&self.key, &self.buf[self.start..self.pos]);
+        if self.state == TopState::InElem {
+            self.state = TopState::CommaOrArrEnd;
+            sink(Event::Element { key, value })?;
+        } else {
+            self.state = TopState::CommaOrEnd;
+            sink(Event::Member { key, value })?;
+        }
+        Ok(None)
+    }
+
+    #[inline]
+    fn comma_or_end<E, F>(&mut self, sink: &mut F) -> Result<Option<usize>, E>
+    where
+        E: From<FrameError>,
+        F: FnMut(Event<'_>) -> Result<(), E>,
+    {
+        if self.at_end() {
+            return Ok(Some(self.pos));
+        }
+        match self.buf[self.pos] {
+            b',' => self.state = TopState::KeyOrEnd,
+            b'}' => {
+                self.state = TopState::Done;
+                sink(Event::End)?;
+            }
+            _ => return Err(FrameError::Malformed("expected ',' or '}'").into()),
+        }
+        self.pos += 1;
+        Ok(None)
+    }
+
+    #[inline]
+    fn elem_or_end<E, F>(&mut self, sink: &mut F) -> Result<Option<usize>, E>
+    where
+        E: From<FrameError>,
+        F: FnMut(Event<'_>) -> Result<(), E>,
+    {
+        if self.at_end() {
+            return Ok(Some(self.pos));
+        }
+        if self.buf[self.pos] == b']' {
+            self.pos += 1;
+            self.state = TopState::CommaOrEnd;
+            sink(Event::ArrayEnd { key: &self.key })?;
+        } else {
+            self.start = self.pos;
+            self.scan = ValueScan::default();
+            self.state = TopState::InElem;
+        }
+        Ok(None)
+    }
+
+    #[inline]
+    fn comma_or_arr_end<E, F>(&mut self, sink: &mut F) -> Result<Option<usize>, E>
+    where
+        E: From<FrameError>,
+        F: FnMut(Event<'_>) -> Result<(), E>,
+    {
+        if self.at_end() {
+            return Ok(Some(self.pos));
+        }
+        match self.buf[self.pos] {
+            b',' => {
+                self.pos += 1;
+                // A `]` right after `,` is malformed; treat it as such.
+                self.skip_ws();
+                if self.pos < self.buf.len() && self.buf[self.pos] == b']' {
+                    return Err(FrameError::Malformed("trailing ',' in array").into());
+                }
+                self.state = TopState::ElemOrEnd;
+            }
+            b']' => {
+                self.pos += 1;
+                self.state = TopState::CommaOrEnd;
+                sink(Event::ArrayEnd { key: &self.key })?;
+            }
+            _ => return Err(FrameError::Malformed("expected ',' or ']'").into()),
+        }
+        Ok(None)
     }
 
     #[inline]

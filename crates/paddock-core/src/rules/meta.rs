@@ -22,7 +22,6 @@ pub(crate) fn metadata_up(
     path_ns: Option<&str>,
     mode: UpMode,
 ) -> Result<(), TranslateError> {
-    let t = &ctx.tenant;
     let stamp = info.stamps_label();
     if !o.contains_key("metadata") {
         if mode == UpMode::Full && stamp {
@@ -43,7 +42,22 @@ pub(crate) fn metadata_up(
     let Value::Object(meta) = meta else {
         return Err(bad("metadata must be an object"));
     };
-    // namespace
+    meta_namespace_up(ctx, meta, info, path_ns)?;
+    if info.prefixes_name() {
+        meta_names_up(ctx, meta, info)?;
+    }
+    meta_labels_up(ctx, meta, info, mode)?;
+    meta_references_up(ctx, meta)
+}
+
+/// `metadata.namespace`: must match the path's, mapped up; dropped on cluster-scoped kinds.
+fn meta_namespace_up(
+    ctx: &TenantContext,
+    meta: &mut Map<String, Value>,
+    info: &ResourceInfo,
+    path_ns: Option<&str>,
+) -> Result<(), TranslateError> {
+    let t = &ctx.tenant;
     match info.scope {
         Scope::Namespaced => match meta.get_mut("namespace") {
             Some(Value::String(ns)) if !ns.is_empty() => {
@@ -67,25 +81,43 @@ pub(crate) fn metadata_up(
             }
         }
     }
-    // name, generateName
-    if info.prefixes_name() {
-        if let Some(Value::String(n)) = meta.get_mut("name")
-            && !n.is_empty()
-        {
-            *n = name_up(t, info, n)?;
-        }
-        if let Some(Value::String(g)) = meta.get_mut("generateName")
-            && !g.is_empty()
-        {
-            if info.is_crd() {
-                return Err(TranslateError::invalid(
-                    "custom resource definitions cannot use generateName",
-                ));
-            }
-            *g = t.upstream_name(g);
-        }
+    Ok(())
+}
+
+/// `metadata.name` and `generateName` of a kind whose names are prefixed.
+fn meta_names_up(
+    ctx: &TenantContext,
+    meta: &mut Map<String, Value>,
+    info: &ResourceInfo,
+) -> Result<(), TranslateError> {
+    let t = &ctx.tenant;
+    if let Some(Value::String(n)) = meta.get_mut("name")
+        && !n.is_empty()
+    {
+        *n = name_up(t, info, n)?;
     }
-    // labels
+    if let Some(Value::String(g)) = meta.get_mut("generateName")
+        && !g.is_empty()
+    {
+        if info.is_crd() {
+            return Err(TranslateError::invalid(
+                "custom resource definitions cannot use generateName",
+            ));
+        }
+        *g = t.upstream_name(g);
+    }
+    Ok(())
+}
+
+/// `metadata.labels`: the tenant label is reserved, stamped where the kind carries it.
+fn meta_labels_up(
+    ctx: &TenantContext,
+    meta: &mut Map<String, Value>,
+    info: &ResourceInfo,
+    mode: UpMode,
+) -> Result<(), TranslateError> {
+    let t = &ctx.tenant;
+    let stamp = info.stamps_label();
     let is_namespace = info.upstream_group.is_empty() && info.kind == "Namespace";
     let is_cluster_role = is_cluster_role(info);
     let force_stamp = mode == UpMode::Full
@@ -127,7 +159,14 @@ pub(crate) fn metadata_up(
         Some(Value::Null) | None => {}
         Some(_) => return Err(bad("metadata.labels must be an object")),
     }
-    // ownerReferences
+    Ok(())
+}
+
+/// `metadata.ownerReferences`, and the apiVersions in `managedFields` (echoed back on update).
+fn meta_references_up(
+    ctx: &TenantContext,
+    meta: &mut Map<String, Value>,
+) -> Result<(), TranslateError> {
     if let Some(v) = meta.get_mut("ownerReferences") {
         match v {
             Value::Array(refs) => {
