@@ -33,6 +33,7 @@ pub mod quota_api;
 pub mod reviews;
 pub mod rewrite;
 pub mod router;
+pub mod stack;
 pub mod state;
 pub mod tasks;
 pub mod usage;

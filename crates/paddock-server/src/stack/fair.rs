@@ -1,0 +1,195 @@
+//! The fair-share gate as a layer: a tenant's request is admitted under its limits (token
+//! buckets, in-flight and watch slots, `maxList`; docs/fairshare.md) before anything else is
+//! done for it, and its slot is held until the response body has been sent.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll, ready};
+
+use http::{Request, Response};
+use paddock_core::TenantId;
+use tower::{Layer, Service};
+
+use super::CallerOf;
+use crate::body::ResBody;
+use crate::caller::Caller;
+use crate::error::ServerError;
+use crate::limits::Permit;
+
+/// Admits a tenant's request under its limits (the replica's limiter; a fake in tests). May
+/// lower a LIST's `limit` in the request's URI.
+pub trait Admit: Send + Sync + 'static {
+    fn admit<B>(
+        &self,
+        tenant: &TenantId,
+        req: &mut Request<B>,
+    ) -> Result<Option<Permit>, ServerError>;
+}
+
+/// Admits tenant requests; admins' requests pass.
+pub struct FairShareLayer<A> {
+    admit: Arc<A>,
+}
+
+impl<A> FairShareLayer<A> {
+    pub fn new(admit: Arc<A>) -> Self {
+        FairShareLayer { admit }
+    }
+}
+
+impl<A, S> Layer<S> for FairShareLayer<A> {
+    type Service = FairShare<A, S>;
+    fn layer(&self, inner: S) -> Self::Service {
+        FairShare {
+            admit: self.admit.clone(),
+            inner,
+        }
+    }
+}
+
+/// See [`FairShareLayer`].
+pub struct FairShare<A, S> {
+    admit: Arc<A>,
+    inner: S,
+}
+
+impl<A, S: Clone> Clone for FairShare<A, S> {
+    fn clone(&self) -> Self {
+        FairShare {
+            admit: self.admit.clone(),
+            inner: self.inner.clone(),
+        }
+    }
+}
+
+impl<A, S, B> Service<Request<B>> for FairShare<A, S>
+where
+    A: Admit,
+    S: Service<Request<B>, Response = Response<ResBody>, Error = ServerError>,
+{
+    type Response = Response<ResBody>;
+    type Error = ServerError;
+    type Future = FairShareFuture<S::Future>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), ServerError>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, mut req: Request<B>) -> Self::Future {
+        let tenant = match req.extensions().get::<CallerOf>().map(|c| &*c.0) {
+            Some(Caller::Tenant { tenant, .. }) => Some(tenant.clone()),
+            _ => None,
+        };
+        let permit = match tenant.map(|t| self.admit.admit(&t, &mut req)) {
+            Some(Err(e)) => return FairShareFuture::Refused { error: Some(e) },
+            Some(Ok(p)) => p,
+            None => None,
+        };
+        FairShareFuture::Admitted {
+            inner: self.inner.call(req),
+            permit,
+        }
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// The inner future, its answer's body holding the permit; or the refusal.
+    #[project = FairShareProj]
+    pub enum FairShareFuture<F> {
+        Admitted { #[pin] inner: F, permit: Option<Permit> },
+        Refused { error: Option<ServerError> },
+    }
+}
+
+impl<F> Future for FairShareFuture<F>
+where
+    F: Future<Output = Result<Response<ResBody>, ServerError>>,
+{
+    type Output = Result<Response<ResBody>, ServerError>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        match self.project() {
+            FairShareProj::Refused { error } => Poll::Ready(Err(error
+                .take()
+                .unwrap_or_else(|| ServerError::Internal("polled after completion".into())))),
+            FairShareProj::Admitted { inner, permit } => {
+                let resp = ready!(inner.poll(cx))?;
+                Poll::Ready(Ok(match permit.take() {
+                    Some(p) => resp.map(|b| crate::limits::hold(b, p)),
+                    None => resp,
+                }))
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use crate::body::full;
+    use crate::limits::Limiter;
+    use http_body_util::BodyExt;
+    use paddock_core::fairshare::Limits;
+    use tower::ServiceExt;
+
+    /// The real limiter with one in-flight slot per tenant.
+    struct OneSlot(Limiter, Limits);
+
+    impl Admit for OneSlot {
+        fn admit<B>(
+            &self,
+            t: &TenantId,
+            req: &mut Request<B>,
+        ) -> Result<Option<Permit>, ServerError> {
+            let class =
+                paddock_core::fairshare::classify(req.method().as_str(), req.uri().query(), false);
+            self.0.admit(t, &self.1, class)
+        }
+    }
+
+    fn request(caller: Caller) -> Request<()> {
+        let mut req = Request::builder()
+            .uri("/api/v1/namespaces/a/pods/p")
+            .body(())
+            .unwrap();
+        req.extensions_mut().insert(CallerOf(Arc::new(caller)));
+        req
+    }
+
+    fn tenant() -> Caller {
+        Caller::Tenant {
+            tenant: TenantId::parse("acme01").unwrap(),
+            user: "u".into(),
+            groups: vec![],
+            serial: "01".into(),
+        }
+    }
+
+    #[tokio::test]
+    async fn holds_the_slot_until_the_body_is_sent_and_lets_admins_pass() {
+        let limits = Limits {
+            max_inflight: 1,
+            ..Limits::default()
+        };
+        let gate = Arc::new(OneSlot(Limiter::default(), limits));
+        let svc = FairShareLayer::new(gate).layer(tower::service_fn(|_req: Request<()>| async {
+            Ok::<_, ServerError>(Response::new(full("body")))
+        }));
+        let first = svc.clone().oneshot(request(tenant())).await.unwrap();
+        // The first answer's body is not sent yet: its slot is still held.
+        let refused = svc.clone().oneshot(request(tenant())).await.unwrap_err();
+        assert!(matches!(refused, ServerError::TooManyRequests { .. }));
+        let admin = Caller::Admin {
+            user: "root".into(),
+            serial: "02".into(),
+        };
+        assert_eq!(
+            svc.clone().oneshot(request(admin)).await.unwrap().status(),
+            200
+        );
+        let _ = first.into_body().collect().await.unwrap();
+        assert_eq!(svc.oneshot(request(tenant())).await.unwrap().status(), 200);
+    }
+}

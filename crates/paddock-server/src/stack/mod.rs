@@ -1,0 +1,184 @@
+//! The gateway's request path as a stack of tower layers, one concern each (outermost
+//! first), the way linkerd2-proxy's inbound server pushes one layer per concern:
+//!
+//! | layer | module | what it does |
+//! |---|---|---|
+//! | access log and metrics | [`access`] | logs, counts, audits and meters every answer; turns every error into its `Status` |
+//! | header refusal | [`refuse`] | 413 for a body announced over the limit, before it is read |
+//! | fair-share gate | [`fair`] | admits a tenant's request under its limits; the slot lives as long as the answer's body |
+//! | dispatch | [`gateway`] | the admin API, paddock's own group for tenants, or the tenant pipeline |
+//!
+//! The tenant pipeline (`proxy`) is a stack of its own: catalog retry, fan-out, response
+//! rewrite, follow-ups, body translation, send (docs/architecture.md).
+//!
+//! Layers are generic over what they wrap and over a narrow port to the replica (`Observe`,
+//! `Admit`, implemented by [`AppState`]; fakes in the unit tests), and their futures are named
+//! types: no layer boxes a request or a future.
+
+pub mod access;
+pub mod fair;
+pub mod refuse;
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Instant;
+
+use http::{Request, Response};
+use hyper::body::Incoming;
+use paddock_core::TenantId;
+use tower::{Layer, ServiceExt};
+
+use crate::body::ResBody;
+use crate::caller::Caller;
+use crate::error::ServerError;
+use crate::limits::Permit;
+use crate::state::AppState;
+use access::{AccessLogLayer, Done, Observe};
+use fair::{Admit, FairShareLayer};
+use refuse::RefuseLayer;
+
+/// The authenticated caller, in the request's extensions for the layers that need it.
+#[derive(Clone)]
+pub struct CallerOf(pub Arc<Caller>);
+
+/// In a response's extensions: the Kubernetes verb the request was served as (the plan's,
+/// which the method alone does not tell: `list` or `watch`).
+#[derive(Clone, Copy)]
+pub struct Answered {
+    pub verb: &'static str,
+}
+
+/// Serves one authenticated request through the stack; never fails (errors are `Status`
+/// answers).
+pub fn serve(
+    state: &Arc<AppState>,
+    caller: Caller,
+    mut req: Request<Incoming>,
+) -> impl Future<Output = Response<ResBody>> + Send + 'static {
+    req.extensions_mut().insert(CallerOf(Arc::new(caller)));
+    let svc = AccessLogLayer::new(state.clone()).layer(
+        RefuseLayer::new(state.config.max_body_bytes).layer(
+            FairShareLayer::new(state.clone()).layer(tower::service_fn({
+                let state = state.clone();
+                move |req| gateway(state.clone(), req)
+            })),
+        ),
+    );
+    futures_util::FutureExt::map(svc.oneshot(req), unrefused)
+}
+
+/// Answers a request refused before its caller is known (authentication), logged and counted
+/// as every other answer.
+pub fn refuse_anonymous(
+    state: &Arc<AppState>,
+    req: Request<Incoming>,
+    error: ServerError,
+) -> impl Future<Output = Response<ResBody>> + Send + 'static {
+    let mut error = Some(error);
+    let refusal = tower::service_fn(move |_req: Request<Incoming>| {
+        let e = error
+            .take()
+            .unwrap_or_else(|| ServerError::Internal("refused twice".into()));
+        std::future::ready(Err::<Response<ResBody>, _>(e))
+    });
+    let svc = AccessLogLayer::new(state.clone()).layer(refusal);
+    futures_util::FutureExt::map(svc.oneshot(req), unrefused)
+}
+
+fn unrefused(r: Result<Response<ResBody>, Infallible>) -> Response<ResBody> {
+    match r {
+        Ok(resp) => resp,
+        Err(never) => match never {},
+    }
+}
+
+/// The innermost service: the admin API for admins; for tenants paddock's own API group or
+/// the tenant pipeline.
+async fn gateway(
+    state: Arc<AppState>,
+    req: Request<Incoming>,
+) -> Result<Response<ResBody>, ServerError> {
+    let state = &state;
+    let caller = req
+        .extensions()
+        .get::<CallerOf>()
+        .map(|c| c.0.clone())
+        .ok_or_else(|| ServerError::Internal("request without a caller".into()))?;
+    match &*caller {
+        Caller::Admin { .. } => crate::admin::serve_admin(state, &caller, req).await,
+        Caller::Tenant { tenant, .. } if is_paddock_group(req.uri().path()) => {
+            crate::admin::serve_tenant_self(state, tenant, req).await
+        }
+        Caller::Tenant {
+            tenant,
+            user,
+            groups,
+            ..
+        } => {
+            let (mut resp, verb) =
+                crate::proxy::serve_tenant(state, tenant, user, groups, req).await?;
+            resp.extensions_mut().insert(Answered { verb });
+            Ok(resp)
+        }
+    }
+}
+
+fn is_paddock_group(path: &str) -> bool {
+    path == "/apis/paddock.io" || path.starts_with("/apis/paddock.io/")
+}
+
+impl Observe for AppState {
+    type Note = Option<crate::audit::RequestInfo>;
+
+    fn begin<B>(&self, req: &mut Request<B>, start: Instant) -> Self::Note {
+        let info = self
+            .audit
+            .as_ref()
+            .map(|_| crate::audit::RequestInfo::of(req, start))?;
+        req.extensions_mut().insert(info.body.clone());
+        Some(info)
+    }
+
+    fn answered(
+        &self,
+        note: Self::Note,
+        d: &Done<'_>,
+        resp: Response<ResBody>,
+    ) -> Response<ResBody> {
+        let tenant = d.caller.map_or("_anonymous", Caller::tenant_label);
+        let user = d.caller.map_or("-", Caller::user);
+        self.access_log.record(&crate::access_log::Entry {
+            tenant,
+            user,
+            verb: d.verb,
+            path: d.path,
+            status: d.code,
+            latency: d.elapsed,
+        });
+        self.metrics
+            .observe(tenant, d.verb, d.code, d.elapsed.as_secs_f64());
+        if let (Some(a), Some(i), Some(c)) = (&self.audit, &note, d.caller) {
+            crate::audit::record_request(a, c, i, d.code);
+        }
+        match d.caller {
+            // A body refused unread (413) was never received: not metered.
+            Some(Caller::Tenant { tenant, .. }) if d.code != 413 => {
+                let t = tenant.as_str();
+                self.metrics.tenant.request(t, d.announced);
+                let watch = d.verb == "watch" && d.code < 300;
+                resp.map(|b| crate::metering::meter_response(b, &self.metrics.tenant, t, watch))
+            }
+            _ => resp,
+        }
+    }
+}
+
+impl Admit for AppState {
+    fn admit<B>(
+        &self,
+        tenant: &TenantId,
+        req: &mut Request<B>,
+    ) -> Result<Option<Permit>, ServerError> {
+        crate::fair_gate::admit_request(self, tenant, req)
+    }
+}
