@@ -1,0 +1,162 @@
+//! The tenant pipeline: a stack of tower layers, one step each (outermost first):
+//!
+//! | layer | module | what it does |
+//! |---|---|---|
+//! | plan, catalog retry | [`plan`] | `kubectl --as`, parse and plan (paddock-core); a 404 re-reads discovery once (a CRD just created); a refused write to an absent shared object is its NotFound |
+//! | fan-out | [`fan_out`] | a namespaced kind read across all namespaces goes to `fanout` instead |
+//! | response rewrite | [`rewrite`] | the answer rewritten for the tenant: whole, streamed, or spliced (upgrades) |
+//! | follow-ups | [`follow`] | the plan's actions after upstream answered: absent namespace, RBAC mirrors, self reviews, a new namespace's setup |
+//! | body translation | [`translate`] | the upstream request: headers, translated body, upstream identity |
+//! | send | [`send`] | through the pool of the plan's route |
+//!
+//! Every decision is the plan's (`paddock_core::Plan`: route, identity, actions); the layers
+//! execute it.
+
+pub mod fan_out;
+pub mod follow;
+pub mod plan;
+pub mod rewrite;
+pub mod send;
+pub mod translate;
+
+use std::sync::Arc;
+
+use http::{Request, Response};
+use hyper::body::Incoming;
+use paddock_core::identity::As;
+use paddock_core::{Plan, TenantContext, TenantId};
+use tower::{Layer, ServiceExt};
+
+use crate::body::{ResBody, UpBody};
+use crate::error::ServerError;
+use crate::state::AppState;
+use crate::upstream::StreamSlot;
+
+// Moved out of the pipeline; re-exported for callers of the old paths.
+pub use crate::metrics::{method_verb, verb_name};
+pub use crate::outbound::{add_impersonation, add_impersonation_as};
+pub use crate::rewrite::{content_type_of, rewrite_whole};
+
+/// The tenant user a request is served for (after `kubectl --as`).
+#[derive(Debug, Clone)]
+pub struct TenantUser {
+    pub tenant: TenantId,
+    pub user: String,
+    pub groups: Vec<String>,
+}
+
+/// A planned tenant request: what every layer below the planning knows of it.
+pub struct Job {
+    pub ctx: TenantContext,
+    pub plan: Plan,
+    pub caller: TenantUser,
+    /// The client's Accept and If-None-Match headers.
+    pub accept: Option<String>,
+    pub if_none_match: Option<String>,
+}
+
+/// A planned request on its way down the stack.
+pub struct Planned {
+    pub job: Arc<Job>,
+    pub req: Request<Incoming>,
+}
+
+/// The upstream request, and what building it decided for the steps after sending.
+pub struct Outbound {
+    pub job: Arc<Job>,
+    pub request: Request<UpBody>,
+    pub sent: SentWith,
+}
+
+/// What travels with a request to upstream and back with its answer.
+pub struct SentWith {
+    /// The upstream identity it carries.
+    pub who: As,
+    /// The namespace of a SelfSubjectRulesReview (its answer is rewritten for the tenant).
+    pub rules_namespace: Option<String>,
+    /// The client side of an upgrade (exec, attach, port-forward).
+    pub client_upgrade: Option<hyper::upgrade::OnUpgrade>,
+}
+
+/// Upstream's answer.
+pub struct Sent {
+    pub job: Arc<Job>,
+    pub resp: Response<Incoming>,
+    /// A watch's stream slot, held as long as the answer's body.
+    pub slot: Option<StreamSlot>,
+    /// Short requests are bounded as a whole (headers and a body read whole) by
+    /// `upstream_timeout`; watches and other long-running requests only until their headers.
+    pub deadline: tokio::time::Instant,
+    pub with: SentWith,
+}
+
+/// After the follow-ups: answered already, or upstream's answer to rewrite.
+pub enum FollowedUp {
+    Answered(Response<ResBody>),
+    Upstream(Sent),
+}
+
+/// Serves one tenant request through the pipeline's layers; the verb is the plan's.
+pub async fn serve_tenant(
+    state: &Arc<AppState>,
+    tenant: &TenantId,
+    user: &str,
+    groups: &[String],
+    req: Request<Incoming>,
+) -> Result<(Response<ResBody>, &'static str), ServerError> {
+    let caller = TenantUser {
+        tenant: tenant.clone(),
+        user: user.to_owned(),
+        groups: groups.to_vec(),
+    };
+    let svc = plan::PlanLayer::new(state.clone()).layer(
+        fan_out::FanOutLayer::new(state.clone()).layer(
+            rewrite::RewriteLayer::new(state.clone()).layer(
+                follow::FollowUpLayer::new(state.clone()).layer(
+                    translate::TranslateLayer::new(state.clone())
+                        .layer(send::Send::new(state.clone())),
+                ),
+            ),
+        ),
+    );
+    svc.oneshot((caller, req)).await
+}
+
+/// A boxed future of a pipeline layer: each runs async steps around its inner service.
+pub type LayerFuture<T> =
+    std::pin::Pin<Box<dyn std::future::Future<Output = Result<T, ServerError>> + Send>>;
+
+/// Implements `tower::Layer` for a pipeline layer `$layer<S>` holding the replica's state.
+macro_rules! pipeline_layer {
+    ($layer_name:ident, $service:ident) => {
+        /// The tower layer of the step (see the module).
+        #[derive(Clone)]
+        pub struct $layer_name {
+            state: std::sync::Arc<crate::state::AppState>,
+        }
+
+        impl $layer_name {
+            pub fn new(state: std::sync::Arc<crate::state::AppState>) -> Self {
+                $layer_name { state }
+            }
+        }
+
+        impl<S> tower::Layer<S> for $layer_name {
+            type Service = $service<S>;
+            fn layer(&self, inner: S) -> $service<S> {
+                $service {
+                    state: self.state.clone(),
+                    inner,
+                }
+            }
+        }
+
+        /// The step as a service over its inner service.
+        #[derive(Clone)]
+        pub struct $service<S> {
+            state: std::sync::Arc<crate::state::AppState>,
+            inner: S,
+        }
+    };
+}
+pub(crate) use pipeline_layer;

@@ -1,0 +1,148 @@
+//! The upstream request: translated path, forwarded headers, the translated body, and the
+//! upstream identity the plan calls for (the shadow of a self access review decided once its
+//! body is translated).
+
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use http::Request;
+use http::header::{self, HeaderMap};
+use hyper::body::Incoming;
+use tower::Service;
+
+use super::{Job, LayerFuture, Outbound, Planned, Sent, SentWith, pipeline_layer};
+use crate::body::UpBody;
+use crate::error::ServerError;
+use crate::limit::collect_limited;
+use crate::outbound::{add_impersonation_as, copy_request_headers, header_value};
+use crate::rewrite::parts_content_type;
+use crate::state::AppState;
+
+pipeline_layer!(TranslateLayer, Translate);
+
+impl<S> Service<Planned> for Translate<S>
+where
+    S: Service<Outbound, Response = Sent, Error = ServerError> + Clone + Send + 'static,
+    S::Future: Send + 'static,
+{
+    type Response = Sent;
+    type Error = ServerError;
+    type Future = LayerFuture<Sent>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), ServerError>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, planned: Planned) -> Self::Future {
+        let state = self.state.clone();
+        // The inner service was polled ready; the clone takes its place (tower's idiom).
+        let clone = self.inner.clone();
+        let mut inner = std::mem::replace(&mut self.inner, clone);
+        Box::pin(async move {
+            let outbound = upstream_request(&state, planned).await?;
+            inner.call(outbound).await
+        })
+    }
+}
+
+async fn upstream_request(
+    state: &Arc<AppState>,
+    planned: Planned,
+) -> Result<Outbound, ServerError> {
+    let Planned { job, req } = planned;
+    let plan = &job.plan;
+    let (parts, body) = req.into_parts();
+    let mut up = Request::builder()
+        .method(parts.method.clone())
+        .uri(state.upstream.uri(&plan.upstream_path_and_query)?);
+    let headers = up
+        .headers_mut()
+        .ok_or_else(|| ServerError::Internal("request builder".into()))?;
+    copy_request_headers(&parts.headers, headers, plan.upgrade);
+    // Upgrades (exec, attach, port-forward) get an Accept only if the client sent one: the
+    // apiserver hands the request's headers on to the kubelet, whose go-restful routes answer
+    // an Accept they do not produce with 406 (kwok does; kubectl sends none).
+    let accept = job.accept.as_deref();
+    if !plan.upgrade || accept.is_some() {
+        headers.insert(
+            header::ACCEPT,
+            header_value(&paddock_core::upstream_accept(accept))?,
+        );
+    }
+    let mut sent = SentWith {
+        who: plan.identity.resolve(None),
+        rules_namespace: None,
+        client_upgrade: None,
+    };
+    let up_body: UpBody = if plan.needs_body_translation {
+        let raw = collect_limited(body, state.config.max_body_bytes).await?;
+        if let Some(slot) = parts.extensions.get::<crate::audit::AuditBody>() {
+            let _ = slot.0.set(raw.clone());
+        }
+        translated_body(state, &job, &parts.headers, headers, &raw, &mut sent).await?
+    } else if plan.upgrade {
+        let mut client_req = Request::from_parts(parts, body);
+        sent.client_upgrade = Some(hyper::upgrade::on(&mut client_req));
+        crate::body::empty_up()
+    } else {
+        plain_body(state, body, headers).await?
+    };
+    let c = &job.caller;
+    add_impersonation_as(headers, &c.tenant, &c.user, &c.groups, sent.who)?;
+    let request = up
+        .body(up_body)
+        .map_err(|e| ServerError::Internal(format!("building upstream request: {e}")))?;
+    Ok(Outbound { job, request, sent })
+}
+
+/// A write's body translated (JSON, patches, apply YAML, protobuf), with the plan's actions
+/// before sending: a namespace's pod-security label held, its creation admitted under the
+/// tenant quota, a self review normalised.
+async fn translated_body(
+    state: &Arc<AppState>,
+    job: &Job,
+    client_headers: &HeaderMap,
+    headers: &mut HeaderMap,
+    raw: &bytes::Bytes,
+    sent: &mut SentWith,
+) -> Result<UpBody, ServerError> {
+    let (ctx, plan) = (&job.ctx, &job.plan);
+    let content_type = client_headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("application/json");
+    let (mut translated, up_ct) =
+        paddock_core::translate_request_body(ctx, plan, content_type, raw)?;
+    if plan.actions.lock_namespace_labels {
+        translated = crate::provision::lock_namespace_labels(translated, &up_ct)?;
+    }
+    if plan.actions.admit_namespace_quota {
+        let dry_run = plan.upstream_path_and_query.contains("dryRun=");
+        crate::quota::admit_namespace_create(state, &ctx.tenant, &translated, &up_ct, dry_run)
+            .await?;
+    }
+    if plan.actions.self_review {
+        translated = crate::reviews::normalize_self_review(ctx, plan, translated);
+        sent.rules_namespace = paddock_core::review::rules_review_namespace(&translated);
+    }
+    sent.who = plan.identity.resolve(Some(&translated));
+    headers.insert(header::CONTENT_TYPE, header_value(&up_ct)?);
+    Ok(crate::body::full_up(translated))
+}
+
+/// Requests without a body to translate (GET, DELETE without options, CONNECT): the body, if
+/// any (DeleteOptions), is small and carries no names.
+async fn plain_body(
+    state: &Arc<AppState>,
+    body: Incoming,
+    headers: &mut HeaderMap,
+) -> Result<UpBody, ServerError> {
+    let raw = collect_limited(body, state.config.max_body_bytes).await?;
+    if raw.is_empty() {
+        return Ok(crate::body::empty_up());
+    }
+    if let Some(ct) = parts_content_type(headers) {
+        headers.insert(header::CONTENT_TYPE, ct);
+    }
+    Ok(crate::body::full_up(raw))
+}
