@@ -194,7 +194,7 @@ fn quiet_watch(
 /// cluster gives; otherwise None (the refusal stands). A caller that may not even read the
 /// kind keeps the refusal too.
 pub async fn answer_if_shared_object_absent(
-    state: &Arc<AppState>,
+    state: &AppState,
     ctx: &TenantContext,
     req: &ParsedRequest,
     user: &str,

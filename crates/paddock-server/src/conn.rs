@@ -107,6 +107,31 @@ fn tenant_permit(
     }
 }
 
+/// HTTP/1.1 and HTTP/2 with the connection limits of `cfg` (keep-alive off for a refused
+/// connection).
+fn http_builder(
+    cfg: &crate::config::ConnectionConfig,
+    keep_alive: bool,
+) -> auto::Builder<TokioExecutor> {
+    let mut builder = auto::Builder::new(TokioExecutor::new());
+    builder
+        .http1()
+        .timer(TokioTimer::new())
+        .header_read_timeout(cfg.header_read_timeout)
+        .max_buf_size(MAX_HEADER_BYTES_CEILING + HYPER_HEADER_SLACK)
+        .max_headers(MAX_HEADER_FIELDS)
+        .keep_alive(keep_alive);
+    builder
+        .http2()
+        .timer(TokioTimer::new())
+        .keep_alive_interval(cfg.http2_keepalive)
+        .keep_alive_timeout(cfg.http2_keepalive)
+        .max_header_list_size(
+            u32::try_from(MAX_HEADER_BYTES_CEILING + HYPER_HEADER_SLACK).unwrap_or(u32::MAX),
+        );
+    builder
+}
+
 /// Serves one accepted TCP connection to its end.
 pub async fn serve_connection(
     state: Arc<AppState>,
@@ -174,22 +199,7 @@ pub async fn serve_connection(
             }
         })
     };
-    let mut builder = auto::Builder::new(TokioExecutor::new());
-    builder
-        .http1()
-        .timer(TokioTimer::new())
-        .header_read_timeout(cfg.header_read_timeout)
-        .max_buf_size(MAX_HEADER_BYTES_CEILING + HYPER_HEADER_SLACK)
-        .max_headers(MAX_HEADER_FIELDS)
-        .keep_alive(refused.is_none());
-    builder
-        .http2()
-        .timer(TokioTimer::new())
-        .keep_alive_interval(cfg.http2_keepalive)
-        .keep_alive_timeout(cfg.http2_keepalive)
-        .max_header_list_size(
-            u32::try_from(MAX_HEADER_BYTES_CEILING + HYPER_HEADER_SLACK).unwrap_or(u32::MAX),
-        );
+    let builder = http_builder(&cfg, refused.is_none());
     let conn = builder.serve_connection_with_upgrades(TokioIo::new(tls_stream), svc);
     tokio::pin!(conn);
     // Once closing, the connection gets until `stop_by` to finish what it is sending: the

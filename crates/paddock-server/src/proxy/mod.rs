@@ -36,6 +36,7 @@ use crate::upstream::StreamSlot;
 pub use crate::metrics::{method_verb, verb_name};
 pub use crate::outbound::{add_impersonation, add_impersonation_as};
 pub use crate::rewrite::{content_type_of, rewrite_whole};
+pub use plan::Planning;
 
 /// The tenant user a request is served for (after `kubectl --as`).
 #[derive(Debug, Clone)]
@@ -56,9 +57,9 @@ pub struct Job {
 }
 
 /// A planned request on its way down the stack.
-pub struct Planned {
+pub struct Planned<B = Incoming> {
     pub job: Arc<Job>,
-    pub req: Request<Incoming>,
+    pub req: Request<B>,
 }
 
 /// The upstream request, and what building it decided for the steps after sending.

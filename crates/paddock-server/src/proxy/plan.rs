@@ -2,25 +2,110 @@
 //! re-reads discovery once (a CRD the tenant has just created); a write refused (403) to a
 //! shared read-only object that does not exist is answered with its NotFound (`absent.rs`).
 
+use std::future::Future;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-use http::{Request, Response, header};
-use hyper::body::Incoming;
-use paddock_core::{Plan, TenantContext};
+use http::request::Parts;
+use http::{HeaderMap, Request, Response, header};
+use paddock_core::{Catalog, ParsedRequest, Plan, TenantContext};
 use tower::Service;
 
-use super::{Job, LayerFuture, Planned, TenantUser, pipeline_layer};
+use super::{Job, LayerFuture, Planned, TenantUser};
 use crate::body::ResBody;
 use crate::error::ServerError;
 use crate::metrics::{method_verb, verb_name};
 use crate::state::AppState;
 
-pipeline_layer!(PlanLayer, PlanStep);
+/// What planning asks of the replica (its state; a fake in the unit tests).
+pub trait Planning: Send + Sync + 'static {
+    /// `kubectl --as`: the identity the caller acts as, when it may.
+    fn acting(
+        &self,
+        caller: &TenantUser,
+        headers: &HeaderMap,
+    ) -> impl Future<Output = Result<Option<(String, Vec<String>)>, ServerError>> + Send;
+    /// The discovery catalog as it is.
+    fn catalog(&self) -> impl Future<Output = Result<Arc<Catalog>, ServerError>> + Send;
+    /// The discovery catalog read again.
+    fn refreshed(&self) -> impl Future<Output = Result<Arc<Catalog>, ServerError>> + Send;
+    /// The NotFound of a refused write to a shared read-only object that does not exist.
+    fn shared_object_absent(
+        &self,
+        ctx: &TenantContext,
+        parsed: &ParsedRequest,
+        caller: &TenantUser,
+    ) -> impl Future<Output = Result<Option<Response<ResBody>>, ServerError>> + Send;
+}
 
-impl<S> Service<(TenantUser, Request<Incoming>)> for PlanStep<S>
+impl Planning for AppState {
+    async fn acting(
+        &self,
+        c: &TenantUser,
+        headers: &HeaderMap,
+    ) -> Result<Option<(String, Vec<String>)>, ServerError> {
+        crate::impersonate::acting_identity(self, &c.tenant, &c.user, &c.groups, headers).await
+    }
+    async fn catalog(&self) -> Result<Arc<Catalog>, ServerError> {
+        AppState::catalog(self).await
+    }
+    async fn refreshed(&self) -> Result<Arc<Catalog>, ServerError> {
+        self.catalogs.refresh(&self.upstream).await
+    }
+    async fn shared_object_absent(
+        &self,
+        ctx: &TenantContext,
+        parsed: &ParsedRequest,
+        c: &TenantUser,
+    ) -> Result<Option<Response<ResBody>>, ServerError> {
+        crate::absent::answer_if_shared_object_absent(self, ctx, parsed, &c.user, &c.groups).await
+    }
+}
+
+/// The planning step as a tower layer.
+pub struct PlanLayer<P> {
+    state: Arc<P>,
+}
+
+impl<P> PlanLayer<P> {
+    pub fn new(state: Arc<P>) -> Self {
+        PlanLayer { state }
+    }
+}
+
+impl<P, S> tower::Layer<S> for PlanLayer<P> {
+    type Service = PlanStep<S, P>;
+    fn layer(&self, inner: S) -> Self::Service {
+        PlanStep {
+            state: self.state.clone(),
+            inner,
+        }
+    }
+}
+
+/// See [`PlanLayer`].
+pub struct PlanStep<S, P> {
+    state: Arc<P>,
+    inner: S,
+}
+
+impl<S: Clone, P> Clone for PlanStep<S, P> {
+    fn clone(&self) -> Self {
+        PlanStep {
+            state: self.state.clone(),
+            inner: self.inner.clone(),
+        }
+    }
+}
+
+impl<S, P, B> Service<(TenantUser, Request<B>)> for PlanStep<S, P>
 where
-    S: Service<Planned, Response = Response<ResBody>, Error = ServerError> + Clone + Send + 'static,
+    P: Planning,
+    B: Send + 'static,
+    S: Service<Planned<B>, Response = Response<ResBody>, Error = ServerError>
+        + Clone
+        + Send
+        + 'static,
     S::Future: Send + 'static,
 {
     type Response = (Response<ResBody>, &'static str);
@@ -31,22 +116,17 @@ where
         self.inner.poll_ready(cx)
     }
 
-    fn call(&mut self, (caller, req): (TenantUser, Request<Incoming>)) -> Self::Future {
+    fn call(&mut self, (caller, req): (TenantUser, Request<B>)) -> Self::Future {
         let state = self.state.clone();
         // The inner service was polled ready; the clone takes its place (tower's idiom).
         let clone = self.inner.clone();
         let mut inner = std::mem::replace(&mut self.inner, clone);
+        // Only the head is looked at across the awaits below; the body is passed on.
+        let (head, body) = req.into_parts();
         Box::pin(async move {
             // `kubectl --as`: the identity is swapped for a tenant identity the caller may
             // act as; the client's Impersonate-* headers themselves are never forwarded.
-            let acting = crate::impersonate::acting_identity(
-                &state,
-                &caller.tenant,
-                &caller.user,
-                &caller.groups,
-                req.headers(),
-            )
-            .await?;
+            let acting = state.acting(&caller, &head.headers).await?;
             let caller = match acting {
                 Some((user, groups)) => TenantUser {
                     user,
@@ -55,28 +135,29 @@ where
                 },
                 None => caller,
             };
-            let (ctx, mut plan) = match plan_request(&state, &caller, &req).await? {
+            let (ctx, mut plan) = match plan_request(&*state, &caller, &head).await? {
                 Ok(planned) => planned,
-                Err(answer) => return Ok((answer, method_verb(req.method()))),
+                Err(answer) => return Ok((answer, method_verb(&head.method))),
             };
-            let accept = header_string(&req, header::ACCEPT);
+            let accept = header_string(&head, header::ACCEPT);
             plan.response = paddock_core::response_kind_for(&plan, accept.as_deref());
             let verb = verb_name(&plan);
             let job = Arc::new(Job {
                 ctx,
                 plan,
                 caller,
-                if_none_match: header_string(&req, header::IF_NONE_MATCH),
+                if_none_match: header_string(&head, header::IF_NONE_MATCH),
                 accept,
             });
+            let req = Request::from_parts(head, body);
             let resp = inner.call(Planned { job, req }).await?;
             Ok((resp, verb))
         })
     }
 }
 
-fn header_string(req: &Request<Incoming>, name: header::HeaderName) -> Option<String> {
-    req.headers()
+fn header_string(head: &Parts, name: header::HeaderName) -> Option<String> {
+    head.headers
         .get(name)
         .and_then(|v| v.to_str().ok())
         .map(str::to_string)
@@ -85,38 +166,35 @@ fn header_string(req: &Request<Incoming>, name: header::HeaderName) -> Option<St
 /// Parses and plans the request; a CRD the tenant has just created is found by re-reading
 /// discovery once. `Err(answer)`: answered already (a write to a shared read-only object that
 /// does not exist is a NotFound, not a refusal).
-async fn plan_request(
-    state: &Arc<AppState>,
+async fn plan_request<P: Planning>(
+    state: &P,
     caller: &TenantUser,
-    req: &Request<Incoming>,
+    head: &Parts,
 ) -> Result<Result<(TenantContext, Plan), Response<ResBody>>, ServerError> {
     let mut ctx = TenantContext {
         tenant: caller.tenant.clone(),
         catalog: state.catalog().await?,
     };
-    let (method, path, query) = (req.method().as_str(), req.uri().path(), req.uri().query());
+    let (method, path, query) = (head.method.as_str(), head.uri.path(), head.uri.query());
     let parse = || paddock_core::parse_request(method, path, query);
     // Parsed again on the rare error paths rather than copied on every request.
     let plan = match paddock_core::plan(&ctx, parse()?) {
         Ok(p) => p,
         Err(e) if e.http_code() == 404 => {
             // Maybe a CRD the tenant has just created: re-read discovery once and retry.
-            ctx.catalog = state.catalogs.refresh(&state.upstream).await?;
+            ctx.catalog = state.refreshed().await?;
             paddock_core::plan(&ctx, parse()?)?
         }
         Err(e) if e.http_code() == 403 => {
             let parsed = parse()?;
-            let absent = crate::absent::answer_if_shared_object_absent(
-                state,
-                &ctx,
-                &parsed,
-                &caller.user,
-                &caller.groups,
-            )
-            .await?;
+            let absent = state.shared_object_absent(&ctx, &parsed, caller).await?;
             return absent.map(Err).ok_or_else(|| e.into());
         }
         Err(e) => return Err(e.into()),
     };
     Ok(Ok((ctx, plan)))
 }
+
+#[cfg(test)]
+#[path = "plan_tests.rs"]
+mod tests;
