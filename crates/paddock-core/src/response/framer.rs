@@ -216,6 +216,13 @@ pub enum Event<'a> {
     End,
 }
 
+/// Where the framer's events go.
+trait Sink<E>: FnMut(Event<'_>) -> Result<(), E> {}
+impl<E, F: FnMut(Event<'_>) -> Result<(), E>> Sink<E> for F {}
+
+/// One step of the state machine: `Some(keep)` when it needs more input.
+type Step<E> = Result<Option<usize>, E>;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum TopState {
     /// Before the opening `{`.
@@ -357,11 +364,7 @@ impl ObjectFramer {
 
     /// `{` at the start, or `:` after a key.
     #[inline]
-    fn open_or_colon<E, F>(&mut self, sink: &mut F) -> Result<Option<usize>, E>
-    where
-        E: From<FrameError>,
-        F: FnMut(Event<'_>) -> Result<(), E>,
-    {
+    fn open_or_colon<E: From<FrameError>>(&mut self, sink: &mut impl Sink<E>) -> Step<E> {
         if self.at_end() {
             return Ok(Some(self.pos));
         }
@@ -383,11 +386,7 @@ impl ObjectFramer {
     }
 
     #[inline]
-    fn key_or_end<E, F>(&mut self, sink: &mut F) -> Result<Option<usize>, E>
-    where
-        E: From<FrameError>,
-        F: FnMut(Event<'_>) -> Result<(), E>,
-    {
+    fn key_or_end<E: From<FrameError>>(&mut self, sink: &mut impl Sink<E>) -> Step<E> {
         if self.at_end() {
             return Ok(Some(self.pos));
         }
@@ -414,7 +413,7 @@ impl ObjectFramer {
     }
 
     #[inline]
-    fn in_key<E: From<FrameError>>(&mut self) -> Result<Option<usize>, E> {
+    fn in_key<E: From<FrameError>>(&mut self) -> Step<E> {
         let from = self.pos;
         let done = self.scan.scan(&self.buf, &mut self.pos)?;
         if memchr::memchr(b'\\', &self.buf[from..self.pos]).is_some() {
@@ -431,11 +430,7 @@ impl ObjectFramer {
 
     /// A member's value starts: a streamed array opens, anything else is scanned whole.
     #[inline]
-    fn value_start<E, F>(&mut self, sink: &mut F) -> Result<Option<usize>, E>
-    where
-        E: From<FrameError>,
-        F: FnMut(Event<'_>) -> Result<(), E>,
-    {
+    fn value_start<E: From<FrameError>>(&mut self, sink: &mut impl Sink<E>) -> Step<E> {
         if self.at_end() {
             return Ok(Some(self.pos));
         }
@@ -453,11 +448,7 @@ impl ObjectFramer {
 
     /// A member's value or an array element being scanned; emitted once complete.
     #[inline]
-    fn in_value<E, F>(&mut self, sink: &mut F) -> Result<Option<usize>, E>
-    where
-        E: From<FrameError>,
-        F: FnMut(Event<'_>) -> Result<(), E>,
-    {
+    fn in_value<E: From<FrameError>>(&mut self, sink: &mut impl Sink<E>) -> Step<E> {
         if !self.scan.scan(&self.buf, &mut self.pos)? {
             return Ok(Some(self.start));
         }
@@ -473,11 +464,7 @@ impl ObjectFramer {
     }
 
     #[inline]
-    fn comma_or_end<E, F>(&mut self, sink: &mut F) -> Result<Option<usize>, E>
-    where
-        E: From<FrameError>,
-        F: FnMut(Event<'_>) -> Result<(), E>,
-    {
+    fn comma_or_end<E: From<FrameError>>(&mut self, sink: &mut impl Sink<E>) -> Step<E> {
         if self.at_end() {
             return Ok(Some(self.pos));
         }
@@ -494,11 +481,7 @@ impl ObjectFramer {
     }
 
     #[inline]
-    fn elem_or_end<E, F>(&mut self, sink: &mut F) -> Result<Option<usize>, E>
-    where
-        E: From<FrameError>,
-        F: FnMut(Event<'_>) -> Result<(), E>,
-    {
+    fn elem_or_end<E: From<FrameError>>(&mut self, sink: &mut impl Sink<E>) -> Step<E> {
         if self.at_end() {
             return Ok(Some(self.pos));
         }
@@ -515,11 +498,7 @@ impl ObjectFramer {
     }
 
     #[inline]
-    fn comma_or_arr_end<E, F>(&mut self, sink: &mut F) -> Result<Option<usize>, E>
-    where
-        E: From<FrameError>,
-        F: FnMut(Event<'_>) -> Result<(), E>,
-    {
+    fn comma_or_arr_end<E: From<FrameError>>(&mut self, sink: &mut impl Sink<E>) -> Step<E> {
         if self.at_end() {
             return Ok(Some(self.pos));
         }
