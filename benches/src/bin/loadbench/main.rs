@@ -8,6 +8,7 @@
 //! `PADDOCK_BIN` set. These are measurements, not tests: nothing here asserts a timing.
 
 mod client;
+mod floor;
 mod load;
 mod noisy;
 mod procstat;
@@ -114,6 +115,10 @@ struct Args {
     /// paddock's `--worker-threads` (default: paddock's own, one per CPU).
     #[arg(long)]
     paddock_worker_threads: Option<u16>,
+    /// Leave out the floor (HAProxy as a bare L7 hop, measured alongside direct and paddock
+    /// in the load part).
+    #[arg(long)]
+    no_floor: bool,
 }
 
 impl Args {
@@ -148,6 +153,10 @@ struct Report {
     goals: Vec<Goal>,
     details: String,
     notes: Vec<String>,
+    /// The load part's results, for the floor table.
+    load: Vec<floor::LoadResult>,
+    /// paddock's added watch p99 over HTTP/2 (ms).
+    watch_added_h2: Option<f64>,
 }
 
 impl Report {
@@ -238,6 +247,7 @@ async fn run(mut args: Args) -> Result<()> {
     let mut procs = Procs {
         paddock: paddock_pid(&cp)?,
         apiserver,
+        floor: None,
     };
     eprintln!(
         "  control plane in {:.0} s, paddock (pid {}) in {:.1} s",
@@ -249,6 +259,14 @@ async fn run(mut args: Args) -> Result<()> {
     let padmin_cred = Cred::from_kubeconfig(&p.admin_kubeconfig())?;
     let admin = Api::new(&admin_cred, Proto::H2)?;
     let padmin = Api::new(&padmin_cred, Proto::H2)?;
+    let floor = if args.no_floor || !args.wants("load") {
+        None
+    } else {
+        let f = floor::Floor::start(&cp, &admin_cred).context("starting HAProxy (the floor)")?;
+        eprintln!("  the floor: HAProxy (pid {}) at {}", f.proc.pid, f.cred.server);
+        procs.floor = Some(f.proc);
+        Some(f)
+    };
 
     // ---- get pods -A among many tenants (first: "alone" needs an empty cluster) ----------
     if args.wants("fanout") {
@@ -358,6 +376,7 @@ async fn run(mut args: Args) -> Result<()> {
             &args,
             &admin_cred,
             &tenant_cred,
+            floor.as_ref(),
             procs,
             &mut peak_hwm,
             &mut report,
@@ -436,6 +455,21 @@ async fn run(mut args: Args) -> Result<()> {
     // ---- report ----------------------------------------------------------------------------
     let load_after = procstat::loadavg();
     let mut out = String::new();
+    if !report.load.is_empty() {
+        let lowest = *args.concurrency.iter().min().unwrap_or(&1);
+        let highest = *args.concurrency.iter().max().unwrap_or(&64);
+        let _ = writeln!(
+            out,
+            "## Against the floor (issue 19): direct, HAProxy as a bare L7 hop, paddock — one run\n"
+        );
+        out.push_str(&floor::table(
+            &report.load,
+            lowest,
+            highest,
+            report.watch_added_h2,
+        ));
+        let _ = writeln!(out);
+    }
     let _ = writeln!(
         out,
         "## Goals (ratio = through paddock / direct, same run)\n"
@@ -465,6 +499,10 @@ async fn run(mut args: Args) -> Result<()> {
     std::fs::write(&path, &out).with_context(|| format!("writing {}", path.display()))?;
     println!("{out}");
     eprintln!("written to {}", path.display());
+    if let Some(f) = &floor {
+        eprintln!("HAProxy's log (tail):\n{}", f.log_tail());
+    }
+    drop(floor);
     p.stop();
     drop(p);
     drop(cp);
@@ -594,6 +632,7 @@ async fn load_bench(
     args: &Args,
     admin: &Cred,
     tenant: &Cred,
+    floor: Option<&floor::Floor>,
     procs: Procs,
     peak_hwm: &mut u64,
     report: &mut Report,
@@ -602,6 +641,14 @@ async fn load_bench(
     let mut results: Vec<(Work, Proto, usize, PairStats)> = Vec::new();
     for proto in args.protos()? {
         let (direct, paddock) = sides(admin, tenant, proto)?;
+        let floor_side = floor
+            .map(|f| {
+                Ok::<_, anyhow::Error>(Side {
+                    api: Api::new(&f.cred, proto)?,
+                    prefix: format!("{TENANT}-"),
+                })
+            })
+            .transpose()?;
         for work in [Work::Get, Work::CreateDelete, Work::Table, Work::List] {
             let key = match work {
                 Work::Get => "get",
@@ -627,7 +674,17 @@ async fn load_bench(
                 );
                 let tag = format!("{}{}{conc}", proto as u8, work as u8);
                 let st = load::pairs(
-                    work, &direct, &paddock, conc, n, args.reps, procs, min_list, peak_hwm, &tag,
+                    work,
+                    &direct,
+                    &paddock,
+                    floor_side.as_ref(),
+                    conc,
+                    n,
+                    args.reps,
+                    procs,
+                    min_list,
+                    peak_hwm,
+                    &tag,
                 )
                 .await;
                 results.push((work, proto, conc, st));
@@ -807,6 +864,8 @@ async fn load_bench(
             rss_lines.join("; ")
         );
     }
+    floor::details(d, &results);
+    report.load = results;
     Ok(())
 }
 
@@ -880,6 +939,9 @@ async fn watch_bench(
             pairs.push((d, pd));
         }
         let m = median(&added);
+        if proto == Proto::H2 {
+            report.watch_added_h2 = Some(m);
+        }
         added_all.push((proto, m));
         rows.push((proto, pairs, added));
     }
@@ -1245,6 +1307,7 @@ async fn imp_bench(
                 work,
                 &admin_side,
                 &imp_side,
+                None,
                 conc,
                 n,
                 args.reps,
@@ -1258,6 +1321,7 @@ async fn imp_bench(
                 work,
                 &imp_side,
                 &paddock_side,
+                None,
                 conc,
                 n,
                 args.reps,
