@@ -288,3 +288,28 @@ pub fn details(d: &mut String, results: &[LoadResult]) {
     }
     let _ = writeln!(d);
 }
+
+/// Rows of the apiserver's own cost per small GET by identity (the decomposition and
+/// gateway.rs), appended to the floor table.
+pub fn apiserver_rows(imp: Option<(f64, f64)>, gateway: Option<[f64; 3]>) -> String {
+    let mut s = String::new();
+    let us = |x: f64| format!("{:.0} µs", x * 1000.0);
+    if let Some((admin, as_tenant)) = imp {
+        let _ = writeln!(
+            s,
+            "| apiserver CPU per small GET: admin / tenant identity (impersonated by the admin) | {} | – | {} | – | (reported) | – |",
+            us(admin),
+            us(as_tenant)
+        );
+    }
+    if let Some([by_admin, by_gw, trimmed]) = gateway {
+        let _ = writeln!(
+            s,
+            "| apiserver CPU per small GET of the tenant identity impersonated by: admin / least-privilege identity / the same without `system:authenticated` | {} | – | {} / {} | – | (reported) | – |",
+            us(by_admin),
+            us(by_gw),
+            us(trimmed)
+        );
+    }
+    s
+}
