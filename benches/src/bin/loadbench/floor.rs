@@ -173,7 +173,9 @@ pub fn table(results: &[LoadResult], low: usize, high: usize, watch_added_p99: O
         };
         let _ = writeln!(s, "| {fig} | {d} | {h} | {p} | {} | {goal} | {met} |", ratio(r));
     };
-    for c in [high, low] {
+    let mut levels = vec![high, low];
+    levels.dedup();
+    for c in levels {
         if let Some(g) = pick(Work::Get, c) {
             let (h, p) = (g.floor_cpu_per_k(), g.paddock_cpu_per_k());
             row(
