@@ -82,7 +82,10 @@ impl Floor {
             &[&pki.join("apiserver.crt"), &pki.join("apiserver.key")],
             "front.pem",
         )?;
-        cat(&[&pki.join("admin.crt"), &pki.join("admin.key")], "admin.pem")?;
+        cat(
+            &[&pki.join("admin.crt"), &pki.join("admin.key")],
+            "admin.pem",
+        )?;
         let upstream = admin
             .server
             .strip_prefix("https://")
@@ -154,7 +157,12 @@ pub type LoadResult = (Work, Proto, usize, PairStats);
 /// The issue-19 table: direct, HAProxy and paddock side by side (HTTP/2, the client-go way),
 /// from the pairs of one run. `watch_added_p99` is paddock's added watch latency (HAProxy is
 /// not run under watches).
-pub fn table(results: &[LoadResult], low: usize, high: usize, watch_added_p99: Option<f64>) -> String {
+pub fn table(
+    results: &[LoadResult],
+    low: usize,
+    high: usize,
+    watch_added_p99: Option<f64>,
+) -> String {
     let pick = |w: Work, c: usize| {
         results
             .iter()
@@ -164,15 +172,26 @@ pub fn table(results: &[LoadResult], low: usize, high: usize, watch_added_p99: O
     let mut s = String::from(
         "| figure (HTTP/2) | direct | HAProxy | paddock | paddock ÷ HAProxy | goal | met |\n|---|---|---|---|---|---|---|\n",
     );
-    let us = |x: f64| if x.is_finite() { format!("{:.0} µs", x * 1000.0) } else { "–".into() };
-    let mut row = |fig: String, d: String, h: String, p: String, r: f64, goal: &str, met: Option<bool>| {
-        let met = match met {
-            Some(true) => "yes",
-            Some(false) => "**no**",
-            None => "–",
-        };
-        let _ = writeln!(s, "| {fig} | {d} | {h} | {p} | {} | {goal} | {met} |", ratio(r));
+    let us = |x: f64| {
+        if x.is_finite() {
+            format!("{:.0} µs", x * 1000.0)
+        } else {
+            "–".into()
+        }
     };
+    let mut row =
+        |fig: String, d: String, h: String, p: String, r: f64, goal: &str, met: Option<bool>| {
+            let met = match met {
+                Some(true) => "yes",
+                Some(false) => "**no**",
+                None => "–",
+            };
+            let _ = writeln!(
+                s,
+                "| {fig} | {d} | {h} | {p} | {} | {goal} | {met} |",
+                ratio(r)
+            );
+        };
     let mut levels = vec![high, low];
     levels.dedup();
     for c in levels {
@@ -184,7 +203,11 @@ pub fn table(results: &[LoadResult], low: usize, high: usize, watch_added_p99: O
                 us(h),
                 us(p),
                 p / h,
-                if c == high { "≤ 1.3 × HAProxy" } else { "(reported)" },
+                if c == high {
+                    "≤ 1.3 × HAProxy"
+                } else {
+                    "(reported)"
+                },
                 (c == high && h.is_finite()).then_some(p / h <= 1.3),
             );
         }

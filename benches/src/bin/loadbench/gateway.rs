@@ -95,7 +95,10 @@ pub async fn least_privilege(pki: &Path, admin: &Cred, dir: &Path) -> Result<Cre
     });
     for (path, body) in [
         ("/apis/rbac.authorization.k8s.io/v1/clusterroles", role),
-        ("/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", binding),
+        (
+            "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
+            binding,
+        ),
     ] {
         let (s, b) = api
             .call(
@@ -176,11 +179,31 @@ pub async fn bench(
         .await
         .context("a GET impersonated without the system:authenticated group")?;
     let a = pairs(
-        Work::Get, &by_admin, &by_gateway, None, conc, n, reps, procs, 0, peak_hwm, "ga",
+        Work::Get,
+        &by_admin,
+        &by_gateway,
+        None,
+        conc,
+        n,
+        reps,
+        procs,
+        0,
+        peak_hwm,
+        "ga",
     )
     .await;
     let b = pairs(
-        Work::Get, &by_gateway, &trimmed, None, conc, n, reps, procs, 0, peak_hwm, "gb",
+        Work::Get,
+        &by_gateway,
+        &trimmed,
+        None,
+        conc,
+        n,
+        reps,
+        procs,
+        0,
+        peak_hwm,
+        "gb",
     )
     .await;
     for s in [&a, &b] {

@@ -419,7 +419,19 @@ pub async fn pairs(
     for w in [Way::Direct, Way::Floor, Way::Paddock] {
         let Some(side) = side_of(w) else { continue };
         let id = format!("{tag}w{}", w as u8);
-        let (warm, extra) = measured_run(work, side, id, conc.min(n), conc, limit, procs, min_list, w, peak_hwm).await;
+        let (warm, extra) = measured_run(
+            work,
+            side,
+            id,
+            conc.min(n),
+            conc,
+            limit,
+            procs,
+            min_list,
+            w,
+            peak_hwm,
+        )
+        .await;
         if extra.is_some() {
             warm_extra_rss_kib = extra;
         }
@@ -537,7 +549,6 @@ impl Pair {
         )
     }
 }
-
 
 // ---- set-up ---------------------------------------------------------------------------------
 

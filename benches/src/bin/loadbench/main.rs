@@ -270,7 +270,10 @@ async fn run(mut args: Args) -> Result<()> {
         None
     } else {
         let f = floor::Floor::start(&cp, &admin_cred).context("starting HAProxy (the floor)")?;
-        eprintln!("  the floor: HAProxy (pid {}) at {}", f.proc.pid, f.cred.server);
+        eprintln!(
+            "  the floor: HAProxy (pid {}) at {}",
+            f.proc.pid, f.cred.server
+        );
         procs.floor = Some(f.proc);
         Some(f)
     };
@@ -1451,14 +1454,26 @@ async fn gateway_part(
     report: &mut Report,
 ) {
     let high = *args.concurrency.iter().max().unwrap_or(&64);
-    eprintln!("== who impersonates: admin vs a least-privilege identity · small GET · concurrency {high}");
+    eprintln!(
+        "== who impersonates: admin vs a least-privilege identity · small GET · concurrency {high}"
+    );
     let r = async {
         let gw = gateway::least_privilege(&cp.dir().join("pki"), admin, &cp.dir().join("gateway"))
             .await?;
         let h = tenant.impersonation_headers()?;
         let n = count_for(Work::Get, high, args.quick);
-        gateway::bench(admin, &gw, &h, &format!("{TENANT}-"), high, n, args.reps, procs, peak_hwm)
-            .await
+        gateway::bench(
+            admin,
+            &gw,
+            &h,
+            &format!("{TENANT}-"),
+            high,
+            n,
+            args.reps,
+            procs,
+            peak_hwm,
+        )
+        .await
     }
     .await;
     match r {
@@ -1468,7 +1483,9 @@ async fn gateway_part(
         }
         Err(e) => {
             eprintln!("  failed: {e:#}");
-            report.notes.push(format!("least-privilege impersonation benchmark: {e:#}"));
+            report
+                .notes
+                .push(format!("least-privilege impersonation benchmark: {e:#}"));
         }
     }
 }
