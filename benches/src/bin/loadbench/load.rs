@@ -471,7 +471,7 @@ pub async fn pairs(
 /// The order of the ways in pair `rep`: direct and paddock alternate who goes first; the floor
 /// moves through the three places.
 fn order(rep: usize, with_floor: bool) -> Vec<Way> {
-    let two = if rep % 2 == 0 {
+    let two = if rep.is_multiple_of(2) {
         [Way::Direct, Way::Paddock]
     } else {
         [Way::Paddock, Way::Direct]
