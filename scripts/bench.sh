@@ -2,7 +2,10 @@
 # The benchmark set (docs/performance.md): builds paddock and the load harness in release mode,
 # starts a local control plane and paddock on 127.0.0.1, runs the end-to-end load benchmark
 # (directly vs through paddock, alternating) and the scale benchmarks, and prints the goals
-# table with the measured values (also written to target/bench/report.md).
+# table with the measured values (also written to target/bench/report.md). The load part
+# also runs each workload through the floor, HAProxy as a bare TLS-terminating L7 hop
+# (benches/src/bin/loadbench/floor.rs; `--no-floor` leaves it out): the report opens with
+# direct, HAProxy and paddock side by side (issue 19).
 #
 #   scripts/bench.sh                 # everything (about 25-35 min on 2 cores)
 #   scripts/bench.sh --quick         # small counts, to try the harness (a few minutes)

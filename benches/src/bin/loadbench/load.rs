@@ -23,6 +23,8 @@ use crate::stats::{median, pct};
 pub enum Way {
     Direct,
     Paddock,
+    /// Through the floor: HAProxy as a bare L7 hop (floor.rs).
+    Floor,
 }
 
 /// A client and how it names the tenant's namespaces (`foofoo-web` directly, `web` through
@@ -44,6 +46,8 @@ impl Side {
 pub struct Procs {
     pub paddock: Proc,
     pub apiserver: Proc,
+    /// HAProxy, when the floor is measured.
+    pub floor: Option<Proc>,
 }
 
 /// One run: `ok` requests at a fixed concurrency.
@@ -56,6 +60,8 @@ pub struct Run {
     pub first_error: Option<String>,
     pub paddock_cpu_s: f64,
     pub apiserver_cpu_s: f64,
+    /// HAProxy's CPU during the run (0 when the floor is not running).
+    pub floor_cpu_s: f64,
     /// Paddock's peak RSS during the run minus its RSS before it (KiB), where measured.
     pub paddock_extra_rss_kib: Option<u64>,
 }
@@ -88,6 +94,9 @@ impl Run {
     pub fn apiserver_cpu_per_k(&self) -> f64 {
         per_k(self.apiserver_cpu_s, self.ok)
     }
+    pub fn floor_cpu_per_k(&self) -> f64 {
+        per_k(self.floor_cpu_s, self.ok)
+    }
 }
 
 fn per_k(cpu: f64, n: usize) -> f64 {
@@ -106,7 +115,12 @@ where
 {
     let f = Arc::new(f);
     let next = Arc::new(AtomicUsize::new(0));
-    let cpu0 = (procs.paddock.cpu_secs(), procs.apiserver.cpu_secs());
+    let floor_cpu = || procs.floor.map_or(0.0, |p| p.cpu_secs());
+    let cpu0 = (
+        procs.paddock.cpu_secs(),
+        procs.apiserver.cpu_secs(),
+        floor_cpu(),
+    );
     let start = Instant::now();
     let deadline = start + limit;
     let mut tasks = JoinSet::new();
@@ -156,6 +170,7 @@ where
     run.ok = run.lat_ms.len();
     run.paddock_cpu_s = procs.paddock.cpu_secs() - cpu0.0;
     run.apiserver_cpu_s = procs.apiserver.cpu_secs() - cpu0.1;
+    run.floor_cpu_s = floor_cpu() - cpu0.2;
     run
 }
 
@@ -233,6 +248,8 @@ impl Work {
 pub struct Pair {
     pub direct: Run,
     pub paddock: Run,
+    /// Through HAProxy, when the floor is measured (then a "pair" is a triple).
+    pub floor: Option<Run>,
 }
 
 /// Summary of the pairs of one workload, protocol and concurrency.
@@ -305,6 +322,50 @@ impl PairStats {
     pub fn apiserver_cpu_per_k_paddock(&self) -> f64 {
         self.med(|p| p.paddock.apiserver_cpu_per_k())
     }
+    /// Whether these pairs include the floor.
+    pub fn has_floor(&self) -> bool {
+        self.pairs.iter().any(|p| p.floor.is_some())
+    }
+    fn med_floor(&self, f: impl Fn(&Pair, &Run) -> f64) -> f64 {
+        median(
+            &self
+                .pairs
+                .iter()
+                .filter_map(|p| p.floor.as_ref().map(|fl| f(p, fl)))
+                .collect::<Vec<_>>(),
+        )
+    }
+    pub fn floor_p50(&self) -> f64 {
+        self.med_floor(|_, f| f.p50())
+    }
+    pub fn floor_p99(&self) -> f64 {
+        self.med_floor(|_, f| f.p99())
+    }
+    pub fn floor_rps(&self) -> f64 {
+        self.med_floor(|_, f| f.rps())
+    }
+    pub fn floor_rps_ratio(&self) -> f64 {
+        self.med_floor(|p, f| f.rps() / p.direct.rps())
+    }
+    pub fn floor_cpu_per_k(&self) -> f64 {
+        self.med_floor(|_, f| f.floor_cpu_per_k())
+    }
+    /// Added p50 latency (ms) over direct, median of the per-pair differences.
+    pub fn floor_added_p50(&self) -> f64 {
+        self.med_floor(|p, f| f.p50() - p.direct.p50())
+    }
+    pub fn paddock_added_p50(&self) -> f64 {
+        self.med(|p| p.paddock.p50() - p.direct.p50())
+    }
+    pub fn direct_mean(&self) -> f64 {
+        self.med(|p| p.direct.mean_ms())
+    }
+    pub fn paddock_mean(&self) -> f64 {
+        self.med(|p| p.paddock.mean_ms())
+    }
+    pub fn floor_mean(&self) -> f64 {
+        self.med_floor(|_, f| f.mean_ms())
+    }
     pub fn max_extra_rss_kib(&self) -> Option<u64> {
         self.pairs
             .iter()
@@ -316,7 +377,10 @@ impl PairStats {
         let mut n = 0;
         let mut first = None;
         for p in &self.pairs {
-            for r in [&p.direct, &p.paddock] {
+            for r in [Some(&p.direct), Some(&p.paddock), p.floor.as_ref()]
+                .into_iter()
+                .flatten()
+            {
                 n += r.errors;
                 if first.is_none() {
                     first.clone_from(&r.first_error);
@@ -327,13 +391,14 @@ impl PairStats {
     }
 }
 
-/// Runs one workload at one concurrency: a warm-up each way, then `reps` pairs, the order
-/// alternating from pair to pair.
+/// Runs one workload at one concurrency: a warm-up each way, then `reps` pairs (triples with
+/// the floor), the order changing from pair to pair.
 #[allow(clippy::too_many_arguments)]
 pub async fn pairs(
     work: Work,
     direct: &Side,
     paddock: &Side,
+    floor: Option<&Side>,
     conc: usize,
     n: usize,
     reps: usize,
@@ -343,27 +408,32 @@ pub async fn pairs(
     tag: &str,
 ) -> PairStats {
     let limit = Duration::from_secs(120);
-    let mut warm_extra_rss_kib = None;
-    for (w, side) in [(Way::Direct, direct), (Way::Paddock, paddock)] {
-        let side = side.clone();
-        let id = format!("{tag}w{}", w as u8);
-        let measure_rss = w == Way::Paddock && work == Work::List;
-        let mut rss0 = 0;
-        if measure_rss {
-            *peak_hwm = (*peak_hwm).max(procs.paddock.hwm_kib());
-            procs.paddock.reset_hwm();
-            rss0 = procs.paddock.rss_kib();
+    let side_of = |w: Way| -> Option<Side> {
+        match w {
+            Way::Direct => Some(direct.clone()),
+            Way::Paddock => Some(paddock.clone()),
+            Way::Floor => floor.cloned(),
         }
-        let warm = run_load(conc.min(n), conc, limit, procs, move |i| {
-            let side = side.clone();
-            let id = id.clone();
-            async move { work.once(&side, &id, i, min_list).await }
-        })
+    };
+    let mut warm_extra_rss_kib = None;
+    for w in [Way::Direct, Way::Floor, Way::Paddock] {
+        let Some(side) = side_of(w) else { continue };
+        let id = format!("{tag}w{}", w as u8);
+        let (warm, extra) = measured_run(
+            work,
+            side,
+            id,
+            conc.min(n),
+            conc,
+            limit,
+            procs,
+            min_list,
+            w,
+            peak_hwm,
+        )
         .await;
-        if measure_rss {
-            let hwm = procs.paddock.hwm_kib();
-            *peak_hwm = (*peak_hwm).max(hwm);
-            warm_extra_rss_kib = Some(hwm.saturating_sub(rss0));
+        if extra.is_some() {
+            warm_extra_rss_kib = extra;
         }
         if let Some(e) = warm.first_error {
             eprintln!("    warm-up {w:?}: {e}");
@@ -371,70 +441,112 @@ pub async fn pairs(
     }
     let mut out = Vec::new();
     for rep in 0..reps {
-        let order = if rep % 2 == 0 {
-            [Way::Direct, Way::Paddock]
-        } else {
-            [Way::Paddock, Way::Direct]
-        };
-        let mut direct_run = Run::default();
-        let mut paddock_run = Run::default();
-        for w in order {
-            let side = match w {
-                Way::Direct => direct.clone(),
-                Way::Paddock => paddock.clone(),
-            };
-            let measure_rss = w == Way::Paddock && work == Work::List;
-            let mut rss0 = 0;
-            if measure_rss {
-                *peak_hwm = (*peak_hwm).max(procs.paddock.hwm_kib());
-                procs.paddock.reset_hwm();
-                rss0 = procs.paddock.rss_kib();
-            }
+        let mut runs: [Option<Run>; 3] = [None, None, None];
+        for w in order(rep, floor.is_some()) {
+            let Some(side) = side_of(w) else { continue };
             let id = format!("{tag}r{rep}{}", w as u8);
-            let run = run_load(n, conc, limit, procs, move |i| {
-                let side = side.clone();
-                let id = id.clone();
-                async move { work.once(&side, &id, i, min_list).await }
-            })
-            .await;
-            let mut run = run;
-            if measure_rss {
-                let hwm = procs.paddock.hwm_kib();
-                *peak_hwm = (*peak_hwm).max(hwm);
-                run.paddock_extra_rss_kib = Some(hwm.saturating_sub(rss0));
+            let (mut run, extra) =
+                measured_run(work, side, id, n, conc, limit, procs, min_list, w, peak_hwm).await;
+            run.paddock_extra_rss_kib = extra;
+            if let Some(e) = &run.first_error {
+                eprintln!("    {w:?}: {} errors, first: {e}", run.errors);
             }
-            match w {
-                Way::Direct => direct_run = run,
-                Way::Paddock => paddock_run = run,
-            }
+            runs[w as usize] = Some(run);
         }
-        eprintln!(
-            "    pair {rep}: direct p50 {:.2} ms p99 {:.2} ms {:.0}/s | paddock p50 {:.2} ms p99 {:.2} ms {:.0}/s (cpu {:.3} s/1k){}",
-            direct_run.p50(),
-            direct_run.p99(),
-            direct_run.rps(),
-            paddock_run.p50(),
-            paddock_run.p99(),
-            paddock_run.rps(),
-            paddock_run.paddock_cpu_per_k(),
-            paddock_run
-                .paddock_extra_rss_kib
-                .map(|k| format!(", extra RSS {:.1} MiB", k as f64 / 1024.0))
-                .unwrap_or_default()
-        );
-        for r in [&direct_run, &paddock_run] {
-            if let Some(e) = &r.first_error {
-                eprintln!("    {} errors, first: {e}", r.errors);
-            }
-        }
-        out.push(Pair {
-            direct: direct_run,
-            paddock: paddock_run,
-        });
+        let [d, p, f] = runs;
+        let pair = Pair {
+            direct: d.unwrap_or_default(),
+            paddock: p.unwrap_or_default(),
+            floor: f,
+        };
+        eprintln!("    pair {rep}: {}", pair.line());
+        out.push(pair);
     }
     PairStats {
         pairs: out,
         warm_extra_rss_kib,
+    }
+}
+
+/// The order of the ways in pair `rep`: direct and paddock alternate who goes first; the floor
+/// moves through the three places.
+fn order(rep: usize, with_floor: bool) -> Vec<Way> {
+    let two = if rep.is_multiple_of(2) {
+        [Way::Direct, Way::Paddock]
+    } else {
+        [Way::Paddock, Way::Direct]
+    };
+    let mut v = two.to_vec();
+    if with_floor {
+        v.insert(rep % 3, Way::Floor);
+    }
+    v
+}
+
+/// One run of `n` requests one way; paddock's extra RSS during it for a LIST through paddock.
+#[allow(clippy::too_many_arguments)]
+async fn measured_run(
+    work: Work,
+    side: Side,
+    id: String,
+    n: usize,
+    conc: usize,
+    limit: Duration,
+    procs: Procs,
+    min_list: usize,
+    w: Way,
+    peak_hwm: &mut u64,
+) -> (Run, Option<u64>) {
+    let measure_rss = w == Way::Paddock && work == Work::List;
+    let mut rss0 = 0;
+    if measure_rss {
+        *peak_hwm = (*peak_hwm).max(procs.paddock.hwm_kib());
+        procs.paddock.reset_hwm();
+        rss0 = procs.paddock.rss_kib();
+    }
+    let run = run_load(n, conc, limit, procs, move |i| {
+        let side = side.clone();
+        let id = id.clone();
+        async move { work.once(&side, &id, i, min_list).await }
+    })
+    .await;
+    let extra = measure_rss.then(|| {
+        let hwm = procs.paddock.hwm_kib();
+        *peak_hwm = (*peak_hwm).max(hwm);
+        hwm.saturating_sub(rss0)
+    });
+    (run, extra)
+}
+
+impl Pair {
+    fn line(&self) -> String {
+        let (d, p) = (&self.direct, &self.paddock);
+        let floor = self
+            .floor
+            .as_ref()
+            .map(|f| {
+                format!(
+                    " | haproxy p50 {:.2} ms p99 {:.2} ms {:.0}/s (cpu {:.3} s/1k)",
+                    f.p50(),
+                    f.p99(),
+                    f.rps(),
+                    f.floor_cpu_per_k()
+                )
+            })
+            .unwrap_or_default();
+        format!(
+            "direct p50 {:.2} ms p99 {:.2} ms {:.0}/s{floor} | paddock p50 {:.2} ms p99 {:.2} ms {:.0}/s (cpu {:.3} s/1k){}",
+            d.p50(),
+            d.p99(),
+            d.rps(),
+            p.p50(),
+            p.p99(),
+            p.rps(),
+            p.paddock_cpu_per_k(),
+            p.paddock_extra_rss_kib
+                .map(|k| format!(", extra RSS {:.1} MiB", k as f64 / 1024.0))
+                .unwrap_or_default()
+        )
     }
 }
 

@@ -8,6 +8,8 @@
 //! `PADDOCK_BIN` set. These are measurements, not tests: nothing here asserts a timing.
 
 mod client;
+mod floor;
+mod gateway;
 mod load;
 mod noisy;
 mod procstat;
@@ -114,6 +116,10 @@ struct Args {
     /// paddock's `--worker-threads` (default: paddock's own, one per CPU).
     #[arg(long)]
     paddock_worker_threads: Option<u16>,
+    /// Leave out the floor (HAProxy as a bare L7 hop, measured alongside direct and paddock
+    /// in the load part).
+    #[arg(long)]
+    no_floor: bool,
 }
 
 impl Args {
@@ -148,6 +154,16 @@ struct Report {
     goals: Vec<Goal>,
     details: String,
     notes: Vec<String>,
+    /// The load part's results, for the floor table.
+    load: Vec<floor::LoadResult>,
+    /// paddock's added watch p99 over HTTP/2 (ms).
+    watch_added_h2: Option<f64>,
+    /// Apiserver CPU s per 1,000 small GETs at the highest concurrency: the admin itself, the
+    /// tenant identity impersonated by the admin (the decomposition).
+    imp_cpu: Option<(f64, f64)>,
+    /// The same impersonated by the admin, a least-privilege identity, and that without the
+    /// explicit `system:authenticated` group (gateway.rs).
+    gateway_cpu: Option<[f64; 3]>,
 }
 
 impl Report {
@@ -238,6 +254,7 @@ async fn run(mut args: Args) -> Result<()> {
     let mut procs = Procs {
         paddock: paddock_pid(&cp)?,
         apiserver,
+        floor: None,
     };
     eprintln!(
         "  control plane in {:.0} s, paddock (pid {}) in {:.1} s",
@@ -249,6 +266,17 @@ async fn run(mut args: Args) -> Result<()> {
     let padmin_cred = Cred::from_kubeconfig(&p.admin_kubeconfig())?;
     let admin = Api::new(&admin_cred, Proto::H2)?;
     let padmin = Api::new(&padmin_cred, Proto::H2)?;
+    let floor = if args.no_floor || !args.wants("load") {
+        None
+    } else {
+        let f = floor::Floor::start(&cp, &admin_cred).context("starting HAProxy (the floor)")?;
+        eprintln!(
+            "  the floor: HAProxy (pid {}) at {}",
+            f.proc.pid, f.cred.server
+        );
+        procs.floor = Some(f.proc);
+        Some(f)
+    };
 
     // ---- get pods -A among many tenants (first: "alone" needs an empty cluster) ----------
     if args.wants("fanout") {
@@ -324,6 +352,22 @@ async fn run(mut args: Args) -> Result<()> {
     let need_load =
         args.wants("load") || args.wants("imp") || args.wants("watch") || args.wants("idle");
     let tenant_cred = Cred::from_kubeconfig(&p.tenant(TENANT)?)?;
+    // The benchmark measures the hop, not the fair-share limiter (docs/fairshare.md): the
+    // defaults (100 reads and 50 writes per second, 64 in flight, LISTs paged at 500, 256
+    // watches) would answer most of the load with 429 and page the big LIST. The limiter's
+    // checks still run on every request.
+    p.cli(&[
+        "tenant",
+        "set-limits",
+        TENANT,
+        "readQPS=0",
+        "writeQPS=0",
+        "maxInflight=0",
+        "maxWatches=0",
+        "maxList=0",
+        "maxConnections=0",
+    ])
+    .context("lifting the benchmark tenant's fair-share limits")?;
     if need_load {
         setup_tenant(&args, &admin, &tenant_cred).await?;
     }
@@ -358,6 +402,7 @@ async fn run(mut args: Args) -> Result<()> {
             &args,
             &admin_cred,
             &tenant_cred,
+            floor.as_ref(),
             procs,
             &mut peak_hwm,
             &mut report,
@@ -380,6 +425,16 @@ async fn run(mut args: Args) -> Result<()> {
             &mut report,
         )
         .await?;
+        gateway_part(
+            &args,
+            &cp,
+            &admin_cred,
+            &tenant_cred,
+            procs,
+            &mut peak_hwm,
+            &mut report,
+        )
+        .await;
     }
     if let Some(task) = pprof {
         let _ = task.await;
@@ -436,6 +491,22 @@ async fn run(mut args: Args) -> Result<()> {
     // ---- report ----------------------------------------------------------------------------
     let load_after = procstat::loadavg();
     let mut out = String::new();
+    if !report.load.is_empty() {
+        let lowest = *args.concurrency.iter().min().unwrap_or(&1);
+        let highest = *args.concurrency.iter().max().unwrap_or(&64);
+        let _ = writeln!(
+            out,
+            "## Against the floor (issue 19): direct, HAProxy as a bare L7 hop, paddock — one run\n"
+        );
+        out.push_str(&floor::table(
+            &report.load,
+            lowest,
+            highest,
+            report.watch_added_h2,
+        ));
+        out.push_str(&floor::apiserver_rows(report.imp_cpu, report.gateway_cpu));
+        let _ = writeln!(out);
+    }
     let _ = writeln!(
         out,
         "## Goals (ratio = through paddock / direct, same run)\n"
@@ -465,6 +536,10 @@ async fn run(mut args: Args) -> Result<()> {
     std::fs::write(&path, &out).with_context(|| format!("writing {}", path.display()))?;
     println!("{out}");
     eprintln!("written to {}", path.display());
+    if let Some(f) = &floor {
+        eprintln!("HAProxy's log (tail):\n{}", f.log_tail());
+    }
+    drop(floor);
     p.stop();
     drop(p);
     drop(cp);
@@ -594,6 +669,7 @@ async fn load_bench(
     args: &Args,
     admin: &Cred,
     tenant: &Cred,
+    floor: Option<&floor::Floor>,
     procs: Procs,
     peak_hwm: &mut u64,
     report: &mut Report,
@@ -602,6 +678,14 @@ async fn load_bench(
     let mut results: Vec<(Work, Proto, usize, PairStats)> = Vec::new();
     for proto in args.protos()? {
         let (direct, paddock) = sides(admin, tenant, proto)?;
+        let floor_side = floor
+            .map(|f| {
+                Ok::<_, anyhow::Error>(Side {
+                    api: Api::new(&f.cred, proto)?,
+                    prefix: format!("{TENANT}-"),
+                })
+            })
+            .transpose()?;
         for work in [Work::Get, Work::CreateDelete, Work::Table, Work::List] {
             let key = match work {
                 Work::Get => "get",
@@ -627,7 +711,17 @@ async fn load_bench(
                 );
                 let tag = format!("{}{}{conc}", proto as u8, work as u8);
                 let st = load::pairs(
-                    work, &direct, &paddock, conc, n, args.reps, procs, min_list, peak_hwm, &tag,
+                    work,
+                    &direct,
+                    &paddock,
+                    floor_side.as_ref(),
+                    conc,
+                    n,
+                    args.reps,
+                    procs,
+                    min_list,
+                    peak_hwm,
+                    &tag,
                 )
                 .await;
                 results.push((work, proto, conc, st));
@@ -807,6 +901,8 @@ async fn load_bench(
             rss_lines.join("; ")
         );
     }
+    floor::details(d, &results);
+    report.load = results;
     Ok(())
 }
 
@@ -880,6 +976,9 @@ async fn watch_bench(
             pairs.push((d, pd));
         }
         let m = median(&added);
+        if proto == Proto::H2 {
+            report.watch_added_h2 = Some(m);
+        }
         added_all.push((proto, m));
         rows.push((proto, pairs, added));
     }
@@ -1245,6 +1344,7 @@ async fn imp_bench(
                 work,
                 &admin_side,
                 &imp_side,
+                None,
                 conc,
                 n,
                 args.reps,
@@ -1258,6 +1358,7 @@ async fn imp_bench(
                 work,
                 &imp_side,
                 &paddock_side,
+                None,
                 conc,
                 n,
                 args.reps,
@@ -1284,6 +1385,12 @@ async fn imp_bench(
                 b.paddock_cpu_per_k(),
             );
             if work == Work::Get {
+                if conc == highest {
+                    report.imp_cpu = Some((
+                        a.apiserver_cpu_per_k_direct(),
+                        a.apiserver_cpu_per_k_paddock(),
+                    ));
+                }
                 goal_rows.push((conc, b));
             }
         }
@@ -1333,5 +1440,52 @@ fn truncate(s: &str, n: usize) -> String {
             end -= 1;
         }
         format!("{}…", &s[..end])
+    }
+}
+
+/// The apiserver's cost of who impersonates (gateway.rs), at the highest concurrency.
+async fn gateway_part(
+    args: &Args,
+    cp: &ControlPlane,
+    admin: &Cred,
+    tenant: &Cred,
+    procs: Procs,
+    peak_hwm: &mut u64,
+    report: &mut Report,
+) {
+    let high = *args.concurrency.iter().max().unwrap_or(&64);
+    eprintln!(
+        "== who impersonates: admin vs a least-privilege identity · small GET · concurrency {high}"
+    );
+    let r = async {
+        let gw = gateway::least_privilege(&cp.dir().join("pki"), admin, &cp.dir().join("gateway"))
+            .await?;
+        let h = tenant.impersonation_headers()?;
+        let n = count_for(Work::Get, high, args.quick);
+        gateway::bench(
+            admin,
+            &gw,
+            &h,
+            &format!("{TENANT}-"),
+            high,
+            n,
+            args.reps,
+            procs,
+            peak_hwm,
+        )
+        .await
+    }
+    .await;
+    match r {
+        Ok((d, cpu)) => {
+            report.details.push_str(&d);
+            report.gateway_cpu = Some(cpu);
+        }
+        Err(e) => {
+            eprintln!("  failed: {e:#}");
+            report
+                .notes
+                .push(format!("least-privilege impersonation benchmark: {e:#}"));
+        }
     }
 }
