@@ -162,7 +162,12 @@ fn builtin_policy(group: &str, resource: &str, scope: Scope) -> Policy {
             | "validatingwebhookconfigurations"
             | "validatingadmissionpolicies"
             | "validatingadmissionpolicybindings",
-        ) => TenantOwned,
+        )
+        // API priority and fairness, confined to the tenant's own requests and owning no
+        // seats (rules/flowcontrol.rs).
+        | ("flowcontrol.apiserver.k8s.io", "flowschemas" | "prioritylevelconfigurations") => {
+            TenantOwned
+        }
         // Review objects: create-only, special body rules.
         (
             "authorization.k8s.io",
@@ -179,10 +184,7 @@ fn builtin_policy(group: &str, resource: &str, scope: Scope) -> Policy {
         | ("storage.k8s.io", "storageclasses" | "csidrivers" | "csinodes")
         | ("scheduling.k8s.io", "priorityclasses")
         | ("networking.k8s.io", "ingressclasses")
-        | ("node.k8s.io", "runtimeclasses")
-        | ("flowcontrol.apiserver.k8s.io", "flowschemas" | "prioritylevelconfigurations") => {
-            SharedReadOnly
-        }
+        | ("node.k8s.io", "runtimeclasses") => SharedReadOnly,
         // Explicitly forbidden (also covered by the cluster-scoped default, listed so that the
         // decision is visible).
         ("apiregistration.k8s.io", "apiservices")
@@ -640,7 +642,7 @@ pub(crate) mod tests {
         );
         assert_eq!(
             p("flowcontrol.apiserver.k8s.io", "flowschemas"),
-            Some(SharedReadOnly)
+            Some(TenantOwned)
         );
         assert_eq!(p("apiregistration.k8s.io", "apiservices"), Some(Forbidden));
         assert_eq!(
