@@ -66,6 +66,20 @@ impl ResourceInfo {
             && self.resource == "customresourcedefinitions"
     }
 
+    /// A tenant-owned cluster-scoped kind whose lists and watches also show the platform's
+    /// objects, read-only and under their own names, as a cluster admin sees them beside its
+    /// own: API priority and fairness (the tenant's FlowSchemas next to `exempt`,
+    /// `global-default`, ...). paddock's per-tenant objects among them (`paddock.io/managed-for`)
+    /// and other tenants' objects stay hidden.
+    pub fn lists_platform_objects(&self) -> bool {
+        self.prefixes_name()
+            && self.upstream_group == "flowcontrol.apiserver.k8s.io"
+            && matches!(
+                self.resource.as_str(),
+                "flowschemas" | "prioritylevelconfigurations"
+            )
+    }
+
     /// Objects of this kind carry the tenant label upstream.
     pub fn stamps_label(&self) -> bool {
         self.prefixes_name()

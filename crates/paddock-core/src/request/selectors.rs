@@ -72,6 +72,10 @@ pub(super) fn translate_query(
     // answer, including Tables without objects, where the down rules could not see the label.
     let tenant_term = if !matches!(verb, Verb::List | Verb::Watch | Verb::DeleteCollection) {
         None
+    } else if info.lists_platform_objects() && verb != Verb::DeleteCollection {
+        // The platform's objects beside the tenant's own (others' dropped on the way down);
+        // paddock's per-tenant plumbing left out upstream, Tables without objects included.
+        Some(format!("!{}", crate::provision::MANAGED_FOR_LABEL))
     } else if info.stamps_label() {
         Some(ctx.tenant.tenant_label_selector())
     } else if info.policy == Policy::SharedReadOnly {

@@ -138,7 +138,11 @@ pub fn describe(h: Holds) -> (&'static str, &'static str, &'static str) {
             "users/groups mapped, `system:authenticated` to `paddock:tenant:<tid>`, ServiceAccount namespace prefixed; `*` and reserved identities 403",
             "mapped",
         ),
-        Holds::FlowNamespaces => ("FlowSchema namespaces", "prefixed, `*` kept", "own prefix stripped"),
+        Holds::FlowNamespaces => (
+            "FlowSchema namespaces",
+            "prefixed, `*` kept",
+            "own prefix stripped",
+        ),
         Holds::PriorityLevel => (
             "priority level",
             "`Exempt` 403; `nominalConcurrencyShares` held at 0, the tenant's value in annotation `paddock.io/nominal-concurrency-shares`",

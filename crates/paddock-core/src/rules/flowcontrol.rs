@@ -97,7 +97,11 @@ pub(crate) fn subjects_down(t: &TenantId, v: &mut Value) {
     }
 }
 
-fn member_name<'a>(s: &'a mut Map<String, Value>, member: &str, key: &str) -> Option<&'a mut String> {
+fn member_name<'a>(
+    s: &'a mut Map<String, Value>,
+    member: &str,
+    key: &str,
+) -> Option<&'a mut String> {
     match s.get_mut(member)?.get_mut(key)? {
         Value::String(n) => Some(n),
         _ => None,
@@ -168,9 +172,10 @@ pub(crate) fn priority_level_up(o: &mut Value, mode: UpMode) -> Result<(), Trans
         ));
     }
     limited.insert("nominalConcurrencyShares".into(), Value::from(0));
-    let meta = o
-        .as_object_mut()
-        .map(|m| m.entry("metadata").or_insert_with(|| Value::Object(Map::new())));
+    let meta = o.as_object_mut().map(|m| {
+        m.entry("metadata")
+            .or_insert_with(|| Value::Object(Map::new()))
+    });
     if let Some(Value::Object(meta)) = meta {
         let ann = meta
             .entry("annotations")

@@ -55,13 +55,19 @@ fn flow_schema_is_confined_and_round_trips() {
         "foofoo-global-default"
     );
     let s = &u["spec"]["rules"][0]["subjects"];
-    assert_eq!(s[0]["user"]["name"], "paddock:foofoo:example-e2e-non-existent-user");
+    assert_eq!(
+        s[0]["user"]["name"],
+        "paddock:foofoo:example-e2e-non-existent-user"
+    );
     assert_eq!(s[1]["group"]["name"], "paddock:tenant:foofoo");
     assert_eq!(s[2]["group"]["name"], "paddock:foofoo:devs");
     assert_eq!(s[3]["group"]["name"], "system:serviceaccounts:foofoo-ci");
     assert_eq!(s[4]["serviceAccount"]["namespace"], "foofoo-ci");
     assert_eq!(s[4]["serviceAccount"]["name"], "*");
-    assert_eq!(s[5]["user"]["name"], "system:serviceaccount:foofoo-ci:deployer");
+    assert_eq!(
+        s[5]["user"]["name"],
+        "system:serviceaccount:foofoo-ci:deployer"
+    );
     assert_eq!(
         u["spec"]["rules"][0]["resourceRules"][0]["namespaces"],
         json!(["foofoo-default", "*"])
@@ -76,13 +82,34 @@ fn flow_schema_cannot_reach_outside_the_tenant() {
     for (subject, code) in [
         (json!({"kind": "User", "user": {"name": "*"}}), 403),
         (json!({"kind": "Group", "group": {"name": "*"}}), 403),
-        (json!({"kind": "Group", "group": {"name": "system:masters"}}), 403),
-        (json!({"kind": "Group", "group": {"name": "system:serviceaccounts"}}), 403),
-        (json!({"kind": "Group", "group": {"name": "paddock:tenant:barbar"}}), 403),
-        (json!({"kind": "User", "user": {"name": "paddock:barbar:alice"}}), 403),
-        (json!({"kind": "User", "user": {"name": "system:kube-controller-manager"}}), 403),
-        (json!({"kind": "ServiceAccount", "serviceAccount": {"namespace": "*", "name": "*"}}), 403),
-        (json!({"kind": "ServiceAccount", "serviceAccount": {"namespace": "Bad_NS", "name": "x"}}), 422),
+        (
+            json!({"kind": "Group", "group": {"name": "system:masters"}}),
+            403,
+        ),
+        (
+            json!({"kind": "Group", "group": {"name": "system:serviceaccounts"}}),
+            403,
+        ),
+        (
+            json!({"kind": "Group", "group": {"name": "paddock:tenant:barbar"}}),
+            403,
+        ),
+        (
+            json!({"kind": "User", "user": {"name": "paddock:barbar:alice"}}),
+            403,
+        ),
+        (
+            json!({"kind": "User", "user": {"name": "system:kube-controller-manager"}}),
+            403,
+        ),
+        (
+            json!({"kind": "ServiceAccount", "serviceAccount": {"namespace": "*", "name": "*"}}),
+            403,
+        ),
+        (
+            json!({"kind": "ServiceAccount", "serviceAccount": {"namespace": "Bad_NS", "name": "x"}}),
+            422,
+        ),
     ] {
         let e = up(flow_schema(json!([subject.clone()]), "mine")).unwrap_err();
         assert_eq!(e.http_code(), code, "{subject}: {}", e.message());
@@ -96,11 +123,17 @@ fn flow_schema_cannot_reach_outside_the_tenant() {
         );
     }
     // A merge patch carrying a subject's member alone is mapped too.
-    let mut patch = json!({"spec": {"rules": [{"subjects": [{"group": {"name": "system:authenticated"}}]}]}});
+    let mut patch =
+        json!({"spec": {"rules": [{"subjects": [{"group": {"name": "system:authenticated"}}]}]}});
     let c = ctx();
     let info = c
         .catalog
-        .resolve(&c.tenant, "flowcontrol.apiserver.k8s.io", "v1", "flowschemas")
+        .resolve(
+            &c.tenant,
+            "flowcontrol.apiserver.k8s.io",
+            "v1",
+            "flowschemas",
+        )
         .expect("flowschemas in the test catalog");
     crate::rules::object::object_up_with(
         &c,
@@ -138,12 +171,16 @@ fn priority_level_owns_no_seats_and_round_trips() {
     assert_eq!(down(u), pl);
 
     // Left out: the v1 default (30), as a cluster would show.
-    let u = up(priority_level(json!({"type": "Limited", "limited": {"limitResponse": {"type": "Reject"}}}))).unwrap();
+    let u = up(priority_level(
+        json!({"type": "Limited", "limited": {"limitResponse": {"type": "Reject"}}}),
+    ))
+    .unwrap();
     assert_eq!(u["spec"]["limited"]["nominalConcurrencyShares"], 0);
     assert_eq!(down(u)["spec"]["limited"]["nominalConcurrencyShares"], 30);
 
     // The tenant's own annotations stay beside paddock's.
-    let mut pl = priority_level(json!({"type": "Limited", "limited": {"nominalConcurrencyShares": 7}}));
+    let mut pl =
+        priority_level(json!({"type": "Limited", "limited": {"nominalConcurrencyShares": 7}}));
     pl["metadata"]["annotations"] = json!({"team": "a"});
     let u = up(pl.clone()).unwrap();
     assert_eq!(u["metadata"]["annotations"]["team"], "a");
@@ -155,17 +192,32 @@ fn priority_level_owns_no_seats_and_round_trips() {
 fn priority_level_cannot_be_exempt_or_take_seats() {
     for (spec, code) in [
         (json!({"type": "Exempt"}), 403),
-        (json!({"type": "Exempt", "exempt": {"nominalConcurrencyShares": 100}}), 403),
+        (
+            json!({"type": "Exempt", "exempt": {"nominalConcurrencyShares": 100}}),
+            403,
+        ),
         (json!({"type": "Limited", "exempt": {}}), 403),
-        (json!({"type": "Limited", "limited": {"nominalConcurrencyShares": -1}}), 422),
-        (json!({"type": "Limited", "limited": {"nominalConcurrencyShares": 4294967296u64}}), 422),
-        (json!({"type": "Limited", "limited": {"nominalConcurrencyShares": "many"}}), 422),
+        (
+            json!({"type": "Limited", "limited": {"nominalConcurrencyShares": -1}}),
+            422,
+        ),
+        (
+            json!({"type": "Limited", "limited": {"nominalConcurrencyShares": 4294967296u64}}),
+            422,
+        ),
+        (
+            json!({"type": "Limited", "limited": {"nominalConcurrencyShares": "many"}}),
+            422,
+        ),
     ] {
         let e = up(priority_level(spec.clone())).unwrap_err();
         assert_eq!(e.http_code(), code, "{spec}: {}", e.message());
     }
     // Huge but valid: still 0 seats upstream.
-    let u = up(priority_level(json!({"type": "Limited", "limited": {"nominalConcurrencyShares": 2147483647}}))).unwrap();
+    let u = up(priority_level(
+        json!({"type": "Limited", "limited": {"nominalConcurrencyShares": 2147483647}}),
+    ))
+    .unwrap();
     assert_eq!(u["spec"]["limited"]["nominalConcurrencyShares"], 0);
 }
 
@@ -176,7 +228,12 @@ fn priority_level_patches() {
     let c = ctx();
     let info = c
         .catalog
-        .resolve(&c.tenant, "flowcontrol.apiserver.k8s.io", "v1", "prioritylevelconfigurations")
+        .resolve(
+            &c.tenant,
+            "flowcontrol.apiserver.k8s.io",
+            "v1",
+            "prioritylevelconfigurations",
+        )
         .expect("prioritylevelconfigurations in the test catalog");
     let merge = |mut p: Value| {
         crate::rules::object::object_up_with(
@@ -200,9 +257,18 @@ fn priority_level_patches() {
     // Only the annotation: nothing about seats changes.
     let p = merge(json!({"metadata": {"annotations": {"a": "b"}}})).unwrap();
     assert!(p.get("spec").is_none());
-    assert_eq!(merge(json!({"spec": {"type": "Exempt"}})).unwrap_err().http_code(), 403);
+    assert_eq!(
+        merge(json!({"spec": {"type": "Exempt"}}))
+            .unwrap_err()
+            .http_code(),
+        403
+    );
 
-    for path in ["/spec/limited/nominalConcurrencyShares", "/spec/limited", "/spec"] {
+    for path in [
+        "/spec/limited/nominalConcurrencyShares",
+        "/spec/limited",
+        "/spec",
+    ] {
         let body = json!([{"op": "replace", "path": path, "value": 5}]).to_string();
         let e = crate::wire::patch::translate_json_patch(&c, Some(&info), None, body.as_bytes())
             .unwrap_err();
@@ -211,4 +277,43 @@ fn priority_level_patches() {
     let body = json!([{"op": "replace", "path": "/spec/limited/lendablePercent", "value": 5}]);
     crate::wire::patch::translate_json_patch(&c, Some(&info), None, body.to_string().as_bytes())
         .unwrap();
+}
+
+/// Lists show the platform's objects as they are beside the tenant's own; other tenants'
+/// objects and paddock's per-tenant FlowSchemas never.
+#[test]
+fn platform_objects_are_listed_beside_the_tenants_own() {
+    let fs = |name: &str, labels: Value| {
+        json!({"apiVersion": "flowcontrol.apiserver.k8s.io/v1", "kind": "FlowSchema",
+               "metadata": {"name": name, "labels": labels},
+               "spec": {"priorityLevelConfiguration": {"name": "exempt"},
+                        "rules": [{"subjects": [{"kind": "Group", "group": {"name": "system:masters"}}]}]}})
+    };
+    let mut list = json!({"apiVersion": "flowcontrol.apiserver.k8s.io/v1", "kind": "FlowSchemaList",
+        "metadata": {}, "items": [
+        fs("exempt", json!({})),
+        fs("foofoo-mine", json!({"paddock.io/tenant": "foofoo"})),
+        fs("barbar-theirs", json!({"paddock.io/tenant": "barbar"})),
+        fs("barbar-unlabelled-but-prefixed", json!({})),
+        fs("paddock-tenants-foofoo-flow", json!({"paddock.io/tenant": "foofoo", "paddock.io/managed-for": "foofoo"})),
+        fs("paddock-tenants-barbar-flow", json!({"paddock.io/tenant": "barbar", "paddock.io/managed-for": "barbar"})),
+    ]});
+    object_down(&ctx(), &mut list).unwrap();
+    let items = list["items"].as_array().unwrap();
+    let names: Vec<&str> = items
+        .iter()
+        .map(|i| i["metadata"]["name"].as_str().unwrap())
+        .collect();
+    // An unlabelled object is the platform's whatever its name: the guard makes every tenant
+    // object carry its label.
+    assert_eq!(names, ["exempt", "mine", "barbar-unlabelled-but-prefixed"]);
+    // The platform's object is shown as it is, untranslated.
+    assert_eq!(
+        items[0]["spec"]["priorityLevelConfiguration"]["name"],
+        "exempt"
+    );
+    assert_eq!(
+        items[0]["spec"]["rules"][0]["subjects"][0]["group"]["name"],
+        "system:masters"
+    );
 }

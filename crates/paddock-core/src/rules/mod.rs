@@ -21,8 +21,8 @@ mod selectors;
 pub(crate) mod walk;
 
 pub use aggregate::{AGGREGATE_LABEL_PREFIX, TENANT_AGGREGATE_LABEL_PREFIX};
-pub use object::{Disposition, UpMode, object_down, object_down_as, object_up, object_up_with};
 pub use flowcontrol::SHARES_ANNOTATION;
+pub use object::{Disposition, UpMode, object_down, object_down_as, object_up, object_up_with};
 pub use policy::BUILTIN_PARAM_KINDS;
 pub use refs::api_version_down;
 pub use text::{REDACTED, status_down, text_down, text_down_with};

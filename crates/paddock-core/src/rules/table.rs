@@ -516,7 +516,11 @@ pub const KINDS: &[KindRules] = &[
         "FlowSchema",
         &[
             f(
-                &[SPEC, one("priorityLevelConfiguration", &[1]), one("name", &[1])],
+                &[
+                    SPEC,
+                    one("priorityLevelConfiguration", &[1]),
+                    one("name", &[1]),
+                ],
                 Holds::PriorityLevelRef,
             ),
             f(

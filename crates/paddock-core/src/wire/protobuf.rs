@@ -471,9 +471,9 @@ fn writeback(
                     .collect::<Result<_, TranslateError>>()?,
                 (Some(v), Shape::Str) => vec![len_field(n.num, str_bytes(v)?)],
                 (Some(v), Shape::Int) => {
-                    let x = v.as_i64().ok_or_else(|| {
-                        TranslateError::Internal("expected an integer".into())
-                    })?;
+                    let x = v
+                        .as_i64()
+                        .ok_or_else(|| TranslateError::Internal("expected an integer".into()))?;
                     vec![Field {
                         num: n.num,
                         val: Wire::Varint(x as u64),

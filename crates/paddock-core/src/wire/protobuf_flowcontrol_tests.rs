@@ -59,12 +59,15 @@ fn priority_level_shares_move_into_the_annotation_and_back() {
         status: None,
     };
     let c = ctx();
-    let up = translate_protobuf_body(&c, None, None, &wrap("PriorityLevelConfiguration", &pl))
-        .unwrap();
+    let up =
+        translate_protobuf_body(&c, None, None, &wrap("PriorityLevelConfiguration", &pl)).unwrap();
     let upstream: fc::PriorityLevelConfiguration = unwrap(&up);
     let m = upstream.metadata.clone().unwrap();
     assert_eq!(m.name.as_deref(), Some("foofoo-pl"));
-    assert_eq!(m.annotations.get(SHARES_ANNOTATION).map(String::as_str), Some("2"));
+    assert_eq!(
+        m.annotations.get(SHARES_ANNOTATION).map(String::as_str),
+        Some("2")
+    );
     let l = upstream.spec.clone().unwrap().limited.unwrap();
     assert_eq!(l.nominal_concurrency_shares, Some(0));
     assert_eq!(l.lendable_percent, Some(10));
@@ -140,13 +143,22 @@ fn flow_schema_subjects_and_level_are_confined() {
     );
     assert_eq!(spec.matching_precedence, Some(10000));
     let s = &spec.rules[0].subjects;
-    assert_eq!(s[0].user.as_ref().unwrap().name.as_deref(), Some("paddock:foofoo:alice"));
-    assert_eq!(s[1].group.as_ref().unwrap().name.as_deref(), Some("paddock:tenant:foofoo"));
+    assert_eq!(
+        s[0].user.as_ref().unwrap().name.as_deref(),
+        Some("paddock:foofoo:alice")
+    );
+    assert_eq!(
+        s[1].group.as_ref().unwrap().name.as_deref(),
+        Some("paddock:tenant:foofoo")
+    );
     assert_eq!(
         s[2].service_account.as_ref().unwrap().namespace.as_deref(),
         Some("foofoo-ci")
     );
-    assert_eq!(spec.rules[0].resource_rules[0].namespaces, vec!["foofoo-web", "*"]);
+    assert_eq!(
+        spec.rules[0].resource_rules[0].namespaces,
+        vec!["foofoo-web", "*"]
+    );
     let down = protobuf_down(&c, None, &up).unwrap().expect("kept");
     let back: fc::FlowSchema = unwrap(&down);
     assert_eq!(back, fs);
