@@ -109,7 +109,7 @@ pub fn describe(h: Holds) -> (&'static str, &'static str, &'static str) {
         ),
         Holds::ReviewIdentity { writable: true } => (
             "review identity",
-            "user/groups mapped; tenant users get their upstream groups and extra; reserved extra 403",
+            "user/groups mapped (`system:authenticated`, and `system:serviceaccounts` for a service account, kept: every such identity carries them); tenant users get their upstream groups and extra; reserved extra 403",
             "mapped, additions removed",
         ),
         Holds::ReviewIdentity { writable: false } => (
