@@ -111,14 +111,37 @@ impl Session {
 
     /// Types a k9s command (`:ns`) and waits until the screen shows every one of `want` and
     /// none of [`BAD`] (bounded; a wrong screen fails with its content).
+    /// Whether the screen shows `text` within `wait`.
+    fn wait_for(&self, text: &str, wait: Duration) -> Result<bool> {
+        let until = Instant::now() + wait;
+        while Instant::now() < until {
+            if self.screen()?.contains(text) {
+                return Ok(true);
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        Ok(false)
+    }
+
     /// A keystroke k9s drops while busy redrawing is typed again: the command is re-sent
     /// every 10 s until the screen is right (bounded).
     fn view(&self, command: &str, extra_keys: &[&str], want: &[&str]) -> Result<()> {
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
+            // An Escape followed at once by `:` reads as Alt-`:` to the terminal library: wait,
+            // then type `:` and only go on once the command prompt shows.
             self.keys(&["Escape"])?;
+            std::thread::sleep(Duration::from_millis(1000));
             self.keys(&[":"])?;
-            std::thread::sleep(Duration::from_millis(500));
+            if !self.wait_for("🐶>", Duration::from_secs(3))? {
+                if Instant::now() > deadline {
+                    bail!(
+                        "view {command}: no command prompt; screen:\n{}",
+                        self.screen()?
+                    );
+                }
+                continue;
+            }
             self.keys(&[command, "Enter"])?;
             for k in extra_keys {
                 std::thread::sleep(Duration::from_millis(1000));
