@@ -66,6 +66,20 @@ impl ResourceInfo {
             && self.resource == "customresourcedefinitions"
     }
 
+    /// A tenant-owned cluster-scoped kind whose lists and watches also show the platform's
+    /// objects, read-only and under their own names, as a cluster admin sees them beside its
+    /// own: API priority and fairness (the tenant's FlowSchemas next to `exempt`,
+    /// `global-default`, ...). paddock's per-tenant objects among them (`paddock.io/managed-for`)
+    /// and other tenants' objects stay hidden.
+    pub fn lists_platform_objects(&self) -> bool {
+        self.prefixes_name()
+            && self.upstream_group == "flowcontrol.apiserver.k8s.io"
+            && matches!(
+                self.resource.as_str(),
+                "flowschemas" | "prioritylevelconfigurations"
+            )
+    }
+
     /// Objects of this kind carry the tenant label upstream.
     pub fn stamps_label(&self) -> bool {
         self.prefixes_name()
@@ -162,7 +176,12 @@ fn builtin_policy(group: &str, resource: &str, scope: Scope) -> Policy {
             | "validatingwebhookconfigurations"
             | "validatingadmissionpolicies"
             | "validatingadmissionpolicybindings",
-        ) => TenantOwned,
+        )
+        // API priority and fairness, confined to the tenant's own requests and owning no
+        // seats (rules/flowcontrol.rs).
+        | ("flowcontrol.apiserver.k8s.io", "flowschemas" | "prioritylevelconfigurations") => {
+            TenantOwned
+        }
         // Review objects: create-only, special body rules.
         (
             "authorization.k8s.io",
@@ -179,10 +198,7 @@ fn builtin_policy(group: &str, resource: &str, scope: Scope) -> Policy {
         | ("storage.k8s.io", "storageclasses" | "csidrivers" | "csinodes")
         | ("scheduling.k8s.io", "priorityclasses")
         | ("networking.k8s.io", "ingressclasses")
-        | ("node.k8s.io", "runtimeclasses")
-        | ("flowcontrol.apiserver.k8s.io", "flowschemas" | "prioritylevelconfigurations") => {
-            SharedReadOnly
-        }
+        | ("node.k8s.io", "runtimeclasses") => SharedReadOnly,
         // Explicitly forbidden (also covered by the cluster-scoped default, listed so that the
         // decision is visible).
         ("apiregistration.k8s.io", "apiservices")
@@ -640,7 +656,7 @@ pub(crate) mod tests {
         );
         assert_eq!(
             p("flowcontrol.apiserver.k8s.io", "flowschemas"),
-            Some(SharedReadOnly)
+            Some(TenantOwned)
         );
         assert_eq!(p("apiregistration.k8s.io", "apiservices"), Some(Forbidden));
         assert_eq!(

@@ -109,7 +109,8 @@ pub fn cluster_scope_role() -> Value {
             {"apiGroups": ["scheduling.k8s.io"], "resources": ["priorityclasses"], "verbs": read},
             {"apiGroups": ["networking.k8s.io"], "resources": ["ingressclasses"], "verbs": read},
             {"apiGroups": ["node.k8s.io"], "resources": ["runtimeclasses"], "verbs": read},
-            {"apiGroups": ["flowcontrol.apiserver.k8s.io"], "resources": ["flowschemas", "prioritylevelconfigurations"], "verbs": read},
+            {"apiGroups": ["flowcontrol.apiserver.k8s.io"], "resources": ["flowschemas", "prioritylevelconfigurations"], "verbs": all},
+            {"apiGroups": ["flowcontrol.apiserver.k8s.io"], "resources": ["flowschemas/status", "prioritylevelconfigurations/status"], "verbs": ["get", "update", "patch"]},
             {"apiGroups": ["authorization.k8s.io"], "resources": ["selfsubjectaccessreviews", "selfsubjectrulesreviews"], "verbs": ["create"]},
             // A tenant admin's SubjectAccessReview (about a tenant identity: paddock-core maps
             // its user and groups into the tenant) is asked as the admin's shadow.
@@ -290,10 +291,19 @@ pub fn guard_policies(admission_webhook: bool) -> Vec<(String, Value)> {
         ]),
     );
     let policies = admission_policies_guard();
+    let flowcontrol = flowcontrol_guard();
     if admission_webhook {
-        return vec![generic, namespaces, rbac, webhooks, policies];
+        return vec![generic, namespaces, rbac, webhooks, policies, flowcontrol];
     }
-    vec![generic, namespaces, rbac, services, webhooks, policies]
+    vec![
+        generic,
+        namespaces,
+        rbac,
+        services,
+        webhooks,
+        policies,
+        flowcontrol,
+    ]
 }
 
 /// The CEL variables every guard policy starts with: the tenant id of the request's identity.
@@ -480,6 +490,8 @@ pub const OWNED_CLUSTER_KINDS: &[&str] = &[
     "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations",
     "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
     "/apis/rbac.authorization.k8s.io/v1/clusterroles",
+    "/apis/flowcontrol.apiserver.k8s.io/v1/flowschemas",
+    "/apis/flowcontrol.apiserver.k8s.io/v1/prioritylevelconfigurations",
     "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
     "/api/v1/persistentvolumes",
 ];
@@ -537,6 +549,40 @@ pub fn admission_policies_guard() -> (String, Value) {
             {"expression": "variables.res != 'validatingadmissionpolicybindings' || !has(object.spec.paramRef) || \
                 !has(object.spec.paramRef.namespace) || object.spec.paramRef.namespace.startsWith(variables.tid + '-')",
              "message": "paddock: a tenant binding's params must be in the tenant's namespaces"}
+        ]),
+    )
+}
+
+// The guard's rules for tenant FlowSchemas and PriorityLevelConfigurations (the second wall
+// behind `rules::flowcontrol`): a tenant identity writing straight to the apiserver still
+// cannot match anyone else's requests, send its own to a level that is not its, or own seats.
+
+/// The guard policy for `flowschemas` and `prioritylevelconfigurations`.
+pub fn flowcontrol_guard() -> (String, Value) {
+    let tenant_flow_subject = "(s.kind == 'User' && has(s.user) && \
+          (s.user.name.startsWith('paddock:' + variables.tid + ':') || s.user.name.startsWith('system:serviceaccount:' + variables.tid + '-'))) || \
+        (s.kind == 'Group' && has(s.group) && (s.group.name == 'paddock:tenant:' + variables.tid || \
+          s.group.name.startsWith('paddock:' + variables.tid + ':') || s.group.name.startsWith('system:serviceaccounts:' + variables.tid + '-'))) || \
+        (s.kind == 'ServiceAccount' && has(s.serviceAccount) && s.serviceAccount.namespace.startsWith(variables.tid + '-'))";
+    let mut vars = guard_tid_vars().as_array().cloned().unwrap_or_default();
+    vars.push(json!({"name": "res", "expression": "request.resource.resource"}));
+    guard_policy(
+        &format!("{GUARD_NAME}-flowcontrol"),
+        json!({"resourceRules": [{
+            "apiGroups": ["flowcontrol.apiserver.k8s.io"], "apiVersions": ["*"],
+            "operations": ["CREATE", "UPDATE"],
+            "resources": ["flowschemas", "prioritylevelconfigurations"]
+        }]}),
+        Value::Array(vars),
+        json!([
+            {"expression": "variables.res != 'flowschemas' || object.spec.priorityLevelConfiguration.name.startsWith(variables.tid + '-')",
+             "message": "paddock: a tenant FlowSchema may only send requests to the tenant's own priority levels"},
+            {"expression": format!("variables.res != 'flowschemas' || !has(object.spec.rules) || \
+                object.spec.rules.all(r, !has(r.subjects) || r.subjects.all(s, {tenant_flow_subject}))"),
+             "message": "paddock: a tenant FlowSchema may match only identities of the tenant"},
+            {"expression": "variables.res != 'prioritylevelconfigurations' || (object.spec.type == 'Limited' && \
+                has(object.spec.limited) && has(object.spec.limited.nominalConcurrencyShares) && object.spec.limited.nominalConcurrencyShares == 0)",
+             "message": "paddock: a tenant priority level is Limited and owns no seats (nominalConcurrencyShares 0)"}
         ]),
     )
 }

@@ -159,14 +159,14 @@ pub const REQUIRED_RIGHTS: &[Right] = &[
     Right {
         group: "flowcontrol.apiserver.k8s.io",
         resource: "flowschemas",
-        verbs: &["create", "patch", "delete"],
-        why: "the paddock-tenants FlowSchema and each tenant's own, deleted with the tenant (tenant_priority_shares > 0)",
+        verbs: RESYNCED,
+        why: "the paddock-tenants FlowSchema and each tenant's own (tenant_priority_shares > 0); tenants' FlowSchemas are listed and deleted with the tenant",
     },
     Right {
         group: "flowcontrol.apiserver.k8s.io",
         resource: "prioritylevelconfigurations",
-        verbs: APPLY,
-        why: "the paddock-tenants priority level (tenant_priority_shares > 0)",
+        verbs: RESYNCED,
+        why: "the paddock-tenants priority level (tenant_priority_shares > 0); tenants' levels are listed and deleted with the tenant",
     },
 ];
 
@@ -229,10 +229,16 @@ async fn allowed(up: &Upstream, r: &Right, verb: &str) -> Result<bool, ServerErr
 /// Without `apf` (tenant_priority_shares = 0) the APF objects are left alone, so their rights
 /// are not needed.
 pub async fn missing_rights(up: &Upstream, apf: bool) -> Result<Vec<String>, ServerError> {
-    let checks = REQUIRED_RIGHTS
-        .iter()
-        .filter(|r| apf || r.group != "flowcontrol.apiserver.k8s.io")
-        .flat_map(|r| r.verbs.iter().map(move |v| (r, *v)));
+    // Tenants' own APF objects are listed and deleted with the tenant whatever `apf` says.
+    let needed = move |r: &Right, v: &str| {
+        apf || r.group != "flowcontrol.apiserver.k8s.io" || matches!(v, "list" | "delete")
+    };
+    let checks = REQUIRED_RIGHTS.iter().flat_map(move |r| {
+        r.verbs
+            .iter()
+            .filter(move |v| needed(r, v))
+            .map(move |v| (r, *v))
+    });
     let answers =
         futures_util::future::try_join_all(checks.clone().map(|(r, v)| allowed(up, r, v))).await?;
     Ok(checks

@@ -72,6 +72,17 @@ pub(super) fn translate_query(
     // answer, including Tables without objects, where the down rules could not see the label.
     let tenant_term = if !matches!(verb, Verb::List | Verb::Watch | Verb::DeleteCollection) {
         None
+    } else if info.lists_platform_objects() {
+        // Lists and watches: the platform's objects beside the tenant's own (others' dropped
+        // on the way down). A deletecollection: the tenant's own only. Either way paddock's
+        // per-tenant plumbing (which carries the tenant label too) is left out upstream,
+        // Tables without objects included.
+        let plumbing = format!("!{}", crate::provision::MANAGED_FOR_LABEL);
+        Some(if verb == Verb::DeleteCollection {
+            format!("{},{plumbing}", ctx.tenant.tenant_label_selector())
+        } else {
+            plumbing
+        })
     } else if info.stamps_label() {
         Some(ctx.tenant.tenant_label_selector())
     } else if info.policy == Policy::SharedReadOnly {

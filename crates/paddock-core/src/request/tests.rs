@@ -318,6 +318,25 @@ fn plan_cluster_scoped_names() {
     );
 }
 
+/// FlowSchemas and levels: lists and watches show the platform's objects beside the tenant's
+/// own, never paddock's per-tenant plumbing; a deletecollection takes the tenant's own only.
+#[test]
+fn plan_flowcontrol_lists_beside_the_platform() {
+    let fs = "/apis/flowcontrol.apiserver.k8s.io/v1/flowschemas";
+    assert_eq!(
+        up_path("GET", fs, Some("labelSelector=a%3Db&watch=true")),
+        format!("{fs}?labelSelector=a%3Db%2C%21paddock.io%2Fmanaged-for&watch=true")
+    );
+    assert_eq!(
+        up_path("DELETE", fs, None),
+        format!("{fs}?labelSelector=paddock.io%2Ftenant%3Dfoofoo%2C%21paddock.io%2Fmanaged-for")
+    );
+    assert_eq!(
+        up_path("GET", &format!("{fs}/exempt"), None),
+        format!("{fs}/foofoo-exempt")
+    );
+}
+
 #[test]
 fn plan_tenant_label_on_cluster_scoped_collections() {
     assert_eq!(

@@ -148,7 +148,18 @@ fn cell_fallback(
     let mut name = None;
     let mut namespace = None;
     if let Some(info) = info.filter(|i| i.prefixes_name()) {
-        name = Some(name_down(&ctx.tenant, info, cell(cols.name)?)?);
+        let n = cell(cols.name)?;
+        name = match name_down(&ctx.tenant, info, n) {
+            Some(own) => Some(own),
+            // A platform object beside the tenant's own; a name that may be another tenant's
+            // is dropped (fail closed: the upstream list left paddock's plumbing out).
+            None if info.lists_platform_objects()
+                && !crate::tenant::tenant_of(n).is_some_and(|t| ctx.catalog.is_known_tenant(t)) =>
+            {
+                Some(n.to_owned())
+            }
+            None => return None,
+        };
     }
     if let Some(ns) = cell(cols.namespace) {
         namespace = Some(ctx.tenant.strip(ns)?.to_owned());

@@ -109,7 +109,7 @@ pub fn describe(h: Holds) -> (&'static str, &'static str, &'static str) {
         ),
         Holds::ReviewIdentity { writable: true } => (
             "review identity",
-            "user/groups mapped; tenant users get their upstream groups and extra; reserved extra 403",
+            "user/groups mapped (`system:authenticated`, and `system:serviceaccounts` for a service account, kept: every such identity carries them); tenant users get their upstream groups and extra; reserved extra 403",
             "mapped, additions removed",
         ),
         Holds::ReviewIdentity { writable: false } => (
@@ -128,11 +128,34 @@ pub fn describe(h: Holds) -> (&'static str, &'static str, &'static str) {
             "user and groups mapped, `paddock:tenant:*` and the extra removed",
         ),
         Holds::FreeText => ("free text", "—", "`text_down`"),
+        Holds::PriorityLevelRef => (
+            "priority level name",
+            "prefixed (a FlowSchema sends requests only to the tenant's levels; `exempt` dangles)",
+            "stripped",
+        ),
+        Holds::FlowSubjects => (
+            "FlowSchema subjects",
+            "users/groups mapped, `system:authenticated` to `paddock:tenant:<tid>`, ServiceAccount namespace prefixed; `*` and reserved identities 403",
+            "mapped",
+        ),
+        Holds::FlowNamespaces => (
+            "FlowSchema namespaces",
+            "prefixed, `*` kept",
+            "own prefix stripped",
+        ),
+        Holds::PriorityLevel => (
+            "priority level",
+            "`Exempt` 403; `nominalConcurrencyShares` held at 0, the tenant's value in annotation `paddock.io/nominal-concurrency-shares`",
+            "shares back from the annotation, annotation removed",
+        ),
         Holds::Embed(s) => (s.name, "its rules below", "its rules below"),
     }
 }
 
 fn json_path(path: &[Step]) -> String {
+    if path.is_empty() {
+        return "(the object)".to_owned();
+    }
     let mut out = String::new();
     for (i, s) in path.iter().enumerate() {
         if i > 0 {

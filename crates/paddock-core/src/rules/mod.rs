@@ -11,6 +11,7 @@ pub mod table;
 pub mod text;
 
 mod cel;
+pub(crate) mod flowcontrol;
 mod meta;
 mod policy;
 mod rbac;
@@ -20,6 +21,7 @@ mod selectors;
 pub(crate) mod walk;
 
 pub use aggregate::{AGGREGATE_LABEL_PREFIX, TENANT_AGGREGATE_LABEL_PREFIX};
+pub use flowcontrol::SHARES_ANNOTATION;
 pub use object::{Disposition, UpMode, object_down, object_down_as, object_up, object_up_with};
 pub use policy::BUILTIN_PARAM_KINDS;
 pub use refs::api_version_down;

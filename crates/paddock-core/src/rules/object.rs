@@ -263,9 +263,23 @@ pub fn object_down_as(
         // would tell one tenant the others' ids).
         Policy::SharedReadOnly if has_tenant_label(o) => return Ok(Disposition::Drop),
         Policy::SharedReadOnly => return Ok(Disposition::Keep),
+        // A platform object among the tenant's own: shown as it is (writes to its name reach
+        // only the tenant's own prefixed name).
+        Policy::TenantOwned if info.lists_platform_objects() && is_platform_object(o) => {
+            return Ok(Disposition::Keep);
+        }
         Policy::TenantOwned => {}
     }
     down_resource(ctx, o, &info)
+}
+
+/// Neither a tenant's object nor paddock's per-tenant plumbing.
+fn is_platform_object(o: &Map<String, Value>) -> bool {
+    let labels = o.get("metadata").and_then(|m| m.get("labels"));
+    !has_tenant_label(o)
+        && labels
+            .and_then(|l| l.get(crate::provision::MANAGED_FOR_LABEL))
+            .is_none()
 }
 
 fn has_tenant_label(o: &Map<String, Value>) -> bool {

@@ -67,6 +67,24 @@ fn access_reviews() {
         json!({"apiVersion":"authorization.k8s.io/v1","kind":"SelfSubjectRulesReview","metadata":{},"spec":{"namespace":"default"}}),
         json!({"apiVersion":"authorization.k8s.io/v1","kind":"SelfSubjectRulesReview","metadata":{},"spec":{"namespace":"foofoo-default"}}),
     );
+    // The conformance test's review of a service account with its real groups: the universal
+    // ones stay, the namespace's group is mapped; alone, `system:serviceaccounts` is refused.
+    let v = up(json!({"apiVersion":"authorization.k8s.io/v1","kind":"SubjectAccessReview","metadata":{},"spec":{"user":"system:serviceaccount:web:e2e","groups":["system:authenticated","system:serviceaccounts","system:serviceaccounts:web"],"resourceAttributes":{"namespace":"web","verb":"list","resource":"configmaps"}}})).unwrap();
+    assert_eq!(
+        v["spec"]["groups"],
+        json!([
+            "system:authenticated",
+            "system:serviceaccounts",
+            "system:serviceaccounts:foofoo-web"
+        ])
+    );
+    let v = up(json!({"apiVersion":"authorization.k8s.io/v1","kind":"SubjectAccessReview","metadata":{},"spec":{"user":"alice","groups":["system:authenticated"]}})).unwrap();
+    assert_eq!(
+        v["spec"]["groups"],
+        json!(["system:authenticated", "paddock:tenant:foofoo"])
+    );
+    let e = up(json!({"apiVersion":"authorization.k8s.io/v1","kind":"SubjectAccessReview","spec":{"user":"alice","groups":["system:serviceaccounts"]}})).unwrap_err();
+    assert_eq!(e.http_code(), 403);
     let e = up(json!({"apiVersion":"authorization.k8s.io/v1","kind":"SubjectAccessReview","spec":{"user":"system:admin"}})).unwrap_err();
     assert_eq!(e.http_code(), 403);
     let e = up(json!({"apiVersion":"authorization.k8s.io/v1","kind":"SubjectAccessReview","spec":{"groups":["system:masters"]}})).unwrap_err();

@@ -71,14 +71,24 @@ pub(crate) fn identity_up(t: &TenantId, spec: &mut Value) -> Result<(), Translat
         return Ok(());
     };
     let mut tenant_user = false;
+    let mut service_account = false;
     if let Some(Value::String(u)) = spec.get_mut("user") {
-        tenant_user = !u.starts_with("system:serviceaccount:");
+        service_account = u.starts_with("system:serviceaccount:");
+        tenant_user = !service_account;
         *u = map_user_up(t, u)?;
     }
     if let Some(Value::Array(gs)) = spec.get_mut("groups") {
         for g in gs.iter_mut() {
             if let Value::String(s) = g {
-                *s = map_group_up(t, s)?;
+                // Groups every tenant identity (every service account) really carries upstream,
+                // as `kubectl --as-group` accepts them (impersonate.rs): asking with them asks
+                // about the identity as it is. Alone, without a user, the second would ask about
+                // every service account of the cluster.
+                let universal = s == "system:authenticated"
+                    || (service_account && s == "system:serviceaccounts");
+                if !universal {
+                    *s = map_group_up(t, s)?;
+                }
             }
         }
     }
@@ -96,8 +106,11 @@ pub(crate) fn identity_up(t: &TenantId, spec: &mut Value) -> Result<(), Translat
             .entry("groups")
             .or_insert_with(|| Value::Array(Vec::new()));
         if let Value::Array(gs) = gs {
-            gs.push(Value::String(tenant_group(t)));
-            gs.push(Value::String("system:authenticated".into()));
+            for g in [tenant_group(t), "system:authenticated".to_owned()] {
+                if !gs.iter().any(|x| x.as_str() == Some(g.as_str())) {
+                    gs.push(Value::String(g));
+                }
+            }
         }
         let extra = spec.entry("extra").or_insert_with(|| json!({}));
         if let Value::Object(extra) = extra {

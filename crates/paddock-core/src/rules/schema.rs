@@ -78,6 +78,15 @@ pub enum Holds {
     UserInfo,
     /// Free text that may name upstream objects (down only, through `text_down`).
     FreeText,
+    /// A FlowSchema's `priorityLevelConfiguration.name`: a tenant level, prefixed.
+    PriorityLevelRef,
+    /// A FlowSchema rule's subjects (users, groups, service accounts) mapped into the tenant.
+    FlowSubjects,
+    /// A FlowSchema resource rule's `namespaces`: prefixed, `*` kept.
+    FlowNamespaces,
+    /// A whole PriorityLevelConfiguration: `Exempt` refused, `nominalConcurrencyShares` held
+    /// at 0 upstream and kept in an annotation (rules/flowcontrol.rs).
+    PriorityLevel,
     /// An embedded structure with rules of its own (a pod spec, a claim spec).
     Embed(&'static Struct),
 }

@@ -507,6 +507,42 @@ pub const KINDS: &[KindRules] = &[
             ),
         ],
     ),
+    // --- API priority and fairness (rules/flowcontrol.rs). flowcontrol/v1 FlowSchemaSpec
+    // {priorityLevelConfiguration=1 {name=1}, rules=4}, PolicyRulesWithSubjects{subjects=1,
+    // resourceRules=2 {namespaces=5}}; a PriorityLevelConfiguration's rule is on the whole
+    // object (its shares move into metadata.annotations).
+    kind(
+        "flowcontrol.apiserver.k8s.io",
+        "FlowSchema",
+        &[
+            f(
+                &[
+                    SPEC,
+                    one("priorityLevelConfiguration", &[1]),
+                    one("name", &[1]),
+                ],
+                Holds::PriorityLevelRef,
+            ),
+            f(
+                &[SPEC, many("rules", &[4]), many("subjects", &[1])],
+                Holds::FlowSubjects,
+            ),
+            f(
+                &[
+                    SPEC,
+                    many("rules", &[4]),
+                    many("resourceRules", &[2]),
+                    many("namespaces", &[5]),
+                ],
+                Holds::FlowNamespaces,
+            ),
+        ],
+    ),
+    kind(
+        "flowcontrol.apiserver.k8s.io",
+        "PriorityLevelConfiguration",
+        &[f(&[], Holds::PriorityLevel)],
+    ),
     // --- CRDs
     kind(
         "apiextensions.k8s.io",

@@ -7,7 +7,7 @@ use serde_json::{Map, Value};
 
 use super::object::{Disposition, UpMode};
 use super::table::{Check, FieldRule, Holds, KindRules, Step};
-use super::{cel, policy, rbac, refs, reviews, selectors, text};
+use super::{cel, flowcontrol, policy, rbac, refs, reviews, selectors, text};
 use crate::context::TenantContext;
 use crate::error::TranslateError;
 
@@ -134,7 +134,10 @@ fn holds_up(
         Holds::PolicyRules { cluster } => rbac::rules_up(ctx, v, cluster),
         Holds::WebhookRules | Holds::PolicyRulesNamed => rbac::webhook_rules_up(ctx, v),
         Holds::ParamKind => policy::param_kind_up(ctx, v),
-        Holds::PolicyName => policy::policy_name_up(ctx, v),
+        Holds::PolicyName | Holds::PriorityLevelRef => policy::policy_name_up(ctx, v),
+        Holds::FlowSubjects => flowcontrol::subjects_up(t, v),
+        Holds::FlowNamespaces => flowcontrol::namespaces_up(t, v),
+        Holds::PriorityLevel => flowcontrol::priority_level_up(v, mode),
         Holds::CelExpression => {
             cel::cel_up(t, v);
             Ok(())
@@ -207,7 +210,10 @@ fn holds_down(
         Holds::PolicyRules { cluster } => rbac::rules_down(ctx, v, cluster),
         Holds::WebhookRules | Holds::PolicyRulesNamed => rbac::webhook_rules_down(ctx, v),
         Holds::ParamKind => policy::param_kind_down(ctx, v),
-        Holds::PolicyName => policy::policy_name_down(ctx, v),
+        Holds::PolicyName | Holds::PriorityLevelRef => policy::policy_name_down(ctx, v),
+        Holds::FlowSubjects => flowcontrol::subjects_down(t, v),
+        Holds::FlowNamespaces => flowcontrol::namespaces_down(t, v),
+        Holds::PriorityLevel => flowcontrol::priority_level_down(v),
         Holds::CelExpression => cel::cel_down(t, v),
         Holds::ClientConfig => each(v, &mut |c| {
             refs::client_config_down(ctx, c);

@@ -58,6 +58,14 @@ fn check_path(
             )));
         }
     }
+    if op != "test"
+        && let Some(i) = info
+        && crate::rules::flowcontrol::json_patch_reaches_shares(&i.upstream_group, &i.resource, &s)
+    {
+        return Err(TranslateError::invalid(
+            "json-patch of spec.limited.nominalConcurrencyShares is not supported in this cluster; use a merge patch or an update",
+        ));
+    }
     if op == "remove" || op == "move" {
         let stamped = info.is_some_and(ResourceInfo::stamps_label);
         if s.is_empty() {

@@ -32,6 +32,8 @@ fn unsupported(what: impl Into<String>) -> TranslateError {
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Shape {
     Str,
+    /// A varint integer (int32/int64; negative int32 values are sign-extended, as Go writes them).
+    Int,
     /// map<string,string>: repeated entries {1: key, 2: value}
     StrMap,
     /// map<string, ExtraValue{1: repeated string}>
@@ -54,6 +56,7 @@ struct Node {
 #[derive(Clone, Copy)]
 enum Ty {
     Str,
+    Int,
     RepStr,
     StrMap,
     ExtraMap,
@@ -141,6 +144,28 @@ const REVIEW_IDENTITY: &[F] = &[
     F(4, "groups", Ty::RepStr),
     F(5, "extra", Ty::ExtraMap),
 ];
+// flowcontrol/v1 Subject{kind=1, user=2 {name=1}, group=3 {name=1}, serviceAccount=4
+// {namespace=1, name=2}}
+const NAME_ONLY: &[F] = &[F(1, "name", Ty::Str)];
+const FLOW_SUBJECT: &[F] = &[
+    F(1, "kind", Ty::Str),
+    F(2, "user", Ty::Msg(NAME_ONLY)),
+    F(3, "group", Ty::Msg(NAME_ONLY)),
+    F(4, "serviceAccount", Ty::Msg(SERVICE_REF)),
+];
+// A whole flowcontrol/v1 PriorityLevelConfiguration: metadata.annotations (ObjectMeta 12),
+// spec{type=1, limited=2 {nominalConcurrencyShares=1}, exempt=3 (presence)}.
+const LIMITED: &[F] = &[F(1, "nominalConcurrencyShares", Ty::Int)];
+const PRIORITY_LEVEL_SPEC: &[F] = &[
+    F(1, "type", Ty::Str),
+    F(2, "limited", Ty::Msg(LIMITED)),
+    F(3, "exempt", Ty::Msg(&[])),
+];
+const ANNOTATIONS_ONLY: &[F] = &[F(12, "annotations", Ty::StrMap)];
+const PRIORITY_LEVEL: &[F] = &[
+    F(1, "metadata", Ty::Msg(ANNOTATIONS_ONLY)),
+    F(2, "spec", Ty::Msg(PRIORITY_LEVEL_SPEC)),
+];
 // authentication/v1 UserInfo
 const USER_INFO: &[F] = &[
     F(1, "username", Ty::Str),
@@ -153,6 +178,7 @@ fn nodes(fs: &[F]) -> Vec<Node> {
         .map(|F(num, name, ty)| {
             let (rep, shape, name) = match ty {
                 Ty::Str => (false, Shape::Str, Some(*name)),
+                Ty::Int => (false, Shape::Int, Some(*name)),
                 Ty::RepStr => (true, Shape::Str, Some(*name)),
                 Ty::StrMap => (false, Shape::StrMap, Some(*name)),
                 Ty::ExtraMap => (false, Shape::ExtraMap, Some(*name)),
@@ -179,7 +205,11 @@ fn leaf(h: Holds) -> Shape {
         | Holds::CrdGroup
         | Holds::FreeText
         | Holds::PolicyName
+        | Holds::PriorityLevelRef
+        | Holds::FlowNamespaces
         | Holds::CelExpression => Shape::Str,
+        Holds::FlowSubjects => msg(FLOW_SUBJECT),
+        Holds::PriorityLevel => msg(PRIORITY_LEVEL),
         Holds::ObjectRef => msg(OBJECT_REF),
         Holds::NamespaceSelector { .. } | Holds::RoleSelector => msg(LABEL_SELECTOR),
         Holds::Subjects { .. } => msg(SUBJECT),
@@ -252,6 +282,15 @@ fn merge_shape(into: &mut Shape, shape: Shape) {
 fn tree(fields: &[FieldRule], checks: &[Check]) -> Vec<Node> {
     let mut out = Vec::new();
     for r in fields {
+        if r.path.is_empty() {
+            // A rule on the whole object: its fields are the object's.
+            let mut root = Shape::Msg(std::mem::take(&mut out));
+            merge_shape(&mut root, leaf(r.holds));
+            if let Shape::Msg(nodes) = root {
+                out = nodes;
+            }
+            continue;
+        }
         add_path(&mut out, r.path, leaf(r.holds));
     }
     for c in checks {
@@ -293,6 +332,11 @@ fn entry_kv(e: &Field) -> Result<(String, Vec<Field>), TranslateError> {
 fn lift_one(f: &Field, shape: &Shape) -> Result<Value, TranslateError> {
     Ok(match shape {
         Shape::Str => Value::String(as_str(f)?),
+        Shape::Int => match f.val {
+            // proto int32/int64: the varint's bits are the two's complement value.
+            Wire::Varint(x) => Value::from(x as i64),
+            _ => return Err(super::pb::malformed("expected an integer")),
+        },
         Shape::Msg(sub) => Value::Object(lift(&decode(as_bytes(f)?)?, sub)?),
         Shape::StrMap | Shape::ExtraMap => {
             return Err(TranslateError::Internal("map in a list".into()));
@@ -426,6 +470,15 @@ fn writeback(
                     .map(|x| Ok(len_field(n.num, str_bytes(x)?)))
                     .collect::<Result<_, TranslateError>>()?,
                 (Some(v), Shape::Str) => vec![len_field(n.num, str_bytes(v)?)],
+                (Some(v), Shape::Int) => {
+                    let x = v
+                        .as_i64()
+                        .ok_or_else(|| TranslateError::Internal("expected an integer".into()))?;
+                    vec![Field {
+                        num: n.num,
+                        val: Wire::Varint(x as u64),
+                    }]
+                }
             },
         };
         let at = first.unwrap_or(fields.len());
@@ -571,3 +624,7 @@ mod tests;
 #[cfg(test)]
 #[path = "protobuf_kinds_tests.rs"]
 mod kinds_tests;
+
+#[cfg(test)]
+#[path = "protobuf_flowcontrol_tests.rs"]
+mod flowcontrol_tests;

@@ -178,7 +178,7 @@ fn empty_list(plan: &Plan, table: bool) -> Value {
 }
 
 /// Is the namespace of this part gone or terminating upstream (asked as paddock itself)?
-async fn namespace_going(state: &AppState, ctx: &TenantContext, p: &Plan) -> bool {
+pub(super) async fn namespace_going(state: &AppState, ctx: &TenantContext, p: &Plan) -> bool {
     let Some(ns) = p.namespace() else {
         return false;
     };

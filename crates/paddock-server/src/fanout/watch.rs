@@ -166,6 +166,16 @@ pub(super) async fn serve_watch(
                 sh.end.cancel();
                 return Err(e);
             }
+            // Deleted (or terminating, its RoleBindings going first) after the namespaces were
+            // listed: a cluster admin's watch would simply not show it any more.
+            Ok((p, Err(refusal)))
+                if matches!(
+                    refusal.status,
+                    StatusCode::FORBIDDEN | StatusCode::NOT_FOUND
+                ) && super::list::namespace_going(state, ctx, &p).await =>
+            {
+                tracing::debug!(namespace = ?p.namespace(), "cluster-wide watch: a namespace went while it was opened; left out");
+            }
             Ok((_, Err(refusal))) => {
                 sh.end.cancel();
                 return Ok(status_response(refusal));
@@ -300,6 +310,8 @@ async fn add_new_part(sh: &WatchShared, p: Plan) -> Result<(), ServerError> {
                     _ = sh.end.cancelled() => return Ok(()),
                 }
             }
+            // Created and deleted again while the watch retried: nothing to follow.
+            Err(_) if super::list::namespace_going(&sh.state, &sh.ctx, &p).await => return Ok(()),
             Err(refusal) => {
                 return Err(ServerError::Upstream(format!(
                     "watch of a new namespace refused: {}",
