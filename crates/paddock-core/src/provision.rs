@@ -290,10 +290,13 @@ pub fn guard_policies(admission_webhook: bool) -> Vec<(String, Value)> {
         ]),
     );
     let policies = admission_policies_guard();
+    let templates = crate::templates::templates_guard();
     if admission_webhook {
-        return vec![generic, namespaces, rbac, webhooks, policies];
+        return vec![generic, namespaces, rbac, webhooks, policies, templates];
     }
-    vec![generic, namespaces, rbac, services, webhooks, policies]
+    vec![
+        generic, namespaces, rbac, services, webhooks, policies, templates,
+    ]
 }
 
 /// The CEL variables every guard policy starts with: the tenant id of the request's identity.
