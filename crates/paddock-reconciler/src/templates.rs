@@ -28,7 +28,9 @@ pub struct TemplateSet {
 
 /// Where the templates come from (the gateway: its store, configuration and catalog).
 pub trait TemplateSource: Send + Sync {
-    fn current(&self) -> Pin<Box<dyn Future<Output = Result<TemplateSet, ServerError>> + Send + '_>>;
+    fn current(
+        &self,
+    ) -> Pin<Box<dyn Future<Output = Result<TemplateSet, ServerError>> + Send + '_>>;
 }
 
 static SOURCE: OnceLock<Arc<dyn TemplateSource>> = OnceLock::new();
@@ -57,7 +59,10 @@ pub async fn stamp_at_setup(
     ns: &Value,
 ) -> Result<(), ServerError> {
     let Some(set) = current().await? else {
-        tracing::warn!(namespace = upstream_ns, "no template source: namespace templates not stamped");
+        tracing::warn!(
+            namespace = upstream_ns,
+            "no template source: namespace templates not stamped"
+        );
         return Ok(());
     };
     let mut ns = ns.clone();
@@ -93,8 +98,14 @@ pub async fn stamp_namespace(
     set: &TemplateSet,
     prune: bool,
 ) -> Result<StampReport, ServerError> {
-    let upstream_ns = ns["metadata"]["name"].as_str().unwrap_or_default().to_string();
-    let ctx = TenantContext { tenant: t.clone(), catalog: set.catalog.clone() };
+    let upstream_ns = ns["metadata"]["name"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let ctx = TenantContext {
+        tenant: t.clone(),
+        catalog: set.catalog.clone(),
+    };
     let wanted = tpl::wanted(&set.templates, t, ns);
     let mut report = StampReport::default();
     let mut stamps = BTreeMap::new();
@@ -125,7 +136,13 @@ pub async fn stamp_namespace(
         if !ok {
             report.failed.push(w.name.clone());
         }
-        stamps.insert(w.name.clone(), Stamp { generation: w.generation, in_sync: ok });
+        stamps.insert(
+            w.name.clone(),
+            Stamp {
+                generation: w.generation,
+                in_sync: ok,
+            },
+        );
     }
     if prune {
         let found = find_locked(up, &upstream_ns).await?;
@@ -135,9 +152,15 @@ pub async fn stamp_namespace(
         }
     }
     let value = tpl::format_annotation(&stamps);
-    let before = ns["metadata"]["annotations"][TEMPLATES_ANNOTATION].as_str().unwrap_or("");
+    let before = ns["metadata"]["annotations"][TEMPLATES_ANNOTATION]
+        .as_str()
+        .unwrap_or("");
     if value != before {
-        let v = if value.is_empty() { Value::Null } else { Value::String(value) };
+        let v = if value.is_empty() {
+            Value::Null
+        } else {
+            Value::String(value)
+        };
         let a = upjson::call(
             up,
             http::Method::PATCH,
@@ -161,7 +184,10 @@ pub async fn stamp_namespace(
 async fn find_locked(up: &Upstream, upstream_ns: &str) -> Result<Vec<FoundLocked>, ServerError> {
     let selector = upjson::query_escape(&format!("{LOCKED_LABEL}=true"));
     let lists = TEMPLATE_KINDS.iter().map(|k| {
-        let path = format!("{}?labelSelector={selector}", tpl::collection_path(k, upstream_ns));
+        let path = format!(
+            "{}?labelSelector={selector}",
+            tpl::collection_path(k, upstream_ns)
+        );
         async move { (k, upjson::list(up, &path).await) }
     });
     let mut out = Vec::new();
@@ -171,7 +197,10 @@ async fn find_locked(up: &Upstream, upstream_ns: &str) -> Result<Vec<FoundLocked
                 out.push(FoundLocked {
                     kind,
                     name: name.to_string(),
-                    template: o["metadata"]["labels"][TEMPLATE_LABEL].as_str().unwrap_or("").to_string(),
+                    template: o["metadata"]["labels"][TEMPLATE_LABEL]
+                        .as_str()
+                        .unwrap_or("")
+                        .to_string(),
                 });
             }
         }

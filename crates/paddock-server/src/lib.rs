@@ -143,9 +143,9 @@ pub async fn run(config: ServerConfig, shutdown: CancellationToken) -> Result<()
         config,
     });
     // Namespace templates: where the reconciler's set-up finds them, and their sync loop.
-    paddock_reconciler::templates::set_template_source(Arc::new(
-        templates_sync::StoreTemplates(state.clone()),
-    ));
+    paddock_reconciler::templates::set_template_source(Arc::new(templates_sync::StoreTemplates(
+        state.clone(),
+    )));
     tokio::spawn(templates_sync::sync_loop(state.clone()));
     tokio::spawn(drain_on(state.clone(), shutdown));
     if let Some(a) = admission {

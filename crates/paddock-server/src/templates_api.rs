@@ -79,7 +79,11 @@ pub async fn serve_templates(
         }
         (Method::DELETE, ["namespacetemplates", name]) => {
             refuse_builtin(name)?;
-            let (t, version) = state.store.get_template(name).await?.ok_or_else(|| not_found(name))?;
+            let (t, version) = state
+                .store
+                .get_template(name)
+                .await?
+                .ok_or_else(|| not_found(name))?;
             if !state.store.delete_template(name, version).await? {
                 return Err(ServerError::Conflict(format!(
                     "namespacetemplates.paddock.io \"{name}\" changed while it was being deleted; try again"
@@ -96,7 +100,9 @@ pub async fn serve_templates(
 }
 
 fn not_found(name: &str) -> ServerError {
-    ServerError::NotFound(format!("namespacetemplates.paddock.io \"{name}\" not found"))
+    ServerError::NotFound(format!(
+        "namespacetemplates.paddock.io \"{name}\" not found"
+    ))
 }
 
 async fn read_json(body: Incoming) -> Result<Value, ServerError> {
@@ -116,21 +122,33 @@ fn parse(obj: &Value, path_name: Option<&str>) -> Result<NamespaceTemplate, Serv
             "metadata.name {name} does not match the name in the path"
         )));
     }
-    let spec = obj["spec"].as_object().ok_or_else(|| ServerError::BadRequest("spec is required".into()))?;
-    if let Some(k) = spec.keys().find(|k| !["mandatory", "tenants", "manifests"].contains(&k.as_str())) {
-        return Err(ServerError::BadRequest(format!("spec.{k}: unknown field (spec has mandatory, tenants, manifests)")));
+    let spec = obj["spec"]
+        .as_object()
+        .ok_or_else(|| ServerError::BadRequest("spec is required".into()))?;
+    if let Some(k) = spec
+        .keys()
+        .find(|k| !["mandatory", "tenants", "manifests"].contains(&k.as_str()))
+    {
+        return Err(ServerError::BadRequest(format!(
+            "spec.{k}: unknown field (spec has mandatory, tenants, manifests)"
+        )));
     }
     let mandatory = spec
         .get("mandatory")
         .and_then(Value::as_bool)
-        .ok_or_else(|| ServerError::BadRequest("spec.mandatory (true or false) is required".into()))?;
-    let tenants: Vec<String> = serde_json::from_value(spec.get("tenants").cloned().unwrap_or(json!([])))
-        .map_err(|e| ServerError::BadRequest(format!("spec.tenants: {e}")))?;
+        .ok_or_else(|| {
+            ServerError::BadRequest("spec.mandatory (true or false) is required".into())
+        })?;
+    let tenants: Vec<String> =
+        serde_json::from_value(spec.get("tenants").cloned().unwrap_or(json!([])))
+            .map_err(|e| ServerError::BadRequest(format!("spec.tenants: {e}")))?;
     let manifests = spec
         .get("manifests")
         .and_then(Value::as_array)
         .cloned()
-        .ok_or_else(|| ServerError::BadRequest("spec.manifests (a list of objects) is required".into()))?;
+        .ok_or_else(|| {
+            ServerError::BadRequest("spec.manifests (a list of objects) is required".into())
+        })?;
     Ok(NamespaceTemplate {
         name: name.to_string(),
         mandatory,
@@ -146,21 +164,32 @@ fn refuse_builtin(name: &str) -> Result<(), ServerError> {
     if !name.starts_with(RESERVED_PREFIX) {
         return Ok(());
     }
-    let builtin = tpl::builtin_templates(true, true).iter().any(|b| b.name == name);
+    let builtin = tpl::builtin_templates(true, true)
+        .iter()
+        .any(|b| b.name == name);
     Err(ServerError::Forbidden(if builtin {
-        format!("namespacetemplates.paddock.io \"{name}\" is built into paddock and cannot be changed or deleted here (the default_templates setting chooses the built-in set; docs/templates.md)")
+        format!(
+            "namespacetemplates.paddock.io \"{name}\" is built into paddock and cannot be changed or deleted here (the default_templates setting chooses the built-in set; docs/templates.md)"
+        )
     } else {
-        format!("template names starting with {RESERVED_PREFIX} are reserved for paddock's built-in templates")
+        format!(
+            "template names starting with {RESERVED_PREFIX} are reserved for paddock's built-in templates"
+        )
     }))
 }
 
 /// Validates and stores `t` (a create when `create`, else create-or-replace), raising the
 /// generation when the spec changed.
-async fn write(state: &Arc<AppState>, mut t: NamespaceTemplate, create: bool) -> Result<NamespaceTemplate, ServerError> {
+async fn write(
+    state: &Arc<AppState>,
+    mut t: NamespaceTemplate,
+    create: bool,
+) -> Result<NamespaceTemplate, ServerError> {
     refuse_builtin(&t.name)?;
     let set = all_templates(state).await?;
     let probe = TenantContext {
-        tenant: paddock_core::TenantId::parse("tmplpr").map_err(|e| ServerError::Internal(e.to_string()))?,
+        tenant: paddock_core::TenantId::parse("tmplpr")
+            .map_err(|e| ServerError::Internal(e.to_string()))?,
         catalog: set.catalog.clone(),
     };
     let invalid = |e: tpl::TemplateError| ServerError::BadRequest(e.to_string());
@@ -176,7 +205,9 @@ async fn write(state: &Arc<AppState>, mut t: NamespaceTemplate, create: bool) ->
                 )));
             }
             Some((old, v)) => {
-                let same = old.mandatory == t.mandatory && old.tenants == t.tenants && old.manifests == t.manifests;
+                let same = old.mandatory == t.mandatory
+                    && old.tenants == t.tenants
+                    && old.manifests == t.manifests;
                 if same {
                     return Ok(old.clone());
                 }

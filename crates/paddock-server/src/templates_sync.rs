@@ -76,7 +76,9 @@ pub async fn tenant_namespaces(state: &AppState) -> Result<Vec<(TenantId, Value)
         let Some(tid) = ns["metadata"]["labels"][paddock_core::TENANT_LABEL].as_str() else {
             continue;
         };
-        let Ok(t) = TenantId::parse(tid) else { continue };
+        let Ok(t) = TenantId::parse(tid) else {
+            continue;
+        };
         let name = ns["metadata"]["name"].as_str().unwrap_or_default();
         let live = state
             .cache
@@ -116,11 +118,12 @@ pub async fn sync_pass(state: &AppState, full: bool) -> Result<PassReport, Serve
         })
         .collect();
     let set = &set;
-    let mut results = futures_util::stream::iter(jobs)
-        .map(|(t, ns, prune)| async move {
-            stamp_namespace(&state.upstream, &t, &ns, set, prune).await
-        })
-        .buffer_unordered(PARALLEL);
+    let mut results =
+        futures_util::stream::iter(jobs)
+            .map(|(t, ns, prune)| async move {
+                stamp_namespace(&state.upstream, &t, &ns, set, prune).await
+            })
+            .buffer_unordered(PARALLEL);
     while let Some(r) = results.next().await {
         match r {
             Ok(r) if r.failed.is_empty() => report.stamped += 1,
@@ -136,7 +139,13 @@ pub async fn sync_pass(state: &AppState, full: bool) -> Result<PassReport, Serve
 
 /// The sync loop of one replica.
 pub async fn sync_loop(state: Arc<AppState>) {
-    let mut tick = tokio::time::interval(state.config.templates.sync_interval.max(Duration::from_millis(200)));
+    let mut tick = tokio::time::interval(
+        state
+            .config
+            .templates
+            .sync_interval
+            .max(Duration::from_millis(200)),
+    );
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut pass: u64 = 0;
     loop {
@@ -145,14 +154,20 @@ pub async fn sync_loop(state: Arc<AppState>) {
             _ = WAKE.notified() => {}
             _ = state.shutdown.cancelled() => return,
         }
-        if !state.bootstrapped.load(std::sync::atomic::Ordering::Acquire) {
+        if !state
+            .bootstrapped
+            .load(std::sync::atomic::Ordering::Acquire)
+        {
             continue;
         }
         let started = Instant::now();
         match sync_pass(&state, pass % FULL_PASS_EVERY == 0).await {
             Ok(r) if r.stamped + r.failed > 0 => tracing::info!(
-                namespaces = r.namespaces, stamped = r.stamped, failed = r.failed,
-                millis = started.elapsed().as_millis() as u64, "namespace templates synced"
+                namespaces = r.namespaces,
+                stamped = r.stamped,
+                failed = r.failed,
+                millis = started.elapsed().as_millis() as u64,
+                "namespace templates synced"
             ),
             Ok(_) => {}
             Err(e) => tracing::warn!(error = %e, "namespace template sync pass failed"),

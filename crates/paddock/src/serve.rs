@@ -469,13 +469,24 @@ fn templates_config(
     file: &FileConfig,
 ) -> Result<paddock_server::config::TemplatesConfig> {
     let d = paddock_server::config::TemplatesConfig::default();
-    let pl1 = match args.default_templates.clone().or(file.default_templates.clone()).as_deref() {
+    let pl1 = match args
+        .default_templates
+        .clone()
+        .or(file.default_templates.clone())
+        .as_deref()
+    {
         None | Some("pl1") => true,
         Some("default") => false,
         Some(o) => anyhow::bail!("default_templates: {o:?} is neither \"pl1\" nor \"default\""),
     };
-    let sync_interval = match args.template_sync_interval.clone().or(file.template_sync_interval.clone()) {
-        Some(s) => parse_duration(&s).map_err(|e| anyhow::anyhow!("template_sync_interval: {e}"))?,
+    let sync_interval = match args
+        .template_sync_interval
+        .clone()
+        .or(file.template_sync_interval.clone())
+    {
+        Some(s) => {
+            parse_duration(&s).map_err(|e| anyhow::anyhow!("template_sync_interval: {e}"))?
+        }
         None => d.sync_interval,
     };
     Ok(paddock_server::config::TemplatesConfig { pl1, sync_interval })
