@@ -51,9 +51,10 @@ pub fn templates_guard() -> (String, Value) {
             "({o} != null && has({o}.metadata) && has({o}.metadata.annotations)) ? {o}.metadata.annotations : {{}}"
         )
     };
-    let tenant_sa = "request.userInfo.username.startsWith('system:serviceaccount:') && \
-        namespaceObject != null && has(namespaceObject.metadata.labels) && 'paddock.io/tenant' in namespaceObject.metadata.labels && \
-        request.userInfo.username.startsWith('system:serviceaccount:' + namespaceObject.metadata.labels['paddock.io/tenant'] + '-')";
+    // A service account of one of the tenant's namespaces writing in a namespace of the same
+    // tenant (tenant namespaces are `<tid>-<name>`, tenant ids six characters).
+    let tenant_sa = "has(request.namespace) && request.namespace.matches('^[a-z][a-z0-9]{5}-') && \
+        request.userInfo.username.startsWith('system:serviceaccount:' + request.namespace.substring(0, 7))";
     let a = TEMPLATES_ANNOTATION;
     (
         TEMPLATES_GUARD_NAME.to_string(),
