@@ -161,7 +161,7 @@ pub async fn sync_loop(state: Arc<AppState>) {
             continue;
         }
         let started = Instant::now();
-        match sync_pass(&state, pass % FULL_PASS_EVERY == 0).await {
+        match sync_pass(&state, pass.is_multiple_of(FULL_PASS_EVERY)).await {
             Ok(r) if r.stamped + r.failed > 0 => tracing::info!(
                 namespaces = r.namespaces,
                 stamped = r.stamped,
