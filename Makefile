@@ -70,3 +70,9 @@ bench:
 .PHONY: quota-overshoot
 quota-overshoot:
 	cargo test -p paddock-e2e --test quota -- --ignored --nocapture configmap_burst_overshoot_over_20_runs
+
+# Namespace templates: time for a template change to reach 100 namespaces of 4 tenants
+# (docs/templates.md); creates 84 namespaces, a few minutes.
+.PHONY: templates-scale
+templates-scale:
+	cargo test -p paddock-e2e --test templates -- --ignored --nocapture template_change_reaches_100_namespaces

@@ -39,6 +39,8 @@ pub mod fairshare;
 pub mod usage;
 // Tenant-wide quota: what an object charges and the ledger's decisions (issue 15).
 pub mod quota;
+// Namespace templates: stamping decisions and their admission lock (issue 15).
+pub mod templates;
 
 // Errors and their Status.
 pub mod error;

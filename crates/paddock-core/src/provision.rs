@@ -292,8 +292,17 @@ pub fn guard_policies(admission_webhook: bool) -> Vec<(String, Value)> {
     );
     let policies = admission_policies_guard();
     let flowcontrol = flowcontrol_guard();
+    let templates = crate::templates::templates_guard();
     if admission_webhook {
-        return vec![generic, namespaces, rbac, webhooks, policies, flowcontrol];
+        return vec![
+            generic,
+            namespaces,
+            rbac,
+            webhooks,
+            policies,
+            flowcontrol,
+            templates,
+        ];
     }
     vec![
         generic,
@@ -303,6 +312,7 @@ pub fn guard_policies(admission_webhook: bool) -> Vec<(String, Value)> {
         webhooks,
         policies,
         flowcontrol,
+        templates,
     ]
 }
 

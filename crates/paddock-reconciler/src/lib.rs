@@ -6,7 +6,8 @@
 //! - [`lifecycle`]: creating, repairing and deleting a tenant;
 //! - [`resync`]: the periodic repair of every tenant; [`prune`]: store upkeep;
 //! - [`rights`]: the start-up check that paddock's own credential holds what it needs;
-//! - [`billing`]: the tenant's billing key stamped on its namespaces (docs/metering.md).
+//! - [`billing`]: the tenant's billing key stamped on its namespaces (docs/metering.md);
+//! - [`templates`]: namespace templates stamped into tenant namespaces (docs/templates.md).
 //!
 //! Module layers (no cycles): `provision` <- `rbac_sync` <- `lifecycle` <- `resync`.
 //! The gateway (`paddock-server`) calls in here; nothing here knows the gateway.
@@ -18,6 +19,7 @@ pub mod prune;
 pub mod rbac_sync;
 pub mod resync;
 pub mod rights;
+pub mod templates;
 
 use std::sync::Arc;
 use std::time::Duration;

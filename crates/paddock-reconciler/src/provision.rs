@@ -158,23 +158,21 @@ pub async fn set_up_namespace(
     )
     .await?;
     // The namespace (with its locked labels) first; then its contents, side by side (each
-    // is an upstream round trip; tenant creation does this for four namespaces at once).
+    // is an upstream round trip; tenant creation does this for four namespaces at once):
+    // the admins' binding, the mirrors, and the namespace templates (the isolation
+    // NetworkPolicy and the quota are the built-in `paddock-default` template).
     let rb_path = format!(
         "/apis/rbac.authorization.k8s.io/v1/namespaces/{upstream_ns}/rolebindings/{NAMESPACE_ADMIN_BINDING}"
     );
-    let np_path = format!(
-        "/apis/networking.k8s.io/v1/namespaces/{upstream_ns}/networkpolicies/{NAMESPACE_NETWORK_POLICY}"
-    );
-    let quota_path = format!("/api/v1/namespaces/{upstream_ns}/resourcequotas/{NAMESPACE_QUOTA}");
-    let (rb, np, quota) = (
-        namespace_admin_binding(t, upstream_ns),
-        namespace_network_policy(t, upstream_ns),
-        namespace_quota(t, upstream_ns, admission_webhook()),
-    );
-    futures_util::future::try_join4(
+    let rb = namespace_admin_binding(t, upstream_ns);
+    let asked = if current.status.is_success() {
+        current.body
+    } else {
+        json!({"metadata": {}})
+    };
+    futures_util::future::try_join3(
         upjson::apply(up, &rb_path, &rb),
-        upjson::apply(up, &np_path, &np),
-        upjson::apply(up, &quota_path, &quota),
+        crate::templates::stamp_at_setup(up, t, upstream_ns, &asked),
         mirrors,
     )
     .await?;

@@ -148,6 +148,8 @@ fn discovery(path: &str) -> Option<Value> {
                 {"name": "tenants/usage", "singularName": "", "namespaced": false, "kind": "TenantUsage", "verbs": ["get"]},
                 {"name": "issuedcertificates", "singularName": "issuedcertificate", "namespaced": false,
                  "kind": "IssuedCertificate", "verbs": ["get", "list", "create"]},
+                {"name": "namespacetemplates", "singularName": "namespacetemplate", "namespaced": false,
+                 "kind": "NamespaceTemplate", "verbs": ["get", "list", "create", "update", "delete"], "shortNames": ["nstpl"]},
                 {"name": "issuedcertificates/revocation", "singularName": "", "namespaced": false,
                  "kind": "IssuedCertificate", "verbs": ["create"]}
             ]}),
@@ -290,6 +292,9 @@ pub async fn serve_admin(
             let q = crate::quota_api::patch_quota(state, id, &patch).await?;
             tracing::info!(admin = caller.user(), tenant = id, hard = %q["spec"]["hard"], "tenant quota changed");
             json_response(StatusCode::OK, &q)
+        }
+        (m, ["namespacetemplates", ..]) => {
+            crate::templates_api::serve_templates(state, caller, m, &segs, req.into_body()).await
         }
         (m, ["tenants", id, "policy"]) => {
             crate::policy_admin::serve_policy(state, caller, m, id, req.into_body()).await

@@ -122,6 +122,8 @@ pub struct ServerConfig {
     pub admission: AdmissionConfig,
     /// The policy of a tenant that has none of its own (docs/security.md "Tenant policy").
     pub default_policy: paddock_core::admission::TenantPolicy,
+    /// Namespace templates (docs/templates.md).
+    pub templates: TemplatesConfig,
 }
 
 /// The admission webhook the apiserver calls (config).
@@ -442,6 +444,7 @@ mod tests {
             quota: QuotaConfig::default(),
             admission: AdmissionConfig::default(),
             default_policy: Default::default(),
+            templates: TemplatesConfig::default(),
         }
     }
 
@@ -485,5 +488,25 @@ mod tests {
         assert_eq!(parse_duration("2d"), Ok(Duration::from_secs(172800)));
         assert!(parse_duration("1y").is_err());
         assert!(parse_duration("h").is_err());
+    }
+}
+
+/// Namespace templates (docs/templates.md).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TemplatesConfig {
+    /// Whether the built-in `paddock-pl1` template (the multi-tenancy benchmark's profile
+    /// level 1 set) is mandatory for every tenant (`default_templates = "pl1"`, the default);
+    /// `"default"` keeps only `paddock-default`.
+    pub pl1: bool,
+    /// How often each replica compares every tenant namespace with the templates.
+    pub sync_interval: Duration,
+}
+
+impl Default for TemplatesConfig {
+    fn default() -> Self {
+        TemplatesConfig {
+            pl1: true,
+            sync_interval: Duration::from_secs(2),
+        }
     }
 }

@@ -36,6 +36,8 @@ pub mod router;
 pub mod stack;
 pub mod state;
 pub mod tasks;
+pub mod templates_api;
+pub mod templates_sync;
 pub mod usage;
 
 // The upstream client and the reconciler are crates of their own; their modules keep the
@@ -141,6 +143,11 @@ pub async fn run(config: ServerConfig, shutdown: CancellationToken) -> Result<()
         access_log: access_log::AccessLog::new(config.log_format, config.access_log),
         config,
     });
+    // Namespace templates: where the reconciler's set-up finds them, and their sync loop.
+    paddock_reconciler::templates::set_template_source(Arc::new(templates_sync::StoreTemplates(
+        state.clone(),
+    )));
+    tokio::spawn(templates_sync::sync_loop(state.clone()));
     tokio::spawn(drain_on(state.clone(), shutdown));
     if let Some(a) = admission {
         tokio::spawn(a.serve(state.clone()));

@@ -15,6 +15,9 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 
+#[path = "embedded_templates.rs"]
+mod templates;
+
 use crate::cache::{Snapshot, StoreCache};
 use crate::{CertRecord, StoreError, TenantRecord, check_serial, check_tenant_id};
 
@@ -36,6 +39,9 @@ struct State {
     /// Cluster-wide claims: `<kind>/<key>` to the owning tenant.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     claims: BTreeMap<String, String>,
+    /// Namespace templates by name, with their version (docs/templates.md).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    templates: BTreeMap<String, (i64, paddock_core::templates::NamespaceTemplate)>,
 }
 
 impl State {

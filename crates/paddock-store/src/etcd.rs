@@ -401,7 +401,7 @@ impl Shared {
         .await
     }
 
-    async fn get(&self, key: &str) -> Result<etcd_client::GetResponse, StoreError> {
+    pub(crate) async fn get(&self, key: &str) -> Result<etcd_client::GetResponse, StoreError> {
         self.call(|c| {
             let key = key.to_string();
             async move { c.kv_client().get(key, None).await }

@@ -41,11 +41,13 @@ mod etcd;
 mod etcd_claims;
 mod etcd_conn;
 mod etcd_error;
+mod etcd_templates;
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
 use paddock_core::TenantId;
+use paddock_core::templates::NamespaceTemplate;
 use serde::{Deserialize, Serialize};
 
 pub use cache::{Snapshot, StoreCache};
@@ -305,6 +307,34 @@ impl Store {
         dispatch!(self, s => s.delete_quota_ledger(tid.as_str()).await)
     }
 
+    /// Every namespace template, with the version a compare-and-swap must name.
+    pub async fn list_templates(&self) -> Result<Vec<(NamespaceTemplate, i64)>, StoreError> {
+        dispatch!(self, s => s.list_templates().await)
+    }
+
+    /// One namespace template and its version.
+    pub async fn get_template(
+        &self,
+        name: &str,
+    ) -> Result<Option<(NamespaceTemplate, i64)>, StoreError> {
+        dispatch!(self, s => s.get_template(name).await)
+    }
+
+    /// Writes a template if its version is still `expected` (0: create, only if absent).
+    /// `Ok(false)`: someone else wrote it first; read it again.
+    pub async fn swap_template(
+        &self,
+        t: &NamespaceTemplate,
+        expected: i64,
+    ) -> Result<bool, StoreError> {
+        dispatch!(self, s => s.swap_template(t, expected).await)
+    }
+
+    /// Deletes a template if its version is still `expected`.
+    pub async fn delete_template(&self, name: &str, expected: i64) -> Result<bool, StoreError> {
+        dispatch!(self, s => s.delete_template(name, expected).await)
+    }
+
     pub async fn prune(
         &self,
         now: std::time::SystemTime,
@@ -388,6 +418,16 @@ pub(crate) fn check_serial(serial: &str) -> Result<String, StoreError> {
         )));
     }
     Ok(n)
+}
+
+pub(crate) fn check_template_name(name: &str) -> Result<(), StoreError> {
+    if paddock_core::templates::valid_template_name(name) {
+        Ok(())
+    } else {
+        Err(StoreError::Invalid(format!(
+            "invalid template name {name:?}"
+        )))
+    }
 }
 
 pub(crate) fn check_tenant_id(id: &str) -> Result<(), StoreError> {

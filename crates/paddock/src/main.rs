@@ -5,6 +5,7 @@ mod kubeconfig;
 mod metering_cli;
 mod output;
 mod serve;
+mod template_cli;
 
 use std::path::PathBuf;
 
@@ -48,6 +49,13 @@ enum Command {
         conn: AdminConn,
         #[command(subcommand)]
         command: CertCommand,
+    },
+    /// Namespace templates (docs/templates.md).
+    Template {
+        #[command(flatten)]
+        conn: AdminConn,
+        #[command(subcommand)]
+        command: template_cli::TemplateCommand,
     },
     /// Print a kubeconfig for a tenant user (issues a fresh certificate; same as `user issue`).
     Kubeconfig {
@@ -416,6 +424,10 @@ async fn run(cli: Cli) -> Result<()> {
             let kc = client.issue_kubeconfig(&args).await?;
             print!("{kc}");
             Ok(())
+        }
+        Command::Template { conn, command } => {
+            let client = admin_client::AdminClient::new(&conn.kubeconfig)?;
+            template_cli::run(&client, command).await
         }
         Command::Cert { conn, command } => {
             let client = admin_client::AdminClient::new(&conn.kubeconfig)?;

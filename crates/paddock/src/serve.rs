@@ -188,6 +188,13 @@ pub struct ServeArgs {
     /// How often each replica recounts tenants' usage upstream, e.g. 2s.
     #[arg(long, env = "PADDOCK_QUOTA_RECOUNT_INTERVAL")]
     pub quota_recount_interval: Option<String>,
+    // ---- Namespace templates (docs/templates.md) ----
+    /// Built-in mandatory templates: `pl1` (paddock-default and paddock-pl1) or `default`.
+    #[arg(long, env = "PADDOCK_DEFAULT_TEMPLATES")]
+    pub default_templates: Option<String>,
+    /// How often each replica brings tenant namespaces in step with the templates, e.g. 2s.
+    #[arg(long, env = "PADDOCK_TEMPLATE_SYNC_INTERVAL")]
+    pub template_sync_interval: Option<String>,
 }
 
 /// Shares of the tenants' APF priority level: as many as `workload-low` (service accounts).
@@ -243,6 +250,8 @@ struct FileConfig {
     audit_webhook_ca: Option<PathBuf>,
     tenant_default_quota: Option<std::collections::BTreeMap<String, String>>,
     quota_recount_interval: Option<String>,
+    default_templates: Option<String>,
+    template_sync_interval: Option<String>,
     admission_listen: Option<SocketAddr>,
     admission_url: Option<String>,
     admission_client_ca: Option<PathBuf>,
@@ -290,6 +299,7 @@ pub fn resolve(args: &ServeArgs) -> Result<(ServerConfig, LogFormat)> {
     let connections = connections(args, &file)?;
     let limits = limits(args, &file);
     let quota = quota_config(args, &file)?;
+    let templates = templates_config(args, &file)?;
     let audit = AuditConfig {
         policy_file: args
             .audit_policy_file
@@ -402,6 +412,7 @@ pub fn resolve(args: &ServeArgs) -> Result<(ServerConfig, LogFormat)> {
             "30s",
         )?,
         quota,
+        templates,
         admission: paddock_server::config::AdmissionConfig {
             listen: args.admission_listen.or(file.admission_listen),
             url: args.admission_url.clone().or(file.admission_url),
@@ -450,6 +461,35 @@ fn quota_config(args: &ServeArgs, file: &FileConfig) -> Result<paddock_server::q
         default_hard,
         recount_interval,
     })
+}
+
+/// Namespace template settings.
+fn templates_config(
+    args: &ServeArgs,
+    file: &FileConfig,
+) -> Result<paddock_server::config::TemplatesConfig> {
+    let d = paddock_server::config::TemplatesConfig::default();
+    let pl1 = match args
+        .default_templates
+        .clone()
+        .or(file.default_templates.clone())
+        .as_deref()
+    {
+        None | Some("pl1") => true,
+        Some("default") => false,
+        Some(o) => anyhow::bail!("default_templates: {o:?} is neither \"pl1\" nor \"default\""),
+    };
+    let sync_interval = match args
+        .template_sync_interval
+        .clone()
+        .or(file.template_sync_interval.clone())
+    {
+        Some(s) => {
+            parse_duration(&s).map_err(|e| anyhow::anyhow!("template_sync_interval: {e}"))?
+        }
+        None => d.sync_interval,
+    };
+    Ok(paddock_server::config::TemplatesConfig { pl1, sync_interval })
 }
 
 /// The etcd password: a file named by flag, variable or config file beats

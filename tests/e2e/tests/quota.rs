@@ -170,6 +170,22 @@ fn tenant_quota_api_view_and_namespace_count() -> Result<()> {
         freed.as_secs_f64()
     );
     k.run(&["create", "namespace", "four"])?;
+    // The new namespace's kube-root-ca.crt comes from a controller a moment later; compare
+    // the figures once the recount has it, not while it is on its way.
+    within(Duration::from_secs(30), "four's root CA ConfigMap", || {
+        Ok(
+            k.run(&["get", "configmap", "kube-root-ca.crt", "-n", "four"])
+                .is_ok(),
+        )
+    })?;
+    within(Duration::from_secs(30), "every ConfigMap counted", || {
+        let n = k
+            .run(&["get", "configmaps", "-A", "-o", "name"])?
+            .lines()
+            .filter(|l| !l.is_empty())
+            .count();
+        Ok(used(&k, "count/configmaps")? == n.to_string())
+    })?;
 
     // --- same figures after a restart ---
     let before = k.run(&[
