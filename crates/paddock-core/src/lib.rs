@@ -35,6 +35,7 @@ pub mod wire;
 pub mod admission;
 pub mod audit;
 pub mod billing;
+pub mod fair_weight;
 pub mod fairshare;
 pub mod usage;
 // Tenant-wide quota: what an object charges and the ledger's decisions (issue 15).

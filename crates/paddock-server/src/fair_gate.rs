@@ -2,6 +2,7 @@
 
 use http::{Method, Request, Uri, header};
 use paddock_core::TenantId;
+use paddock_core::fair_weight::{seats, tarpit};
 use paddock_core::fairshare::{RequestClass, clamp_list_limit, classify};
 
 use crate::error::ServerError;
@@ -37,9 +38,36 @@ pub fn admit_request<B>(
         *req.uri_mut() = Uri::from_parts(parts)
             .map_err(|e| ServerError::BadRequest(format!("request URI: {e}")))?;
     }
-    let r = state.limiter.admit(tenant, &limits, class);
+    let seats = seats(
+        class,
+        req.uri().path(),
+        req.uri().query(),
+        limits.max_list,
+        limits.max_inflight,
+    );
+    let r = state.limiter.admit_weighted(tenant, &limits, class, seats);
     if let Err(ServerError::TooManyRequests { limit, .. }) = &r {
         state.metrics.limit_refused(limit);
+    }
+    r
+}
+
+/// [`admit_request`], with a refusal by a rate limit answered only after
+/// `min(Retry-After, 1 s)` (the tarpit, `paddock_core::fair_weight::tarpit`): the wait holds no
+/// seat, only a timer, so a client that retries at once without honouring `Retry-After` makes
+/// at most one refused request per second per request it keeps in flight.
+pub async fn admit<B>(
+    state: &AppState,
+    tenant: &TenantId,
+    req: &mut Request<B>,
+) -> Result<Option<Permit>, ServerError> {
+    let r = admit_request(state, tenant, req);
+    if let Err(ServerError::TooManyRequests {
+        limit, retry_after, ..
+    }) = &r
+        && let Some(wait) = tarpit(limit, *retry_after)
+    {
+        tokio::time::sleep(wait).await;
     }
     r
 }

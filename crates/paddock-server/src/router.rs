@@ -106,7 +106,7 @@ pub async fn handle(
             user,
             groups,
             ..
-        } => match crate::fair_gate::admit_request(&state, tenant, &mut req) {
+        } => match crate::fair_gate::admit(&state, tenant, &mut req).await {
             Err(e) => (Err(e), crate::metrics::method_verb(&method)),
             Ok(p) => {
                 permit = p;
