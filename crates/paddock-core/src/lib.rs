@@ -34,6 +34,7 @@ pub mod wire;
 // holds the counters and writes the log).
 pub mod admission;
 pub mod audit;
+pub mod audit_platform;
 pub mod billing;
 pub mod fair_weight;
 pub mod fairshare;

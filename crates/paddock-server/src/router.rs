@@ -38,7 +38,12 @@ pub async fn handle(
     {
         Ok(c) => c,
         Err(e) => {
+            let reason = e.to_string();
             let resp = e.into_response();
+            if let (Some(a), Some(i)) = (&state.audit, &audit_info) {
+                let code = resp.status().as_u16();
+                crate::audit_answer::audit_refusal(a, peer.as_ref(), req.headers(), i, code, &reason);
+            }
             log_request(
                 &state,
                 "_anonymous",
@@ -91,8 +96,7 @@ pub async fn handle(
             413,
             start.elapsed().as_secs_f64(),
         );
-        audit(&state, &caller, audit_info.as_ref(), 413);
-        return resp;
+        return audit(&state, &caller, audit_info.as_ref(), resp);
     }
     // A fair-share slot, held until the response body has been sent.
     let mut permit = None;
@@ -141,7 +145,7 @@ pub async fn handle(
         code,
         start.elapsed().as_secs_f64(),
     );
-    audit(&state, &caller, audit_info.as_ref(), code);
+    let resp = audit(&state, &caller, audit_info.as_ref(), resp);
     let resp = match &caller {
         Caller::Tenant { tenant, .. } => {
             let t = tenant.as_str();
@@ -183,9 +187,15 @@ async fn serve_tenant(
     }
 }
 
-fn audit(state: &AppState, caller: &Caller, info: Option<&crate::audit::RequestInfo>, code: u16) {
-    if let (Some(a), Some(i)) = (&state.audit, info) {
-        crate::audit::record_request(a, caller, i, code);
+fn audit(
+    state: &AppState,
+    caller: &Caller,
+    info: Option<&crate::audit::RequestInfo>,
+    resp: Response<ResBody>,
+) -> Response<ResBody> {
+    match (&state.audit, info) {
+        (Some(a), Some(i)) => crate::audit_answer::audit_answer(a, caller, i, resp),
+        _ => resp,
     }
 }
 
