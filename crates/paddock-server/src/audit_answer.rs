@@ -209,6 +209,10 @@ pub fn audit_refusal(
                 s.push_str(",O=");
                 s.push_str(g);
             }
+            if let Some(t) = &p.tenant {
+                s.push_str(",OU=");
+                s.push_str(t);
+            }
             s
         }),
     };
