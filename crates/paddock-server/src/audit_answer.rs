@@ -138,12 +138,13 @@ impl Body for Teed {
                         this.copy.extend_from_slice(d);
                     }
                 }
-            }
-            Poll::Ready(None) => {
-                if let Some(p) = this.pending.take() {
-                    p.record((!this.over).then_some(&this.copy[..]));
+                // hyper stops polling a body that says it has ended: the last frame is the
+                // end, not a later `None`.
+                if this.inner.is_end_stream() {
+                    this.finish();
                 }
             }
+            Poll::Ready(None) => this.finish(),
             Poll::Ready(Some(Err(_))) => {
                 if let Some(p) = this.pending.take() {
                     p.record(None);
@@ -163,10 +164,22 @@ impl Body for Teed {
     }
 }
 
-impl Drop for Teed {
-    /// An answer not sent to its end (the client went away) is still recorded, without it.
-    fn drop(&mut self) {
+impl Teed {
+    /// Records the event with the whole answer (unless it passed the bound).
+    fn finish(&mut self) {
         if let Some(p) = self.pending.take() {
+            p.record((!self.over).then_some(&self.copy[..]));
+        }
+    }
+}
+
+impl Drop for Teed {
+    /// An answer not sent to its end (the client went away) is still recorded, without it;
+    /// one whose body said it had ended is recorded whole.
+    fn drop(&mut self) {
+        if self.inner.is_end_stream() {
+            self.finish();
+        } else if let Some(p) = self.pending.take() {
             p.record(None);
         }
     }
