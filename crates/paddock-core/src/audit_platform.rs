@@ -116,7 +116,10 @@ mod tests {
         assert_eq!(v["user"]["username"], "");
         assert!(v["user"].get("groups").is_none() && v["user"].get("extra").is_none());
         assert!(v["annotations"].get(crate::TENANT_LABEL).is_none());
-        assert_eq!(v["annotations"]["paddock.io/credential"], "client-certificate");
+        assert_eq!(
+            v["annotations"]["paddock.io/credential"],
+            "client-certificate"
+        );
         assert_eq!(
             v["annotations"]["paddock.io/refusal"],
             "certificate of an unknown tenant"

@@ -113,14 +113,23 @@ mod tests {
         assert_eq!(seats(RequestClass::Read, get, None, 500, 64), 1);
         assert_eq!(seats(RequestClass::Write, list, None, 500, 64), 1);
         assert_eq!(seats(RequestClass::Watch, list, None, 500, 64), 1);
-        assert_eq!(seats(RequestClass::Read, list, Some("limit=500"), 500, 64), 5);
+        assert_eq!(
+            seats(RequestClass::Read, list, Some("limit=500"), 500, 64),
+            5
+        );
         assert_eq!(seats(RequestClass::Read, list, Some("limit=1"), 500, 64), 1);
-        assert_eq!(seats(RequestClass::Read, list, Some("limit=101"), 500, 64), 2);
+        assert_eq!(
+            seats(RequestClass::Read, list, Some("limit=101"), 500, 64),
+            2
+        );
         // No limit: maxList, or APF's maximum when maxList is lifted.
         assert_eq!(seats(RequestClass::Read, list, None, 500, 64), 5);
         assert_eq!(seats(RequestClass::Read, list, None, 0, 64), 10);
         assert_eq!(seats(RequestClass::Read, list, Some("limit=0"), 0, 64), 10);
-        assert_eq!(seats(RequestClass::Read, list, Some("limit=9999"), 0, 64), 10);
+        assert_eq!(
+            seats(RequestClass::Read, list, Some("limit=9999"), 0, 64),
+            10
+        );
         // At most half of maxInflight, at least one.
         assert_eq!(seats(RequestClass::Read, list, None, 500, 4), 2);
         assert_eq!(seats(RequestClass::Read, list, None, 500, 1), 1);

@@ -42,7 +42,14 @@ pub async fn handle(
             let resp = e.into_response();
             if let (Some(a), Some(i)) = (&state.audit, &audit_info) {
                 let code = resp.status().as_u16();
-                crate::audit_answer::audit_refusal(a, peer.as_ref(), req.headers(), i, code, &reason);
+                crate::audit_answer::audit_refusal(
+                    a,
+                    peer.as_ref(),
+                    req.headers(),
+                    i,
+                    code,
+                    &reason,
+                );
             }
             log_request(
                 &state,

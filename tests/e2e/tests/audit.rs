@@ -60,9 +60,17 @@ fn curl(ca: &Path, cred: &Cred, method: &str, url: &str, body: Option<&str>) -> 
 /// A request with no client certificate, optionally with a bearer token; the status code.
 fn curl_anon(ca: &Path, token: Option<&str>, url: &str) -> Result<u16> {
     let mut c = Command::new("curl");
-    c.args(["-sS", "--max-time", "20", "-o", "/dev/null", "-w", "%{http_code}"])
-        .arg("--cacert")
-        .arg(ca);
+    c.args([
+        "-sS",
+        "--max-time",
+        "20",
+        "-o",
+        "/dev/null",
+        "-w",
+        "%{http_code}",
+    ])
+    .arg("--cacert")
+    .arg(ca);
     if let Some(t) = token {
         c.args(["-H", &format!("Authorization: Bearer {t}")]);
     }
@@ -183,10 +191,7 @@ fn audit_trail_in_the_tenants_view() -> Result<()> {
     // A user of audita whose certificate is revoked before any request (its refusal below
     // must not reach the tenant log).
     let mallory_kc = work.join("mallory.kubeconfig");
-    std::fs::write(
-        &mallory_kc,
-        p.cli(&["user", "issue", "audita", "mallory"])?,
-    )?;
+    std::fs::write(&mallory_kc, p.cli(&["user", "issue", "audita", "mallory"])?)?;
     let mallory = extract_cred(&mallory_kc, &work, "mallory")?;
     let certs: Value =
         serde_json::from_str(&p.cli(&["cert", "list", "--tenant", "audita", "-o", "json"])?)?;
@@ -337,7 +342,10 @@ fn audit_trail_in_the_tenants_view() -> Result<()> {
         curl_anon(&ca, Some(&platform_token), &cm_url)?,
         "bearer-token",
     ));
-    refused.push((curl_anon(&ca, Some("not-a-token"), &cm_url)?, "bearer-token"));
+    refused.push((
+        curl_anon(&ca, Some("not-a-token"), &cm_url)?,
+        "bearer-token",
+    ));
     ensure!(
         refused.iter().all(|(c, _)| *c == 401),
         "refusals of unknown callers: {refused:?}"
@@ -432,11 +440,9 @@ fn audit_trail_in_the_tenants_view() -> Result<()> {
                 "responseObject of a {verb_s}: {}",
                 ctx()
             ),
-            ("configmaps", "delete", 200) => ensure!(
-                resp.is_object(),
-                "responseObject of a delete: {}",
-                ctx()
-            ),
+            ("configmaps", "delete", 200) => {
+                ensure!(resp.is_object(), "responseObject of a delete: {}", ctx())
+            }
             _ => ensure!(
                 ev.get("responseObject").is_none(),
                 "responseObject below level RequestResponse: {}",
@@ -515,7 +521,10 @@ fn audit_trail_in_the_tenants_view() -> Result<()> {
             ev["responseStatus"]["code"] == *code
                 && ev["annotations"]["paddock.io/credential"] == *credential
                 && ev["annotations"].get("paddock.io/tenant").is_none()
-                && ev["user"]["username"].as_str().unwrap_or_default().is_empty()
+                && ev["user"]["username"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .is_empty()
                 && ev["annotations"]["paddock.io/refusal"].is_string()
                 && ev["objectRef"]["resource"] == "configmaps"
                 && ev["verb"] == "list",

@@ -287,8 +287,7 @@ fn chart_and_self_check() -> Result<()> {
     t.run(&["get", "configmap", "c"])?;
     // The usage report with exactly these rights counts every kind but secrets (paddock holds
     // no `list` on secrets: docs/metering.md).
-    let usage: Value =
-        serde_json::from_str(&p.cli(&["tenant", "usage", "leastt", "-o", "json"])?)?;
+    let usage: Value = serde_json::from_str(&p.cli(&["tenant", "usage", "leastt", "-o", "json"])?)?;
     assert_eq!(
         usage["current"]["uncounted"],
         serde_json::json!(["/api/v1/secrets"]),
