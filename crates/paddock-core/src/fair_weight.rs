@@ -32,7 +32,7 @@ pub fn is_collection(path: &str) -> bool {
         ["apis", _g, _v, rest @ ..] => rest,
         _ => return false,
     };
-    matches!(rest, [_res] | ["namespaces", _ns, _res])
+    matches!(rest, [_] | ["namespaces", _, _])
 }
 
 /// The in-flight seats a request takes: 1, or for a LIST `ceil(objects / 100)` within
