@@ -331,21 +331,23 @@ fn audit_trail_in_the_tenants_view() -> Result<()> {
     // credential, a platform service account's token, a token of nobody. Their refusals go to
     // the platform stream, not to the tenant log checked below.
     let cm_url = format!("{ns}/configmaps");
-    let mut refused: Vec<(u16, &str)> = Vec::new();
-    // Revoked seconds ago (gateway.rs shows revocation applies within 1 s).
-    refused.push((
-        curl(&ca, &mallory, "GET", &cm_url, None)?,
-        "client-certificate",
-    ));
-    refused.push((curl_anon(&ca, None, &cm_url)?, "none"));
-    refused.push((
-        curl_anon(&ca, Some(&platform_token), &cm_url)?,
-        "bearer-token",
-    ));
-    refused.push((
-        curl_anon(&ca, Some("not-a-token"), &cm_url)?,
-        "bearer-token",
-    ));
+    // The revoked certificate: revoked seconds ago (gateway.rs shows revocation applies
+    // within 1 s).
+    let refused: Vec<(u16, &str)> = vec![
+        (
+            curl(&ca, &mallory, "GET", &cm_url, None)?,
+            "client-certificate",
+        ),
+        (curl_anon(&ca, None, &cm_url)?, "none"),
+        (
+            curl_anon(&ca, Some(&platform_token), &cm_url)?,
+            "bearer-token",
+        ),
+        (
+            curl_anon(&ca, Some("not-a-token"), &cm_url)?,
+            "bearer-token",
+        ),
+    ];
     ensure!(
         refused.iter().all(|(c, _)| *c == 401),
         "refusals of unknown callers: {refused:?}"
