@@ -282,6 +282,10 @@ pub struct Event {
     /// JSON bodies; never for the kinds of [`never_log_contents`] (their level is lowered).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub request_object: Option<serde_json::Value>,
+    /// The answer as the tenant got it (its view), at level RequestResponse, for JSON answers
+    /// up to a bound; never for the kinds of [`never_log_contents`].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub response_object: Option<serde_json::Value>,
 }
 
 /// What the server knows of a finished request.
@@ -300,6 +304,8 @@ pub struct Finished {
     pub latency_ms: f64,
     /// The request body as the tenant sent it, when it was JSON.
     pub request_object: Option<serde_json::Value>,
+    /// The answer as the tenant got it, when it was JSON and within the bound.
+    pub response_object: Option<serde_json::Value>,
 }
 
 /// The event for a finished request at `level` (not None).
@@ -362,6 +368,12 @@ pub fn event(level: Level, f: &Finished) -> Event {
                 if !never_log_contents(f.attrs.resource.as_ref()) =>
             {
                 f.request_object.clone()
+            }
+            _ => None,
+        },
+        response_object: match level {
+            Level::RequestResponse if !never_log_contents(f.attrs.resource.as_ref()) => {
+                f.response_object.clone()
             }
             _ => None,
         },
@@ -529,5 +541,36 @@ rules:
             ..ResourceRef::default()
         });
         assert!(event(Level::RequestResponse, &f).request_object.is_none());
+    }
+
+    #[test]
+    fn response_object_only_at_request_response_and_never_for_secrets() {
+        let mut f = Finished {
+            tenant: "acme01".into(),
+            response_object: Some(serde_json::json!({"kind": "ConfigMap"})),
+            ..Finished::default()
+        };
+        f.attrs.resource = Some(ResourceRef {
+            resource: "configmaps".into(),
+            ..ResourceRef::default()
+        });
+        assert!(event(Level::Request, &f).response_object.is_none());
+        let e = event(Level::RequestResponse, &f);
+        assert_eq!(e.response_object, f.response_object);
+        let v = serde_json::to_value(&e).unwrap_or_default();
+        assert_eq!(v["responseObject"]["kind"], "ConfigMap");
+        for (group, resource, sub) in [
+            ("", "secrets", ""),
+            ("authentication.k8s.io", "tokenreviews", ""),
+            ("", "serviceaccounts", "token"),
+        ] {
+            f.attrs.resource = Some(ResourceRef {
+                group: group.into(),
+                resource: resource.into(),
+                subresource: sub.into(),
+                ..ResourceRef::default()
+            });
+            assert!(event(Level::RequestResponse, &f).response_object.is_none());
+        }
     }
 }

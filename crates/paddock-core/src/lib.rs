@@ -34,7 +34,9 @@ pub mod wire;
 // holds the counters and writes the log).
 pub mod admission;
 pub mod audit;
+pub mod audit_platform;
 pub mod billing;
+pub mod fair_weight;
 pub mod fairshare;
 pub mod usage;
 // Tenant-wide quota: what an object charges and the ledger's decisions (issue 15).

@@ -31,6 +31,8 @@ pub struct Right {
 /// Server-side apply (a PATCH) creates what does not exist yet: the apiserver authorizes
 /// `patch`, and `create` when the object is new.
 const APPLY: &[&str] = &["create", "patch"];
+/// Read for the usage report only.
+const USAGE: &[&str] = &["list"];
 /// Kept in step by the RBAC resync: listed (by label), applied, deleted.
 const RESYNCED: &[&str] = &["list", "create", "patch", "delete"];
 
@@ -69,8 +71,8 @@ pub const REQUIRED_RIGHTS: &[Right] = &[
     Right {
         group: "",
         resource: "services",
-        verbs: APPLY,
-        why: "each tenant's default namespace gets its `kubernetes` Service",
+        verbs: &["list", "create", "patch"],
+        why: "each tenant's default namespace gets its `kubernetes` Service; counted for the usage report",
     },
     Right {
         group: "",
@@ -81,8 +83,8 @@ pub const REQUIRED_RIGHTS: &[Right] = &[
     Right {
         group: "networking.k8s.io",
         resource: "networkpolicies",
-        verbs: APPLY,
-        why: "each tenant namespace gets a network policy",
+        verbs: &["list", "create", "patch"],
+        why: "each tenant namespace gets a network policy; counted for the usage report",
     },
     Right {
         group: "rbac.authorization.k8s.io",
@@ -93,8 +95,8 @@ pub const REQUIRED_RIGHTS: &[Right] = &[
     Right {
         group: "rbac.authorization.k8s.io",
         resource: "roles",
-        verbs: &["bind"],
-        why: "mirrors bind roles tenants wrote",
+        verbs: &["list", "bind"],
+        why: "mirrors bind roles tenants wrote; counted for the usage report",
     },
     Right {
         group: "rbac.authorization.k8s.io",
@@ -167,6 +169,68 @@ pub const REQUIRED_RIGHTS: &[Right] = &[
         resource: "prioritylevelconfigurations",
         verbs: RESYNCED,
         why: "the paddock-tenants priority level (tenant_priority_shares > 0); tenants' levels are listed and deleted with the tenant",
+    },
+    // The usage report's lists (paddock-server usage.rs): every kind it counts, never
+    // secrets (a `list` on secrets grants their data cluster-wide; they stay uncounted).
+    Right {
+        group: "",
+        resource: "pods",
+        verbs: USAGE,
+        why: "usage report (metering.md): pods: count, phase, CPU and memory requests and limits",
+    },
+    Right {
+        group: "",
+        resource: "persistentvolumeclaims",
+        verbs: USAGE,
+        why: "usage report (metering.md): PersistentVolumeClaims: count and storage requested",
+    },
+    Right {
+        group: "",
+        resource: "configmaps",
+        verbs: USAGE,
+        why: "usage report (metering.md): ConfigMaps: count",
+    },
+    Right {
+        group: "",
+        resource: "serviceaccounts",
+        verbs: USAGE,
+        why: "usage report (metering.md): ServiceAccounts: count",
+    },
+    Right {
+        group: "apps",
+        resource: "deployments",
+        verbs: USAGE,
+        why: "usage report (metering.md): Deployments: count",
+    },
+    Right {
+        group: "apps",
+        resource: "statefulsets",
+        verbs: USAGE,
+        why: "usage report (metering.md): StatefulSets: count",
+    },
+    Right {
+        group: "apps",
+        resource: "daemonsets",
+        verbs: USAGE,
+        why: "usage report (metering.md): DaemonSets: count",
+    },
+    Right {
+        group: "apps",
+        resource: "replicasets",
+        verbs: USAGE,
+        why: "usage report (metering.md): ReplicaSets: count",
+    },
+    Right {
+        group: "batch",
+        resource: "jobs",
+        verbs: USAGE,
+        why: "usage report (metering.md): Jobs: count",
+    },
+    Right {
+        group: "batch",
+        resource: "cronjobs",
+        verbs: USAGE,
+        why: "usage report (metering.md): CronJobs: count",
     },
 ];
 
@@ -302,6 +366,24 @@ mod tests {
         );
         let rules = cluster_role_rules();
         assert_eq!(rules.as_array().map(Vec::len), Some(REQUIRED_RIGHTS.len()));
+    }
+
+    /// Every kind the usage report counts may be listed, except secrets (docs/metering.md).
+    #[test]
+    fn usage_lists_are_rights() {
+        use paddock_core::usage::{COUNTED_CLUSTER, COUNTED_NAMESPACED};
+        let counted = COUNTED_NAMESPACED
+            .iter()
+            .chain(COUNTED_CLUSTER)
+            .map(|(name, _)| *name)
+            .chain(["pods", "persistentvolumeclaims"]);
+        for name in counted {
+            let (resource, group) = name.split_once('.').unwrap_or((name, ""));
+            let listed = REQUIRED_RIGHTS
+                .iter()
+                .any(|r| r.group == group && r.resource == resource && r.verbs.contains(&"list"));
+            assert_eq!(listed, name != "secrets", "list {name}");
+        }
     }
 
     #[test]

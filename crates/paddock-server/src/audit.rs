@@ -36,6 +36,8 @@ const FLUSH_INTERVAL: Duration = Duration::from_millis(500);
 pub struct Audit {
     policy: Policy,
     tx: mpsc::Sender<Vec<u8>>,
+    /// The platform stream: refusals of callers whose tenant is not known (audit_answer.rs).
+    platform: Option<mpsc::Sender<Vec<u8>>>,
     dropped: prometheus_client::metrics::counter::Counter,
 }
 
@@ -69,13 +71,36 @@ impl Audit {
             max_bytes: cfg.log_max_size_mb * 1024 * 1024,
             backups: cfg.log_max_backups,
         });
+        let platform = crate::audit_answer::platform_log_path(cfg).map(|path| {
+            let (tx, rx) = mpsc::channel(QUEUE);
+            let file = RotatingFile {
+                path,
+                max_bytes: cfg.log_max_size_mb * 1024 * 1024,
+                backups: cfg.log_max_backups,
+            };
+            tokio::spawn(writer(rx, Some(file), None, shutdown.clone()));
+            tx
+        });
         let (tx, rx) = mpsc::channel(QUEUE);
         tokio::spawn(writer(rx, file, webhook, shutdown));
         Ok(Some(Arc::new(Audit {
             policy,
             tx,
+            platform,
             dropped,
         })))
+    }
+
+    /// Queues an event of the platform stream (no tenant's), if there is one.
+    pub fn record_platform(&self, ev: &paddock_core::audit::Event) {
+        let Some(tx) = &self.platform else { return };
+        let Ok(mut line) = serde_json::to_vec(ev) else {
+            return;
+        };
+        line.push(b'\n');
+        if tx.try_send(line).is_err() {
+            self.dropped.inc();
+        }
     }
 
     /// The level of a request (the policy's; never above Metadata for secrets).
@@ -108,12 +133,12 @@ pub struct AuditBody(pub Arc<std::sync::OnceLock<Bytes>>);
 pub struct RequestInfo {
     /// Filled by the proxy with the request body it read.
     pub body: AuditBody,
-    method: String,
-    path: String,
-    query: Option<String>,
-    user_agent: String,
-    received: SystemTime,
-    start: std::time::Instant,
+    pub(crate) method: String,
+    pub(crate) path: String,
+    pub(crate) query: Option<String>,
+    pub(crate) user_agent: String,
+    pub(crate) received: SystemTime,
+    pub(crate) start: std::time::Instant,
 }
 
 impl RequestInfo {
@@ -139,6 +164,19 @@ impl RequestInfo {
 /// Records a finished request of a tenant caller (platform admins' requests are not tenant
 /// requests: the admin API logs its own changes).
 pub fn record_request(audit: &Audit, caller: &Caller, info: &RequestInfo, code: u16) {
+    if let Some((level, f)) = prepare(audit, caller, info, code) {
+        audit.record(level, &f);
+    }
+}
+
+/// The level and event of a finished request of a tenant caller; None when it is not
+/// recorded (not a tenant, or level None).
+pub fn prepare(
+    audit: &Audit,
+    caller: &Caller,
+    info: &RequestInfo,
+    code: u16,
+) -> Option<(Level, Finished)> {
     let Caller::Tenant {
         tenant,
         user,
@@ -146,7 +184,7 @@ pub fn record_request(audit: &Audit, caller: &Caller, info: &RequestInfo, code: 
         ..
     } = caller
     else {
-        return;
+        return None;
     };
     let attrs = attributes(
         user,
@@ -157,7 +195,7 @@ pub fn record_request(audit: &Audit, caller: &Caller, info: &RequestInfo, code: 
     );
     let level = audit.level(&attrs);
     if level == Level::None {
-        return;
+        return None;
     }
     let request_uri = match &info.query {
         Some(q) => format!("{}?{q}", info.path),
@@ -180,8 +218,9 @@ pub fn record_request(audit: &Audit, caller: &Caller, info: &RequestInfo, code: 
             .then(|| info.body.0.get())
             .flatten()
             .and_then(|b| serde_json::from_slice(b).ok()),
+        response_object: None,
     };
-    audit.record(level, &f);
+    Some((level, f))
 }
 
 /// The tenant's view of a request for the policy and the event: the path parsed as the tenant
@@ -236,6 +275,11 @@ pub fn micro_time(t: SystemTime) -> String {
 /// A new audit id (a random-looking UUID v4 form from the clock and a counter: unique per
 /// replica and process, which is what an audit id needs).
 pub fn audit_id(tenant: &TenantId) -> String {
+    audit_id_for(tenant.as_str())
+}
+
+/// [`audit_id`] seeded by any string (the platform stream has no tenant).
+pub fn audit_id_for(tenant: &str) -> String {
     use sha2::{Digest, Sha256};
     use std::sync::atomic::{AtomicU64, Ordering};
     static N: AtomicU64 = AtomicU64::new(0);

@@ -171,6 +171,9 @@ pub struct AuditConfig {
     pub webhook_url: Option<String>,
     /// CA bundle verifying an https webhook.
     pub webhook_ca: Option<PathBuf>,
+    /// The platform stream (refusals of callers of no known tenant); unset = next to
+    /// `log_path` (audit_answer.rs).
+    pub platform_log_path: Option<PathBuf>,
 }
 
 /// Bounds on what one client connection may hold (docs/fairshare.md), after kube-apiserver's.

@@ -9,6 +9,7 @@ pub mod admin_metering;
 pub mod admission;
 pub mod answer;
 pub mod audit;
+pub mod audit_answer;
 pub mod auth;
 pub mod caller;
 pub mod claims_gc;

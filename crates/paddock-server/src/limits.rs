@@ -50,6 +50,8 @@ impl Default for Limiter {
 pub struct Permit {
     gauge: Arc<Gauge>,
     slot: Slot,
+    /// Units of the counter held: a LIST's seats (`fair_weight::seats`), otherwise 1.
+    units: u32,
 }
 
 #[derive(Clone, Copy)]
@@ -66,15 +68,15 @@ impl Drop for Permit {
             Slot::Watch => &self.gauge.watches,
             Slot::Connection => &self.gauge.connections,
         };
-        counter.fetch_sub(1, Ordering::AcqRel);
+        counter.fetch_sub(self.units, Ordering::AcqRel);
     }
 }
 
-/// Takes one unit of `counter` unless it is at `max` (0 = no limit).
-fn acquire(counter: &AtomicU32, max: u32) -> bool {
+/// Takes `units` of `counter` unless that would pass `max` (0 = no limit).
+fn acquire(counter: &AtomicU32, max: u32, units: u32) -> bool {
     counter
         .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
-            (max == 0 || n < max).then_some(n + 1)
+            (max == 0 || n + units <= max).then_some(n + units)
         })
         .is_ok()
 }
@@ -116,20 +118,35 @@ impl Limiter {
         limits: &Limits,
         class: RequestClass,
     ) -> Result<Option<Permit>, ServerError> {
+        self.admit_weighted(tenant, limits, class, 1)
+    }
+
+    /// [`Limiter::admit`] for a request that takes `seats` in-flight seats (a LIST: APF-style
+    /// weight, `paddock_core::fair_weight::seats`); watches and long-running requests take one
+    /// slot of their own kind whatever `seats` says.
+    pub fn admit_weighted(
+        &self,
+        tenant: &TenantId,
+        limits: &Limits,
+        class: RequestClass,
+        seats: u32,
+    ) -> Result<Option<Permit>, ServerError> {
         let gauge = self.gauge(tenant);
+        let seats = seats.max(1);
         // The slot first: a refused slot costs no token.
         let permit = match class {
             RequestClass::Read | RequestClass::Write => {
-                if !acquire(&gauge.inflight, limits.max_inflight) {
+                if !acquire(&gauge.inflight, limits.max_inflight, seats) {
                     return Err(refuse(Limit::InFlight, tenant, limits.max_inflight, 1));
                 }
                 Some(Permit {
                     gauge: gauge.clone(),
                     slot: Slot::InFlight,
+                    units: seats,
                 })
             }
             RequestClass::Watch => {
-                if !acquire(&gauge.watches, limits.max_watches) {
+                if !acquire(&gauge.watches, limits.max_watches, 1) {
                     // Watches end when a client stops them or at the apiserver's timeout
                     // (minutes): an immediate retry would not find a free slot.
                     return Err(refuse(Limit::Watches, tenant, limits.max_watches, 10));
@@ -137,6 +154,7 @@ impl Limiter {
                 Some(Permit {
                     gauge: gauge.clone(),
                     slot: Slot::Watch,
+                    units: 1,
                 })
             }
             RequestClass::LongRunning => None,
@@ -170,7 +188,7 @@ impl Limiter {
     /// Admits one more connection of `tenant`, or refuses it.
     pub fn connect(&self, tenant: &TenantId, limits: &Limits) -> Result<Permit, ServerError> {
         let gauge = self.gauge(tenant);
-        if !acquire(&gauge.connections, limits.max_connections) {
+        if !acquire(&gauge.connections, limits.max_connections, 1) {
             return Err(refuse(
                 Limit::Connections,
                 tenant,
@@ -181,6 +199,7 @@ impl Limiter {
         Ok(Permit {
             gauge,
             slot: Slot::Connection,
+            units: 1,
         })
     }
 
@@ -265,6 +284,31 @@ mod tests {
         drop(a);
         assert!(l.admit(&t(), &limits, RequestClass::Read).is_ok());
         assert_eq!(l.usage(&t()).1, 1);
+    }
+
+    #[test]
+    fn a_list_takes_its_seats_and_gives_them_back() {
+        let l = Limiter::default();
+        let limits = Limits {
+            max_inflight: 6,
+            read_qps: 0,
+            ..Limits::default()
+        };
+        let list = l.admit_weighted(&t(), &limits, RequestClass::Read, 5);
+        assert!(list.is_ok());
+        assert_eq!(l.usage(&t()).1, 5);
+        // One seat left: a GET fits, a second LIST does not.
+        assert!(
+            l.admit_weighted(&t(), &limits, RequestClass::Read, 5)
+                .is_err()
+        );
+        let get = l.admit(&t(), &limits, RequestClass::Read);
+        assert!(get.is_ok());
+        assert!(l.admit(&t(), &limits, RequestClass::Read).is_err());
+        drop(list);
+        assert_eq!(l.usage(&t()).1, 1);
+        drop(get);
+        assert_eq!(l.usage(&t()).1, 0);
     }
 
     #[test]

@@ -23,9 +23,27 @@ pub async fn handle(
         "/readyz" => return readyz(&state),
         _ => {}
     }
+    let start = std::time::Instant::now();
     match crate::auth::authenticate_request(&state, peer.as_ref(), req.headers()).await {
         Ok(caller) => crate::stack::serve(&state, caller, req).await,
-        Err(e) => crate::stack::refuse_anonymous(&state, req, e).await,
+        Err(e) => {
+            // Refused before its tenant is known: into the platform audit stream, never a
+            // tenant's (docs/audit.md).
+            if let Some(a) = &state.audit {
+                let info = crate::audit::RequestInfo::of(&req, start);
+                let (code, _) = e.code_and_reason();
+                let reason = e.to_string();
+                crate::audit_answer::audit_refusal(
+                    a,
+                    peer.as_ref(),
+                    req.headers(),
+                    &info,
+                    code,
+                    &reason,
+                );
+            }
+            crate::stack::refuse_anonymous(&state, req, e).await
+        }
     }
 }
 

@@ -4,11 +4,12 @@
 //! [`limit`]), small JSON calls as paddock itself ([`upjson`]), and the error type of the
 //! server crates with its one mapping to a Kubernetes `Status` ([`error`]).
 //!
-//! Module layers (no cycles): `body` <- `error` <- `limit`, `upstream` <- `upjson`.
+//! Module layers (no cycles): `body` <- `error` <- `limit`, `short_set` <- `upstream` <- `upjson`.
 
 pub mod body;
 pub mod error;
 pub mod limit;
+pub mod short_set;
 pub mod upjson;
 pub mod upstream;
 

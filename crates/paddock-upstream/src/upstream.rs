@@ -233,7 +233,8 @@ pub struct Upstream {
     cred: UpstreamCredential,
     /// Bound on short requests, from sending to the end of the answer (`upstream_timeout`).
     timeout: Duration,
-    short: Client<HttpsConnector<HttpConnector>, UpBody>,
+    /// Short requests: a few HTTP/2 connections, one tenant always on the same one.
+    short: Arc<crate::short_set::ShortSet>,
     bulk: Client<HttpsConnector<HttpConnector>, UpBody>,
     long: Client<HttpsConnector<HttpConnector>, UpBody>,
     watches: Arc<WatchPool>,
@@ -443,11 +444,13 @@ impl Upstream {
             .timer(hyper_util::rt::TokioTimer::new())
             .build(connector(&cred, Versions::H1)?);
         let watches = Arc::new(WatchPool::new(connector(&cred, Versions::H2)?));
-        let short = Client::builder(TokioExecutor::new())
-            .pool_idle_timeout(Duration::from_secs(90))
-            .http2_keep_alive_interval(Some(Duration::from_secs(30)))
-            .timer(hyper_util::rt::TokioTimer::new())
-            .build(short_conn);
+        let short = Arc::new(crate::short_set::ShortSet::new(|| {
+            Client::builder(TokioExecutor::new())
+                .pool_idle_timeout(Duration::from_secs(90))
+                .http2_keep_alive_interval(Some(Duration::from_secs(30)))
+                .timer(hyper_util::rt::TokioTimer::new())
+                .build(short_conn.clone())
+        }));
         let long = Client::builder(TokioExecutor::new())
             .pool_idle_timeout(Duration::from_secs(30))
             .http1_preserve_header_case(false)
@@ -513,7 +516,7 @@ impl Upstream {
     ) -> Result<Response<Incoming>, ServerError> {
         self.authorize(&mut req)?;
         let client = match route {
-            Route::Short => &self.short,
+            Route::Short => self.short.pick(&req),
             Route::Bulk => &self.bulk,
             Route::Stream => &self.long,
         };

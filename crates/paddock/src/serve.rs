@@ -136,6 +136,10 @@ pub struct ServeArgs {
     /// Tenant audit trail: CA bundle of an https webhook.
     #[arg(long, env = "PADDOCK_AUDIT_WEBHOOK_CA")]
     pub audit_webhook_ca: Option<PathBuf>,
+    /// Platform audit stream (refusals of callers of no known tenant): JSON-lines file;
+    /// default: next to the audit log (audit.log -> audit-platform.log).
+    #[arg(long, env = "PADDOCK_AUDIT_PLATFORM_LOG_PATH")]
+    pub audit_platform_log_path: Option<PathBuf>,
     /// Admission webhook listener (only the apiserver may call it; docs/operations.md
     /// "Admission webhook"); unset = no webhook.
     #[arg(long, env = "PADDOCK_ADMISSION_LISTEN")]
@@ -248,6 +252,7 @@ struct FileConfig {
     audit_log_max_backups: Option<u32>,
     audit_webhook_url: Option<String>,
     audit_webhook_ca: Option<PathBuf>,
+    audit_platform_log_path: Option<PathBuf>,
     tenant_default_quota: Option<std::collections::BTreeMap<String, String>>,
     quota_recount_interval: Option<String>,
     default_templates: Option<String>,
@@ -325,6 +330,10 @@ pub fn resolve(args: &ServeArgs) -> Result<(ServerConfig, LogFormat)> {
             .audit_webhook_ca
             .clone()
             .or(file.audit_webhook_ca.clone().map(&rel)),
+        platform_log_path: args
+            .audit_platform_log_path
+            .clone()
+            .or(file.audit_platform_log_path.clone().map(&rel)),
     };
 
     let listen_s = args

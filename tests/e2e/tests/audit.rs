@@ -57,6 +57,49 @@ fn curl(ca: &Path, cred: &Cred, method: &str, url: &str, body: Option<&str>) -> 
     Ok(out.stdout.trim().parse().unwrap_or(0))
 }
 
+/// A request with no client certificate, optionally with a bearer token; the status code.
+fn curl_anon(ca: &Path, token: Option<&str>, url: &str) -> Result<u16> {
+    let mut c = Command::new("curl");
+    c.args([
+        "-sS",
+        "--max-time",
+        "20",
+        "-o",
+        "/dev/null",
+        "-w",
+        "%{http_code}",
+    ])
+    .arg("--cacert")
+    .arg(ca);
+    if let Some(t) = token {
+        c.args(["-H", &format!("Authorization: Bearer {t}")]);
+    }
+    c.arg(url);
+    let out = process::run(&mut c, None, Duration::from_secs(30))?;
+    Ok(out.stdout.trim().parse().unwrap_or(0))
+}
+
+/// Reads audit files back with the strict decoder, waiting (bounded) for `want` events.
+fn read_events(checker: &Path, log: &Path, want: usize) -> Result<Vec<Value>> {
+    // The writer flushes every 500 ms.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let out = Command::new(checker).arg(log).output()?;
+        ensure!(
+            out.status.success() || !log.exists(),
+            "auditcheck refused {}: {}",
+            log.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+        let items = v.as_array().cloned().unwrap_or_default();
+        if items.len() >= want || Instant::now() > deadline {
+            return Ok(items);
+        }
+        std::thread::sleep(Duration::from_millis(300));
+    }
+}
+
 /// A plain-HTTP webhook receiver on loopback: keeps every POSTed body.
 fn start_webhook() -> Result<(String, Arc<Mutex<Vec<Value>>>)> {
     let listener = TcpListener::bind("127.0.0.1:0")?;
@@ -145,6 +188,29 @@ fn audit_trail_in_the_tenants_view() -> Result<()> {
     let url = p.url().to_string();
     let a = extract_cred(&p.tenant("audita")?, &work, "a")?;
     let b = extract_cred(&p.tenant("auditb")?, &work, "b")?;
+    // A user of audita whose certificate is revoked before any request (its refusal below
+    // must not reach the tenant log).
+    let mallory_kc = work.join("mallory.kubeconfig");
+    std::fs::write(&mallory_kc, p.cli(&["user", "issue", "audita", "mallory"])?)?;
+    let mallory = extract_cred(&mallory_kc, &work, "mallory")?;
+    let certs: Value =
+        serde_json::from_str(&p.cli(&["cert", "list", "--tenant", "audita", "-o", "json"])?)?;
+    let serial = certs
+        .as_array()
+        .cloned()
+        .unwrap_or_else(|| vec![certs.clone()])
+        .iter()
+        .find(|c| c["spec"]["user"] == "mallory")
+        .and_then(|c| c["metadata"]["name"].as_str().map(str::to_string))
+        .ok_or_else(|| anyhow::anyhow!("mallory's certificate not listed: {certs}"))?;
+    p.cli(&["cert", "revoke", &serial])?;
+    // A service account of the platform (a namespace of no tenant) and its token.
+    let admin = cp.kubectl_admin()?;
+    admin.run(&["create", "serviceaccount", "audit-probe", "-n", "default"])?;
+    let platform_token = admin
+        .run(&["create", "token", "audit-probe", "-n", "default"])?
+        .trim()
+        .to_string();
     let ns = format!("{url}/api/v1/namespaces/default");
     let secret = format!(
         r#"{{"apiVersion":"v1","kind":"Secret","metadata":{{"name":"s1"}},"data":{{"password":"{}"}}}}"#,
@@ -261,22 +327,33 @@ fn audit_trail_in_the_tenants_view() -> Result<()> {
         "request codes: {codes:?}"
     );
 
-    // The writer flushes every 500 ms.
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let events: Vec<Value> = loop {
-        let out = Command::new(&checker).arg(&log).output()?;
-        ensure!(
-            out.status.success() || !log.exists(),
-            "auditcheck refused the log: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let v: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
-        let items = v.as_array().cloned().unwrap_or_default();
-        if items.len() >= expected.len() || Instant::now() > deadline {
-            break items;
-        }
-        std::thread::sleep(Duration::from_millis(300));
-    };
+    // Callers whose tenant is not known: a revoked certificate of a tenant user, no
+    // credential, a platform service account's token, a token of nobody. Their refusals go to
+    // the platform stream, not to the tenant log checked below.
+    let cm_url = format!("{ns}/configmaps");
+    // The revoked certificate: revoked seconds ago (gateway.rs shows revocation applies
+    // within 1 s).
+    let refused: Vec<(u16, &str)> = vec![
+        (
+            curl(&ca, &mallory, "GET", &cm_url, None)?,
+            "client-certificate",
+        ),
+        (curl_anon(&ca, None, &cm_url)?, "none"),
+        (
+            curl_anon(&ca, Some(&platform_token), &cm_url)?,
+            "bearer-token",
+        ),
+        (
+            curl_anon(&ca, Some("not-a-token"), &cm_url)?,
+            "bearer-token",
+        ),
+    ];
+    ensure!(
+        refused.iter().all(|(c, _)| *c == 401),
+        "refusals of unknown callers: {refused:?}"
+    );
+
+    let events = read_events(&checker, &log, expected.len())?;
     let raw = std::fs::read_to_string(&log)?;
     ensure!(
         events.len() == expected.len(),
@@ -344,10 +421,35 @@ fn audit_trail_in_the_tenants_view() -> Result<()> {
         }
         if *res == "secrets" {
             ensure!(
-                ev.get("requestObject").is_none(),
+                ev.get("requestObject").is_none() && ev.get("responseObject").is_none(),
                 "a secret's body: {}",
                 ctx()
             );
+        }
+        // RequestResponse: the answer as the tenant got it (its view).
+        let resp = &ev["responseObject"];
+        match (*res, verb_s, *code) {
+            ("configmaps", "list", 200) => ensure!(
+                resp["kind"] == "ConfigMapList" && resp["items"].is_array(),
+                "responseObject of a list: {}",
+                ctx()
+            ),
+            ("configmaps", "create" | "get", 200 | 201) => ensure!(
+                resp["kind"] == "ConfigMap"
+                    && resp["metadata"]["namespace"] == "default"
+                    && resp["metadata"]["uid"].is_string()
+                    && resp["data"]["k"] == "v",
+                "responseObject of a {verb_s}: {}",
+                ctx()
+            ),
+            ("configmaps", "delete", 200) => {
+                ensure!(resp.is_object(), "responseObject of a delete: {}", ctx())
+            }
+            _ => ensure!(
+                ev.get("responseObject").is_none(),
+                "responseObject below level RequestResponse: {}",
+                ctx()
+            ),
         }
         // Nothing of the other tenant in this tenant's events.
         let other = if *tenant == "audita" {
@@ -405,9 +507,47 @@ fn audit_trail_in_the_tenants_view() -> Result<()> {
         }
         std::thread::sleep(Duration::from_millis(300));
     }
+    // The platform stream: one event per refusal of an unknown caller, no tenant, no user,
+    // no credential.
+    let platform_log = work.join("audit-platform.log");
+    let platform = read_events(&checker, &platform_log, refused.len())?;
+    let platform_raw = std::fs::read_to_string(&platform_log)?;
+    ensure!(
+        platform.len() == refused.len(),
+        "{} platform events for {} refusals:\n{platform_raw}",
+        platform.len(),
+        refused.len()
+    );
+    for (ev, (code, credential)) in platform.iter().zip(&refused) {
+        ensure!(
+            ev["responseStatus"]["code"] == *code
+                && ev["annotations"]["paddock.io/credential"] == *credential
+                && ev["annotations"].get("paddock.io/tenant").is_none()
+                && ev["user"]["username"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .is_empty()
+                && ev["annotations"]["paddock.io/refusal"].is_string()
+                && ev["objectRef"]["resource"] == "configmaps"
+                && ev["verb"] == "list",
+            "platform event of a {credential} refusal: {ev}"
+        );
+    }
+    ensure!(
+        platform[0]["annotations"]["paddock.io/client-certificate"]
+            .as_str()
+            .is_some_and(|s| s.contains("mallory")),
+        "the revoked certificate is not named: {}",
+        platform[0]
+    );
+    ensure!(
+        !platform_raw.contains(&platform_token) && !platform_raw.contains("not-a-token"),
+        "a bearer token in the platform audit stream"
+    );
     eprintln!(
-        "audit: {} events, one per tenant request, read back with k8s.io/apiserver's audit/v1 Event; webhook identical",
-        events.len()
+        "audit: {} events, one per tenant request, read back with k8s.io/apiserver's audit/v1 Event; webhook identical; {} refusals of unknown callers in the platform stream",
+        events.len(),
+        platform.len()
     );
     Ok(())
 }

@@ -470,7 +470,9 @@ fn slow_clients_and_fair_share() -> Result<()> {
         )
     };
     let mut a_codes = Vec::new();
+    let mut tarpits = Vec::new();
     for i in 0..8 {
+        let sent = Instant::now();
         let (code, head, body) = post(&a, i)?;
         if code == 429 {
             let st = status_of(&body);
@@ -482,6 +484,14 @@ fn slow_clients_and_fair_share() -> Result<()> {
                         .is_some_and(|m| m.contains("writeQPS")),
                 "A's write refusal: {head} {body}"
             );
+            // The tarpit: a rate refusal is answered only after min(Retry-After, 1 s) — a
+            // lower bound the server enforces, whatever the machine's load.
+            let waited = sent.elapsed();
+            ensure!(
+                waited >= Duration::from_millis(950),
+                "A's writeQPS refusal answered after {waited:?}, before the 1 s tarpit"
+            );
+            tarpits.push(waited);
         }
         a_codes.push(code);
     }
@@ -506,7 +516,7 @@ fn slow_clients_and_fair_share() -> Result<()> {
         }
     }
     report.push(format!(
-        "A: 8 rapid writes at writeQPS=2 -> {a_codes:?}; B: {b_codes:?}"
+        "A: 8 rapid writes at writeQPS=2 -> {a_codes:?} (refusals answered after {tarpits:?}: the tarpit); B: {b_codes:?}"
     ));
 
     // maxList: A's LIST with limit=100 is lowered to 5, with a continue token; straight at the

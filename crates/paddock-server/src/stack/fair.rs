@@ -82,7 +82,7 @@ where
             _ => None,
         };
         let permit = match tenant.map(|t| self.admit.admit(&t, &mut req)) {
-            Some(Err(e)) => return FairShareFuture::Refused { error: Some(e) },
+            Some(Err(e)) => return refused(e),
             Some(Ok(p)) => p,
             None => None,
         };
@@ -93,11 +93,33 @@ where
     }
 }
 
+/// A refusal; one by a rate limit is answered only after `min(Retry-After, 1 s)` (the
+/// tarpit, `paddock_core::fair_weight::tarpit`): the wait holds no seat, only a timer, so a
+/// client that retries at once without honouring `Retry-After` makes at most one refused
+/// request per second per request it keeps in flight.
+fn refused<F>(error: ServerError) -> FairShareFuture<F> {
+    let wait = match &error {
+        ServerError::TooManyRequests {
+            limit, retry_after, ..
+        } => paddock_core::fair_weight::tarpit(limit, *retry_after),
+        _ => None,
+    };
+    match wait {
+        Some(wait) => FairShareFuture::Tarpit {
+            sleep: tokio::time::sleep(wait),
+            error: Some(error),
+        },
+        None => FairShareFuture::Refused { error: Some(error) },
+    }
+}
+
 pin_project_lite::pin_project! {
-    /// The inner future, its answer's body holding the permit; or the refusal.
+    /// The inner future, its answer's body holding the permit; or the refusal, perhaps
+    /// tarpitted.
     #[project = FairShareProj]
     pub enum FairShareFuture<F> {
         Admitted { #[pin] inner: F, permit: Option<Permit> },
+        Tarpit { #[pin] sleep: tokio::time::Sleep, error: Option<ServerError> },
         Refused { error: Option<ServerError> },
     }
 }
@@ -113,6 +135,12 @@ where
             FairShareProj::Refused { error } => Poll::Ready(Err(error
                 .take()
                 .unwrap_or_else(|| ServerError::Internal("polled after completion".into())))),
+            FairShareProj::Tarpit { sleep, error } => {
+                ready!(sleep.poll(cx));
+                Poll::Ready(Err(error.take().unwrap_or_else(|| {
+                    ServerError::Internal("polled after completion".into())
+                })))
+            }
             FairShareProj::Admitted { inner, permit } => {
                 let resp = ready!(inner.poll(cx))?;
                 Poll::Ready(Ok(match permit.take() {

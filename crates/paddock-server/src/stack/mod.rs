@@ -157,9 +157,10 @@ impl Observe for AppState {
         });
         self.metrics
             .observe(tenant, d.verb, d.code, d.elapsed.as_secs_f64());
-        if let (Some(a), Some(i), Some(c)) = (&self.audit, &note, d.caller) {
-            crate::audit::record_request(a, c, i, d.code);
-        }
+        let resp = match (&self.audit, &note, d.caller) {
+            (Some(a), Some(i), Some(c)) => crate::audit_answer::audit_answer(a, c, i, resp),
+            _ => resp,
+        };
         match d.caller {
             // A body refused unread (413) was never received: not metered.
             Some(Caller::Tenant { tenant, .. }) if d.code != 413 => {
