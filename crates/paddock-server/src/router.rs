@@ -176,7 +176,12 @@ async fn serve_tenant(
             crate::metrics::method_verb(&method),
         )
     } else {
-        match crate::proxy::serve_tenant(state, tenant, user, groups, req).await {
+        // The one place a tenant request picks its cluster's state (docs/clusters.md).
+        let state = match crate::clusters::route(state, tenant) {
+            Ok(s) => s,
+            Err(e) => return (Err(e), crate::metrics::method_verb(&method)),
+        };
+        match crate::proxy::serve_tenant(&state, tenant, user, groups, req).await {
             Ok((resp, verb)) => (Ok(resp), verb),
             Err(e) => (Err(e), crate::metrics::method_verb(&method)),
         }
@@ -201,6 +206,10 @@ fn readyz(state: &AppState) -> Response<ResBody> {
     let discovery = state.catalogs.is_synced();
     let boot = state.bootstrapped.load(Ordering::Acquire);
     let upstream = state.health.is_healthy();
+    let clusters = crate::clusters::readiness(state);
+    if clusters.len() > 1 {
+        return crate::clusters::readyz_answer(store, &clusters);
+    }
     if store && discovery && boot && upstream {
         text(StatusCode::OK, "ok")
     } else {

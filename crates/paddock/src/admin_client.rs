@@ -67,12 +67,16 @@ impl AdminClient {
         limits: &serde_json::Map<String, Value>,
         billing: &Value,
         quota: &std::collections::BTreeMap<String, String>,
+        clusters: Option<&str>,
     ) -> Result<Value> {
         let mut body = json!({"apiVersion": "paddock.io/v1alpha1", "kind": "Tenant",
             "metadata": {"name": id, "labels": labels},
             "spec": {"displayName": display.unwrap_or(id), "limits": limits, "billing": billing}});
         if !quota.is_empty() {
             body["spec"]["quota"] = json!({"hard": quota});
+        }
+        if let Some(c) = clusters {
+            body["spec"]["clusters"] = json!(c);
         }
         check(
             self.call(Method::POST, &format!("{BASE}/tenants"), Some(&body))

@@ -1,6 +1,7 @@
 //! The `paddock` binary: `paddock serve` and the admin CLI.
 
 mod admin_client;
+mod cluster_cli;
 mod kubeconfig;
 mod metering_cli;
 mod output;
@@ -34,6 +35,13 @@ enum Command {
         conn: AdminConn,
         #[command(subcommand)]
         command: TenantCommand,
+    },
+    /// Upstream clusters paddock fronts (docs/clusters.md).
+    Cluster {
+        #[command(flatten)]
+        conn: AdminConn,
+        #[command(subcommand)]
+        command: cluster_cli::ClusterCommand,
     },
     /// Tenant users.
     User {
@@ -137,6 +145,10 @@ enum TenantCommand {
         /// count/configmaps, ...; docs/quota.md). Default: the server's tenant_default_quota.
         #[arg(long = "quota")]
         quota: Vec<String>,
+        /// Where to place the tenant: a label selector of clusters (env=prod) or cluster
+        /// names; default: the least loaded cluster (docs/clusters.md).
+        #[arg(long)]
+        clusters: Option<String>,
     },
     /// Change a tenant's billing key: --label k=v sets one, --label k- removes it (same for
     /// --annotation); every upstream namespace is restamped before this returns.
@@ -331,6 +343,7 @@ async fn run(cli: Cli) -> Result<()> {
                     billing_labels,
                     billing_annotations,
                     quota,
+                    clusters,
                 } => {
                     let labels = output::parse_labels(&labels)?;
                     let limits = output::parse_limits(&limits)?;
@@ -345,6 +358,7 @@ async fn run(cli: Cli) -> Result<()> {
                             &limits,
                             &billing,
                             &quota,
+                            clusters.as_deref(),
                         )
                         .await?;
                     let issue = IssueArgs {
@@ -416,6 +430,10 @@ async fn run(cli: Cli) -> Result<()> {
             let kc = client.issue_kubeconfig(&args).await?;
             print!("{kc}");
             Ok(())
+        }
+        Command::Cluster { conn, command } => {
+            let client = admin_client::AdminClient::new(&conn.kubeconfig)?;
+            cluster_cli::run(&client, command).await
         }
         Command::Cert { conn, command } => {
             let client = admin_client::AdminClient::new(&conn.kubeconfig)?;

@@ -88,7 +88,7 @@ pub fn print_quota(q: &Value, output: Output) -> Result<()> {
     Ok(())
 }
 
-fn table(headers: &[&str], rows: Vec<Vec<String>>) -> String {
+pub(crate) fn table(headers: &[&str], rows: Vec<Vec<String>>) -> String {
     let mut widths: Vec<usize> = headers.iter().map(|h| h.len()).collect();
     for r in &rows {
         for (i, c) in r.iter().enumerate() {
@@ -112,7 +112,7 @@ fn table(headers: &[&str], rows: Vec<Vec<String>>) -> String {
     out
 }
 
-fn s(v: &Value) -> String {
+pub(crate) fn s(v: &Value) -> String {
     match v {
         Value::Null => "<none>".into(),
         Value::String(x) => x.clone(),
@@ -120,7 +120,7 @@ fn s(v: &Value) -> String {
     }
 }
 
-fn structured(items: &[Value], output: Output) -> Result<bool> {
+pub(crate) fn structured(items: &[Value], output: Output) -> Result<bool> {
     let v = if items.len() == 1 {
         items[0].clone()
     } else {
