@@ -71,7 +71,9 @@ impl LabelSelector {
                 return Err(bad("empty requirement"));
             }
             if part.contains(" in ") || part.contains(" notin ") || part.contains('(') {
-                return Err(bad("only equality requirements (k=v, k!=v, k, !k) are supported"));
+                return Err(bad(
+                    "only equality requirements (k=v, k!=v, k, !k) are supported",
+                ));
             }
             let req = if let Some((k, v)) = part.split_once("!=") {
                 Requirement::NotEquals(k.trim().into(), v.trim().into())
@@ -318,7 +320,10 @@ mod tests {
         ];
         assert_eq!(place(&Placement::LeastLoaded, &cs).unwrap(), ["a"]);
         // Capacity hints: 30 of 100 is less loaded than 3 of 5.
-        let cs = [load("small", &[], 3, Some(5)), load("big", &[], 30, Some(100))];
+        let cs = [
+            load("small", &[], 3, Some(5)),
+            load("big", &[], 30, Some(100)),
+        ];
         assert_eq!(place(&Placement::LeastLoaded, &cs).unwrap(), ["big"]);
         // A full cluster is never chosen; all full is an error naming why.
         let cs = [load("x", &[], 2, Some(2)), load("y", &[], 9, None)];

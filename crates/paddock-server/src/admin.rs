@@ -245,15 +245,9 @@ pub async fn serve_admin(
             let policy = crate::policy_admin::parse_policy(&obj["spec"]["policy"])?;
             let placed =
                 crate::clusters::api::placement_for(state, id, &obj["spec"]["clusters"]).await?;
-            let mut rec = crate::lifecycle::create_tenant(
-                &placed,
-                id,
-                display,
-                labels,
-                limits,
-                quota,
-            )
-            .await?;
+            let mut rec =
+                crate::lifecycle::create_tenant(&placed, id, display, labels, limits, quota)
+                    .await?;
             if rec.billing != billing {
                 // Stored, then stamped on the namespaces provisioning just made.
                 rec = crate::admin_metering::set_billing(state, rec, billing).await?;
@@ -300,7 +294,10 @@ pub async fn serve_admin(
             crate::policy_admin::serve_policy(state, caller, m, id, req.into_body()).await
         }
         (Method::DELETE, ["tenants", id]) => {
-            let home = state.cache.tenant(id).map(|t| t.cluster_names()[0].to_string());
+            let home = state
+                .cache
+                .tenant(id)
+                .map(|t| t.cluster_names()[0].to_string());
             let reconciler = match home {
                 Some(c) => crate::clusters::reconciler_for(state, &c)?,
                 None => state.reconciler.clone(),

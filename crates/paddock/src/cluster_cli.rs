@@ -150,7 +150,15 @@ fn print_clusters(items: &[Value], out: Output) -> Result<()> {
     print!(
         "{}",
         output::table(
-            &["NAME", "SERVER", "LABELS", "CAPACITY", "TENANTS", "REACHABLE", "READY"],
+            &[
+                "NAME",
+                "SERVER",
+                "LABELS",
+                "CAPACITY",
+                "TENANTS",
+                "REACHABLE",
+                "READY"
+            ],
             rows
         )
     );

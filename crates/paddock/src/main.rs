@@ -350,17 +350,19 @@ async fn run(cli: Cli) -> Result<()> {
                     let billing =
                         metering_cli::billing_spec(&billing_labels, &billing_annotations)?;
                     let quota = output::parse_quota_pairs(&quota.join(","))?;
-                    client
-                        .create_tenant(
-                            &id,
-                            display_name.as_deref(),
-                            &labels,
-                            &limits,
-                            &billing,
-                            &quota,
-                            clusters.as_deref(),
-                        )
-                        .await?;
+                    let mut body = admin_client::AdminClient::tenant_body(
+                        &id,
+                        display_name.as_deref(),
+                        &labels,
+                        &limits,
+                        &billing,
+                        &quota,
+                    );
+                    if let Some(c) = clusters {
+                        // Placement (docs/clusters.md): a label selector or cluster names.
+                        body["spec"]["clusters"] = serde_json::json!(c);
+                    }
+                    client.create_tenant(&id, &body).await?;
                     let issue = IssueArgs {
                         tenant: id.clone(),
                         user: "admin".into(),

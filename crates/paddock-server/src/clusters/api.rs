@@ -64,10 +64,9 @@ fn get(state: &Arc<AppState>, name: &str) -> Result<Response<ResBody>, ServerErr
     if name == DEFAULT_CLUSTER {
         return json_response(StatusCode::OK, &default_object(state));
     }
-    let m = state
-        .clusters
-        .member(name)
-        .ok_or_else(|| ServerError::NotFound(format!("clusters.paddock.io \"{name}\" not found")))?;
+    let m = state.clusters.member(name).ok_or_else(|| {
+        ServerError::NotFound(format!("clusters.paddock.io \"{name}\" not found"))
+    })?;
     json_response(StatusCode::OK, &object(state, &m.record, Some(&m.state)))
 }
 
@@ -146,9 +145,9 @@ fn parse_record(obj: &Value) -> Result<ClusterRecord, ServerError> {
             known_spec.join(", ")
         )));
     }
-    let name = obj["metadata"]["name"]
-        .as_str()
-        .ok_or_else(|| ServerError::BadRequest("metadata.name (the cluster name) is required".into()))?;
+    let name = obj["metadata"]["name"].as_str().ok_or_else(|| {
+        ServerError::BadRequest("metadata.name (the cluster name) is required".into())
+    })?;
     paddock_core::cluster::check_cluster_name(name)
         .map_err(|e| ServerError::BadRequest(e.to_string()))?;
     let server = spec["server"].as_str().unwrap_or_default();
@@ -163,7 +162,9 @@ fn parse_record(obj: &Value) -> Result<ClusterRecord, ServerError> {
         v => Some(
             v.as_u64()
                 .and_then(|n| u32::try_from(n).ok())
-                .ok_or_else(|| ServerError::BadRequest("spec.capacity must be a whole number".into()))?,
+                .ok_or_else(|| {
+                    ServerError::BadRequest("spec.capacity must be a whole number".into())
+                })?,
         ),
     };
     let rec = ClusterRecord {
@@ -207,14 +208,20 @@ async fn create(
     }
     // The credential must make a TLS client before anything is stored.
     crate::upstream::Upstream::new(member::credential(&rec), state.config.upstream_timeout)
-        .map_err(|e| ServerError::BadRequest(format!("the cluster's credential is unusable: {e}")))?;
-    state.store.create_cluster(&rec).await.map_err(|e| match e {
-        paddock_store::StoreError::AlreadyExists(_) => ServerError::Conflict(format!(
-            "clusters.paddock.io \"{}\" already exists",
-            rec.name
-        )),
-        e => e.into(),
-    })?;
+        .map_err(|e| {
+            ServerError::BadRequest(format!("the cluster's credential is unusable: {e}"))
+        })?;
+    state
+        .store
+        .create_cluster(&rec)
+        .await
+        .map_err(|e| match e {
+            paddock_store::StoreError::AlreadyExists(_) => ServerError::Conflict(format!(
+                "clusters.paddock.io \"{}\" already exists",
+                rec.name
+            )),
+            e => e.into(),
+        })?;
     super::sync(state).await?;
     let member = state.clusters.member(&rec.name);
     json_response(
@@ -244,12 +251,16 @@ async fn remove(state: &Arc<AppState>, name: &str) -> Result<Response<ResBody>, 
             holding.join(", ")
         )));
     }
-    state.store.delete_cluster(name).await.map_err(|e| match e {
-        paddock_store::StoreError::NotFound(_) => {
-            ServerError::NotFound(format!("clusters.paddock.io \"{name}\" not found"))
-        }
-        e => e.into(),
-    })?;
+    state
+        .store
+        .delete_cluster(name)
+        .await
+        .map_err(|e| match e {
+            paddock_store::StoreError::NotFound(_) => {
+                ServerError::NotFound(format!("clusters.paddock.io \"{name}\" not found"))
+            }
+            e => e.into(),
+        })?;
     super::sync(state).await?;
     json_response(
         StatusCode::OK,
@@ -276,7 +287,9 @@ pub async fn placement_for(
             .iter()
             .map(|v| v.as_str().map(str::to_string))
             .collect::<Option<Vec<_>>>()
-            .ok_or_else(|| ServerError::BadRequest("spec.clusters: a list of cluster names".into()))?
+            .ok_or_else(|| {
+                ServerError::BadRequest("spec.clusters: a list of cluster names".into())
+            })?
             .join(","),
         _ => {
             return Err(ServerError::BadRequest(
@@ -284,8 +297,8 @@ pub async fn placement_for(
             ));
         }
     };
-    let placement =
-        Placement::parse(&text).map_err(|e| ServerError::BadRequest(format!("spec.clusters: {e}")))?;
+    let placement = Placement::parse(&text)
+        .map_err(|e| ServerError::BadRequest(format!("spec.clusters: {e}")))?;
     let chosen = place(&placement, &super::loads(state)).map_err(|e| match e {
         paddock_core::cluster::ClusterError::Unknown(n) => ServerError::BadRequest(format!(
             "spec.clusters: cluster {n:?} is not registered, or not ready"

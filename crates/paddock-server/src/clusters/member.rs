@@ -43,44 +43,44 @@ pub fn same_connection(a: &ClusterRecord, b: &ClusterRecord) -> bool {
 
 /// Builds a cluster's state from the replica's and starts its background work.
 pub fn start(main: &Arc<AppState>, record: ClusterRecord) -> Result<ClusterMember, ServerError> {
-        let upstream = Upstream::new(credential(&record), main.config.upstream_timeout)?;
-        let stop = main.shutdown.child_token();
-        let reconciler = Arc::new(paddock_reconciler::Reconciler {
-            upstream: upstream.clone(),
-            store: main.store.clone(),
-            cache: main.cache.clone(),
-            shutdown: stop.clone(),
-            tenant_priority_shares: main.config.tenant_priority_shares,
-            prune_grace: main.config.prune_grace,
-            cluster: record.name.clone(),
-        });
-        let state = Arc::new(AppState {
-            reconciler,
-            config: main.config.clone(),
-            upstream,
-            store: main.store.clone(),
-            cache: main.cache.clone(),
-            catalogs: CatalogCache::new(),
-            ca: ArcSwap::new(main.ca.load_full()),
-            metrics: main.metrics.clone(),
-            shutdown: stop.clone(),
-            // The replica's router logs and meters every request; nothing is logged twice.
-            access_log: crate::access_log::AccessLog::new(main.config.log_format, false),
-            audit: main.audit.clone(),
-            limiter: crate::limits::Limiter::default(),
-            bootstrapped: std::sync::atomic::AtomicBool::new(false),
-            health: UpstreamHealth::new(),
-            draining: std::sync::atomic::AtomicBool::new(false),
-            quota_locks: crate::state::QuotaLocks::default(),
-            clusters: main.clusters.clone(),
-        });
-        tokio::spawn(probe_loop(state.clone(), record.name.clone()));
-        tokio::spawn(bootstrap_then_resync(state.clone(), record.name.clone()));
-        Ok(ClusterMember {
-            record,
-            state,
-            stop,
-        })
+    let upstream = Upstream::new(credential(&record), main.config.upstream_timeout)?;
+    let stop = main.shutdown.child_token();
+    let reconciler = Arc::new(paddock_reconciler::Reconciler {
+        upstream: upstream.clone(),
+        store: main.store.clone(),
+        cache: main.cache.clone(),
+        shutdown: stop.clone(),
+        tenant_priority_shares: main.config.tenant_priority_shares,
+        prune_grace: main.config.prune_grace,
+        cluster: record.name.clone(),
+    });
+    let state = Arc::new(AppState {
+        reconciler,
+        config: main.config.clone(),
+        upstream,
+        store: main.store.clone(),
+        cache: main.cache.clone(),
+        catalogs: CatalogCache::new(),
+        ca: ArcSwap::new(main.ca.load_full()),
+        metrics: main.metrics.clone(),
+        shutdown: stop.clone(),
+        // The replica's router logs and meters every request; nothing is logged twice.
+        access_log: crate::access_log::AccessLog::new(main.config.log_format, false),
+        audit: main.audit.clone(),
+        limiter: crate::limits::Limiter::default(),
+        bootstrapped: std::sync::atomic::AtomicBool::new(false),
+        health: UpstreamHealth::new(),
+        draining: std::sync::atomic::AtomicBool::new(false),
+        quota_locks: crate::state::QuotaLocks::default(),
+        clusters: main.clusters.clone(),
+    });
+    tokio::spawn(probe_loop(state.clone(), record.name.clone()));
+    tokio::spawn(bootstrap_then_resync(state.clone(), record.name.clone()));
+    Ok(ClusterMember {
+        record,
+        state,
+        stop,
+    })
 }
 
 /// Probes the cluster's apiserver every second, judged with the same hysteresis as the
@@ -110,8 +110,7 @@ async fn bootstrap_then_resync(state: Arc<AppState>, name: String) {
     let mut delay = Duration::from_millis(200);
     loop {
         let boot =
-            crate::provision::bootstrap(&state.upstream, state.config.tenant_priority_shares)
-                .await;
+            crate::provision::bootstrap(&state.upstream, state.config.tenant_priority_shares).await;
         let disc = state.catalogs.refresh(&state.upstream).await;
         match (boot, disc) {
             (Ok(()), Ok(_)) => break,
@@ -127,6 +126,15 @@ async fn bootstrap_then_resync(state: Arc<AppState>, name: String) {
     }
     state.bootstrapped.store(true, Ordering::Release);
     tracing::info!(cluster = %name, "cluster bootstrapped");
+    // Finish the deletions of this cluster's tenants that a crash interrupted.
+    for t in state.cache.tenants() {
+        if state.reconciler.owns(&t) && t.phase == paddock_store::TenantPhase::Terminating {
+            tokio::spawn(crate::lifecycle::finish_tenant_deletion(
+                state.reconciler.clone(),
+                t.id.clone(),
+            ));
+        }
+    }
     tokio::spawn(crate::resync::resync_loop(state.reconciler.clone()));
     // Keep the catalog's list of tenant ids in step with the store (messages are scrubbed of
     // other tenants' names), and discovery fresh.

@@ -50,7 +50,9 @@ pub async fn sync(main: &Arc<AppState>) -> Result<(), ServerError> {
                         tracing::info!(cluster = %name, server = m.record.server, "cluster registered");
                         next.insert(name, Arc::new(m));
                     }
-                    Err(e) => tracing::warn!(cluster = %name, error = %e, "cluster record unusable"),
+                    Err(e) => {
+                        tracing::warn!(cluster = %name, error = %e, "cluster record unusable")
+                    }
                 }
             }
         }
