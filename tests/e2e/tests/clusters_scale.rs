@@ -81,7 +81,7 @@ fn two_clusters_thousand_tenants() -> Result<()> {
                             .collect();
                         let (line, out) = p.cli_raw(&args, Duration::from_secs(120))?;
                         ensure!(out.success(), "{line}: {}", out.stderr);
-                        if (i + 1) % 100 == 0 {
+                        if (i + 1).is_multiple_of(100) {
                             eprintln!("{} tenants after {:?}", i + 1, t0.elapsed());
                         }
                     }
