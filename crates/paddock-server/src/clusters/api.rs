@@ -313,3 +313,62 @@ pub async fn placement_for(
     }
     super::reconciler_for(state, &chosen[0])
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn b64(s: &str) -> String {
+        base64::engine::general_purpose::STANDARD.encode(s)
+    }
+
+    fn good() -> Value {
+        json!({"metadata": {"name": "east", "labels": {"env": "prod"}},
+               "spec": {"server": "https://127.0.0.1:6443/", "caData": b64("-----BEGIN CERTIFICATE-----"),
+                        "token": "t0ken", "capacity": 300}})
+    }
+
+    #[test]
+    fn a_good_cluster_object_parses() {
+        let r = parse_record(&good()).unwrap();
+        assert_eq!(r.name, "east");
+        assert_eq!(r.server, "https://127.0.0.1:6443");
+        assert_eq!(r.capacity, Some(300));
+        assert_eq!(r.token.as_deref(), Some("t0ken"));
+        assert_eq!(r.labels.get("env").map(String::as_str), Some("prod"));
+    }
+
+    #[test]
+    fn bad_cluster_objects_are_400s_naming_the_field() {
+        let cases: [(&str, Value, &str); 8] = [
+            ("name", json!("Bad_Name"), "not valid"),
+            ("server", json!("http://127.0.0.1:6443"), "spec.server"),
+            ("caData", Value::Null, "spec.caData is required"),
+            ("caData", json!("%%%"), "spec.caData is not base64"),
+            ("token", Value::Null, "a credential is required"),
+            (
+                "clientKeyData",
+                json!(b64("KEY")),
+                "a credential is required",
+            ),
+            ("capacity", json!(-1), "spec.capacity"),
+            ("kubeconfig", json!("x"), "spec.kubeconfig: unknown field"),
+        ];
+        for (field, value, want) in cases {
+            let mut o = good();
+            if field == "name" {
+                o["metadata"]["name"] = value;
+            } else if field == "clientKeyData" {
+                // A key without a certificate, and no token.
+                o["spec"]["token"] = Value::Null;
+                o["spec"][field] = value;
+            } else {
+                o["spec"][field] = value;
+            }
+            match parse_record(&o) {
+                Err(ServerError::BadRequest(m)) => assert!(m.contains(want), "{field}: {m}"),
+                other => panic!("{field}: {other:?}"),
+            }
+        }
+    }
+}

@@ -202,3 +202,24 @@ fn plain(code: http::StatusCode, body: &str) -> http::Response<crate::body::ResB
     );
     r
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn readyz_is_ready_while_one_cluster_is_and_names_each() {
+        let both = [("default".to_string(), true), ("east".to_string(), false)];
+        let r = readyz_answer(true, &both);
+        assert_eq!(r.status(), http::StatusCode::OK);
+        let none = [("default".to_string(), false), ("east".to_string(), false)];
+        assert_eq!(
+            readyz_answer(true, &none).status(),
+            http::StatusCode::SERVICE_UNAVAILABLE
+        );
+        assert_eq!(
+            readyz_answer(false, &both).status(),
+            http::StatusCode::SERVICE_UNAVAILABLE
+        );
+    }
+}
