@@ -330,7 +330,7 @@ mod tests {
 
     #[test]
     fn a_good_cluster_object_parses() {
-        let r = parse_record(&good()).unwrap();
+        let r = parse_record(&good()).expect("a good object parses");
         assert_eq!(r.name, "east");
         assert_eq!(r.server, "https://127.0.0.1:6443");
         assert_eq!(r.capacity, Some(300));
