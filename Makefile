@@ -76,3 +76,12 @@ quota-overshoot:
 .PHONY: templates-scale
 templates-scale:
 	cargo test -p paddock-e2e --test templates -- --ignored --nocapture template_change_reaches_100_namespaces
+## Several upstream clusters (docs/clusters.md): two control planes, a tenant placed on each,
+## isolation, deletion, one cluster's apiserver killed and restarted (~3.5 min; not in `make
+## test`). `make clusters-scale`: memory and start-up with 2 clusters and 1,000 tenants
+## (PADDOCK_SCALE_TENANTS to change; ~20 min).
+.PHONY: test-clusters clusters-scale
+test-clusters:
+	cargo test -p paddock-e2e --test clusters -- --ignored --nocapture
+clusters-scale:
+	cargo test -p paddock-e2e --test clusters_scale -- --ignored --nocapture

@@ -15,6 +15,7 @@
 // Naming, identities, what the upstream serves.
 pub mod builtin_roles;
 pub mod catalog;
+pub mod cluster;
 pub mod context;
 pub mod identity;
 pub mod impersonate;

@@ -43,4 +43,24 @@ pub struct Reconciler {
     pub tenant_priority_shares: u32,
     /// How long expired certificate records are kept (`prune_grace`).
     pub prune_grace: Duration,
+    /// The upstream cluster this reconciler acts on (docs/clusters.md); `default` for the
+    /// configured upstream. It touches only the tenants that live there.
+    pub cluster: String,
+}
+
+impl Reconciler {
+    /// Whether `rec` lives on this reconciler's cluster.
+    pub fn owns(&self, rec: &paddock_store::TenantRecord) -> bool {
+        rec.lives_on(&self.cluster)
+    }
+
+    /// The `clusters` of a tenant record created here: none for the default cluster (the
+    /// record reads as before clusters existed), else this cluster.
+    pub fn placed_on(&self) -> Vec<String> {
+        if self.cluster == paddock_core::cluster::DEFAULT_CLUSTER {
+            Vec::new()
+        } else {
+            vec![self.cluster.clone()]
+        }
+    }
 }

@@ -126,6 +126,7 @@ pub async fn create_tenant(
         billing: Default::default(),
         policy: None,
         quota,
+        clusters: state.placed_on(),
     };
     state.store.create_tenant(&rec).await?;
     let provisioned = match provision_tenant(&state.upstream, &tid).await {

@@ -21,7 +21,7 @@ pub async fn resync_loop(state: Arc<Reconciler>) {
             .cache
             .tenants()
             .into_iter()
-            .filter(|rec| rec.phase == paddock_store::TenantPhase::Active)
+            .filter(|rec| rec.phase == paddock_store::TenantPhase::Active && state.owns(rec))
             .map(|rec| rec.id.clone())
             .collect();
         if first {

@@ -33,7 +33,7 @@ pub fn tenant_object(r: &TenantRecord) -> Value {
         "kind": "Tenant",
         "metadata": {"name": r.id.as_str(), "creationTimestamp": r.created, "labels": r.labels, "generation": r.generation},
         "spec": {"displayName": r.display_name, "limits": r.limits.unwrap_or_default(), "billing": r.billing, "policy": r.policy,
-                 "quota": {"hard": r.quota.clone().unwrap_or_default()}},
+                 "quota": {"hard": r.quota.clone().unwrap_or_default()}, "clusters": r.cluster_names()},
         "status": {"phase": phase_str(r.phase), "progress": r.progress}
     })
 }
@@ -192,6 +192,9 @@ pub async fn serve_admin(
             "{path}: platform admins reach only paddock's admin API here ({BASE}); use the upstream cluster directly for anything else"
         )));
     }
+    if segs.first() == Some(&"clusters") {
+        return crate::clusters::api::serve(state, &method, &segs, req).await;
+    }
     match (method, segs.as_slice()) {
         (Method::GET, ["tenants"]) => {
             let mut items: Vec<Value> = state
@@ -242,15 +245,11 @@ pub async fn serve_admin(
                 .map_err(|e| ServerError::BadRequest(e.to_string()))?;
             let quota = crate::quota_api::hard_at_creation(state, &obj["spec"]["quota"])?;
             let policy = crate::policy_admin::parse_policy(&obj["spec"]["policy"])?;
-            let mut rec = crate::lifecycle::create_tenant(
-                &state.reconciler,
-                id,
-                display,
-                labels,
-                limits,
-                quota,
-            )
-            .await?;
+            let placed =
+                crate::clusters::api::placement_for(state, id, &obj["spec"]["clusters"]).await?;
+            let mut rec =
+                crate::lifecycle::create_tenant(&placed, id, display, labels, limits, quota)
+                    .await?;
             if rec.billing != billing {
                 // Stored, then stamped on the namespaces provisioning just made.
                 rec = crate::admin_metering::set_billing(state, rec, billing).await?;
@@ -300,7 +299,15 @@ pub async fn serve_admin(
             crate::policy_admin::serve_policy(state, caller, m, id, req.into_body()).await
         }
         (Method::DELETE, ["tenants", id]) => {
-            let rec = crate::lifecycle::start_tenant_deletion(&state.reconciler, id).await?;
+            let home = state
+                .cache
+                .tenant(id)
+                .map(|t| t.cluster_names()[0].to_string());
+            let reconciler = match home {
+                Some(c) => crate::clusters::reconciler_for(state, &c)?,
+                None => state.reconciler.clone(),
+            };
+            let rec = crate::lifecycle::start_tenant_deletion(&reconciler, id).await?;
             json_response(StatusCode::OK, &tenant_object(&rec))
         }
         (Method::GET, ["issuedcertificates"]) => {

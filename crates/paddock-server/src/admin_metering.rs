@@ -67,7 +67,9 @@ pub async fn set_billing(
         rec.generation += 1;
         state.store.put_tenant(&rec).await?;
     }
-    let stamped = crate::billing::restamp_tenant(&state.upstream, &rec.id, &rec.billing).await?;
+    // On the tenant's own cluster (docs/clusters.md).
+    let home = crate::clusters::route(state, &rec.id)?;
+    let stamped = crate::billing::restamp_tenant(&home.upstream, &rec.id, &rec.billing).await?;
     tracing::debug!(tenant = %rec.id, stamped, "billing key stamped");
     Ok(rec)
 }

@@ -498,8 +498,9 @@ mod tests {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TemplatesConfig {
     /// Whether the built-in `paddock-pl1` template (the multi-tenancy benchmark's profile
-    /// level 1 set) is mandatory for every tenant (`default_templates = "pl1"`, the default);
-    /// `"default"` keeps only `paddock-default`.
+    /// level 1 set) is mandatory for every tenant (`default_templates = "pl1"`); `"default"`
+    /// (the default) keeps only `paddock-default`, so a tenant's namespaces carry no
+    /// LimitRange or compute quota it did not ask for, as in a plain cluster.
     pub pl1: bool,
     /// How often each replica compares every tenant namespace with the templates.
     pub sync_interval: Duration,
@@ -508,7 +509,7 @@ pub struct TemplatesConfig {
 impl Default for TemplatesConfig {
     fn default() -> Self {
         TemplatesConfig {
-            pl1: true,
+            pl1: false,
             sync_interval: Duration::from_secs(2),
         }
     }

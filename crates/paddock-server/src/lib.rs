@@ -13,6 +13,7 @@ pub mod audit_answer;
 pub mod auth;
 pub mod caller;
 pub mod claims_gc;
+pub mod clusters;
 pub mod config;
 pub mod conn;
 pub mod discovery;
@@ -125,6 +126,7 @@ pub async fn run(config: ServerConfig, shutdown: CancellationToken) -> Result<()
         shutdown: stop.clone(),
         tenant_priority_shares: config.tenant_priority_shares,
         prune_grace: config.prune_grace,
+        cluster: paddock_core::cluster::DEFAULT_CLUSTER.to_string(),
     });
     let state = Arc::new(AppState {
         reconciler,
@@ -142,6 +144,7 @@ pub async fn run(config: ServerConfig, shutdown: CancellationToken) -> Result<()
         limiter: limits::Limiter::default(),
         quota_locks: quota::QuotaLocks::default(),
         access_log: access_log::AccessLog::new(config.log_format, config.access_log),
+        clusters: Default::default(),
         config,
     });
     // Namespace templates: where the reconciler's set-up finds them, and their sync loop.
@@ -149,6 +152,7 @@ pub async fn run(config: ServerConfig, shutdown: CancellationToken) -> Result<()
         state.clone(),
     )));
     tokio::spawn(templates_sync::sync_loop(state.clone()));
+    tokio::spawn(clusters::sync_loop(state.clone()));
     tokio::spawn(drain_on(state.clone(), shutdown));
     if let Some(a) = admission {
         tokio::spawn(a.serve(state.clone()));
@@ -205,7 +209,9 @@ pub async fn run(config: ServerConfig, shutdown: CancellationToken) -> Result<()
             // Finish deletions a crash interrupted; give tenants created by an older paddock
             // their own APF FlowSchema.
             for t in state.cache.tenants() {
-                if t.phase == TenantPhase::Terminating {
+                if !state.reconciler.owns(&t) {
+                    // Another cluster's tenant: its cluster's member does this (clusters/).
+                } else if t.phase == TenantPhase::Terminating {
                     tokio::spawn(lifecycle::finish_tenant_deletion(
                         state.reconciler.clone(),
                         t.id.clone(),

@@ -119,8 +119,10 @@ pub async fn set_policy(
         .unwrap_or(&state.config.default_policy)
         .pod_security;
     let selector = upjson::query_escape(&rec.id.tenant_label_selector());
+    // The tenant's own cluster (docs/clusters.md).
+    let home = crate::clusters::route(state, &rec.id)?;
     for ns in upjson::list(
-        &state.upstream,
+        &home.upstream,
         &format!("/api/v1/namespaces?labelSelector={selector}"),
     )
     .await?
@@ -134,7 +136,7 @@ pub async fn set_policy(
         }
         let patch = json!({"metadata": {"labels": {PSA_ENFORCE_LABEL: level.as_str()}}});
         let a = upjson::call(
-            &state.upstream,
+            &home.upstream,
             Method::PATCH,
             &format!("/api/v1/namespaces/{name}"),
             Some("application/merge-patch+json"),

@@ -59,6 +59,10 @@ fn readyz(state: &AppState) -> Response<ResBody> {
     let discovery = state.catalogs.is_synced();
     let boot = state.bootstrapped.load(Ordering::Acquire);
     let upstream = state.health.is_healthy();
+    let clusters = crate::clusters::readiness(state);
+    if clusters.len() > 1 {
+        return crate::clusters::readyz_answer(store, &clusters);
+    }
     if store && discovery && boot && upstream {
         text(StatusCode::OK, "ok")
     } else {

@@ -48,6 +48,8 @@ pub struct AppState {
     pub draining: std::sync::atomic::AtomicBool,
     /// This replica's per-tenant serialisation of quota ledger writes.
     pub quota_locks: QuotaLocks,
+    /// The registered upstream clusters besides the configured one (docs/clusters.md).
+    pub clusters: Arc<ClusterRegistry>,
 }
 
 impl AppState {
@@ -74,5 +76,41 @@ impl QuotaLocks {
             .entry(tid.as_str().to_string())
             .or_default()
             .clone()
+    }
+}
+
+/// The registered upstream clusters of this replica besides the configured one
+/// (docs/clusters.md), kept in line with the store by `clusters::sync`.
+#[derive(Default)]
+pub struct ClusterRegistry {
+    pub(crate) members: ArcSwap<std::collections::BTreeMap<String, Arc<ClusterMember>>>,
+    /// Serialises syncs: two at once would start a member twice.
+    pub(crate) syncing: tokio::sync::Mutex<()>,
+}
+
+impl ClusterRegistry {
+    /// The member named `name`, if registered and known here.
+    pub fn member(&self, name: &str) -> Option<Arc<ClusterMember>> {
+        self.members.load().get(name).cloned()
+    }
+
+    /// Every member, by name.
+    pub fn members(&self) -> Arc<std::collections::BTreeMap<String, Arc<ClusterMember>>> {
+        self.members.load_full()
+    }
+}
+
+/// A registered cluster as this replica holds it: its record and the gateway's state with
+/// its upstream (what a request of a tenant living there is served with). Dropping it (the
+/// cluster was removed) stops its background work.
+pub struct ClusterMember {
+    pub record: paddock_store::ClusterRecord,
+    pub state: Arc<AppState>,
+    pub(crate) stop: CancellationToken,
+}
+
+impl Drop for ClusterMember {
+    fn drop(&mut self) {
+        self.stop.cancel();
     }
 }

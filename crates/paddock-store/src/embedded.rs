@@ -26,7 +26,7 @@ const LOCK: &str = "LOCK";
 const FORMAT_VERSION: u32 = 1;
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
-struct State {
+pub(crate) struct State {
     #[serde(default)]
     version: u32,
     #[serde(default)]
@@ -42,6 +42,9 @@ struct State {
     /// Namespace templates by name, with their version (docs/templates.md).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     templates: BTreeMap<String, (i64, paddock_core::templates::NamespaceTemplate)>,
+    /// Registered upstream clusters by name (clusters.rs).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub(crate) clusters: BTreeMap<String, crate::ClusterRecord>,
 }
 
 impl State {
@@ -63,9 +66,9 @@ impl State {
 }
 
 #[derive(Debug)]
-struct Inner {
+pub(crate) struct Inner {
     dir: PathBuf,
-    state: Mutex<State>,
+    pub(crate) state: Mutex<State>,
     cache: StoreCache,
     /// Held for the life of the store: the exclusive lock on `<dir>/LOCK`.
     _lock: fs::File,
@@ -74,7 +77,7 @@ struct Inner {
 /// The single-replica store in a local directory.
 #[derive(Debug)]
 pub struct EmbeddedStore {
-    inner: Arc<Inner>,
+    pub(crate) inner: Arc<Inner>,
 }
 
 fn io(path: &Path, what: &str, e: std::io::Error) -> StoreError {
@@ -211,7 +214,7 @@ impl EmbeddedStore {
     /// Applies `f` to a copy of the state; if it succeeds, writes the file, then publishes the
     /// new state to memory and the cache. Runs on the blocking pool to completion even if the
     /// caller goes away.
-    async fn mutate<T: Send + 'static>(
+    pub(crate) async fn mutate<T: Send + 'static>(
         &self,
         f: impl FnOnce(&mut State) -> Result<T, StoreError> + Send + 'static,
     ) -> Result<T, StoreError> {

@@ -36,9 +36,11 @@
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
 mod cache;
+mod clusters;
 mod embedded;
 mod etcd;
 mod etcd_claims;
+mod etcd_clusters;
 mod etcd_conn;
 mod etcd_error;
 mod etcd_templates;
@@ -51,6 +53,7 @@ use paddock_core::templates::NamespaceTemplate;
 use serde::{Deserialize, Serialize};
 
 pub use cache::{Snapshot, StoreCache};
+pub use clusters::ClusterRecord;
 pub use embedded::EmbeddedStore;
 pub use etcd::EtcdStore;
 pub use etcd_conn::{EtcdOptions, EtcdTlsFiles};
@@ -98,6 +101,23 @@ pub struct TenantRecord {
     /// The tenant's policy (docs/security.md "Tenant policy"); absent: the configured default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub policy: Option<paddock_core::admission::TenantPolicy>,
+    /// The upstream clusters the tenant lives on (docs/clusters.md); empty in records written
+    /// before clusters existed, which means the `default` cluster.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub clusters: Vec<String>,
+}
+
+impl TenantRecord {
+    /// The clusters the tenant lives on (`default` when the record names none); the first is
+    /// its home.
+    pub fn cluster_names(&self) -> Vec<&str> {
+        paddock_core::cluster::tenant_clusters(&self.clusters)
+    }
+
+    /// Whether the tenant lives on `cluster`.
+    pub fn lives_on(&self, cluster: &str) -> bool {
+        self.cluster_names().contains(&cluster)
+    }
 }
 
 impl TenantRecord {
@@ -115,6 +135,7 @@ impl TenantRecord {
             billing: Default::default(),
             quota: None,
             policy: None,
+            clusters: Vec::new(),
         }
     }
 }

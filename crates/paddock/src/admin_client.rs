@@ -58,24 +58,28 @@ impl AdminClient {
         .with_context(|| format!("cannot reach paddock at {}", self.up.server()))
     }
 
-    /// POST a tenant.
-    pub async fn create_tenant(
-        &self,
+    /// The `Tenant` object `tenant create` posts.
+    pub fn tenant_body(
         id: &str,
         display: Option<&str>,
         labels: &serde_json::Map<String, Value>,
         limits: &serde_json::Map<String, Value>,
         billing: &Value,
         quota: &std::collections::BTreeMap<String, String>,
-    ) -> Result<Value> {
+    ) -> Value {
         let mut body = json!({"apiVersion": "paddock.io/v1alpha1", "kind": "Tenant",
             "metadata": {"name": id, "labels": labels},
             "spec": {"displayName": display.unwrap_or(id), "limits": limits, "billing": billing}});
         if !quota.is_empty() {
             body["spec"]["quota"] = json!({"hard": quota});
         }
+        body
+    }
+
+    /// POST a tenant.
+    pub async fn create_tenant(&self, id: &str, body: &Value) -> Result<Value> {
         check(
-            self.call(Method::POST, &format!("{BASE}/tenants"), Some(&body))
+            self.call(Method::POST, &format!("{BASE}/tenants"), Some(body))
                 .await?,
             &format!("creating tenant {id}"),
         )

@@ -1,6 +1,7 @@
 //! The `paddock` binary: `paddock serve` and the admin CLI.
 
 mod admin_client;
+mod cluster_cli;
 mod kubeconfig;
 mod metering_cli;
 mod output;
@@ -35,6 +36,13 @@ enum Command {
         conn: AdminConn,
         #[command(subcommand)]
         command: TenantCommand,
+    },
+    /// Upstream clusters paddock fronts (docs/clusters.md).
+    Cluster {
+        #[command(flatten)]
+        conn: AdminConn,
+        #[command(subcommand)]
+        command: cluster_cli::ClusterCommand,
     },
     /// Tenant users.
     User {
@@ -145,6 +153,10 @@ enum TenantCommand {
         /// count/configmaps, ...; docs/quota.md). Default: the server's tenant_default_quota.
         #[arg(long = "quota")]
         quota: Vec<String>,
+        /// Where to place the tenant: a label selector of clusters (env=prod) or cluster
+        /// names; default: the least loaded cluster (docs/clusters.md).
+        #[arg(long)]
+        clusters: Option<String>,
     },
     /// Change a tenant's billing key: --label k=v sets one, --label k- removes it (same for
     /// --annotation); every upstream namespace is restamped before this returns.
@@ -339,22 +351,26 @@ async fn run(cli: Cli) -> Result<()> {
                     billing_labels,
                     billing_annotations,
                     quota,
+                    clusters,
                 } => {
                     let labels = output::parse_labels(&labels)?;
                     let limits = output::parse_limits(&limits)?;
                     let billing =
                         metering_cli::billing_spec(&billing_labels, &billing_annotations)?;
                     let quota = output::parse_quota_pairs(&quota.join(","))?;
-                    client
-                        .create_tenant(
-                            &id,
-                            display_name.as_deref(),
-                            &labels,
-                            &limits,
-                            &billing,
-                            &quota,
-                        )
-                        .await?;
+                    let mut body = admin_client::AdminClient::tenant_body(
+                        &id,
+                        display_name.as_deref(),
+                        &labels,
+                        &limits,
+                        &billing,
+                        &quota,
+                    );
+                    if let Some(c) = clusters {
+                        // Placement (docs/clusters.md): a label selector or cluster names.
+                        body["spec"]["clusters"] = serde_json::json!(c);
+                    }
+                    client.create_tenant(&id, &body).await?;
                     let issue = IssueArgs {
                         tenant: id.clone(),
                         user: "admin".into(),
@@ -428,6 +444,10 @@ async fn run(cli: Cli) -> Result<()> {
         Command::Template { conn, command } => {
             let client = admin_client::AdminClient::new(&conn.kubeconfig)?;
             template_cli::run(&client, command).await
+        }
+        Command::Cluster { conn, command } => {
+            let client = admin_client::AdminClient::new(&conn.kubeconfig)?;
+            cluster_cli::run(&client, command).await
         }
         Command::Cert { conn, command } => {
             let client = admin_client::AdminClient::new(&conn.kubeconfig)?;

@@ -112,7 +112,7 @@ pub(crate) fn table(headers: &[&str], rows: Vec<Vec<String>>) -> String {
     out
 }
 
-fn s(v: &Value) -> String {
+pub(crate) fn s(v: &Value) -> String {
     match v {
         Value::Null => "<none>".into(),
         Value::String(x) => x.clone(),

@@ -193,7 +193,8 @@ pub struct ServeArgs {
     #[arg(long, env = "PADDOCK_QUOTA_RECOUNT_INTERVAL")]
     pub quota_recount_interval: Option<String>,
     // ---- Namespace templates (docs/templates.md) ----
-    /// Built-in mandatory templates: `pl1` (paddock-default and paddock-pl1) or `default`.
+    /// Built-in mandatory templates: `default` (paddock-default; the default) or `pl1`
+    /// (paddock-default and paddock-pl1).
     #[arg(long, env = "PADDOCK_DEFAULT_TEMPLATES")]
     pub default_templates: Option<String>,
     /// How often each replica brings tenant namespaces in step with the templates, e.g. 2s.
@@ -484,8 +485,8 @@ fn templates_config(
         .or(file.default_templates.clone())
         .as_deref()
     {
-        None | Some("pl1") => true,
-        Some("default") => false,
+        Some("pl1") => true,
+        None | Some("default") => false,
         Some(o) => anyhow::bail!("default_templates: {o:?} is neither \"pl1\" nor \"default\""),
     };
     let sync_interval = match args

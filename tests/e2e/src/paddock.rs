@@ -296,7 +296,8 @@ impl Paddock {
                 .arg(certs.join("admin.key"))
                 .arg(format!("{}/readyz", self.url));
             let out = process::run(&mut curl, None, Duration::from_secs(5))?;
-            if out.success() && out.stdout.trim() == "ok" {
+            // `ok`, or `ok: clusters ...` once clusters are registered (docs/clusters.md).
+            if out.success() && out.stdout.trim().starts_with("ok") {
                 return Ok(());
             }
             let last = format!("{}{}", out.stdout.trim(), out.stderr.trim());

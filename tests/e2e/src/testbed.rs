@@ -92,6 +92,36 @@ impl ControlPlane {
         }
     }
 
+    /// Starts `n` independent control planes at once (a fleet for the multi-cluster tests,
+    /// docs/clusters.md): each in its own directory with its own free ports, certificates,
+    /// etcd and paddock etcd, all from the same cached binaries. Dropping one tears down only
+    /// that one.
+    pub fn start_many(n: usize) -> Result<Vec<Self>> {
+        let bins = build_binaries(false)?;
+        let started: Vec<Result<Self>> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..n)
+                .map(|_| {
+                    s.spawn(|| match Self::start_with(&bins) {
+                        Err(e) if format!("{e:#}").contains("address already in use") => {
+                            eprintln!("a port was taken during startup; trying once more");
+                            Self::start_with(&bins)
+                        }
+                        r => r,
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| {
+                    h.join()
+                        .unwrap_or_else(|_| Err(anyhow::anyhow!("control plane start panicked")))
+                })
+                .collect()
+        });
+        // On any failure the ones that started are dropped (torn down) here.
+        started.into_iter().collect()
+    }
+
     fn start_with(bins: &BTreeMap<String, String>) -> Result<Self> {
         let keep = std::env::var("PADDOCK_E2E_KEEP").is_ok_and(|v| v == "1");
         let dir = tempfile::Builder::new()

@@ -190,6 +190,8 @@ fn start(extra: &[&str]) -> Result<Bed> {
     let cp = ControlPlane::start().context("starting the control plane")?;
     let mut args = cp.admission_args()?;
     args.extend(["--template-sync-interval".into(), "1s".into()]);
+    // The PL1 set is opt-in (docs/templates.md); this suite tests it.
+    args.extend(["--default-templates".into(), "pl1".into()]);
     args.extend(extra.iter().map(|s| (*s).to_owned()));
     let p = Paddock::start_with_args(&cp, StoreKind::Etcd, "paddock", &args)?;
     let up = cp.kubectl_admin()?;

@@ -115,8 +115,10 @@ async fn gateway(
             groups,
             ..
         } => {
+            // The one place a tenant request picks its cluster's state (docs/clusters.md).
+            let state = crate::clusters::route(state, tenant)?;
             let (mut resp, verb) =
-                crate::proxy::serve_tenant(state, tenant, user, groups, req).await?;
+                crate::proxy::serve_tenant(&state, tenant, user, groups, req).await?;
             resp.extensions_mut().insert(Answered { verb });
             Ok(resp)
         }

@@ -1,0 +1,163 @@
+//! A registered cluster's per-cluster state: an `AppState` of its own (its upstream pools,
+//! discovery catalog, health, bootstrap flag and reconciler) sharing the replica's store,
+//! cache, metrics, audit and configuration, and the background work that keeps it current
+//! (probe, bootstrap, discovery refresh, RBAC resync). Removing the cluster cancels `stop`,
+//! which ends all of it.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use arc_swap::ArcSwap;
+use paddock_store::ClusterRecord;
+
+use crate::discovery::CatalogCache;
+use crate::error::ServerError;
+use crate::health::{PROBE_INTERVAL, PROBE_TIMEOUT, UpstreamHealth};
+use crate::state::{AppState, ClusterMember};
+use crate::upstream::{Upstream, UpstreamCredential};
+
+/// How often a non-default cluster's discovery is read again (the default cluster's is read
+/// by the replica's own periodic task).
+const DISCOVERY_REFRESH: Duration = Duration::from_secs(60);
+
+/// paddock's credential for a registered cluster.
+pub fn credential(rec: &ClusterRecord) -> UpstreamCredential {
+    UpstreamCredential {
+        server: rec.server.trim_end_matches('/').to_string(),
+        ca_pem: rec.ca_pem.clone().into_bytes(),
+        client_cert_pem: rec.client_cert_pem.clone().map(String::into_bytes),
+        client_key_pem: rec.client_key_pem.clone().map(String::into_bytes),
+        token: rec.token.clone(),
+    }
+}
+
+/// Whether two records would connect the same way (otherwise the member is rebuilt).
+pub fn same_connection(a: &ClusterRecord, b: &ClusterRecord) -> bool {
+    a.server == b.server
+        && a.ca_pem == b.ca_pem
+        && a.client_cert_pem == b.client_cert_pem
+        && a.client_key_pem == b.client_key_pem
+        && a.token == b.token
+}
+
+/// Builds a cluster's state from the replica's and starts its background work.
+pub fn start(main: &Arc<AppState>, record: ClusterRecord) -> Result<ClusterMember, ServerError> {
+    let upstream = Upstream::new(credential(&record), main.config.upstream_timeout)?;
+    let stop = main.shutdown.child_token();
+    let reconciler = Arc::new(paddock_reconciler::Reconciler {
+        upstream: upstream.clone(),
+        store: main.store.clone(),
+        cache: main.cache.clone(),
+        shutdown: stop.clone(),
+        tenant_priority_shares: main.config.tenant_priority_shares,
+        prune_grace: main.config.prune_grace,
+        cluster: record.name.clone(),
+    });
+    let state = Arc::new(AppState {
+        reconciler,
+        config: main.config.clone(),
+        upstream,
+        store: main.store.clone(),
+        cache: main.cache.clone(),
+        catalogs: CatalogCache::new(),
+        ca: ArcSwap::new(main.ca.load_full()),
+        metrics: main.metrics.clone(),
+        shutdown: stop.clone(),
+        // The replica's router logs and meters every request; nothing is logged twice.
+        access_log: crate::access_log::AccessLog::new(main.config.log_format, false),
+        audit: main.audit.clone(),
+        limiter: crate::limits::Limiter::default(),
+        bootstrapped: std::sync::atomic::AtomicBool::new(false),
+        health: UpstreamHealth::new(),
+        draining: std::sync::atomic::AtomicBool::new(false),
+        quota_locks: crate::state::QuotaLocks::default(),
+        clusters: main.clusters.clone(),
+    });
+    tokio::spawn(probe_loop(state.clone(), record.name.clone()));
+    tokio::spawn(bootstrap_then_resync(state.clone(), record.name.clone()));
+    Ok(ClusterMember {
+        record,
+        state,
+        stop,
+    })
+}
+
+/// Probes the cluster's apiserver every second, judged with the same hysteresis as the
+/// default upstream's (health.rs).
+async fn probe_loop(state: Arc<AppState>, name: String) {
+    let mut tick = tokio::time::interval(PROBE_INTERVAL);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut was = false;
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {}
+            _ = state.shutdown.cancelled() => return,
+        }
+        let ok = state.upstream.probe(PROBE_TIMEOUT).await;
+        state.health.record(ok);
+        let now = state.health.is_healthy();
+        if now != was {
+            tracing::info!(cluster = %name, reachable = now, "cluster reachability changed");
+            was = now;
+        }
+    }
+}
+
+/// Installs the platform objects and reads discovery (retrying until both succeed), then
+/// repairs and resyncs the tenants that live on the cluster and refreshes discovery.
+async fn bootstrap_then_resync(state: Arc<AppState>, name: String) {
+    let mut delay = Duration::from_millis(200);
+    loop {
+        let boot =
+            crate::provision::bootstrap(&state.upstream, state.config.tenant_priority_shares).await;
+        let disc = state.catalogs.refresh(&state.upstream).await;
+        match (boot, disc) {
+            (Ok(()), Ok(_)) => break,
+            (b, d) => {
+                tracing::warn!(cluster = %name, bootstrap = ?b.err(), discovery = ?d.err(), "cluster not ready; retrying");
+                tokio::select! {
+                    _ = tokio::time::sleep(delay) => {}
+                    _ = state.shutdown.cancelled() => return,
+                }
+                delay = (delay * 2).min(Duration::from_secs(5));
+            }
+        }
+    }
+    state.bootstrapped.store(true, Ordering::Release);
+    tracing::info!(cluster = %name, "cluster bootstrapped");
+    // Finish the deletions of this cluster's tenants that a crash interrupted.
+    for t in state.cache.tenants() {
+        if state.reconciler.owns(&t) && t.phase == paddock_store::TenantPhase::Terminating {
+            tokio::spawn(crate::lifecycle::finish_tenant_deletion(
+                state.reconciler.clone(),
+                t.id.clone(),
+            ));
+        }
+    }
+    tokio::spawn(crate::resync::resync_loop(state.reconciler.clone()));
+    // Keep the catalog's list of tenant ids in step with the store (messages are scrubbed of
+    // other tenants' names), and discovery fresh.
+    let mut changes = state.cache.subscribe();
+    let mut refresh = tokio::time::interval(DISCOVERY_REFRESH);
+    refresh.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    refresh.tick().await;
+    loop {
+        let ids: Vec<String> = state
+            .cache
+            .tenants()
+            .iter()
+            .map(|t| t.id.as_str().to_string())
+            .collect();
+        state.catalogs.set_known_tenants(ids);
+        tokio::select! {
+            r = changes.changed() => if r.is_err() { return },
+            _ = refresh.tick() => {
+                if let Err(e) = state.catalogs.refresh(&state.upstream).await {
+                    tracing::warn!(cluster = %name, error = %e, "discovery refresh failed");
+                }
+            }
+            _ = state.shutdown.cancelled() => return,
+        }
+    }
+}
