@@ -33,8 +33,7 @@ pub const CLUSTER_SCOPE_ROLE: &str = "paddock:tenant-cluster-scope";
 pub const CLUSTER_SCOPE_GROUP: &str = crate::identity::CLUSTER_SCOPE_GROUP;
 /// Name of the admission guard policy and binding.
 pub const GUARD_NAME: &str = "paddock-tenant-guard";
-/// Label on objects paddock manages for a tenant that are not the tenant's own objects.
-pub const MANAGED_FOR_LABEL: &str = "paddock.io/managed-for";
+pub use crate::tenant::MANAGED_FOR_LABEL;
 /// Name of the RoleBinding paddock keeps in each tenant namespace.
 pub const NAMESPACE_ADMIN_BINDING: &str = "paddock-tenant-admins";
 /// Name of the NetworkPolicy paddock keeps in each tenant namespace (MTB NI-1).
@@ -292,17 +291,8 @@ pub fn guard_policies(admission_webhook: bool) -> Vec<(String, Value)> {
     );
     let policies = admission_policies_guard();
     let flowcontrol = flowcontrol_guard();
-    let templates = crate::templates::templates_guard();
     if admission_webhook {
-        return vec![
-            generic,
-            namespaces,
-            rbac,
-            webhooks,
-            policies,
-            flowcontrol,
-            templates,
-        ];
+        return vec![generic, namespaces, rbac, webhooks, policies, flowcontrol];
     }
     vec![
         generic,
@@ -312,7 +302,6 @@ pub fn guard_policies(admission_webhook: bool) -> Vec<(String, Value)> {
         webhooks,
         policies,
         flowcontrol,
-        templates,
     ]
 }
 

@@ -8,6 +8,9 @@ use crate::error::TranslateError;
 /// tenant. Tenants can neither set nor see it.
 pub const TENANT_LABEL: &str = "paddock.io/tenant";
 
+/// Label on objects paddock manages for a tenant that are not the tenant's own objects.
+pub const MANAGED_FOR_LABEL: &str = "paddock.io/managed-for";
+
 /// The label the apiserver sets on every namespace to its own name.
 pub const NAMESPACE_NAME_LABEL: &str = "kubernetes.io/metadata.name";
 

@@ -88,7 +88,12 @@ pub async fn bootstrap(up: &Upstream, tenant_priority_shares: u32) -> Result<(),
         .await?;
         upjson::delete(up, &format!("{base}/validatingadmissionpolicies/{name}")).await?;
     }
-    for (name, policy) in guard_policies(admission_webhook()) {
+    // The templates' lock guard is declared beside the templates (core `templates/guard.rs`),
+    // which build on the provisioning data: composed here so neither module imports the other.
+    let guards = guard_policies(admission_webhook())
+        .into_iter()
+        .chain([paddock_core::templates::templates_guard()]);
+    for (name, policy) in guards {
         upjson::apply(
             up,
             &format!("/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies/{name}"),

@@ -71,7 +71,7 @@ impl Audit {
             max_bytes: cfg.log_max_size_mb * 1024 * 1024,
             backups: cfg.log_max_backups,
         });
-        let platform = crate::audit_answer::platform_log_path(cfg).map(|path| {
+        let platform = platform_log_path(cfg).map(|path| {
             let (tx, rx) = mpsc::channel(QUEUE);
             let file = RotatingFile {
                 path,
@@ -465,6 +465,24 @@ async fn writer(
             return;
         }
     }
+}
+
+/// The platform stream's file: `audit_platform_log_path`, else next to the tenant log
+/// (`audit.log` -> `audit-platform.log`; `-` stays stdout); none with only a webhook.
+pub fn platform_log_path(cfg: &AuditConfig) -> Option<std::path::PathBuf> {
+    if let Some(p) = &cfg.platform_log_path {
+        return Some(p.clone());
+    }
+    let log = cfg.log_path.as_ref()?;
+    if log == std::path::Path::new("-") {
+        return Some(log.clone());
+    }
+    let stem = log.file_stem()?.to_string_lossy();
+    let name = match log.extension() {
+        Some(ext) => format!("{stem}-platform.{}", ext.to_string_lossy()),
+        None => format!("{stem}-platform"),
+    };
+    Some(log.with_file_name(name))
 }
 
 #[cfg(test)]

@@ -9,7 +9,6 @@
 //! - **Refusals of callers whose tenant is not known**: into the platform stream (its own
 //!   file), never a tenant's.
 
-use std::path::{Path, PathBuf};
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -26,29 +25,10 @@ use paddock_pki::PeerCert;
 use crate::audit::{Audit, RequestInfo, attributes, audit_id_for, micro_time, prepare};
 use crate::body::ResBody;
 use crate::caller::Caller;
-use crate::config::AuditConfig;
 use crate::error::BoxError;
 
 /// Largest answer recorded as `responseObject` (bytes of the tenant's answer).
 pub const RESPONSE_OBJECT_MAX: usize = 256 * 1024;
-
-/// The platform stream's file: `audit_platform_log_path`, else next to the tenant log
-/// (`audit.log` -> `audit-platform.log`; `-` stays stdout); none with only a webhook.
-pub fn platform_log_path(cfg: &AuditConfig) -> Option<PathBuf> {
-    if let Some(p) = &cfg.platform_log_path {
-        return Some(p.clone());
-    }
-    let log = cfg.log_path.as_ref()?;
-    if log == Path::new("-") {
-        return Some(log.clone());
-    }
-    let stem = log.file_stem()?.to_string_lossy();
-    let name = match log.extension() {
-        Some(ext) => format!("{stem}-platform.{}", ext.to_string_lossy()),
-        None => format!("{stem}-platform"),
-    };
-    Some(log.with_file_name(name))
-}
 
 /// Records the answer of a tenant request: at once, or at the end of its body when the
 /// event keeps the response. Returns the answer to send.
@@ -235,7 +215,9 @@ pub fn audit_refusal(
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
-    use super::*;
+    use crate::audit::platform_log_path;
+    use crate::config::AuditConfig;
+    use std::path::PathBuf;
 
     #[test]
     fn platform_log_sits_next_to_the_tenant_log() {

@@ -278,7 +278,7 @@ fn is_platform_object(o: &Map<String, Value>) -> bool {
     let labels = o.get("metadata").and_then(|m| m.get("labels"));
     !has_tenant_label(o)
         && labels
-            .and_then(|l| l.get(crate::provision::MANAGED_FOR_LABEL))
+            .and_then(|l| l.get(crate::tenant::MANAGED_FOR_LABEL))
             .is_none()
 }
 
