@@ -239,10 +239,14 @@ async fn run(mut args: Args) -> Result<()> {
 
     eprintln!("== starting the control plane and paddock");
     let cp = ControlPlane::start().context("starting the control plane")?;
-    let paddock_args: Vec<String> = args
+    let mut paddock_args: Vec<String> = args
         .paddock_worker_threads
         .map(|n| vec!["--worker-threads".to_owned(), n.to_string()])
         .unwrap_or_default();
+    // The set-up raises the namespace quota of the `paddock-default` template upstream (as the
+    // platform admin) for its 2,000+ pods; the template sync's drift repair would put it back
+    // within a minute (docs/templates.md), so it runs hourly here.
+    paddock_args.extend(["--template-sync-interval".to_owned(), "1h".to_owned()]);
     let p = Paddock::start_with_args(&cp, StoreKind::Etcd, "paddock", &paddock_args)
         .context("starting paddock")?;
     let apiserver = cp
