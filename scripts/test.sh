@@ -45,6 +45,9 @@ cargo build --workspace --all-targets --locked
 step "tests (unit, property, fuzz corpora, end-to-end)"
 # The etcd store tests must not skip in CI.
 export PADDOCK_REQUIRE_ETCD=1
+# anyhow errors without a backtrace: CI shows only the tail of a failing test, and a test's
+# own failure list must be in it (panics keep RUST_BACKTRACE).
+export RUST_LIB_BACKTRACE=0
 set +e
 cargo test --workspace --locked --no-fail-fast 2>&1 | tee target/test-output.txt
 status=${PIPESTATUS[0]}

@@ -415,16 +415,17 @@ fn upstream_frozen_then_killed_and_restarted() -> Result<()> {
         }
     }
     if !failures.is_empty() {
+        // The failures come last: CI shows only the tail of a failing test's output.
         bail!(
-            "{} check(s) failed:\n  {}\n--- paddock log tail ---\n{}",
+            "--- paddock log tail ---\n{}\n{} check(s) failed:\n  {}",
+            tail_file(p.log_path(), 40),
             failures.len(),
             failures
                 .iter()
                 .take(30)
                 .cloned()
                 .collect::<Vec<_>>()
-                .join("\n  "),
-            tail_file(p.log_path(), 40)
+                .join("\n  ")
         );
     }
     Ok(())
