@@ -411,7 +411,10 @@ fn upstream_frozen_then_killed_and_restarted() -> Result<()> {
     );
     for code in codes.keys() {
         if let Some(f) = report.failures.iter().find(|f| f.status == Some(*code)) {
-            println!("  a {code} as the tenant sees it ({}): {}", f.what, f.body);
+            println!(
+                "  a {code} as the tenant sees it (at {:?}, {}): {}",
+                f.at, f.what, f.body
+            );
         }
     }
     if !failures.is_empty() {
