@@ -38,7 +38,10 @@ impl FollowingUp for Fake {
     }
     async fn self_review(&self, sent: Sent) -> Result<Response<ResBody>, ServerError> {
         self.did.lock().unwrap().push("review".into());
-        Ok(Response::new(full(format!("review {}", sent.resp.status()))))
+        Ok(Response::new(full(format!(
+            "review {}",
+            sent.resp.status()
+        ))))
     }
     async fn bind_namespace(&self, sent: Sent) -> Result<Response<ResBody>, ServerError> {
         self.did.lock().unwrap().push("bind".into());
@@ -128,7 +131,13 @@ async fn a_new_namespace_is_bound_but_a_failed_creation_is_not() {
 #[tokio::test]
 async fn a_plain_read_has_no_follow_ups() {
     let fake = Arc::new(Fake::default());
-    let f = follow(&fake, "GET", "/api/v1/namespaces/web/pods/p", StatusCode::OK).await;
+    let f = follow(
+        &fake,
+        "GET",
+        "/api/v1/namespaces/web/pods/p",
+        StatusCode::OK,
+    )
+    .await;
     assert_eq!(answered(f).await, "upstream 200 OK");
     assert!(fake.did().is_empty());
 }

@@ -226,9 +226,7 @@ async fn rewrite_response<P: Rewriting>(
         // A small answer of known length (a GET of one object, a write's answer, a Status):
         // read it whole and answer with headers and body together. Streamed, the headers
         // would leave first and the body in a second write, after another wake-up.
-        let raw = state
-            .collect_until(resp.into_body(), len, deadline)
-            .await?;
+        let raw = state.collect_until(resp.into_body(), len, deadline).await?;
         full(rewrite_whole(ctx, plan, status, &content_type, &raw)?)
     } else {
         stream_body(state, ctx, plan, resp, slot, &content_type, deadline)

@@ -77,7 +77,10 @@ fn outbound(method: &str, uri: &str) -> Outbound {
     let job = job(method, uri);
     let request = Request::builder()
         .method(method)
-        .uri(format!("https://upstream{}", job.plan.upstream_path_and_query))
+        .uri(format!(
+            "https://upstream{}",
+            job.plan.upstream_path_and_query
+        ))
         .body(crate::body::empty_up())
         .unwrap();
     Outbound {
