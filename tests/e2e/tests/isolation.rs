@@ -36,14 +36,13 @@ use objects::*;
 use policy_cases::*;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use paddock_e2e::process::Output;
 use paddock_e2e::testbed::workspace_root;
+use paddock_e2e::token::token_kubeconfig;
 use paddock_e2e::{ControlPlane, Kubectl, Paddock, StoreKind};
-use serde_json::Value;
 
 const A: &str = "alphaa";
 const B: &str = "bravoo";

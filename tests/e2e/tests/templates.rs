@@ -31,7 +31,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result, bail, ensure};
+use anyhow::{Context, Result, ensure};
+use paddock_e2e::token::token_kubeconfig;
 use paddock_e2e::{ControlPlane, Kubectl, Paddock, StoreKind};
 use serde_json::Value;
 
@@ -419,7 +420,7 @@ fn namespace_templates_stamp_lock_sync_and_pl1() -> Result<()> {
         ])?
         .trim()
         .to_string();
-    let sa = Kubectl::new(kubeconfig_with_token(
+    let sa = Kubectl::new(token_kubeconfig(
         dir,
         "sa-direct",
         &bed.cp.admin_kubeconfig(),

@@ -104,33 +104,6 @@ pub(crate) fn first_line(out: &Output) -> String {
     }
 }
 
-pub(crate) fn token_kubeconfig(
-    dir: &Path,
-    name: &str,
-    from: &Path,
-    token: &str,
-) -> Result<PathBuf> {
-    let text =
-        std::fs::read_to_string(from).with_context(|| format!("reading {}", from.display()))?;
-    let v: Value = serde_norway::from_str(&text).context("parsing a kubeconfig")?;
-    let cluster = &v["clusters"][0]["cluster"];
-    let server = cluster["server"].as_str().context("server")?;
-    let ca_line = match (
-        cluster["certificate-authority-data"].as_str(),
-        cluster["certificate-authority"].as_str(),
-    ) {
-        (Some(d), _) => format!("certificate-authority-data: {d}"),
-        (None, Some(f)) => format!("certificate-authority: {f}"),
-        _ => bail!("no CA in {}", from.display()),
-    };
-    let out = format!(
-        "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: {server}\n    {ca_line}\nusers:\n- name: u\n  user:\n    token: {token}\ncontexts:\n- name: x\n  context: {{cluster: c, user: u}}\ncurrent-context: x\n"
-    );
-    let p = dir.join(format!("{name}.kubeconfig"));
-    std::fs::write(&p, out)?;
-    Ok(p)
-}
-
 pub(crate) fn wait_until(
     what: &str,
     timeout: Duration,

@@ -6,18 +6,9 @@ use super::*;
 pub(crate) fn within(
     limit: Duration,
     what: &str,
-    mut f: impl FnMut() -> Result<bool>,
+    f: impl FnMut() -> Result<bool>,
 ) -> Result<Duration> {
-    let t0 = Instant::now();
-    loop {
-        if f()? {
-            return Ok(t0.elapsed());
-        }
-        if t0.elapsed() > limit {
-            bail!("{what}: not within {limit:?}");
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    paddock_e2e::process::poll_within(limit, Duration::from_millis(100), what, f)
 }
 
 /// Runs kubectl; (success, stdout + stderr).
@@ -57,32 +48,6 @@ pub(crate) fn write(dir: &Path, name: &str, text: &str) -> Result<PathBuf> {
     let p = dir.join(name);
     std::fs::write(&p, text)?;
     Ok(p)
-}
-
-pub(crate) fn kubeconfig_with_token(
-    dir: &Path,
-    name: &str,
-    from: &Path,
-    token: &str,
-) -> Result<PathBuf> {
-    let v: Value = serde_norway::from_str(&std::fs::read_to_string(from)?)?;
-    let cluster = &v["clusters"][0]["cluster"];
-    let server = cluster["server"].as_str().context("server")?;
-    let ca = match (
-        cluster["certificate-authority-data"].as_str(),
-        cluster["certificate-authority"].as_str(),
-    ) {
-        (Some(d), _) => format!("certificate-authority-data: {d}"),
-        (None, Some(f)) => format!("certificate-authority: {f}"),
-        _ => bail!("no CA in {}", from.display()),
-    };
-    write(
-        dir,
-        &format!("{name}.kubeconfig"),
-        &format!(
-            "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: {server}\n    {ca}\nusers:\n- name: u\n  user:\n    token: {token}\ncontexts:\n- name: x\n  context: {{cluster: c, user: u}}\ncurrent-context: x\n"
-        ),
-    )
 }
 
 /// The tenant's identity as paddock impersonates it, for the upstream admin's kubectl.
