@@ -634,15 +634,6 @@ fn ingress_host_returned(kp: &Kubectl, ka: &Kubectl, failures: &mut Vec<String>)
     Ok(())
 }
 
-fn wait_until(what: &str, timeout: Duration, mut f: impl FnMut() -> Result<bool>) -> Result<()> {
-    let t0 = Instant::now();
-    loop {
-        if f()? {
-            return Ok(());
-        }
-        if t0.elapsed() > timeout {
-            bail!("timed out waiting for {what}");
-        }
-        std::thread::sleep(Duration::from_millis(500));
-    }
+fn wait_until(what: &str, timeout: Duration, f: impl FnMut() -> Result<bool>) -> Result<()> {
+    paddock_e2e::process::poll_within(timeout, Duration::from_millis(500), what, f).map(drop)
 }

@@ -107,18 +107,9 @@ pub(crate) fn first_line(out: &Output) -> String {
 pub(crate) fn wait_until(
     what: &str,
     timeout: Duration,
-    mut f: impl FnMut() -> Result<bool>,
+    f: impl FnMut() -> Result<bool>,
 ) -> Result<()> {
-    let t0 = Instant::now();
-    loop {
-        if f()? {
-            return Ok(());
-        }
-        if t0.elapsed() > timeout {
-            bail!("timed out waiting for {what}");
-        }
-        std::thread::sleep(Duration::from_millis(500));
-    }
+    paddock_e2e::process::poll_within(timeout, Duration::from_millis(500), what, f).map(drop)
 }
 
 #[derive(Default)]
