@@ -9,6 +9,7 @@ use std::task::{Context, Poll};
 use http::{Request, Response};
 use hyper::body::Incoming;
 use paddock_core::request::Route as PlanRoute;
+use tokio::time::Instant;
 use tower::Service;
 
 use super::{LayerFuture, Outbound, Sent};
@@ -17,42 +18,40 @@ use crate::error::ServerError;
 use crate::state::AppState;
 use crate::upstream::{Route, StreamSlot};
 
+/// Upstream's answer to a request: its headers, the body still to read.
+pub type Answer = Result<Response<Incoming>, ServerError>;
+
+/// Upstream's answer to a watch, with the stream slot it holds in the watch pool.
+pub type WatchAnswer = Result<(Response<Incoming>, StreamSlot), ServerError>;
+
 /// What sending asks of the replica: its upstream pools and its error counter.
 pub trait Sending: std::marker::Send + Sync + 'static {
     /// When a short request sent now must have its answer.
-    fn deadline(&self) -> tokio::time::Instant;
+    fn deadline(&self) -> Instant;
     /// Sends a watch through the watch pool.
     fn send_watch(
         &self,
         request: Request<UpBody>,
-    ) -> impl Future<Output = Result<(Response<Incoming>, StreamSlot), ServerError>> + std::marker::Send;
+    ) -> impl Future<Output = WatchAnswer> + std::marker::Send;
     /// Sends any other request through `pool`, its answer's headers due by `deadline`.
     fn send_until(
         &self,
         request: Request<UpBody>,
         pool: Route,
-        deadline: tokio::time::Instant,
-    ) -> impl Future<Output = Result<Response<Incoming>, ServerError>> + std::marker::Send;
+        deadline: Instant,
+    ) -> impl Future<Output = Answer> + std::marker::Send;
     /// Counts an upstream error by kind (`status_5xx`, `timeout`, `connect`).
     fn upstream_error(&self, kind: &'static str);
 }
 
 impl Sending for AppState {
-    fn deadline(&self) -> tokio::time::Instant {
+    fn deadline(&self) -> Instant {
         self.upstream.deadline()
     }
-    async fn send_watch(
-        &self,
-        request: Request<UpBody>,
-    ) -> Result<(Response<Incoming>, StreamSlot), ServerError> {
+    async fn send_watch(&self, request: Request<UpBody>) -> WatchAnswer {
         self.upstream.send_watch(request).await
     }
-    async fn send_until(
-        &self,
-        request: Request<UpBody>,
-        pool: Route,
-        deadline: tokio::time::Instant,
-    ) -> Result<Response<Incoming>, ServerError> {
+    async fn send_until(&self, request: Request<UpBody>, pool: Route, deadline: Instant) -> Answer {
         self.upstream.send_until(request, pool, deadline).await
     }
     fn upstream_error(&self, kind: &'static str) {
@@ -109,7 +108,7 @@ async fn send<P: Sending>(
     state: &P,
     route: PlanRoute,
     request: Request<UpBody>,
-    deadline: tokio::time::Instant,
+    deadline: Instant,
 ) -> Result<(Response<Incoming>, Option<StreamSlot>), ServerError> {
     let pool = match route {
         PlanRoute::Watch => None,

@@ -17,7 +17,7 @@ use crate::proxy::test_support::{job, upstream_answer};
 struct Fake {
     status: StatusCode,
     timeout: bool,
-    deadline: tokio::time::Instant,
+    deadline: Instant,
     pools: Mutex<Vec<String>>,
     errors: Mutex<Vec<&'static str>>,
 }
@@ -27,7 +27,7 @@ impl Fake {
         Arc::new(Fake {
             status,
             timeout,
-            deadline: tokio::time::Instant::now() + std::time::Duration::from_secs(3600),
+            deadline: Instant::now() + std::time::Duration::from_secs(3600),
             pools: Mutex::default(),
             errors: Mutex::default(),
         })
@@ -35,22 +35,14 @@ impl Fake {
 }
 
 impl Sending for Fake {
-    fn deadline(&self) -> tokio::time::Instant {
+    fn deadline(&self) -> Instant {
         self.deadline
     }
-    async fn send_watch(
-        &self,
-        _: Request<UpBody>,
-    ) -> Result<(Response<Incoming>, StreamSlot), ServerError> {
+    async fn send_watch(&self, _: Request<UpBody>) -> WatchAnswer {
         self.pools.lock().unwrap().push("watch".into());
         Err(ServerError::Internal("no watch pool here".into()))
     }
-    async fn send_until(
-        &self,
-        request: Request<UpBody>,
-        pool: Route,
-        deadline: tokio::time::Instant,
-    ) -> Result<Response<Incoming>, ServerError> {
+    async fn send_until(&self, request: Request<UpBody>, pool: Route, deadline: Instant) -> Answer {
         assert_eq!(deadline, self.deadline, "the deadline of the port");
         self.pools
             .lock()
