@@ -29,6 +29,8 @@ pipeline_layer!(RewriteLayer, Rewrite);
 
 /// What rewriting asks of the replica.
 pub trait Rewriting: Send + Sync + 'static {
+    /// Counts an open watch until dropped.
+    type WatchGuard: Send + 'static;
     /// Reads an answer's body whole, at most `limit` bytes, by `deadline`.
     fn collect_until(
         &self,
@@ -37,7 +39,7 @@ pub trait Rewriting: Send + Sync + 'static {
         deadline: tokio::time::Instant,
     ) -> impl Future<Output = Result<bytes::Bytes, ServerError>> + Send;
     /// Counts an open watch until the guard is dropped.
-    fn watch_opened(&self) -> Box<dyn Send + Sync>;
+    fn watch_opened(&self) -> Self::WatchGuard;
     /// Cancelled at shutdown: watches end cleanly.
     fn shutdown(&self) -> CancellationToken;
     /// Cancelled when the upstream is lost: watches end with an ERROR event.
@@ -45,6 +47,7 @@ pub trait Rewriting: Send + Sync + 'static {
 }
 
 impl Rewriting for AppState {
+    type WatchGuard = crate::metrics::WatchGuard;
     async fn collect_until(
         &self,
         body: Incoming,
@@ -53,8 +56,8 @@ impl Rewriting for AppState {
     ) -> Result<bytes::Bytes, ServerError> {
         self.upstream.collect_until(body, limit, deadline).await
     }
-    fn watch_opened(&self) -> Box<dyn Send + Sync> {
-        Box::new(crate::metrics::WatchGuard::open(self.metrics.clone()))
+    fn watch_opened(&self) -> crate::metrics::WatchGuard {
+        crate::metrics::WatchGuard::open(self.metrics.clone())
     }
     fn shutdown(&self) -> CancellationToken {
         self.shutdown.clone()

@@ -28,6 +28,7 @@ impl Drop for Open {
 }
 
 impl Rewriting for Fake {
+    type WatchGuard = Open;
     async fn collect_until(
         &self,
         body: Incoming,
@@ -38,9 +39,9 @@ impl Rewriting for Fake {
         assert!(b.len() <= limit);
         Ok(b)
     }
-    fn watch_opened(&self) -> Box<dyn Send + Sync> {
+    fn watch_opened(&self) -> Open {
         self.open_watches.fetch_add(1, Ordering::SeqCst);
-        Box::new(Open(self.open_watches.clone()))
+        Open(self.open_watches.clone())
     }
     fn shutdown(&self) -> CancellationToken {
         self.shutdown.clone()
