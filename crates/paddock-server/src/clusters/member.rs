@@ -143,13 +143,9 @@ async fn bootstrap_then_resync(state: Arc<AppState>, name: String) {
     refresh.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     refresh.tick().await;
     loop {
-        let ids: Vec<String> = state
-            .cache
-            .tenants()
-            .iter()
-            .map(|t| t.id.as_str().to_string())
-            .collect();
-        state.catalogs.set_known_tenants(ids);
+        state
+            .catalogs
+            .set_known_tenants(crate::startup::known_tenant_ids(&state));
         tokio::select! {
             r = changes.changed() => if r.is_err() { return },
             _ = refresh.tick() => {
