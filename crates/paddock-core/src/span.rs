@@ -1,0 +1,205 @@
+//! A tenant spanning several clusters (docs/clusters.md "Spanning tenants"): which cluster a
+//! request of it goes to, and where a new namespace of it is placed. Pure; the map itself
+//! lives in the store and the gateway's registry.
+
+use serde_json::Value;
+
+/// The namespace label that chooses a spanning tenant's namespace's cluster at creation. It
+/// stays on the namespace (upstream and in the tenant's view), saying where it lives.
+pub const CLUSTER_LABEL: &str = "paddock.io/cluster";
+
+/// Where a request of a spanning tenant goes, decided from its method and path alone.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SpanTarget<'a> {
+    /// Inside namespace `.0` (or the namespace object `.0` itself): its cluster.
+    Namespace(&'a str),
+    /// `POST /api/v1/namespaces`: placed first, then created on its cluster.
+    CreateNamespace,
+    /// `GET /api/v1/namespaces` (list or watch): merged from every cluster.
+    ListNamespaces,
+    /// Anything else without a namespace (cluster-scoped kinds, discovery, `-A` reads): the
+    /// gateway decides by kind.
+    ClusterWide,
+}
+
+/// Classifies a request path (`/api/v1/namespaces/<ns>/...`,
+/// `/apis/<group>/<version>/namespaces/<ns>/...`).
+pub fn span_target<'a>(method: &str, path: &'a str) -> SpanTarget<'a> {
+    let segs: Vec<&str> = path.trim_matches('/').split('/').collect();
+    let rest = match segs.as_slice() {
+        ["api", _v, rest @ ..] => rest,
+        ["apis", _g, _v, rest @ ..] => rest,
+        _ => return SpanTarget::ClusterWide,
+    };
+    let core = segs[0] == "api";
+    match rest {
+        ["namespaces", ns, ..] if !ns.is_empty() => SpanTarget::Namespace(ns),
+        ["namespaces"] if core && method == "POST" => SpanTarget::CreateNamespace,
+        ["namespaces"] if core && method == "GET" => SpanTarget::ListNamespaces,
+        _ => SpanTarget::ClusterWide,
+    }
+}
+
+/// Why a namespace cannot be placed (a 400 `Status`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SpanError {
+    #[error(
+        "label {CLUSTER_LABEL}={0:?} does not name a cluster of this tenant (its clusters: {1})"
+    )]
+    NotTenantCluster(String, String),
+    #[error("label {CLUSTER_LABEL} must be a string")]
+    NotAString,
+}
+
+/// The label the tenant set on a namespace it creates (`metadata.labels`), checked to be a
+/// string.
+pub fn requested_cluster(namespace: &Value) -> Result<Option<&str>, SpanError> {
+    match namespace
+        .pointer("/metadata/labels")
+        .and_then(|l| l.get(CLUSTER_LABEL))
+    {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s)),
+        Some(_) => Err(SpanError::NotAString),
+    }
+}
+
+/// The cluster a new namespace is placed on: the one its label names (which must be one of
+/// the tenant's), else among the tenant's clusters that can take it (`available`, in the
+/// tenant's order, the home first) the one holding fewest of the tenant's namespaces (ties:
+/// the first in the tenant's order). `None`: no cluster of the tenant is available.
+pub fn place_namespace(
+    requested: Option<&str>,
+    tenant_clusters: &[&str],
+    available: &[(&str, usize)],
+) -> Result<Option<String>, SpanError> {
+    if let Some(want) = requested {
+        if !tenant_clusters.contains(&want) {
+            return Err(SpanError::NotTenantCluster(
+                want.to_string(),
+                tenant_clusters.join(", "),
+            ));
+        }
+        return Ok(Some(want.to_string()));
+    }
+    let best = tenant_clusters
+        .iter()
+        .enumerate()
+        .filter_map(|(i, c)| {
+            available
+                .iter()
+                .find(|(n, _)| n == c)
+                .map(|(_, count)| (*count, i, *c))
+        })
+        .min();
+    Ok(best.map(|(_, _, c)| c.to_string()))
+}
+
+/// Cluster-scoped kinds every cluster of a spanning tenant carries its own copy of (written
+/// to all, home first; read from the home).
+pub fn replicated_kind(group: &str, resource: &str) -> bool {
+    matches!(
+        (group, resource),
+        ("apiextensions.k8s.io", "customresourcedefinitions")
+            | ("rbac.authorization.k8s.io", "clusterroles")
+            | ("rbac.authorization.k8s.io", "clusterrolebindings")
+    )
+}
+
+/// Shared read-only kinds a spanning tenant sees merged from all its clusters.
+pub fn merged_shared_kind(group: &str, resource: &str) -> bool {
+    matches!(
+        (group, resource),
+        ("", "nodes") | ("storage.k8s.io", "storageclasses")
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn targets() {
+        use SpanTarget::*;
+        assert_eq!(
+            span_target("GET", "/api/v1/namespaces/web/pods"),
+            Namespace("web")
+        );
+        assert_eq!(
+            span_target("DELETE", "/api/v1/namespaces/web"),
+            Namespace("web")
+        );
+        assert_eq!(
+            span_target("GET", "/apis/apps/v1/namespaces/db/deployments/x"),
+            Namespace("db")
+        );
+        assert_eq!(span_target("POST", "/api/v1/namespaces"), CreateNamespace);
+        assert_eq!(span_target("GET", "/api/v1/namespaces"), ListNamespaces);
+        assert_eq!(span_target("GET", "/api/v1/pods"), ClusterWide);
+        assert_eq!(span_target("GET", "/api/v1/nodes"), ClusterWide);
+        assert_eq!(span_target("GET", "/apis/apps/v1"), ClusterWide);
+        assert_eq!(span_target("GET", "/version"), ClusterWide);
+        assert_eq!(span_target("GET", "/api"), ClusterWide);
+        // Only the core group has namespace objects.
+        assert_eq!(span_target("POST", "/apis/x.io/v1/namespaces"), ClusterWide);
+    }
+
+    #[test]
+    fn the_label_names_one_of_the_tenants_clusters() {
+        let ns = json!({"metadata": {"name": "web", "labels": {CLUSTER_LABEL: "east"}}});
+        assert_eq!(requested_cluster(&ns), Ok(Some("east")));
+        assert_eq!(requested_cluster(&json!({"metadata": {}})), Ok(None));
+        let bad = json!({"metadata": {"labels": {CLUSTER_LABEL: 3}}});
+        assert_eq!(requested_cluster(&bad), Err(SpanError::NotAString));
+        let mine = ["default", "east"];
+        let all = [("default", 0), ("east", 0)];
+        assert_eq!(
+            place_namespace(Some("east"), &mine, &all),
+            Ok(Some("east".into()))
+        );
+        let err = place_namespace(Some("west"), &mine, &all).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "label paddock.io/cluster=\"west\" does not name a cluster of this tenant (its clusters: default, east)"
+        );
+    }
+
+    #[test]
+    fn unlabelled_namespaces_go_to_the_emptiest_available_cluster() {
+        let mine = ["default", "east"];
+        assert_eq!(
+            place_namespace(None, &mine, &[("default", 2), ("east", 1)]),
+            Ok(Some("east".into()))
+        );
+        // Ties: the home (first) wins.
+        assert_eq!(
+            place_namespace(None, &mine, &[("east", 1), ("default", 1)]),
+            Ok(Some("default".into()))
+        );
+        // A cluster down is not available; another tenant's cluster never counts.
+        assert_eq!(
+            place_namespace(None, &mine, &[("east", 5), ("west", 0)]),
+            Ok(Some("east".into()))
+        );
+        assert_eq!(place_namespace(None, &mine, &[("west", 0)]), Ok(None));
+    }
+
+    #[test]
+    fn kinds() {
+        assert!(replicated_kind(
+            "apiextensions.k8s.io",
+            "customresourcedefinitions"
+        ));
+        assert!(replicated_kind(
+            "rbac.authorization.k8s.io",
+            "clusterrolebindings"
+        ));
+        assert!(!replicated_kind(
+            "rbac.authorization.k8s.io",
+            "rolebindings"
+        ));
+        assert!(merged_shared_kind("", "nodes"));
+        assert!(!merged_shared_kind("", "pods"));
+    }
+}
