@@ -10,6 +10,7 @@
 
 pub mod api;
 pub mod member;
+pub mod span;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -32,6 +33,7 @@ pub const SYNC_INTERVAL: Duration = Duration::from_secs(5);
 pub async fn sync(main: &Arc<AppState>) -> Result<(), ServerError> {
     let reg = &main.clusters;
     let _one = reg.syncing.lock().await;
+    let _ = reg.main.set(Arc::downgrade(main));
     let records = main.store.list_clusters().await?;
     let current = reg.members.load_full();
     let mut next = BTreeMap::new();
@@ -61,6 +63,7 @@ pub async fn sync(main: &Arc<AppState>) -> Result<(), ServerError> {
         tracing::info!(cluster = %name, "cluster removed");
     }
     reg.members.store(Arc::new(next));
+    reg.namespaces.replace(main.store.list_namespace_map().await?);
     Ok(())
 }
 

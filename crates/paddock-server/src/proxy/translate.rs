@@ -75,7 +75,11 @@ async fn upstream_request(
         client_upgrade: None,
     };
     let up_body: UpBody = if plan.needs_body_translation {
-        let raw = collect_limited(body, state.config.max_body_bytes).await?;
+        // A namespace create of a spanning tenant was read by the router (clusters/span.rs).
+        let raw = match parts.extensions.get::<crate::clusters::span::PreRead>() {
+            Some(pre) => pre.0.clone(),
+            None => collect_limited(body, state.config.max_body_bytes).await?,
+        };
         if let Some(slot) = parts.extensions.get::<crate::audit::AuditBody>() {
             let _ = slot.0.set(raw.clone());
         }
