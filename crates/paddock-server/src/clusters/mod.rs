@@ -11,6 +11,7 @@
 pub mod api;
 pub mod member;
 pub mod span;
+pub mod span_tenant;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
