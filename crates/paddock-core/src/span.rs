@@ -114,6 +114,43 @@ pub fn merged_shared_kind(group: &str, resource: &str) -> bool {
     )
 }
 
+/// Prefix of a merged list's resourceVersion (a vector of the clusters' own).
+const VERSIONS_PREFIX: &str = "span.";
+
+/// A merged list's resourceVersion: each cluster's resourceVersion, which cannot be compared
+/// with another cluster's, in one opaque string (`span.` and the hex of a JSON map). Clients
+/// treat resourceVersions as opaque; paddock decodes it when the client watches from it.
+pub fn encode_versions(versions: &std::collections::BTreeMap<String, String>) -> String {
+    let json = serde_json::to_vec(versions).unwrap_or_default();
+    format!("{VERSIONS_PREFIX}{}", hex::encode(json))
+}
+
+/// The clusters' resourceVersions in a merged list's resourceVersion; `None` if it is not one.
+pub fn decode_versions(rv: &str) -> Option<std::collections::BTreeMap<String, String>> {
+    let raw = hex::decode(rv.strip_prefix(VERSIONS_PREFIX)?).ok()?;
+    serde_json::from_slice(&raw).ok()
+}
+
+/// What a merged read across clusters starts from, by the client's `resourceVersion`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MergedFrom {
+    /// None, or `0` (any): each cluster as it is.
+    Any,
+    /// A merged list's vector: each cluster from its own.
+    Versions(std::collections::BTreeMap<String, String>),
+    /// One cluster's resourceVersion (an object's, or from elsewhere): it orders nothing on
+    /// the other clusters, so the read is refused as expired (410) and the client lists again.
+    Foreign,
+}
+
+/// Reads the client's `resourceVersion` of a merged read.
+pub fn merged_from(rv: Option<&str>) -> MergedFrom {
+    match rv {
+        None | Some("") | Some("0") => MergedFrom::Any,
+        Some(v) => decode_versions(v).map_or(MergedFrom::Foreign, MergedFrom::Versions),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -183,6 +220,22 @@ mod tests {
             Ok(Some("east".into()))
         );
         assert_eq!(place_namespace(None, &mine, &[("west", 0)]), Ok(None));
+    }
+
+    #[test]
+    fn merged_resource_versions_round_trip() {
+        let v: std::collections::BTreeMap<String, String> = [
+            ("default".to_string(), "120".to_string()),
+            ("east".to_string(), "7".to_string()),
+        ]
+        .into();
+        let rv = encode_versions(&v);
+        assert!(rv.starts_with("span."));
+        assert_eq!(merged_from(Some(&rv)), MergedFrom::Versions(v));
+        assert_eq!(merged_from(None), MergedFrom::Any);
+        assert_eq!(merged_from(Some("0")), MergedFrom::Any);
+        assert_eq!(merged_from(Some("4711")), MergedFrom::Foreign);
+        assert_eq!(merged_from(Some("span.zz")), MergedFrom::Foreign);
     }
 
     #[test]

@@ -310,8 +310,8 @@ pub async fn serve_admin(
                 .tenant(id)
                 .map(|t| t.cluster_names()[0].to_string());
             if let Some(rec) = state.cache.tenant(id).filter(|t| t.clusters.len() > 1) {
-                let rec = crate::clusters::span_tenant::start_deletion(state, (*rec).clone())
-                    .await?;
+                let rec =
+                    crate::clusters::span_tenant::start_deletion(state, (*rec).clone()).await?;
                 return json_response(StatusCode::OK, &tenant_object(&rec));
             }
             let reconciler = match home {

@@ -20,7 +20,9 @@ fn check(tenant: &str, ns: &str) -> Result<(), StoreError> {
     if ok {
         Ok(())
     } else {
-        Err(StoreError::Invalid(format!("namespace {ns:?} is not valid")))
+        Err(StoreError::Invalid(format!(
+            "namespace {ns:?} is not valid"
+        )))
     }
 }
 
@@ -75,7 +77,9 @@ impl Store {
             }
             Store::Etcd(s) => {
                 let k = s.nsmap_key(tenant, ns);
-                s.shared.txn(Txn::new().and_then([TxnOp::delete(k, None)])).await?;
+                s.shared
+                    .txn(Txn::new().and_then([TxnOp::delete(k, None)]))
+                    .await?;
                 Ok(())
             }
         }
@@ -203,16 +207,28 @@ mod tests {
     async fn first_placement_wins_survives_reopen_and_is_released() {
         let dir = tempfile::tempdir().unwrap();
         let s = Store::open_embedded(dir.path()).await.unwrap();
-        assert_eq!(s.place_namespace("acme01", "web", "east").await.unwrap(), "east");
+        assert_eq!(
+            s.place_namespace("acme01", "web", "east").await.unwrap(),
+            "east"
+        );
         // A second create (another replica, a retry) gets the first answer.
-        assert_eq!(s.place_namespace("acme01", "web", "west").await.unwrap(), "east");
-        assert_eq!(s.place_namespace("acme01", "db", "west").await.unwrap(), "west");
+        assert_eq!(
+            s.place_namespace("acme01", "web", "west").await.unwrap(),
+            "east"
+        );
+        assert_eq!(
+            s.place_namespace("acme01", "db", "west").await.unwrap(),
+            "west"
+        );
         assert!(s.place_namespace("acme01", "Bad_NS", "east").await.is_err());
         assert!(s.place_namespace("acme01", "x", "East").await.is_err());
         drop(s);
         let s = Store::open_embedded(dir.path()).await.unwrap();
         assert_eq!(
-            s.namespace_cluster("acme01", "web").await.unwrap().as_deref(),
+            s.namespace_cluster("acme01", "web")
+                .await
+                .unwrap()
+                .as_deref(),
             Some("east")
         );
         let all = s.list_namespace_map().await.unwrap();

@@ -64,7 +64,8 @@ pub async fn sync(main: &Arc<AppState>) -> Result<(), ServerError> {
         tracing::info!(cluster = %name, "cluster removed");
     }
     reg.members.store(Arc::new(next));
-    reg.namespaces.replace(main.store.list_namespace_map().await?);
+    reg.namespaces
+        .replace(main.store.list_namespace_map().await?);
     Ok(())
 }
 

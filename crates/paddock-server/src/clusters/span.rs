@@ -31,7 +31,11 @@ pub struct NamespaceMap {
 
 impl NamespaceMap {
     fn get(&self, tenant: &str, ns: &str) -> Option<String> {
-        self.inner.read().get(tenant).and_then(|m| m.get(ns)).cloned()
+        self.inner
+            .read()
+            .get(tenant)
+            .and_then(|m| m.get(ns))
+            .cloned()
     }
 
     fn insert(&self, tenant: &str, ns: &str, cluster: &str) {
@@ -150,9 +154,14 @@ pub async fn namespace_cluster(
 pub enum After {
     Nothing,
     /// A namespace placed for this create: forgotten again if the create did not happen.
-    Placed { ns: String, dry_run: bool },
+    Placed {
+        ns: String,
+        dry_run: bool,
+    },
     /// A namespace deleted: forgotten once upstream accepted the deletion.
-    Deleted { ns: String },
+    Deleted {
+        ns: String,
+    },
 }
 
 impl After {
@@ -183,7 +192,10 @@ pub async fn route(
     clusters: &[String],
     req: &mut Request<Incoming>,
 ) -> Result<(Arc<AppState>, After), ServerError> {
-    let home = clusters.first().map(String::as_str).unwrap_or(DEFAULT_CLUSTER);
+    let home = clusters
+        .first()
+        .map(String::as_str)
+        .unwrap_or(DEFAULT_CLUSTER);
     let method = req.method().as_str().to_string();
     let path = req.uri().path().to_string();
     match paddock_core::span::span_target(&method, &path) {
@@ -257,11 +269,16 @@ async fn create_namespace(
         .store
         .place_namespace(tenant.as_str(), &ns, &chosen)
         .await?;
-    main.clusters.namespaces.insert(tenant.as_str(), &ns, &holder);
+    main.clusters
+        .namespaces
+        .insert(tenant.as_str(), &ns, &holder);
     if let Some(labels) = body
         .pointer_mut("/metadata")
         .and_then(Value::as_object_mut)
-        .map(|m| m.entry("labels").or_insert_with(|| Value::Object(Default::default())))
+        .map(|m| {
+            m.entry("labels")
+                .or_insert_with(|| Value::Object(Default::default()))
+        })
         .and_then(Value::as_object_mut)
     {
         labels.insert(CLUSTER_LABEL.into(), Value::String(holder.clone()));
@@ -295,4 +312,24 @@ async fn drain_limited(body: &mut Incoming, limit: usize) -> Result<Bytes, Serve
         }
     }
     Ok(buf.freeze())
+}
+
+/// Whether a planned request of a spanning tenant is a read merged from all its clusters by
+/// the fan-out: a list or watch of namespaces or of a shared kind (nodes, storage classes).
+/// (`-A` reads of namespaced kinds fan out for every tenant already.)
+pub fn merged_read(state: &AppState, tenant: &TenantId, plan: &paddock_core::Plan) -> bool {
+    let (Some(info), paddock_core::ApiPath::Resource(rp)) = (&plan.resource, &plan.request.path)
+    else {
+        return false;
+    };
+    let kind = (info.group.as_str(), info.resource.as_str());
+    rp.name.is_none()
+        && rp.namespace.is_none()
+        && rp.subresource.is_none()
+        && matches!(
+            plan.request.verb,
+            paddock_core::Verb::List | paddock_core::Verb::Watch
+        )
+        && (kind == ("", "namespaces") || paddock_core::span::merged_shared_kind(kind.0, kind.1))
+        && spanning_clusters(state, tenant).is_some()
 }

@@ -27,7 +27,9 @@ where
     }
 
     fn call(&mut self, planned: Planned) -> Self::Future {
-        if !planned.job.plan.actions.fan_out {
+        let job = &planned.job;
+        let merged = || crate::clusters::span::merged_read(&self.state, &job.ctx.tenant, &job.plan);
+        if !job.plan.actions.fan_out && !merged() {
             return futures_util::future::Either::Left(self.inner.call(planned));
         }
         let state = self.state.clone();

@@ -126,7 +126,9 @@ async fn gateway(
                 ),
             };
             let served = crate::proxy::serve_tenant(&routed, tenant, user, groups, req).await;
-            let status = served.as_ref().map_or(http::StatusCode::INTERNAL_SERVER_ERROR, |r| r.0.status());
+            let status = served
+                .as_ref()
+                .map_or(http::StatusCode::INTERNAL_SERVER_ERROR, |r| r.0.status());
             after.answered(state, tenant, status).await;
             let (mut resp, verb) = served?;
             resp.extensions_mut().insert(Answered { verb });
