@@ -12,6 +12,7 @@ pub mod api;
 pub mod member;
 pub mod span;
 pub mod span_tenant;
+pub mod span_write;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

@@ -39,7 +39,15 @@ impl Service<Outbound> for Send {
         let state = self.state.clone();
         Box::pin(async move {
             let deadline = state.upstream.deadline();
-            let (resp, slot) = send(&state, out.job.plan.route, out.request, deadline).await?;
+            let mut request = out.request;
+            let replay = request
+                .extensions_mut()
+                .remove::<crate::clusters::span_write::Replay>();
+            let (resp, slot) = send(&state, out.job.plan.route, request, deadline).await?;
+            if let Some(r) = replay.filter(|_| resp.status().is_success()) {
+                // The home accepted it: the tenant's other clusters get it before the answer.
+                crate::clusters::span_write::replay(&state, r).await;
+            }
             Ok(Sent {
                 job: out.job,
                 resp,

@@ -74,6 +74,8 @@ async fn upstream_request(
         rules_namespace: None,
         client_upgrade: None,
     };
+    // A spanning tenant's cluster-scoped write is replayed on its other clusters.
+    let mut replay_body = bytes::Bytes::new();
     let up_body: UpBody = if plan.needs_body_translation {
         // A namespace create of a spanning tenant was read by the router (clusters/span.rs).
         let raw = match parts.extensions.get::<crate::clusters::span::PreRead>() {
@@ -83,7 +85,10 @@ async fn upstream_request(
         if let Some(slot) = parts.extensions.get::<crate::audit::AuditBody>() {
             let _ = slot.0.set(raw.clone());
         }
-        translated_body(state, &job, &parts.headers, headers, &raw, &mut sent).await?
+        let translated =
+            translated_body(state, &job, &parts.headers, headers, &raw, &mut sent).await?;
+        replay_body = translated.clone();
+        crate::body::full_up(translated)
     } else if plan.upgrade {
         let mut client_req = Request::from_parts(parts, body);
         sent.client_upgrade = Some(hyper::upgrade::on(&mut client_req));
@@ -93,9 +98,20 @@ async fn upstream_request(
     };
     let c = &job.caller;
     add_impersonation_as(headers, &c.tenant, &c.user, &c.groups, sent.who)?;
-    let request = up
+    let mut request = up
         .body(up_body)
         .map_err(|e| ServerError::Internal(format!("building upstream request: {e}")))?;
+    let replay = crate::clusters::span_write::replay_of(
+        state,
+        &c.tenant,
+        plan,
+        &request.method().clone(),
+        request.headers(),
+        replay_body,
+    );
+    if let Some(r) = replay {
+        request.extensions_mut().insert(r);
+    }
     Ok(Outbound { job, request, sent })
 }
 
@@ -109,7 +125,7 @@ async fn translated_body(
     headers: &mut HeaderMap,
     raw: &bytes::Bytes,
     sent: &mut SentWith,
-) -> Result<UpBody, ServerError> {
+) -> Result<bytes::Bytes, ServerError> {
     let (ctx, plan) = (&job.ctx, &job.plan);
     let content_type = client_headers
         .get(header::CONTENT_TYPE)
@@ -131,7 +147,7 @@ async fn translated_body(
     }
     sent.who = plan.identity.resolve(Some(&translated));
     headers.insert(header::CONTENT_TYPE, header_value(&up_ct)?);
-    Ok(crate::body::full_up(translated))
+    Ok(bytes::Bytes::from(translated))
 }
 
 /// Requests without a body to translate (GET, DELETE without options, CONNECT): the body, if
