@@ -40,8 +40,12 @@ pub async fn extend_tenant(
     Ok(rec)
 }
 
+/// What a tenant has on a cluster besides its home: its roles, its cluster-scoped RBAC and
+/// its FlowSchema. Not the default namespaces: a namespace lives on one cluster, and those
+/// live on the home (a namespace with no entry in the map is the home's).
 async fn provision_on(r: &Reconciler, t: &TenantId) -> Result<(), ServerError> {
-    lifecycle::provision_tenant(&r.upstream, t).await?;
+    provision::ensure_builtin_roles(&r.upstream, t).await?;
+    crate::rbac_sync::sync_tenant(&r.upstream, t).await?;
     provision::ensure_tenant_flow_schema(&r.upstream, t, r.tenant_priority_shares).await
 }
 
