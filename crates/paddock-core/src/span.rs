@@ -151,6 +151,63 @@ pub fn merged_from(rv: Option<&str>) -> MergedFrom {
     }
 }
 
+/// One repair of a replicated kind on a cluster that is not the tenant's home.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SyncStep {
+    /// Create or update it to the home's content (server-side apply of this object).
+    Apply(String, Value),
+    /// On this cluster only: remove it.
+    Delete(String),
+}
+
+/// What a replicated object is, for comparing clusters: everything but its status and the
+/// metadata a cluster assigns (uid, resourceVersion, timestamps, managed fields).
+fn replicated_content(obj: &Value, api_version: &str, kind: &str) -> Value {
+    let mut out = obj.clone();
+    if let Some(m) = out.as_object_mut() {
+        m.remove("status");
+        m.insert("apiVersion".into(), Value::String(api_version.into()));
+        m.insert("kind".into(), Value::String(kind.into()));
+        if let Some(meta) = m.get("metadata").and_then(Value::as_object) {
+            let kept: serde_json::Map<String, Value> = meta
+                .iter()
+                .filter(|(k, _)| matches!(k.as_str(), "name" | "labels" | "annotations"))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect();
+            m.insert("metadata".into(), Value::Object(kept));
+        }
+    }
+    out
+}
+
+/// The repairs that make `have` (a cluster's objects of one replicated kind of the tenant)
+/// equal to `want` (the home's): missing or different ones applied, extra ones deleted.
+pub fn sync_steps(api_version: &str, kind: &str, want: &[Value], have: &[Value]) -> Vec<SyncStep> {
+    let name = |o: &Value| {
+        o.pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .map(str::to_string)
+    };
+    let theirs: std::collections::BTreeMap<String, Value> = have
+        .iter()
+        .filter_map(|o| Some((name(o)?, replicated_content(o, api_version, kind))))
+        .collect();
+    let mut steps = Vec::new();
+    let mut wanted = std::collections::BTreeSet::new();
+    for o in want {
+        let Some(n) = name(o) else { continue };
+        let content = replicated_content(o, api_version, kind);
+        if theirs.get(&n) != Some(&content) {
+            steps.push(SyncStep::Apply(n.clone(), content));
+        }
+        wanted.insert(n);
+    }
+    for n in theirs.keys().filter(|n| !wanted.contains(*n)) {
+        steps.push(SyncStep::Delete(n.clone()));
+    }
+    steps
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -236,6 +293,39 @@ mod tests {
         assert_eq!(merged_from(Some("0")), MergedFrom::Any);
         assert_eq!(merged_from(Some("4711")), MergedFrom::Foreign);
         assert_eq!(merged_from(Some("span.zz")), MergedFrom::Foreign);
+    }
+
+    #[test]
+    fn resync_applies_missing_and_changed_and_deletes_extra() {
+        let obj = |n: &str, verb: &str, rv: &str| {
+            json!({"metadata": {"name": n, "uid": rv, "resourceVersion": rv, "labels": {"a": "b"}},
+                   "rules": [{"verbs": [verb]}]})
+        };
+        let want = [
+            obj("same", "get", "1"),
+            obj("changed", "list", "2"),
+            obj("missing", "get", "3"),
+        ];
+        let have = [
+            obj("same", "get", "9"),
+            obj("changed", "get", "8"),
+            obj("extra", "get", "7"),
+        ];
+        let steps = sync_steps("rbac.authorization.k8s.io/v1", "ClusterRole", &want, &have);
+        let names: Vec<String> = steps
+            .iter()
+            .map(|s| match s {
+                SyncStep::Apply(n, _) => format!("apply {n}"),
+                SyncStep::Delete(n) => format!("delete {n}"),
+            })
+            .collect();
+        assert_eq!(names, ["apply changed", "apply missing", "delete extra"]);
+        let SyncStep::Apply(_, body) = &steps[0] else {
+            panic!("{steps:?}")
+        };
+        assert_eq!(body["kind"], "ClusterRole");
+        assert!(body["metadata"].get("uid").is_none(), "{body}");
+        assert!(sync_steps("v1", "X", &want, &want).is_empty());
     }
 
     #[test]

@@ -11,6 +11,7 @@
 pub mod api;
 pub mod member;
 pub mod span;
+pub mod span_resync;
 pub mod span_tenant;
 pub mod span_write;
 

@@ -200,7 +200,11 @@ fn clusters_of(
 
 /// The client's resourceVersion per cluster of a read merged across clusters; `Err`: a
 /// resourceVersion of one cluster, answered 410 so that the client lists again.
-fn versions_of(plan: &Plan, multi: bool) -> Result<BTreeMap<String, String>, Response<ResBody>> {
+fn versions_of(
+    plan: &Plan,
+    clusters: &[(String, Arc<AppState>)],
+) -> Result<BTreeMap<String, String>, Response<ResBody>> {
+    let multi = clusters.len() > 1;
     let rv = plan
         .request
         .query
@@ -212,8 +216,9 @@ fn versions_of(plan: &Plan, multi: bool) -> Result<BTreeMap<String, String>, Res
     }
     match paddock_core::span::merged_from(rv) {
         MergedFrom::Any => Ok(BTreeMap::new()),
-        MergedFrom::Versions(v) => Ok(v),
-        MergedFrom::Foreign => Err(status_response(ListPart {
+        // Every cluster of the tenant has its place in a vector paddock made.
+        MergedFrom::Versions(v) if clusters.iter().all(|(n, _)| v.contains_key(n)) => Ok(v),
+        MergedFrom::Versions(_) | MergedFrom::Foreign => Err(status_response(ListPart {
             status: StatusCode::GONE,
             content_type: "application/json".into(),
             doc: paddock_core::status::status_body(
@@ -248,7 +253,7 @@ pub async fn serve(
 ) -> Result<Response<ResBody>, ServerError> {
     let clusters = clusters_of(state, ctx)?;
     let multi = clusters.len() > 1;
-    let since = match versions_of(plan, multi) {
+    let since = match versions_of(plan, &clusters) {
         Ok(v) => v,
         Err(gone) => return Ok(gone),
     };
