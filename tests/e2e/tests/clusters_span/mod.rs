@@ -148,17 +148,28 @@ pub fn spanning_tenant(p: &Paddock, up_a: &Kubectl, up_b: &Kubectl) -> Result<Ku
             && pods.contains("there"),
         "get pods -A: {pods}"
     );
-    let rv = ts.run(&[
-        "get",
-        "configmaps",
-        "-A",
-        "-o",
-        "jsonpath={.metadata.resourceVersion}",
-    ])?;
+    let raw: serde_json::Value =
+        serde_json::from_str(&ts.run(&["get", "--raw", "/api/v1/configmaps"])?)?;
+    let rv = raw["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap_or_default();
     ensure!(
         rv.starts_with("span."),
         "merged list resourceVersion {rv:?}"
     );
+    // A single cluster's resourceVersion orders nothing across clusters: 410, list again.
+    let item_rv = raw["items"][0]["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap_or("1");
+    fails_with(
+        ts,
+        &[
+            "get",
+            "--raw",
+            &format!("/api/v1/configmaps?watch=true&resourceVersion={item_rv}"),
+        ],
+        &["too old resource version"],
+    )?;
 
     watch_across_clusters(p, &ts)?;
     crd_across_clusters(&ts, up_b)?;
