@@ -162,7 +162,7 @@ pub fn spanning_tenant(p: &Paddock, up_a: &Kubectl, up_b: &Kubectl) -> Result<Ku
         .as_str()
         .unwrap_or("1");
     fails_with(
-        ts,
+        &ts,
         &[
             "get",
             "--raw",
