@@ -185,15 +185,7 @@ fn watch_across_clusters(p: &Paddock, ts: &Kubectl) -> Result<()> {
         .arg(ts.kubeconfig())
         .arg("--cache-dir")
         .arg(p.dir().join("kubectl-cache").join("spanns-watch"))
-        .args([
-            "get",
-            "configmaps",
-            "-A",
-            "-w",
-            "--output-watch-events",
-            "-o",
-            "name",
-        ])
+        .args(["get", "configmaps", "-A", "-w", "-o", "name"])
         .env_remove("KUBECONFIG")
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -211,7 +203,11 @@ fn watch_across_clusters(p: &Paddock, ts: &Kubectl) -> Result<()> {
     let mut seen = Vec::new();
     let wait_for = |want: &str, seen: &mut Vec<String>| -> Result<()> {
         let deadline = Instant::now() + Duration::from_secs(60);
-        while !seen.iter().any(|l| l.contains(want)) {
+        // `-o name` prints each event as the object's name (the list's items first).
+        let (name, times) = want
+            .split_once('*')
+            .map_or((want, 1), |(n, t)| (n, t.parse().unwrap_or(1)));
+        while seen.iter().filter(|l| l.as_str() == name).count() < times {
             let left = deadline.saturating_duration_since(Instant::now());
             let line = rx
                 .recv_timeout(left)
@@ -227,9 +223,9 @@ fn watch_across_clusters(p: &Paddock, ts: &Kubectl) -> Result<()> {
         ts.run(&["-n", "there", "create", "configmap", "w-there"])?;
         ts.run(&["-n", "here", "create", "configmap", "w-here"])?;
         ts.run(&["-n", "there", "delete", "configmap", "w-there"])?;
-        wait_for("ADDED configmap/w-there", &mut seen)?;
-        wait_for("ADDED configmap/w-here", &mut seen)?;
-        wait_for("DELETED configmap/w-there", &mut seen)?;
+        wait_for("configmap/w-here", &mut seen)?;
+        // Added, then deleted: two events of a namespace on east.
+        wait_for("configmap/w-there*2", &mut seen)?;
         Ok(())
     })();
     let _ = child.kill();
