@@ -199,37 +199,28 @@ fn clusters_of(
 }
 
 /// The client's resourceVersion per cluster of a read merged across clusters; `Err`: a
-/// resourceVersion of one cluster, answered 410 so that the client lists again.
+/// resourceVersion of one cluster (the message of the 410 that makes the client list again).
 fn versions_of(
     plan: &Plan,
     clusters: &[(String, Arc<AppState>)],
-) -> Result<BTreeMap<String, String>, Response<ResBody>> {
-    let multi = clusters.len() > 1;
+) -> Result<BTreeMap<String, String>, String> {
     let rv = plan
         .request
         .query
         .iter()
         .find(|(k, _)| k == "resourceVersion")
         .map(|(_, v)| v.as_str());
-    if !multi {
+    if clusters.len() < 2 {
         return Ok(BTreeMap::new());
     }
     match paddock_core::span::merged_from(rv) {
         MergedFrom::Any => Ok(BTreeMap::new()),
         // Every cluster of the tenant has its place in a vector paddock made.
         MergedFrom::Versions(v) if clusters.iter().all(|(n, _)| v.contains_key(n)) => Ok(v),
-        MergedFrom::Versions(_) | MergedFrom::Foreign => Err(status_response(ListPart {
-            status: StatusCode::GONE,
-            content_type: "application/json".into(),
-            doc: paddock_core::status::status_body(
-                410,
-                "Expired",
-                &format!(
-                    "too old resource version: {} is not a resourceVersion of this tenant's lists merged across its clusters; list again",
-                    rv.unwrap_or_default()
-                ),
-            ),
-        })),
+        MergedFrom::Versions(_) | MergedFrom::Foreign => Err(format!(
+            "too old resource version: {} is not a resourceVersion of this tenant's lists merged across its clusters; list again",
+            rv.unwrap_or_default()
+        )),
     }
 }
 
@@ -255,7 +246,13 @@ pub async fn serve(
     let multi = clusters.len() > 1;
     let since = match versions_of(plan, &clusters) {
         Ok(v) => v,
-        Err(gone) => return Ok(gone),
+        Err(message) => {
+            return Ok(status_response(ListPart {
+                status: StatusCode::GONE,
+                content_type: "application/json".into(),
+                doc: paddock_core::status::status_body(410, "Expired", &message),
+            }));
+        }
     };
     let per_namespace = plan.actions.fan_out;
     let mut listed_all = Vec::new();
