@@ -11,7 +11,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, ensure};
-use paddock_e2e::{Kubectl, Paddock};
+use paddock_e2e::{Kubectl, Paddock, process, tools};
 
 use super::{eventually, tenant_on, upstream_has};
 
@@ -35,7 +35,12 @@ fn fails_with(k: &Kubectl, args: &[&str], want: &[&str]) -> Result<String> {
 
 /// Creates the spanning tenant and runs its one-cluster scenarios across both clusters.
 pub fn spanning_tenant(p: &Paddock, up_a: &Kubectl, up_b: &Kubectl) -> Result<Kubectl> {
+    let t0 = Instant::now();
     let ts = tenant_on(p, "spanns", "default,east")?;
+    eprintln!(
+        "spanning tenant created on default and east in {:?}",
+        t0.elapsed()
+    );
     let rec: serde_json::Value =
         serde_json::from_str(&p.cli(&["tenant", "get", "spanns", "-o", "json"])?)?;
     ensure!(
@@ -174,6 +179,8 @@ pub fn spanning_tenant(p: &Paddock, up_a: &Kubectl, up_b: &Kubectl) -> Result<Ku
     watch_across_clusters(p, &ts)?;
     crd_across_clusters(&ts, up_b)?;
     binding_across_clusters(&ts, up_b)?;
+    helm_across_clusters(p, &ts, up_b)?;
+    eprintln!("spanning tenant scenarios passed in {:?}", t0.elapsed());
     Ok(ts)
 }
 
@@ -361,6 +368,18 @@ pub fn isolation(ts: &Kubectl, ta: &Kubectl, tb: &Kubectl) -> Result<()> {
         !cms.contains("configmap/cfg\n") && !cms.ends_with("configmap/cfg"),
         "spanns sees another's configmap: {cms}"
     );
+    // The same CRD name in another tenant on east is its own: neither sees the other's CRs.
+    tb.run_stdin(&["apply", "-f", "-"], Some(CRD))?;
+    eventually(Duration::from_secs(60), || {
+        let theirs = tb.run(&["get", "widgets", "-A", "-o", "name"])?;
+        ensure!(theirs.trim().is_empty(), "bravob sees widgets: {theirs}");
+        Ok(())
+    })?;
+    let mine = ts.run(&["get", "widgets", "-A", "-o", "name"])?;
+    ensure!(
+        mine.lines().count() == 2,
+        "the spanning tenant's widgets: {mine}"
+    );
     // Writing another tenant's names through the spanning tenant lands in its own space.
     fails_with(
         ts,
@@ -380,7 +399,8 @@ pub fn with_east_down(ts: &Kubectl) -> Result<()> {
         &["-n", "there", "get", "configmap", "cfg-there"],
         &["cluster \"east\"", "ServiceUnavailable"],
     )?;
-    fails_with(ts, &["get", "ns"], &["cluster \"east\""])?;
+    let merged = fails_with(ts, &["get", "ns"], &["cluster \"east\""])?;
+    eprintln!("east down: spanning tenant's get ns: {}", merged.trim());
     fails_with(ts, &["get", "configmaps", "-A"], &["cluster \"east\""])?;
     ts.run(&["-n", "here", "create", "configmap", "while-down"])
         .context("a write in a namespace on default with east down")?;
@@ -426,6 +446,84 @@ pub fn deletion(p: &Paddock, up_a: &Kubectl, up_b: &Kubectl) -> Result<()> {
     ensure!(
         !crds.contains("spanns"),
         "the tenant's CRD left on east: {crds}"
+    );
+    Ok(())
+}
+
+/// helm through the spanning tenant: a release in a namespace on east and one on default,
+/// listed together by `helm list -A`, upgraded and uninstalled.
+fn helm_across_clusters(p: &Paddock, ts: &Kubectl, up_b: &Kubectl) -> Result<()> {
+    let chart = p.dir().join("span-chart");
+    std::fs::create_dir_all(chart.join("templates"))?;
+    std::fs::write(
+        chart.join("Chart.yaml"),
+        "apiVersion: v2\nname: spanchart\nversion: 0.1.0\n",
+    )?;
+    std::fs::write(chart.join("values.yaml"), "greeting: hello\n")?;
+    std::fs::write(
+        chart.join("templates/cm.yaml"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-cfg\ndata:\n  greeting: {{ .Values.greeting | quote }}\n",
+    )?;
+    let helm_bin = tools::helm()?;
+    let home = p.dir().join("span-helm");
+    let helm = |args: &[&str]| -> Result<String> {
+        let mut cmd = Command::new(&helm_bin);
+        cmd.arg("--kubeconfig")
+            .arg(ts.kubeconfig())
+            .args(args)
+            .env_remove("KUBECONFIG")
+            .env("HELM_CACHE_HOME", home.join("cache"))
+            .env("HELM_CONFIG_HOME", home.join("config"))
+            .env("HELM_DATA_HOME", home.join("data"));
+        let out = process::run(&mut cmd, None, Duration::from_secs(180))?;
+        ensure!(out.success(), "helm {args:?}: {}{}", out.stdout, out.stderr);
+        Ok(out.stdout)
+    };
+    let chart = chart.to_str().context("chart path")?;
+    helm(&["install", "east-rel", chart, "-n", "there", "--wait"])?;
+    helm(&["install", "home-rel", chart, "-n", "here", "--wait"])?;
+    ensure!(
+        upstream_has(
+            up_b,
+            &["-n", "spanns-there", "get", "configmap", "east-rel-cfg"]
+        )?,
+        "the release's configmap is not on east"
+    );
+    let list = helm(&["list", "-A", "-q"])?;
+    ensure!(
+        list.contains("east-rel") && list.contains("home-rel"),
+        "helm list -A: {list}"
+    );
+    helm(&[
+        "upgrade",
+        "east-rel",
+        chart,
+        "-n",
+        "there",
+        "--set",
+        "greeting=again",
+    ])?;
+    let got = ts.run(&[
+        "-n",
+        "there",
+        "get",
+        "configmap",
+        "east-rel-cfg",
+        "-o",
+        "jsonpath={.data.greeting}",
+    ])?;
+    ensure!(got == "again", "after helm upgrade: {got:?}");
+    helm(&["uninstall", "east-rel", "-n", "there"])?;
+    helm(&["uninstall", "home-rel", "-n", "here"])?;
+    ensure!(
+        !upstream_has(
+            up_b,
+            &["-n", "spanns-there", "get", "configmap", "east-rel-cfg"]
+        )?,
+        "the release's configmap left on east after helm uninstall"
+    );
+    eprintln!(
+        "spanning tenant: helm install/list -A/upgrade/uninstall across both clusters passed"
     );
     Ok(())
 }
