@@ -66,8 +66,14 @@ pub async fn sync(main: &Arc<AppState>) -> Result<(), ServerError> {
         tracing::info!(cluster = %name, "cluster removed");
     }
     reg.members.store(Arc::new(next));
-    reg.namespaces
-        .replace(main.store.list_namespace_map().await?);
+    // The spanning tenants' namespace map; a failed read keeps the copy (a miss reads the
+    // store anyway).
+    match main.store.list_namespace_map().await {
+        Ok(map) => reg.namespaces.replace(map),
+        Err(e) => {
+            tracing::warn!(error = %e, "reading the namespace map failed; keeping this replica's copy")
+        }
+    }
     Ok(())
 }
 
