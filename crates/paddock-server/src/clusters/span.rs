@@ -333,3 +333,33 @@ pub fn merged_read(state: &AppState, tenant: &TenantId, plan: &paddock_core::Pla
         && (kind == ("", "namespaces") || paddock_core::span::merged_shared_kind(kind.0, kind.1))
         && spanning_clusters(state, tenant).is_some()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_namespace_map_counts_a_tenants_namespaces_per_cluster() {
+        let m = NamespaceMap::default();
+        m.insert("acme01", "web", "east");
+        m.insert("acme01", "db", "east");
+        m.insert("acme01", "ops", "default");
+        m.insert("other1", "web", "default");
+        assert_eq!(m.get("acme01", "web").as_deref(), Some("east"));
+        assert_eq!(m.get("other1", "db"), None);
+        let counts = m.counts("acme01");
+        assert_eq!((counts["east"], counts["default"]), (2, 1));
+        m.remove("acme01", "web");
+        assert_eq!(m.counts("acme01")["east"], 1);
+        m.replace(BTreeMap::new());
+        assert_eq!(m.get("acme01", "db"), None);
+    }
+
+    #[test]
+    fn only_the_namespace_object_path_is_its_deletion() {
+        assert!(is_namespace_object("/api/v1/namespaces/web", "web"));
+        assert!(is_namespace_object("/api/v1/namespaces/web/", "web"));
+        assert!(!is_namespace_object("/api/v1/namespaces/web/pods", "web"));
+        assert!(!is_namespace_object("/apis/x.io/v1/namespaces/web", "web"));
+    }
+}
