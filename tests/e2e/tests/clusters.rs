@@ -52,7 +52,7 @@ fn readyz(p: &Paddock) -> Result<(bool, String)> {
 }
 
 #[test]
-#[ignore = "about 5 min (two control planes, a spanning tenant, an apiserver restart): make test-clusters"]
+#[ignore = "about 5-6 min (two control planes, a spanning tenant, an apiserver restart): make test-clusters"]
 fn two_clusters_one_tenant_each() -> Result<()> {
     let mut planes = ControlPlane::start_many(2).context("starting two control planes")?;
     let b = planes.pop().context("second plane")?;
@@ -306,7 +306,7 @@ fn two_clusters_one_tenant_each() -> Result<()> {
         ok && body.contains("east=ready"),
         "readyz after east returned: {body}"
     );
-    clusters_span::after_east_returns(&ts)?;
+    clusters_span::after_east_returns(&ts, &up_b)?;
     clusters_span::deletion(&p, &up_a, &up_b)?;
     Ok(())
 }

@@ -404,11 +404,20 @@ pub fn with_east_down(ts: &Kubectl) -> Result<()> {
     fails_with(ts, &["get", "configmaps", "-A"], &["cluster \"east\""])?;
     ts.run(&["-n", "here", "create", "configmap", "while-down"])
         .context("a write in a namespace on default with east down")?;
+    // A cluster-scoped write is the home's answer; east gets it from the resync on return.
+    ts.run(&[
+        "create",
+        "clusterrole",
+        "while-down-role",
+        "--verb=get",
+        "--resource=secrets",
+    ])
+    .context("a ClusterRole written with east down")?;
     Ok(())
 }
 
 /// East back: everything of the spanning tenant works again.
-pub fn after_east_returns(ts: &Kubectl) -> Result<()> {
+pub fn after_east_returns(ts: &Kubectl, up_b: &Kubectl) -> Result<()> {
     eventually(Duration::from_secs(60), || {
         ts.run(&["-n", "there", "get", "configmap", "cfg-there", "-o", "name"])?;
         let nss = ts.run(&["get", "ns", "-o", "name"])?;
@@ -421,6 +430,14 @@ pub fn after_east_returns(ts: &Kubectl) -> Result<()> {
         Ok(())
     })
     .context("the spanning tenant did not work again after east returned")?;
+    // The resync (every 30 s) copies the ClusterRole written while east was down.
+    let copied = eventually(Duration::from_secs(120), || {
+        let roles = up_b.run(&["get", "clusterroles", "-o", "name"])?;
+        ensure!(roles.contains("while-down-role"), "not on east yet");
+        Ok(())
+    })
+    .context("the resync did not copy a ClusterRole written while east was down")?;
+    eprintln!("east back: the ClusterRole written while it was down copied there after {copied:?}");
     Ok(())
 }
 
