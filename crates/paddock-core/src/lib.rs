@@ -20,6 +20,7 @@ pub mod context;
 pub mod identity;
 pub mod impersonate;
 pub mod names;
+pub mod span;
 pub mod tenant;
 
 // Requests, rules, encodings, responses.

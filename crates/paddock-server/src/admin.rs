@@ -328,7 +328,12 @@ async fn create_tenant(
     let policy = crate::policy_admin::parse_policy(&obj["spec"]["policy"])?;
     let placed = crate::clusters::api::placement_for(state, id, &obj["spec"]["clusters"]).await?;
     let mut rec =
-        crate::lifecycle::create_tenant(&placed, id, display, labels, limits, quota).await?;
+        crate::lifecycle::create_tenant(&placed[0], id, display, labels, limits, quota).await?;
+    if placed.len() > 1 {
+        // Spanning several clusters: the record names them all, each is provisioned.
+        let home = placed[0].cluster.clone();
+        rec = crate::clusters::span_tenant::extend_tenant(state, rec, &home, &placed[1..]).await?;
+    }
     if rec.billing != billing {
         // Stored, then stamped on the namespaces provisioning just made.
         rec = crate::admin_metering::set_billing(state, rec, billing).await?;
@@ -345,6 +350,10 @@ async fn delete_tenant(state: &Arc<AppState>, id: &str) -> Result<Response<ResBo
         .cache
         .tenant(id)
         .map(|t| t.cluster_names()[0].to_string());
+    if let Some(rec) = state.cache.tenant(id).filter(|t| t.clusters.len() > 1) {
+        let rec = crate::clusters::span_tenant::start_deletion(state, (*rec).clone()).await?;
+        return json_response(StatusCode::OK, &tenant_object(&rec));
+    }
     let reconciler = match home {
         Some(c) => crate::clusters::reconciler_for(state, &c)?,
         None => state.reconciler.clone(),

@@ -45,6 +45,9 @@ pub(crate) struct State {
     /// Registered upstream clusters by name (clusters.rs).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub(crate) clusters: BTreeMap<String, crate::ClusterRecord>,
+    /// Namespaces of spanning tenants: `<tenant>/<namespace>` to its cluster (nsmap.rs).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub(crate) nsmap: BTreeMap<String, String>,
 }
 
 impl State {

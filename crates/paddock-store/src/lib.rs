@@ -44,6 +44,7 @@ mod etcd_clusters;
 mod etcd_conn;
 mod etcd_error;
 mod etcd_templates;
+mod nsmap;
 
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -53,6 +53,12 @@ impl ListMerger {
         }
     }
 
+    /// Makes `rv` the merged list's resourceVersion, whatever the parts say (a list merged
+    /// across clusters carries a vector of theirs: `span::encode_versions`).
+    pub fn set_resource_version(&mut self, rv: String) {
+        self.opaque_version = Some(rv);
+    }
+
     /// Appends one successful part's items to `out` (the envelope first, from the first part).
     pub fn push(&mut self, doc: &[u8], out: &mut Vec<u8>) -> Result<(), TranslateError> {
         let pieces: ListPieces<'_> = serde_json::from_slice(doc)

@@ -269,16 +269,21 @@ async fn remove(state: &Arc<AppState>, name: &str) -> Result<Response<ResBody>, 
     )
 }
 
-/// The reconciler a tenant creation acts through: an existing tenant's own cluster (creation
-/// is idempotent, a repair); else the cluster placement chooses from `spec.clusters` (a label
-/// selector or a list of names; absent: the least loaded).
+/// The reconcilers a tenant creation acts through, home first: an existing tenant's own
+/// clusters (creation is idempotent, a repair); else the clusters placement chooses from
+/// `spec.clusters` (a label selector or a list of names, several for a tenant spanning
+/// clusters; absent: the least loaded).
 pub async fn placement_for(
     state: &Arc<AppState>,
     id: &str,
     spec_clusters: &Value,
-) -> Result<Arc<paddock_reconciler::Reconciler>, ServerError> {
+) -> Result<Vec<Arc<paddock_reconciler::Reconciler>>, ServerError> {
     if let Some(existing) = state.cache.tenant(id) {
-        return super::reconciler_for(state, existing.cluster_names()[0]);
+        return existing
+            .cluster_names()
+            .iter()
+            .map(|c| super::reconciler_for(state, c))
+            .collect();
     }
     let text = match spec_clusters {
         Value::Null => String::new(),
@@ -305,13 +310,16 @@ pub async fn placement_for(
         )),
         e => ServerError::Conflict(format!("cannot place tenant {id}: {e}")),
     })?;
-    if chosen.len() > 1 {
+    let mut seen = std::collections::BTreeSet::new();
+    if let Some(dup) = chosen.iter().find(|c| !seen.insert(c.as_str())) {
         return Err(ServerError::BadRequest(format!(
-            "spec.clusters: a tenant spanning several clusters ({}) is not built yet; name one (docs/clusters.md)",
-            chosen.join(", ")
+            "spec.clusters: cluster {dup:?} is named twice"
         )));
     }
-    super::reconciler_for(state, &chosen[0])
+    chosen
+        .iter()
+        .map(|c| super::reconciler_for(state, c))
+        .collect()
 }
 
 #[cfg(test)]

@@ -10,6 +10,10 @@
 
 pub mod api;
 pub mod member;
+pub mod span;
+pub mod span_resync;
+pub mod span_tenant;
+pub mod span_write;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -32,6 +36,7 @@ pub const SYNC_INTERVAL: Duration = Duration::from_secs(5);
 pub async fn sync(main: &Arc<AppState>) -> Result<(), ServerError> {
     let reg = &main.clusters;
     let _one = reg.syncing.lock().await;
+    let _ = reg.main.set(Arc::downgrade(main));
     let records = main.store.list_clusters().await?;
     let current = reg.members.load_full();
     let mut next = BTreeMap::new();
@@ -61,6 +66,14 @@ pub async fn sync(main: &Arc<AppState>) -> Result<(), ServerError> {
         tracing::info!(cluster = %name, "cluster removed");
     }
     reg.members.store(Arc::new(next));
+    // The spanning tenants' namespace map; a failed read keeps the copy (a miss reads the
+    // store anyway).
+    match main.store.list_namespace_map().await {
+        Ok(map) => reg.namespaces.replace(map),
+        Err(e) => {
+            tracing::warn!(error = %e, "reading the namespace map failed; keeping this replica's copy")
+        }
+    }
     Ok(())
 }
 

@@ -10,14 +10,16 @@ use super::*;
 const FANOUT_HOLD_BYTES: usize = 8 << 20;
 
 async fn fetch_part(
-    state: &AppState,
     ctx: &TenantContext,
-    p: &Plan,
+    part: &Part,
     user: &str,
     groups: &[String],
     accept: &str,
 ) -> Result<ListPart, ServerError> {
-    let (resp, _) = send_one(state, p, &ctx.tenant, user, groups, accept, false).await?;
+    let (state, p) = (&part.state, &part.plan);
+    let (resp, _) = send_one(state, p, &ctx.tenant, user, groups, accept, false)
+        .await
+        .map_err(|e| part.unreachable(ctx, e))?;
     let status = resp.status();
     let content_type = content_type_of(&resp);
     let raw = collect_limited(resp.into_body(), MAX_NAMESPACE_LIST_BYTES).await?;
@@ -43,35 +45,51 @@ async fn fetch_part(
     })
 }
 
+/// Who asks for a fan-out list, in what form, and the merged list's resourceVersion when it
+/// spans clusters.
+pub(super) struct ListCaller<'a> {
+    pub(super) user: &'a str,
+    pub(super) groups: &'a [String],
+    pub(super) accept: &'a str,
+    pub(super) merged_version: Option<String>,
+}
+
 pub(super) async fn serve_list(
     state: &Arc<AppState>,
     ctx: &TenantContext,
     plan: &Plan,
-    plans: Vec<Plan>,
-    user: &str,
-    groups: &[String],
-    accept: &str,
+    parts: Vec<Part>,
+    caller: ListCaller<'_>,
 ) -> Result<Response<ResBody>, ServerError> {
     use futures_util::StreamExt;
     let table = matches!(plan.response, ResponseKind::Table);
-    if plans.is_empty() {
-        let body = serde_json::to_vec(&empty_list(plan, table))
-            .map_err(|e| ServerError::Internal(e.to_string()))?;
+    if parts.is_empty() {
+        let mut empty = empty_list(plan, table);
+        if let Some(rv) = caller.merged_version {
+            empty["metadata"]["resourceVersion"] = Value::String(rv);
+        }
+        let body = serde_json::to_vec(&empty).map_err(|e| ServerError::Internal(e.to_string()))?;
         return Ok(json_response(body, "application/json"));
     }
     // The parts are fetched FANOUT_CONCURRENCY at a time and come out in namespace order.
-    let state_for_parts = state.clone();
     let ctx_for_parts = ctx.clone();
-    let (user, groups, accept) = (user.to_string(), groups.to_vec(), accept.to_string());
-    let mut parts = futures_util::stream::iter(plans)
-        .map(move |p| {
-            let (state, ctx) = (state_for_parts.clone(), ctx_for_parts.clone());
+    let (user, groups, accept) = (
+        caller.user.to_string(),
+        caller.groups.to_vec(),
+        caller.accept.to_string(),
+    );
+    let mut parts = futures_util::stream::iter(parts)
+        .map(move |part| {
+            let ctx = ctx_for_parts.clone();
             let (user, groups, accept) = (user.clone(), groups.clone(), accept.clone());
-            async move { fetch_part(&state, &ctx, &p, &user, &groups, &accept).await }
+            async move { fetch_part(&ctx, &part, &user, &groups, &accept).await }
         })
         .buffered(FANOUT_CONCURRENCY)
         .boxed();
     let mut merger = ListMerger::new(table);
+    if let Some(rv) = caller.merged_version {
+        merger.set_resource_version(rv);
+    }
     let mut held: Vec<u8> = Vec::new();
     let mut content_type = String::from("application/json");
     // Held back until complete, or until it grows past FANOUT_HOLD_BYTES.

@@ -13,11 +13,13 @@ mod watch;
 use list::serve_list;
 use watch::{WatchCaller, serve_watch};
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use bytes::Bytes;
 use http::{Method, Request, Response, StatusCode, header};
 use http_body_util::BodyExt;
+use paddock_core::span::MergedFrom;
 use paddock_core::{Plan, ResponseKind, Scope, TenantContext, Verb};
 use serde_json::Value;
 use tokio::sync::mpsc;
@@ -25,7 +27,7 @@ use tokio::sync::mpsc;
 use crate::body::ResBody;
 use crate::error::{BoxError, ServerError};
 use crate::limit::collect_limited;
-use crate::outbound::add_impersonation;
+use crate::outbound::add_impersonation_as;
 use crate::rewrite::{content_type_of, rewrite_whole};
 use crate::state::AppState;
 use crate::upjson::query_escape;
@@ -165,7 +167,73 @@ fn part_plan(
     Ok(p)
 }
 
-/// Serves the fan-out.
+/// One upstream request of a fan-out, and the cluster it goes to (a tenant spanning clusters
+/// has namespaces on several; docs/clusters.md "Spanning tenants").
+pub(crate) struct Part {
+    pub(crate) state: Arc<AppState>,
+    pub(crate) plan: Plan,
+    /// The cluster's name when the read spans several (it names the cluster in errors).
+    pub(crate) cluster: Option<String>,
+}
+
+impl Part {
+    /// A failure to reach this part's cluster, naming it when the read spans several.
+    pub(crate) fn unreachable(&self, ctx: &TenantContext, e: ServerError) -> ServerError {
+        match &self.cluster {
+            Some(name) => unreachable(name, ctx, e),
+            None => e,
+        }
+    }
+}
+
+/// The clusters a fan-out reads, by name; one (the routed state) for a one-cluster tenant.
+/// A cluster that does not answer is the error: a merged answer is never partial.
+fn clusters_of(
+    state: &Arc<AppState>,
+    ctx: &TenantContext,
+) -> Result<Vec<(String, Arc<AppState>)>, ServerError> {
+    match crate::clusters::span::spanning_clusters(state, &ctx.tenant) {
+        Some(names) => crate::clusters::span::all_states(state, &ctx.tenant, &names),
+        None => Ok(vec![(String::new(), state.clone())]),
+    }
+}
+
+/// The client's resourceVersion per cluster of a read merged across clusters; `Err`: a
+/// resourceVersion of one cluster (the message of the 410 that makes the client list again).
+fn versions_of(
+    plan: &Plan,
+    clusters: &[(String, Arc<AppState>)],
+) -> Result<BTreeMap<String, String>, String> {
+    let rv = plan
+        .request
+        .query
+        .iter()
+        .find(|(k, _)| k == "resourceVersion")
+        .map(|(_, v)| v.as_str());
+    if clusters.len() < 2 {
+        return Ok(BTreeMap::new());
+    }
+    match paddock_core::span::merged_from(rv) {
+        MergedFrom::Any => Ok(BTreeMap::new()),
+        // Every cluster of the tenant has its place in a vector paddock made.
+        MergedFrom::Versions(v) if clusters.iter().all(|(n, _)| v.contains_key(n)) => Ok(v),
+        MergedFrom::Versions(_) | MergedFrom::Foreign => Err(format!(
+            "too old resource version: {} is not a resourceVersion of this tenant's lists merged across its clusters; list again",
+            rv.unwrap_or_default()
+        )),
+    }
+}
+
+fn unreachable(name: &str, ctx: &TenantContext, e: ServerError) -> ServerError {
+    ServerError::Unavailable(format!(
+        "cluster {name:?} of tenant {} cannot be reached; try again later ({e})",
+        ctx.tenant
+    ))
+}
+
+/// Serves the fan-out: a cluster-wide read of a namespaced kind, one part per namespace of
+/// the tenant on each of its clusters; or, for a tenant spanning clusters, a read of
+/// namespaces or of a shared kind (nodes), one part per cluster.
 pub async fn serve(
     state: &Arc<AppState>,
     ctx: &TenantContext,
@@ -174,14 +242,62 @@ pub async fn serve(
     groups: &[String],
     accept: Option<&str>,
 ) -> Result<Response<ResBody>, ServerError> {
-    let listed = tenant_namespaces(state, ctx).await?;
-    let mut plans = Vec::with_capacity(listed.names.len());
-    for up_ns in &listed.names {
-        let Some(ns) = ctx.tenant.strip(up_ns) else {
+    let clusters = clusters_of(state, ctx)?;
+    let multi = clusters.len() > 1;
+    let since = match versions_of(plan, &clusters) {
+        Ok(v) => v,
+        Err(message) => {
+            return Ok(status_response(ListPart {
+                status: StatusCode::GONE,
+                content_type: "application/json".into(),
+                doc: paddock_core::status::status_body(410, "Expired", &message),
+            }));
+        }
+    };
+    let per_namespace = plan.actions.fan_out;
+    let mut listed_all = Vec::new();
+    let mut parts = Vec::new();
+    let mut versions = BTreeMap::new();
+    for (name, cs) in &clusters {
+        let from = since.get(name).map(String::as_str);
+        let cluster = multi.then(|| name.clone());
+        if !per_namespace && !multi {
+            parts.push(Part {
+                state: cs.clone(),
+                plan: cluster_plan(ctx, plan, from, accept)?,
+                cluster,
+            });
             continue;
-        };
-        plans.push(part_plan(ctx, plan, ns, None, accept)?);
+        }
+        // The tenant's namespaces there; their list's resourceVersion is the cluster's part
+        // of a merged list's resourceVersion.
+        let listed = tenant_namespaces(cs, ctx)
+            .await
+            .map_err(|e| if multi { unreachable(name, ctx, e) } else { e })?;
+        versions.insert(name.clone(), listed.resource_version.clone());
+        if !per_namespace {
+            parts.push(Part {
+                state: cs.clone(),
+                plan: cluster_plan(ctx, plan, from, accept)?,
+                cluster,
+            });
+            continue;
+        }
+        for up_ns in &listed.names {
+            let Some(ns) = ctx.tenant.strip(up_ns) else {
+                continue;
+            };
+            parts.push(Part {
+                state: cs.clone(),
+                plan: part_plan(ctx, plan, ns, from, accept)?,
+                cluster: cluster.clone(),
+            });
+        }
+        listed_all.push((cs.clone(), listed));
     }
+    // Namespace order across clusters, as one cluster's answer would have it.
+    parts.sort_by(|a, b| a.plan.namespace().cmp(&b.plan.namespace()));
+    let merged_version = multi.then(|| paddock_core::span::encode_versions(&versions));
     let upstream_accept = paddock_core::upstream_accept(accept);
     if matches!(plan.request.verb, Verb::Watch) {
         let caller = WatchCaller {
@@ -190,9 +306,40 @@ pub async fn serve(
             upstream_accept: &upstream_accept,
             client_accept: accept,
         };
-        return serve_watch(state, ctx, plan, listed, plans, caller).await;
+        return serve_watch(state, ctx, plan, listed_all, parts, caller).await;
     }
-    serve_list(state, ctx, plan, plans, user, groups, &upstream_accept).await
+    let caller = list::ListCaller {
+        user,
+        groups,
+        accept: &upstream_accept,
+        merged_version,
+    };
+    serve_list(state, ctx, plan, parts, caller).await
+}
+
+/// The plan of one cluster's part of a merged read that is not per namespace (namespaces,
+/// nodes): the same path, paging dropped, from that cluster's resourceVersion if given.
+fn cluster_plan(
+    ctx: &TenantContext,
+    plan: &Plan,
+    since: Option<&str>,
+    client_accept: Option<&str>,
+) -> Result<Plan, ServerError> {
+    let paddock_core::ApiPath::Resource(rp) = &plan.request.path else {
+        return Err(ServerError::Internal(
+            "merged read of a path that is not a resource".into(),
+        ));
+    };
+    let path = if rp.group.is_empty() {
+        format!("/api/{}/{}", rp.version, rp.resource)
+    } else {
+        format!("/apis/{}/{}/{}", rp.group, rp.version, rp.resource)
+    };
+    let query = per_namespace_query(plan, since);
+    let parsed = paddock_core::parse_request("GET", &path, Some(&query))?;
+    let mut p = paddock_core::plan(ctx, parsed)?;
+    p.response = paddock_core::response_kind_for(&p, client_accept);
+    Ok(p)
 }
 
 async fn send_one(
@@ -216,7 +363,13 @@ async fn send_one(
         .header(header::ACCEPT, accept)
         .body(crate::body::empty_up())
         .map_err(|e| ServerError::Internal(e.to_string()))?;
-    add_impersonation(req.headers_mut(), tenant, user, groups)?;
+    add_impersonation_as(
+        req.headers_mut(),
+        tenant,
+        user,
+        groups,
+        p.identity.resolve(None),
+    )?;
     if watch {
         // The watch pool; the slot lives as long as the stream.
         let (resp, slot) = state.upstream.send_watch(req).await?;

@@ -30,13 +30,14 @@ struct WatchShared {
 /// Opens one namespace's watch; a refusal comes back as the rewritten Status.
 async fn open_part(
     sh: &WatchShared,
-    p: &Plan,
+    part: &Part,
 ) -> Result<
     Result<(Response<hyper::body::Incoming>, crate::upstream::StreamSlot), ListPart>,
     ServerError,
 > {
+    let p = &part.plan;
     let (resp, slot) = send_one(
-        &sh.state,
+        &part.state,
         p,
         &sh.ctx.tenant,
         &sh.user,
@@ -44,7 +45,8 @@ async fn open_part(
         &sh.accept,
         true,
     )
-    .await?;
+    .await
+    .map_err(|e| part.unreachable(&sh.ctx, e))?;
     let status = resp.status();
     if status.is_success() {
         let slot =
@@ -65,15 +67,15 @@ async fn open_part(
 /// fan-out ends. Its end ends the whole fan-out (see [`WatchShared::end`]).
 fn spawn_part(
     sh: WatchShared,
-    p: Plan,
+    part: Part,
     resp: Response<hyper::body::Incoming>,
     slot: crate::upstream::StreamSlot,
 ) {
     let ct = content_type_of(&resp);
-    let mut rw = paddock_core::response_rewriter(&sh.ctx, &p, resp.status().as_u16(), &ct);
-    // The upstream lost (health.rs) or this part's stream broken: the whole watch ends with
-    // an ERROR event, as a namespaced watch does (proxy.rs), not with a reset stream.
-    let lost = sh.state.health.lost_token();
+    let mut rw = paddock_core::response_rewriter(&sh.ctx, &part.plan, resp.status().as_u16(), &ct);
+    // The part's upstream lost (health.rs) or this part's stream broken: the whole watch
+    // ends with an ERROR event, as a namespaced watch does (proxy.rs), not with a reset stream.
+    let lost = part.state.health.lost_token();
     tokio::spawn(async move {
         let _guard = sh.guard.clone();
         let _slot = slot;
@@ -131,8 +133,8 @@ pub(super) async fn serve_watch(
     state: &Arc<AppState>,
     ctx: &TenantContext,
     plan: &Plan,
-    listed: TenantNamespaces,
-    plans: Vec<Plan>,
+    listed: Vec<(Arc<AppState>, TenantNamespaces)>,
+    parts: Vec<Part>,
     caller: WatchCaller<'_>,
 ) -> Result<Response<ResBody>, ServerError> {
     use futures_util::StreamExt;
@@ -150,7 +152,7 @@ pub(super) async fn serve_watch(
     };
     // The namespaces' watches are opened FANOUT_CONCURRENCY at a time; the first refusal
     // answers for the whole request.
-    let opened: Vec<_> = futures_util::stream::iter(plans)
+    let opened: Vec<_> = futures_util::stream::iter(parts)
         .map(|p| {
             let sh = sh.clone();
             async move { open_part(&sh, &p).await.map(|r| (p, r)) }
@@ -172,9 +174,9 @@ pub(super) async fn serve_watch(
                 if matches!(
                     refusal.status,
                     StatusCode::FORBIDDEN | StatusCode::NOT_FOUND
-                ) && super::list::namespace_going(state, ctx, &p).await =>
+                ) && super::list::namespace_going(&p.state, ctx, &p.plan).await =>
             {
-                tracing::debug!(namespace = ?p.namespace(), "cluster-wide watch: a namespace went while it was opened; left out");
+                tracing::debug!(namespace = ?p.plan.namespace(), "cluster-wide watch: a namespace went while it was opened; left out");
             }
             Ok((_, Err(refusal))) => {
                 sh.end.cancel();
@@ -189,8 +191,15 @@ pub(super) async fn serve_watch(
     for (p, resp, slot) in ready {
         spawn_part(sh.clone(), p, resp, slot);
     }
-    // Namespaces the tenant creates while the watch runs join it.
-    tokio::spawn(follow_new_namespaces(sh.clone(), plan.clone(), listed));
+    // Namespaces the tenant creates while the watch runs join it (on each of its clusters).
+    for (cluster, listed) in listed {
+        tokio::spawn(follow_new_namespaces(
+            sh.clone(),
+            cluster,
+            plan.clone(),
+            listed,
+        ));
+    }
     drop(sh);
     let body = http_body_util::StreamBody::new(ChannelStream { rx }.map_frames());
     let mut r = Response::new(BodyExt::boxed_unsync(body));
@@ -208,8 +217,13 @@ pub(super) async fn serve_watch(
 /// namespace created since, watched from the namespace's own resourceVersion so that nothing
 /// created in it is missed. If that fails, or the namespace watch ends, the whole fan-out
 /// ends and the client watches again (and lists, if it must).
-async fn follow_new_namespaces(sh: WatchShared, plan: Plan, listed: TenantNamespaces) {
-    let result = follow_inner(&sh, &plan, listed).await;
+async fn follow_new_namespaces(
+    sh: WatchShared,
+    cluster: Arc<AppState>,
+    plan: Plan,
+    listed: TenantNamespaces,
+) {
+    let result = follow_inner(&sh, &cluster, &plan, listed).await;
     if let Err(e) = result {
         tracing::warn!(tenant = %sh.ctx.tenant, error = %e, "cluster-wide watch: following new namespaces failed; ending the watch");
     }
@@ -218,6 +232,7 @@ async fn follow_new_namespaces(sh: WatchShared, plan: Plan, listed: TenantNamesp
 
 async fn follow_inner(
     sh: &WatchShared,
+    cluster: &Arc<AppState>,
     plan: &Plan,
     listed: TenantNamespaces,
 ) -> Result<(), ServerError> {
@@ -228,11 +243,11 @@ async fn follow_inner(
     );
     let req = Request::builder()
         .method(Method::GET)
-        .uri(sh.state.upstream.uri(&path)?)
+        .uri(cluster.upstream.uri(&path)?)
         .header(header::ACCEPT, "application/json")
         .body(crate::body::empty_up())
         .map_err(|e| ServerError::Internal(e.to_string()))?;
-    let (resp, _slot) = sh.state.upstream.send_watch(req).await?;
+    let (resp, _slot) = cluster.upstream.send_watch(req).await?;
     if !resp.status().is_success() {
         return Err(ServerError::Upstream(format!(
             "watching the tenant's namespaces upstream: {}",
@@ -287,8 +302,12 @@ async fn follow_inner(
             let Some(ns) = sh.ctx.tenant.strip(up_ns) else {
                 continue;
             };
-            let p = part_plan(&sh.ctx, plan, ns, Some(rv), sh.client_accept.as_deref())?;
-            add_new_part(sh, p).await?;
+            let part = Part {
+                state: cluster.clone(),
+                plan: part_plan(&sh.ctx, plan, ns, Some(rv), sh.client_accept.as_deref())?,
+                cluster: None,
+            };
+            add_new_part(sh, part).await?;
         }
     }
 }
@@ -296,7 +315,7 @@ async fn follow_inner(
 /// Largest namespace watch event paddock reads.
 const MAX_NAMESPACE_EVENT_BYTES: usize = 4 << 20;
 
-async fn add_new_part(sh: &WatchShared, p: Plan) -> Result<(), ServerError> {
+async fn add_new_part(sh: &WatchShared, p: Part) -> Result<(), ServerError> {
     for attempt in 1..=NEW_NAMESPACE_WATCH_ATTEMPTS {
         match open_part(sh, &p).await? {
             Ok((resp, slot)) => {
@@ -311,7 +330,9 @@ async fn add_new_part(sh: &WatchShared, p: Plan) -> Result<(), ServerError> {
                 }
             }
             // Created and deleted again while the watch retried: nothing to follow.
-            Err(_) if super::list::namespace_going(&sh.state, &sh.ctx, &p).await => return Ok(()),
+            Err(_) if super::list::namespace_going(&p.state, &sh.ctx, &p.plan).await => {
+                return Ok(());
+            }
             Err(refusal) => {
                 return Err(ServerError::Upstream(format!(
                     "watch of a new namespace refused: {}",

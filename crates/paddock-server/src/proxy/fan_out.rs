@@ -23,6 +23,10 @@ pub trait FanningOut: Send + Sync + 'static {
         self: Arc<Self>,
         job: Arc<Job>,
     ) -> impl Future<Output = Result<Response<ResBody>, ServerError>> + Send;
+
+    /// Whether a read of a tenant spanning clusters is merged from all of them (namespaces,
+    /// nodes, storage classes): served by the fan-out though the plan does not fan out.
+    fn merged_read(&self, job: &Job) -> bool;
 }
 
 impl FanningOut for AppState {
@@ -30,6 +34,10 @@ impl FanningOut for AppState {
         let c = &job.caller;
         let accept = job.accept.as_deref();
         crate::fanout::serve(&self, &job.ctx, &job.plan, &c.user, &c.groups, accept).await
+    }
+
+    fn merged_read(&self, job: &Job) -> bool {
+        crate::clusters::span::merged_read(self, &job.ctx.tenant, &job.plan)
     }
 }
 
@@ -48,7 +56,7 @@ where
     }
 
     fn call(&mut self, planned: Planned<B>) -> Self::Future {
-        if !planned.job.plan.actions.fan_out {
+        if !planned.job.plan.actions.fan_out && !self.state.merged_read(&planned.job) {
             return futures_util::future::Either::Left(self.inner.call(planned));
         }
         // The request's body (none: a read) is not needed.

@@ -24,6 +24,10 @@ impl FanningOut for Fake {
             job.plan.upstream_path_and_query
         ))))
     }
+
+    fn merged_read(&self, _job: &Job) -> bool {
+        false
+    }
 }
 
 async fn inner(p: Planned<()>) -> Result<Response<ResBody>, ServerError> {

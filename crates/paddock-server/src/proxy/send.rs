@@ -15,6 +15,7 @@ use tower::Service;
 use super::{LayerFuture, Outbound, Sent};
 use crate::body::UpBody;
 use crate::error::ServerError;
+use crate::clusters::span_write::Replay;
 use crate::state::AppState;
 use crate::upstream::{Route, StreamSlot};
 
@@ -42,6 +43,9 @@ pub trait Sending: std::marker::Send + Sync + 'static {
     ) -> impl Future<Output = Answer> + std::marker::Send;
     /// Counts an upstream error by kind (`status_5xx`, `timeout`, `connect`).
     fn upstream_error(&self, kind: &'static str);
+    /// Replays a cluster-scoped write the home cluster accepted on a spanning tenant's other
+    /// clusters.
+    fn replay(self: Arc<Self>, r: Replay) -> impl Future<Output = ()> + std::marker::Send;
 }
 
 impl Sending for AppState {
@@ -56,6 +60,9 @@ impl Sending for AppState {
     }
     fn upstream_error(&self, kind: &'static str) {
         self.metrics.upstream_error(kind);
+    }
+    async fn replay(self: Arc<Self>, r: Replay) {
+        crate::clusters::span_write::replay(&self, r).await;
     }
 }
 
@@ -92,7 +99,15 @@ impl<P: Sending> Service<Outbound> for Send<P> {
         let state = self.state.clone();
         Box::pin(async move {
             let deadline = state.deadline();
-            let (resp, slot) = send(&*state, out.job.plan.route, out.request, deadline).await?;
+            let mut request = out.request;
+            let replay = request
+                .extensions_mut()
+                .remove::<Replay>();
+            let (resp, slot) = send(&*state, out.job.plan.route, request, deadline).await?;
+            if let Some(r) = replay.filter(|_| resp.status().is_success()) {
+                // The home accepted it: the tenant's other clusters get it before the answer.
+                state.clone().replay(r).await;
+            }
             Ok(Sent {
                 job: out.job,
                 resp,

@@ -63,6 +63,9 @@ impl Sending for Fake {
     fn upstream_error(&self, kind: &'static str) {
         self.errors.lock().unwrap().push(kind);
     }
+    async fn replay(self: Arc<Self>, _: Replay) {
+        unreachable!("no replay without a spanning tenant's write");
+    }
 }
 
 fn outbound(method: &str, uri: &str) -> Outbound {

@@ -7,12 +7,13 @@ use std::task::{Context, Poll};
 
 use bytes::Bytes;
 use http::header::{self, HeaderMap};
-use http::{Request, Uri};
-use paddock_core::TenantId;
+use http::{Method, Request, Uri};
+use paddock_core::{Plan, TenantId};
 use tower::Service;
 
 use super::{Job, LayerFuture, Outbound, Planned, Sent, SentWith, pipeline_layer};
 use crate::body::UpBody;
+use crate::clusters::span_write::Replay;
 use crate::error::ServerError;
 use crate::limit::collect_limited;
 use crate::outbound::{add_impersonation_as, copy_request_headers, header_value};
@@ -35,6 +36,16 @@ pub trait Translating: Send + Sync + 'static {
         content_type: &str,
         dry_run: bool,
     ) -> impl Future<Output = Result<(), ServerError>> + Send;
+    /// A cluster-scoped write of a tenant spanning clusters, to replay on its other clusters
+    /// once the home accepted it (`None` for everything else).
+    fn replay_of(
+        &self,
+        tenant: &TenantId,
+        plan: &Plan,
+        method: &Method,
+        headers: &HeaderMap,
+        body: Bytes,
+    ) -> Option<Replay>;
 }
 
 impl Translating for AppState {
@@ -52,6 +63,16 @@ impl Translating for AppState {
         dry_run: bool,
     ) -> Result<(), ServerError> {
         crate::quota::admit_namespace_create(self, tenant, translated, content_type, dry_run).await
+    }
+    fn replay_of(
+        &self,
+        tenant: &TenantId,
+        plan: &Plan,
+        method: &Method,
+        headers: &HeaderMap,
+        body: Bytes,
+    ) -> Option<Replay> {
+        crate::clusters::span_write::replay_of(self, tenant, plan, method, headers, body)
     }
 }
 
@@ -114,12 +135,21 @@ where
         rules_namespace: None,
         client_upgrade: None,
     };
+    // A spanning tenant's cluster-scoped write is replayed on its other clusters.
+    let mut replay_body = Bytes::new();
     let up_body: UpBody = if plan.needs_body_translation {
-        let raw = collect_limited(body, state.max_body_bytes()).await?;
+        // A namespace create of a spanning tenant was read by the router (clusters/span.rs).
+        let raw = match parts.extensions.get::<crate::clusters::span::PreRead>() {
+            Some(pre) => pre.0.clone(),
+            None => collect_limited(body, state.max_body_bytes()).await?,
+        };
         if let Some(slot) = parts.extensions.get::<crate::audit::AuditBody>() {
             let _ = slot.0.set(raw.clone());
         }
-        translated_body(state, &job, &parts.headers, headers, &raw, &mut sent).await?
+        let translated =
+            translated_body(state, &job, &parts.headers, headers, &raw, &mut sent).await?;
+        replay_body = translated.clone();
+        crate::body::full_up(translated)
     } else if plan.upgrade {
         let mut client_req = Request::from_parts(parts, body);
         sent.client_upgrade = Some(hyper::upgrade::on(&mut client_req));
@@ -129,9 +159,19 @@ where
     };
     let c = &job.caller;
     add_impersonation_as(headers, &c.tenant, &c.user, &c.groups, sent.who)?;
-    let request = up
+    let mut request = up
         .body(up_body)
         .map_err(|e| ServerError::Internal(format!("building upstream request: {e}")))?;
+    let replay = state.replay_of(
+        &c.tenant,
+        plan,
+        &request.method().clone(),
+        request.headers(),
+        replay_body,
+    );
+    if let Some(r) = replay {
+        request.extensions_mut().insert(r);
+    }
     Ok(Outbound { job, request, sent })
 }
 
@@ -145,7 +185,7 @@ async fn translated_body<P: Translating>(
     headers: &mut HeaderMap,
     raw: &Bytes,
     sent: &mut SentWith,
-) -> Result<UpBody, ServerError> {
+) -> Result<Bytes, ServerError> {
     let (ctx, plan) = (&job.ctx, &job.plan);
     let content_type = client_headers
         .get(header::CONTENT_TYPE)
@@ -168,7 +208,7 @@ async fn translated_body<P: Translating>(
     }
     sent.who = plan.identity.resolve(Some(&translated));
     headers.insert(header::CONTENT_TYPE, header_value(&up_ct)?);
-    Ok(crate::body::full_up(translated))
+    Ok(Bytes::from(translated))
 }
 
 /// Requests without a body to translate (GET, DELETE without options, CONNECT): the body, if

@@ -40,6 +40,16 @@ impl Translating for Fake {
         ));
         Ok(())
     }
+    fn replay_of(
+        &self,
+        _: &TenantId,
+        _: &Plan,
+        _: &Method,
+        _: &HeaderMap,
+        _: Bytes,
+    ) -> Option<Replay> {
+        None
+    }
 }
 
 /// What reached the inner service: the upstream request's head and its body.

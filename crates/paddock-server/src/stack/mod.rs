@@ -115,10 +115,22 @@ async fn gateway(
             groups,
             ..
         } => {
-            // The one place a tenant request picks its cluster's state (docs/clusters.md).
-            let state = crate::clusters::route(state, tenant)?;
-            let (mut resp, verb) =
-                crate::proxy::serve_tenant(&state, tenant, user, groups, req).await?;
+            // The one place a tenant request picks its cluster's state (docs/clusters.md);
+            // a tenant spanning clusters by the request's namespace (clusters/span.rs).
+            let mut req = req;
+            let (routed, after) = match crate::clusters::span::spanning_clusters(state, tenant) {
+                Some(cs) => crate::clusters::span::route(state, tenant, &cs, &mut req).await?,
+                None => (
+                    crate::clusters::route(state, tenant)?,
+                    crate::clusters::span::After::Nothing,
+                ),
+            };
+            let served = crate::proxy::serve_tenant(&routed, tenant, user, groups, req).await;
+            let status = served
+                .as_ref()
+                .map_or(http::StatusCode::INTERNAL_SERVER_ERROR, |r| r.0.status());
+            after.answered(state, tenant, status).await;
+            let (mut resp, verb) = served?;
             resp.extensions_mut().insert(Answered { verb });
             Ok(resp)
         }
