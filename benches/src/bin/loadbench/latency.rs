@@ -15,6 +15,7 @@ pub(crate) async fn load_bench(
     admin: &Cred,
     tenant: &Cred,
     floor: Option<&floor::Floor>,
+    before: Option<&Cred>,
     procs: Procs,
     peak_hwm: &mut u64,
     report: &mut Report,
@@ -28,6 +29,14 @@ pub(crate) async fn load_bench(
                 Ok::<_, anyhow::Error>(Side {
                     api: Api::new(&f.cred, proto)?,
                     prefix: format!("{TENANT}-"),
+                })
+            })
+            .transpose()?;
+        let before_side = before
+            .map(|c| {
+                Ok::<_, anyhow::Error>(Side {
+                    api: Api::new(c, proto)?,
+                    prefix: String::new(),
                 })
             })
             .transpose()?;
@@ -60,6 +69,7 @@ pub(crate) async fn load_bench(
                     &direct,
                     &paddock,
                     floor_side.as_ref(),
+                    before_side.as_ref(),
                     conc,
                     n,
                     args.reps,

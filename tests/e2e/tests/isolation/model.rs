@@ -1,6 +1,5 @@
 //! The case model: who runs a step, what a step expects, and which cases a run selects.
 
-
 /// Who runs a step.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Who {

@@ -1,7 +1,6 @@
 //! The objects of the world: CRDs, webhooks, ClusterRoles and reviews the cases send, and
 //! the platform's, victim's and attacker's objects set up before them.
 
-
 pub(crate) fn crd(plural: &str, group: &str, scope: &str) -> String {
     let kind = {
         let s = plural.trim_end_matches('s');
