@@ -10,6 +10,7 @@ use crate::setup::{count_for, sides};
 use crate::stats::{ms, ratio};
 use crate::{Args, NOT_RUN, Report, TENANT, floor, list, short, truncate};
 
+#[allow(clippy::too_many_arguments)]
 pub(crate) async fn load_bench(
     args: &Args,
     admin: &Cred,
