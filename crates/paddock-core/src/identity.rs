@@ -59,6 +59,25 @@ pub struct Impersonation {
     pub extra: Vec<(String, String)>,
 }
 
+/// The group kube-apiserver adds by itself to every impersonated user but `system:anonymous`
+/// when the `Impersonate-Group` values name neither it nor `system:unauthenticated`
+/// (k8s.io/apiserver `filters/impersonation.go`). paddock's identities carry it, and it is not
+/// sent: the apiserver authorizes every `Impersonate-Group` value on its own (an RBAC walk over
+/// every ClusterRoleBinding for a least-privilege gateway), so sending it costs one check per
+/// request and changes nothing (docs/performance.md).
+pub const IMPLIED_GROUP: &str = "system:authenticated";
+
+impl Impersonation {
+    /// The groups sent as `Impersonate-Group`: all but [`IMPLIED_GROUP`], which the apiserver
+    /// adds. The identity upstream is `groups`, as a review body names it.
+    pub fn sent_groups(&self) -> impl Iterator<Item = &str> {
+        self.groups
+            .iter()
+            .map(String::as_str)
+            .filter(|g| *g != IMPLIED_GROUP)
+    }
+}
+
 /// The group only paddock asserts for tenant `t`.
 pub fn tenant_group(t: &TenantId) -> String {
     format!("{TENANT_GROUP_PREFIX}{}", t.as_str())
@@ -284,6 +303,26 @@ mod tests {
             i.extra,
             vec![("paddock.io/tenant".to_owned(), "foofoo".to_owned())]
         );
+        // Sent without the group the apiserver adds; the identity keeps it.
+        assert_eq!(
+            i.sent_groups().collect::<Vec<_>>(),
+            vec![
+                "paddock:foofoo:dev",
+                "paddock:foofoo:system:masters",
+                "paddock:tenant:foofoo",
+                "paddock:tenants"
+            ]
+        );
+        for who in [As::Real, As::Shadow] {
+            let sa = impersonation(&t(), "system:serviceaccount:web:ci", &[], who);
+            assert!(sa.groups.iter().any(|g| g == IMPLIED_GROUP));
+            assert!(sa.sent_groups().all(|g| g != IMPLIED_GROUP));
+            // A service account's own groups are sent: the apiserver adds them only when no
+            // group is given.
+            if who == As::Real {
+                assert!(sa.sent_groups().any(|g| g == "system:serviceaccounts"));
+            }
+        }
     }
 
     #[test]

@@ -92,7 +92,7 @@ pub async fn bootstrap(up: &Upstream, tenant_priority_shares: u32) -> Result<(),
     // which build on the provisioning data: composed here so neither module imports the other.
     let guards = guard_policies(admission_webhook())
         .into_iter()
-        .chain([paddock_core::templates::templates_guard()]);
+        .chain(paddock_core::templates::templates_guards());
     for (name, policy) in guards {
         upjson::apply(
             up,

@@ -14,6 +14,7 @@ pub mod cred;
 pub mod etcd_cluster;
 pub mod ha;
 pub mod http;
+pub mod identity_check;
 pub mod kube_client;
 pub mod kubectl;
 pub mod load;

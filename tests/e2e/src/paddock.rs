@@ -96,7 +96,7 @@ impl Paddock {
         name: &str,
         extra_args: &[String],
     ) -> Result<Self> {
-        Self::start_inner(cp, store, name, extra_args, None)
+        Self::start_inner(cp, store, name, extra_args, None, None)
     }
 
     /// Another replica of `first`: the same certificates and store kind (etcd, or the store
@@ -108,7 +108,20 @@ impl Paddock {
         name: &str,
         extra_args: &[String],
     ) -> Result<Self> {
-        Self::start_inner(cp, first.store, name, extra_args, Some(first))
+        Self::start_inner(cp, first.store, name, extra_args, Some(first), None)
+    }
+
+    /// Like [`Paddock::start_replica`], running another `paddock` binary (the benchmark's
+    /// before/after comparison: an older build next to the current one, same tenants).
+    pub fn start_replica_with_binary(
+        cp: &ControlPlane,
+        first: &Paddock,
+        name: &str,
+        extra_args: &[String],
+        bin: &Path,
+    ) -> Result<Self> {
+        let bin = Some(bin.to_path_buf());
+        Self::start_inner(cp, first.store, name, extra_args, Some(first), bin)
     }
 
     fn start_inner(
@@ -117,8 +130,12 @@ impl Paddock {
         name: &str,
         extra_args: &[String],
         first: Option<&Paddock>,
+        bin: Option<PathBuf>,
     ) -> Result<Self> {
-        let bin = paddock_binary()?;
+        let bin = match bin {
+            Some(b) => b,
+            None => paddock_binary()?,
+        };
         let dir = cp.dir().join(name);
         std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
         let port = free_port()?;

@@ -136,6 +136,22 @@ fn scenarios() -> Result<()> {
         outcomes.push(o);
     }
 
+    if selected("impersonated-groups") {
+        eprintln!(
+            "---- scenario impersonated-groups (the identity upstream without system:authenticated sent)"
+        );
+        let o = code_scenario("impersonated-groups", || {
+            let p = paddock
+                .as_ref()
+                .map_err(|e| anyhow::anyhow!("paddock is not running: {e:#}"))?;
+            paddock_e2e::identity_check::impersonated_groups(&cp, p, "whoami")
+        });
+        if let Some(f) = &o.failure {
+            eprintln!("FAILED impersonated-groups: {f}");
+        }
+        outcomes.push(o);
+    }
+
     let failed = scenario::print_summary(&outcomes);
     if failed > 0 {
         if let Ok(p) = &paddock {

@@ -119,17 +119,14 @@ pub async fn least_privilege(pki: &Path, admin: &Cred, dir: &Path) -> Result<Cre
     })
 }
 
-/// `headers` less `Impersonate-Group: system:authenticated`.
-pub fn without_authenticated(headers: &http::HeaderMap) -> http::HeaderMap {
-    let mut out = http::HeaderMap::new();
-    for (k, v) in headers {
-        if k.as_str().eq_ignore_ascii_case("impersonate-group")
-            && v.as_bytes() == b"system:authenticated"
-        {
-            continue;
-        }
-        out.append(k.clone(), v.clone());
-    }
+/// `headers` (what paddock sends: no `system:authenticated`, which the apiserver adds) plus
+/// `Impersonate-Group: system:authenticated`, as paddock sent it until session 7.
+pub fn with_authenticated(headers: &http::HeaderMap) -> http::HeaderMap {
+    let mut out = headers.clone();
+    out.append(
+        "impersonate-group",
+        http::HeaderValue::from_static("system:authenticated"),
+    );
     out
 }
 
@@ -158,9 +155,9 @@ pub async fn bench(
             prefix: prefix.to_owned(),
         })
     };
-    let by_admin = side(admin, imp.clone())?;
-    let by_gateway = side(gateway, imp.clone())?;
-    let trimmed = side(gateway, without_authenticated(imp))?;
+    let by_admin = side(admin, with_authenticated(imp))?;
+    let by_gateway = side(gateway, with_authenticated(imp))?;
+    let trimmed = side(gateway, imp.clone())?;
     // The gateway's identity must work before it is measured.
     by_gateway
         .api
@@ -183,6 +180,7 @@ pub async fn bench(
         &by_admin,
         &by_gateway,
         None,
+        None,
         conc,
         n,
         reps,
@@ -196,6 +194,7 @@ pub async fn bench(
         Work::Get,
         &by_gateway,
         &trimmed,
+        None,
         None,
         conc,
         n,

@@ -10,11 +10,13 @@ use crate::setup::{count_for, sides};
 use crate::stats::{ms, ratio};
 use crate::{Args, NOT_RUN, Report, TENANT, floor, list, short, truncate};
 
+#[allow(clippy::too_many_arguments)]
 pub(crate) async fn load_bench(
     args: &Args,
     admin: &Cred,
     tenant: &Cred,
     floor: Option<&floor::Floor>,
+    before: Option<&Cred>,
     procs: Procs,
     peak_hwm: &mut u64,
     report: &mut Report,
@@ -28,6 +30,14 @@ pub(crate) async fn load_bench(
                 Ok::<_, anyhow::Error>(Side {
                     api: Api::new(&f.cred, proto)?,
                     prefix: format!("{TENANT}-"),
+                })
+            })
+            .transpose()?;
+        let before_side = before
+            .map(|c| {
+                Ok::<_, anyhow::Error>(Side {
+                    api: Api::new(c, proto)?,
+                    prefix: String::new(),
                 })
             })
             .transpose()?;
@@ -60,6 +70,7 @@ pub(crate) async fn load_bench(
                     &direct,
                     &paddock,
                     floor_side.as_ref(),
+                    before_side.as_ref(),
                     conc,
                     n,
                     args.reps,

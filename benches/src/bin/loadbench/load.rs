@@ -23,6 +23,9 @@ pub enum Way {
     Paddock,
     /// Through the floor: HAProxy as a bare L7 hop (floor.rs).
     Floor,
+    /// Through a second paddock replica running an older build (`--paddock-before`): the
+    /// "before" of a before/after comparison in the same rounds (ab.rs).
+    Before,
 }
 
 /// A client and how it names the tenant's namespaces (`foofoo-web` directly, `web` through
@@ -46,6 +49,8 @@ pub struct Procs {
     pub apiserver: Proc,
     /// HAProxy, when the floor is measured.
     pub floor: Option<Proc>,
+    /// The "before" paddock replica, when `--paddock-before` is given.
+    pub before: Option<Proc>,
 }
 
 /// One run: `ok` requests at a fixed concurrency.
@@ -248,6 +253,8 @@ pub struct Pair {
     pub paddock: Run,
     /// Through HAProxy, when the floor is measured (then a "pair" is a triple).
     pub floor: Option<Run>,
+    /// Through the "before" paddock (its CPU in `paddock_cpu_s`), when it is measured.
+    pub before: Option<Run>,
 }
 
 /// Summary of the pairs of one workload, protocol and concurrency.
@@ -375,9 +382,14 @@ impl PairStats {
         let mut n = 0;
         let mut first = None;
         for p in &self.pairs {
-            for r in [Some(&p.direct), Some(&p.paddock), p.floor.as_ref()]
-                .into_iter()
-                .flatten()
+            for r in [
+                Some(&p.direct),
+                Some(&p.paddock),
+                p.floor.as_ref(),
+                p.before.as_ref(),
+            ]
+            .into_iter()
+            .flatten()
             {
                 n += r.errors;
                 if first.is_none() {
@@ -397,6 +409,7 @@ pub async fn pairs(
     direct: &Side,
     paddock: &Side,
     floor: Option<&Side>,
+    before: Option<&Side>,
     conc: usize,
     n: usize,
     reps: usize,
@@ -411,10 +424,11 @@ pub async fn pairs(
             Way::Direct => Some(direct.clone()),
             Way::Paddock => Some(paddock.clone()),
             Way::Floor => floor.cloned(),
+            Way::Before => before.cloned(),
         }
     };
     let mut warm_extra_rss_kib = None;
-    for w in [Way::Direct, Way::Floor, Way::Paddock] {
+    for w in [Way::Direct, Way::Floor, Way::Before, Way::Paddock] {
         let Some(side) = side_of(w) else { continue };
         let id = format!("{tag}w{}", w as u8);
         let (warm, extra) = measured_run(
@@ -439,8 +453,8 @@ pub async fn pairs(
     }
     let mut out = Vec::new();
     for rep in 0..reps {
-        let mut runs: [Option<Run>; 3] = [None, None, None];
-        for w in order(rep, floor.is_some()) {
+        let mut runs: [Option<Run>; 4] = [None, None, None, None];
+        for w in order(rep, floor.is_some(), before.is_some()) {
             let Some(side) = side_of(w) else { continue };
             let id = format!("{tag}r{rep}{}", w as u8);
             let (mut run, extra) =
@@ -451,11 +465,12 @@ pub async fn pairs(
             }
             runs[w as usize] = Some(run);
         }
-        let [d, p, f] = runs;
+        let [d, p, f, b] = runs;
         let pair = Pair {
             direct: d.unwrap_or_default(),
             paddock: p.unwrap_or_default(),
             floor: f,
+            before: b,
         };
         eprintln!("    pair {rep}: {}", pair.line());
         out.push(pair);
@@ -467,8 +482,10 @@ pub async fn pairs(
 }
 
 /// The order of the ways in pair `rep`: direct and paddock alternate who goes first; the floor
-/// moves through the three places.
-fn order(rep: usize, with_floor: bool) -> Vec<Way> {
+/// moves through the three places; the "before" paddock goes right before paddock in even
+/// pairs and right after it in odd ones, so before and after see the same moment of the
+/// machine's load.
+fn order(rep: usize, with_floor: bool, with_before: bool) -> Vec<Way> {
     let two = if rep.is_multiple_of(2) {
         [Way::Direct, Way::Paddock]
     } else {
@@ -477,6 +494,11 @@ fn order(rep: usize, with_floor: bool) -> Vec<Way> {
     let mut v = two.to_vec();
     if with_floor {
         v.insert(rep % 3, Way::Floor);
+    }
+    if with_before {
+        let at = v.iter().position(|w| *w == Way::Paddock).unwrap_or(0);
+        let at = if rep.is_multiple_of(2) { at } else { at + 1 };
+        v.insert(at, Way::Before);
     }
     v
 }
@@ -496,6 +518,14 @@ async fn measured_run(
     peak_hwm: &mut u64,
 ) -> (Run, Option<u64>) {
     let measure_rss = w == Way::Paddock && work == Work::List;
+    // The "before" replica's CPU is recorded in the run's paddock figures.
+    let procs = match (w, procs.before) {
+        (Way::Before, Some(b)) => Procs {
+            paddock: b,
+            ..procs
+        },
+        _ => procs,
+    };
     let mut rss0 = 0;
     if measure_rss {
         *peak_hwm = (*peak_hwm).max(procs.paddock.hwm_kib());
@@ -532,8 +562,20 @@ impl Pair {
                 )
             })
             .unwrap_or_default();
+        let before = self
+            .before
+            .as_ref()
+            .map(|b| {
+                format!(
+                    " | before p50 {:.2} ms {:.0}/s (cpu {:.3} s/1k)",
+                    b.p50(),
+                    b.rps(),
+                    b.paddock_cpu_per_k()
+                )
+            })
+            .unwrap_or_default();
         format!(
-            "direct p50 {:.2} ms p99 {:.2} ms {:.0}/s{floor} | paddock p50 {:.2} ms p99 {:.2} ms {:.0}/s (cpu {:.3} s/1k){}",
+            "direct p50 {:.2} ms p99 {:.2} ms {:.0}/s{floor}{before} | paddock p50 {:.2} ms p99 {:.2} ms {:.0}/s (cpu {:.3} s/1k){}",
             d.p50(),
             d.p99(),
             d.rps(),

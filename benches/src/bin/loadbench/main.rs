@@ -7,6 +7,7 @@
 //! `scripts/bench.sh` (`make bench`) builds paddock in release mode and runs this with
 //! `PADDOCK_BIN` set. These are measurements, not tests: nothing here asserts a timing.
 
+mod ab;
 mod client;
 mod fanout;
 mod floor;
@@ -134,6 +135,10 @@ struct Args {
     /// in the load part).
     #[arg(long)]
     no_floor: bool,
+    /// A second `paddock` binary (an older build) run as a replica next to the current one
+    /// and measured in the same rounds of the load part: before/after in one run (ab.rs).
+    #[arg(long)]
+    paddock_before: Option<PathBuf>,
 }
 
 impl Args {
@@ -273,6 +278,7 @@ async fn run(mut args: Args) -> Result<()> {
         paddock: paddock_pid(&cp)?,
         apiserver,
         floor: None,
+        before: None,
     };
     eprintln!(
         "  control plane in {:.0} s, paddock (pid {}) in {:.1} s",
@@ -280,6 +286,18 @@ async fn run(mut args: Args) -> Result<()> {
         procs.paddock.pid,
         p.startup.as_secs_f64()
     );
+    let before = match &args.paddock_before {
+        Some(bin) => {
+            let b =
+                Paddock::start_replica_with_binary(&cp, &p, "paddock-before", &paddock_args, bin)
+                    .context("starting the --paddock-before replica")?;
+            let pid = b.pid().context("the before replica's pid")?;
+            procs.before = Some(Proc { pid });
+            eprintln!("  before: {} (pid {pid}) at {}", bin.display(), b.url());
+            Some(b)
+        }
+        None => None,
+    };
     let admin_cred = Cred::from_kubeconfig(&cp.admin_kubeconfig())?;
     let padmin_cred = Cred::from_kubeconfig(&p.admin_kubeconfig())?;
     let admin = Api::new(&admin_cred, Proto::H2)?;
@@ -416,11 +434,16 @@ async fn run(mut args: Args) -> Result<()> {
         _ => None,
     };
     if args.wants("load") {
+        let before_cred = before.as_ref().map(|b| Cred {
+            server: b.url().to_owned(),
+            ..tenant_cred.clone()
+        });
         load_bench(
             &args,
             &admin_cred,
             &tenant_cred,
             floor.as_ref(),
+            before_cred.as_ref(),
             procs,
             &mut peak_hwm,
             &mut report,
@@ -524,6 +547,9 @@ async fn run(mut args: Args) -> Result<()> {
         ));
         out.push_str(&floor::apiserver_rows(report.imp_cpu, report.gateway_cpu));
         let _ = writeln!(out);
+        if let Some(bin) = &args.paddock_before {
+            out.push_str(&ab::table(&report.load, &bin.display().to_string()));
+        }
     }
     let _ = writeln!(
         out,
@@ -558,6 +584,9 @@ async fn run(mut args: Args) -> Result<()> {
         eprintln!("HAProxy's log (tail):\n{}", f.log_tail());
     }
     drop(floor);
+    if let Some(b) = before {
+        b.stop();
+    }
     p.stop();
     drop(p);
     drop(cp);

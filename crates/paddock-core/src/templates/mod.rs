@@ -16,5 +16,5 @@ mod model;
 mod tests;
 
 pub use builtin::{BUILTIN_DEFAULT, BUILTIN_PL1, builtin_templates};
-pub use guard::{TEMPLATES_GUARD_NAME, templates_guard};
+pub use guard::{TEMPLATES_GUARD_NAME, TEMPLATES_NAMESPACE_GUARD_NAME, templates_guards};
 pub use model::*;

@@ -270,10 +270,17 @@ fn stale_locked_objects() {
 }
 
 #[test]
-fn guard_matches_stamped_kinds_and_namespaces() {
-    let (name, p) = templates_guard();
-    assert_eq!(name, TEMPLATES_GUARD_NAME);
-    let rules = p["spec"]["matchConstraints"]["resourceRules"]
+fn guards_match_only_what_they_protect() {
+    let guards = templates_guards();
+    let names: Vec<&str> = guards.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(
+        names,
+        [TEMPLATES_GUARD_NAME, TEMPLATES_NAMESPACE_GUARD_NAME]
+    );
+    // The lock: the stamped kinds and namespaces, only objects that carry (or carried) the
+    // lock label (an ordinary ConfigMap write evaluates nothing).
+    let lock = &guards[0].1["spec"];
+    let rules = lock["matchConstraints"]["resourceRules"]
         .as_array()
         .unwrap();
     let core = rules
@@ -291,7 +298,24 @@ fn guard_matches_stamped_kinds_and_namespaces() {
             .iter()
             .any(|r| r["apiGroups"] == json!(["networking.k8s.io"]))
     );
-    for v in p["spec"]["validations"].as_array().unwrap() {
-        assert_eq!(v["reason"], "Forbidden");
+    assert_eq!(
+        lock["matchConstraints"]["objectSelector"],
+        json!({"matchExpressions": [{"key": LOCKED_LABEL, "operator": "Exists"}]})
+    );
+    // The annotation guard: namespace creates and updates only, any label.
+    let ns = &guards[1].1["spec"];
+    assert_eq!(
+        ns["matchConstraints"]["resourceRules"],
+        json!([{"apiGroups": [""], "apiVersions": ["*"], "operations": ["CREATE", "UPDATE"], "resources": ["namespaces"]}])
+    );
+    assert!(ns["matchConstraints"].get("objectSelector").is_none());
+    for (_, p) in &guards {
+        assert_eq!(
+            p["spec"]["matchConditions"][0]["name"], "tenant-identity",
+            "both apply to tenant identities only"
+        );
+        for v in p["spec"]["validations"].as_array().unwrap() {
+            assert_eq!(v["reason"], "Forbidden");
+        }
     }
 }
