@@ -129,21 +129,11 @@ async fn finish_interrupted_work(state: &Arc<AppState>) {
     }
 }
 
-/// Every tenant id in the store cache: the catalog scrubs them from upstream's messages.
-pub fn known_tenant_ids(state: &AppState) -> Vec<String> {
-    state
-        .cache
-        .tenants()
-        .iter()
-        .map(|t| t.id.as_str().to_string())
-        .collect()
-}
-
 /// Keeps the catalog's list of tenant ids (and the limiter's) in step with the store.
 pub async fn known_tenants_loop(state: Arc<AppState>) {
     let mut changes = state.cache.subscribe();
     loop {
-        let ids = known_tenant_ids(&state);
+        let ids = state.known_tenant_ids();
         let known: std::collections::HashSet<&str> = ids.iter().map(String::as_str).collect();
         state.limiter.retain(|t| known.contains(t.as_str()));
         state.catalogs.set_known_tenants(ids);

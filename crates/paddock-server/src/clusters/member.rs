@@ -143,9 +143,7 @@ async fn bootstrap_then_resync(state: Arc<AppState>, name: String) {
     refresh.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     refresh.tick().await;
     loop {
-        state
-            .catalogs
-            .set_known_tenants(crate::startup::known_tenant_ids(&state));
+        state.catalogs.set_known_tenants(state.known_tenant_ids());
         tokio::select! {
             r = changes.changed() => if r.is_err() { return },
             _ = refresh.tick() => {
