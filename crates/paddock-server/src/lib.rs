@@ -27,6 +27,7 @@ pub mod metering;
 #[cfg(test)]
 mod metering_tests;
 pub mod metrics;
+pub mod nsmap;
 pub mod outbound;
 pub mod policy_admin;
 pub mod proxy;

@@ -96,7 +96,7 @@ pub struct ClusterRegistry {
     /// Serialises syncs: two at once would start a member twice.
     pub(crate) syncing: tokio::sync::Mutex<()>,
     /// Where each namespace of a spanning tenant lives (`clusters::span`).
-    pub namespaces: crate::clusters::span::NamespaceMap,
+    pub namespaces: crate::nsmap::NamespaceMap,
     /// The default cluster's state (the replica's own), for requests served from a member's.
     pub(crate) main: std::sync::OnceLock<std::sync::Weak<AppState>>,
 }

@@ -6,7 +6,6 @@
 //! is the home cluster's (where it is then absent, or was created without a readable body).
 //! The pure decisions are `paddock_core::span`.
 
-use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Weak};
 
 use bytes::Bytes;
@@ -21,53 +20,7 @@ use serde_json::Value;
 use crate::error::ServerError;
 use crate::state::AppState;
 
-/// This replica's copy of the namespace map: tenant → (namespace → cluster). Refreshed from
-/// the store with the cluster records (`clusters::sync`) and written through on each
-/// placement made here.
-#[derive(Default)]
-pub struct NamespaceMap {
-    inner: parking_lot::RwLock<HashMap<String, BTreeMap<String, String>>>,
-}
-
-impl NamespaceMap {
-    fn get(&self, tenant: &str, ns: &str) -> Option<String> {
-        self.inner
-            .read()
-            .get(tenant)
-            .and_then(|m| m.get(ns))
-            .cloned()
-    }
-
-    fn insert(&self, tenant: &str, ns: &str, cluster: &str) {
-        self.inner
-            .write()
-            .entry(tenant.to_string())
-            .or_default()
-            .insert(ns.to_string(), cluster.to_string());
-    }
-
-    fn remove(&self, tenant: &str, ns: &str) {
-        if let Some(m) = self.inner.write().get_mut(tenant) {
-            m.remove(ns);
-        }
-    }
-
-    /// Replaces the whole copy with the store's.
-    pub fn replace(&self, all: BTreeMap<String, BTreeMap<String, String>>) {
-        *self.inner.write() = all.into_iter().collect();
-    }
-
-    /// How many of the tenant's namespaces each cluster holds.
-    fn counts(&self, tenant: &str) -> BTreeMap<String, usize> {
-        let mut out = BTreeMap::new();
-        if let Some(m) = self.inner.read().get(tenant) {
-            for c in m.values() {
-                *out.entry(c.clone()).or_insert(0) += 1;
-            }
-        }
-        out
-    }
-}
+pub use crate::nsmap::NamespaceMap;
 
 /// The body of a namespace create, read by the router to place the namespace; the body
 /// translation takes it in place of the request's (then drained) body.
@@ -351,7 +304,7 @@ mod tests {
         assert_eq!((counts["east"], counts["default"]), (2, 1));
         m.remove("acme01", "web");
         assert_eq!(m.counts("acme01")["east"], 1);
-        m.replace(BTreeMap::new());
+        m.replace(std::collections::BTreeMap::new());
         assert_eq!(m.get("acme01", "db"), None);
     }
 

@@ -14,8 +14,8 @@ use tower::Service;
 
 use super::{LayerFuture, Outbound, Sent};
 use crate::body::UpBody;
-use crate::error::ServerError;
 use crate::clusters::span_write::Replay;
+use crate::error::ServerError;
 use crate::state::AppState;
 use crate::upstream::{Route, StreamSlot};
 
@@ -100,9 +100,7 @@ impl<P: Sending> Service<Outbound> for Send<P> {
         Box::pin(async move {
             let deadline = state.deadline();
             let mut request = out.request;
-            let replay = request
-                .extensions_mut()
-                .remove::<Replay>();
+            let replay = request.extensions_mut().remove::<Replay>();
             let (resp, slot) = send(&*state, out.job.plan.route, request, deadline).await?;
             if let Some(r) = replay.filter(|_| resp.status().is_success()) {
                 // The home accepted it: the tenant's other clusters get it before the answer.
