@@ -18,6 +18,7 @@ pub mod config;
 pub mod conn;
 pub mod discovery;
 pub mod fair_gate;
+pub mod fair_queue;
 pub mod fanout;
 pub mod front;
 pub mod health;
@@ -142,6 +143,8 @@ pub async fn run(config: ServerConfig, shutdown: CancellationToken) -> Result<()
         health: health::UpstreamHealth::new(),
         draining: std::sync::atomic::AtomicBool::new(false),
         limiter: limits::Limiter::default(),
+        work_queue: (config.fair_queue.seats > 0)
+            .then(|| fair_queue::WorkQueue::new(config.fair_queue)),
         quota_locks: quota::QuotaLocks::default(),
         access_log: access_log::AccessLog::new(config.log_format, config.access_log),
         clusters: Default::default(),
