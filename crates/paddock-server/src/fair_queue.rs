@@ -13,6 +13,9 @@ use std::time::Duration;
 use paddock_core::TenantId;
 use paddock_core::fair_queue::{Arrival, Cancelled, FairQueue, Ticket};
 use parking_lot::Mutex;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
 use tokio::sync::oneshot;
 
 use crate::error::ServerError;
@@ -42,13 +45,56 @@ impl Default for FairQueueConfig {
     }
 }
 
+/// The queue's metrics: two gauges and two counters, no labels (docs/fairshare.md).
+#[derive(Clone, Default)]
+pub struct QueueMetrics {
+    seats_in_use: Gauge,
+    waiting: Gauge,
+    queued: Counter,
+    timed_out: Counter,
+}
+
+impl QueueMetrics {
+    pub fn register(registry: &mut Registry) -> Self {
+        let m = QueueMetrics::default();
+        registry.register(
+            "fair_queue_seats_in_use",
+            "Work seats held by tenants' requests in this replica's fair queue",
+            m.seats_in_use.clone(),
+        );
+        registry.register(
+            "fair_queue_waiting",
+            "Tenant requests waiting for work seats",
+            m.waiting.clone(),
+        );
+        registry.register(
+            "fair_queue_queued",
+            "Tenant requests that had to wait for work seats",
+            m.queued.clone(),
+        );
+        registry.register(
+            "fair_queue_timeouts",
+            "Tenant requests refused with 429 after waiting fair_queue_timeout for work seats",
+            m.timed_out.clone(),
+        );
+        m
+    }
+}
+
 struct Shared {
     queue: FairQueue<TenantId>,
     /// Where to tell a waiting request it was admitted.
     waiters: HashMap<Ticket, oneshot::Sender<()>>,
+    metrics: QueueMetrics,
 }
 
 impl Shared {
+    fn publish(&self) {
+        let (in_use, waiting) = self.queue.load();
+        self.metrics.seats_in_use.set(i64::from(in_use));
+        self.metrics.waiting.set(waiting as i64);
+    }
+
     fn wake(&mut self, admitted: Vec<(TenantId, Ticket)>) {
         for (_, ticket) in admitted {
             if let Some(tx) = self.waiters.remove(&ticket) {
@@ -67,11 +113,12 @@ pub struct WorkQueue {
 }
 
 impl WorkQueue {
-    pub fn new(config: FairQueueConfig) -> Arc<Self> {
+    pub fn new(config: FairQueueConfig, metrics: QueueMetrics) -> Arc<Self> {
         Arc::new(WorkQueue {
             shared: Mutex::new(Shared {
                 queue: FairQueue::new(config.seats),
                 waiters: HashMap::new(),
+                metrics,
             }),
             timeout: config.timeout,
         })
@@ -92,11 +139,14 @@ impl WorkQueue {
             tenant: tenant.clone(),
             seats,
         };
-        match s.queue.arrive(tenant, seats) {
+        let arrival = s.queue.arrive(tenant, seats);
+        s.publish();
+        match arrival {
             Arrival::Admitted => SeatWait::Ready(Some(asked.held())),
             Arrival::Queued(ticket) => {
                 let (tx, rx) = oneshot::channel();
                 s.waiters.insert(ticket, tx);
+                s.metrics.queued.inc();
                 SeatWait::Waiting(Waiting {
                     asked: Some(asked),
                     ticket,
@@ -111,6 +161,7 @@ impl WorkQueue {
         let mut s = self.shared.lock();
         let admitted = s.queue.release(tenant, seats);
         s.wake(admitted);
+        s.publish();
     }
 
     /// Gives up a waiting ticket; true when it had been admitted meanwhile (the seats are
@@ -118,13 +169,15 @@ impl WorkQueue {
     fn cancel(&self, tenant: &TenantId, ticket: Ticket) -> bool {
         let mut s = self.shared.lock();
         s.waiters.remove(&ticket);
-        match s.queue.cancel(tenant, ticket) {
+        let admitted = match s.queue.cancel(tenant, ticket) {
             Cancelled::Removed(admitted) => {
                 s.wake(admitted);
                 false
             }
             Cancelled::WasAdmitted => true,
-        }
+        };
+        s.publish();
+        admitted
     }
 }
 
@@ -188,6 +241,7 @@ impl Future for SeatWait {
             // Admitted just as the deadline passed: serve it.
             return Poll::Ready(Ok(asked.held()));
         }
+        asked.queue.shared.lock().metrics.timed_out.inc();
         let (tenant, waited) = (asked.tenant, asked.queue.timeout.as_secs());
         Poll::Ready(Err(ServerError::TooManyRequests {
             message: format!(
@@ -226,7 +280,7 @@ mod tests {
     }
 
     fn queue(seats: u32, timeout: Duration) -> Arc<WorkQueue> {
-        WorkQueue::new(FairQueueConfig { seats, timeout })
+        WorkQueue::new(FairQueueConfig { seats, timeout }, QueueMetrics::default())
     }
 
     #[tokio::test]

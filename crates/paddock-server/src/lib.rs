@@ -129,6 +129,8 @@ pub async fn run(config: ServerConfig, shutdown: CancellationToken) -> Result<()
         prune_grace: config.prune_grace,
         cluster: paddock_core::cluster::DEFAULT_CLUSTER.to_string(),
     });
+    let work_queue = (config.fair_queue.seats > 0)
+        .then(|| fair_queue::WorkQueue::new(config.fair_queue, metrics.fair_queue.clone()));
     let state = Arc::new(AppState {
         reconciler,
         cache: store.cache(),
@@ -143,8 +145,7 @@ pub async fn run(config: ServerConfig, shutdown: CancellationToken) -> Result<()
         health: health::UpstreamHealth::new(),
         draining: std::sync::atomic::AtomicBool::new(false),
         limiter: limits::Limiter::default(),
-        work_queue: (config.fair_queue.seats > 0)
-            .then(|| fair_queue::WorkQueue::new(config.fair_queue)),
+        work_queue,
         quota_locks: quota::QuotaLocks::default(),
         access_log: access_log::AccessLog::new(config.log_format, config.access_log),
         clusters: Default::default(),
