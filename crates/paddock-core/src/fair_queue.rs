@@ -8,8 +8,12 @@
 //! is served next (ties: the oldest waiting request). So a tenant with one request is admitted
 //! before the 30th request of a tenant with many, whatever their arrival order: each tenant
 //! gets an equal share of the budget under contention (max-min fairness, as APF's fair
-//! queuing gives each flow an equal share of a priority level's seats), and a tenant alone
-//! may use all of it.
+//! queuing gives each flow an equal share of a priority level's seats).
+//!
+//! One tenant may hold at most three quarters of the budget ([`FairQueue::tenant_cap`]),
+//! even alone: seats are not taken back from a request once given, so without a reserve a
+//! tenant holding every seat with requests that never end (a body sent a byte at a time)
+//! would make every other tenant wait for its requests to end.
 //!
 //! The caller does the waiting (tokio in paddock-server); this type only decides. It holds no
 //! clock: a wait's deadline is the caller's, who then [`FairQueue::cancel`]s the ticket.
@@ -70,20 +74,21 @@ impl<K: Eq + Hash + Clone> FairQueue<K> {
         }
     }
 
-    /// The seats a request of `seats` takes: at least 1, at most the whole budget (a request
-    /// heavier than the budget runs alone rather than never).
+    /// The most seats one tenant holds at once: three quarters of the budget (all of a
+    /// budget under 4), so others always find seats a tenant cannot take.
+    pub fn tenant_cap(&self) -> u32 {
+        (self.capacity - self.capacity / 4).max(1)
+    }
+
+    /// The seats a request of `seats` takes: at least 1, at most a tenant's cap (a request
+    /// heavier than that runs alone rather than never).
     pub fn weight(&self, seats: u32) -> u32 {
-        seats.clamp(1, self.capacity)
+        seats.clamp(1, self.tenant_cap())
     }
 
     /// A request of `tenant` weighing `seats` arrives (pass the same `seats` to `release`).
     pub fn arrive(&mut self, tenant: &K, seats: u32) -> Arrival {
         let seats = self.weight(seats);
-        if !self.anyone_waiting() && self.in_use + seats <= self.capacity {
-            self.in_use += seats;
-            self.flows.entry(tenant.clone()).or_default().in_use += seats;
-            return Arrival::Admitted;
-        }
         let ticket = Ticket(self.next);
         self.next += 1;
         self.flows
@@ -91,7 +96,13 @@ impl<K: Eq + Hash + Clone> FairQueue<K> {
             .or_default()
             .waiting
             .push_back((ticket, seats));
-        Arrival::Queued(ticket)
+        // Before this arrival nothing waiting could be admitted, so this admits the new
+        // request or nobody.
+        if self.dispatch().is_empty() {
+            Arrival::Queued(ticket)
+        } else {
+            Arrival::Admitted
+        }
     }
 
     /// An admitted request of `tenant` weighing `seats` ended; returns the waiting requests
@@ -130,10 +141,6 @@ impl<K: Eq + Hash + Clone> FairQueue<K> {
         self.flows.get(tenant).map_or(0, |f| f.in_use)
     }
 
-    fn anyone_waiting(&self) -> bool {
-        self.flows.values().any(|f| !f.waiting.is_empty())
-    }
-
     fn forget_if_idle(&mut self, tenant: &K) {
         if self
             .flows
@@ -145,15 +152,18 @@ impl<K: Eq + Hash + Clone> FairQueue<K> {
     }
 
     /// Admits waiting requests while the next one fits. The next one is the head of the
-    /// waiting tenant holding the fewest seats (ties: the older head). When it does not fit,
-    /// nobody behind it is admitted either, so a heavy request is not starved by light ones.
+    /// waiting tenant holding the fewest seats (ties: the older head), among tenants it would
+    /// not take past their cap. When it does not fit, nobody behind it is admitted either, so
+    /// a heavy request is not starved by light ones.
     fn dispatch(&mut self) -> Vec<(K, Ticket)> {
+        let cap = self.tenant_cap();
         let mut admitted = Vec::new();
         loop {
             let next = self
                 .flows
                 .iter()
                 .filter_map(|(k, f)| f.waiting.front().map(|(t, s)| (f.in_use, *t, *s, k)))
+                .filter(|(held, _, seats, _)| held + seats <= cap)
                 .min_by_key(|(held, ticket, _, _)| (*held, *ticket))
                 .map(|(_, t, s, k)| (k.clone(), t, s));
             let Some((tenant, ticket, seats)) = next else {
@@ -185,63 +195,71 @@ mod tests {
     }
 
     #[test]
-    fn admits_at_once_while_there_is_room() {
-        let mut q = FairQueue::new(4);
+    fn admits_at_once_while_there_is_room_and_the_tenant_is_under_its_cap() {
+        let mut q = FairQueue::new(8);
+        assert_eq!(q.tenant_cap(), 6);
         assert_eq!(q.arrive(&"a", 1), Arrival::Admitted);
-        assert_eq!(q.arrive(&"a", 3), Arrival::Admitted);
-        assert_eq!(q.load(), (4, 0));
+        assert_eq!(q.arrive(&"a", 5), Arrival::Admitted);
+        // "a" holds its cap: its next request waits though two seats are free...
         let t = queued(q.arrive(&"a", 1));
-        assert_eq!(q.release(&"a", 3), vec![("a", t)]);
-        assert_eq!(q.load(), (2, 0));
+        assert_eq!(q.load(), (6, 1));
+        // ...which another tenant gets at once.
+        assert_eq!(q.arrive(&"b", 2), Arrival::Admitted);
+        assert_eq!(q.release(&"a", 5), vec![("a", t)]);
+        assert_eq!(q.load(), (4, 0));
     }
 
     #[test]
     fn a_tenant_with_fewer_seats_goes_before_a_flood() {
-        let mut q = FairQueue::new(2);
+        let mut q = FairQueue::new(4);
         q.arrive(&"noisy", 1);
         q.arrive(&"noisy", 1);
-        // The noisy tenant queues 30 more before the quiet one asks.
+        q.arrive(&"quiet", 1);
+        q.arrive(&"noisy", 1);
+        // The noisy tenant queues 30 more before the quiet one asks again.
         let flood: Vec<Ticket> = (0..30).map(|_| queued(q.arrive(&"noisy", 1))).collect();
         let quiet = queued(q.arrive(&"quiet", 1));
-        // The first seat to free goes to the quiet tenant, holding none.
+        // The first seat to free goes to the quiet tenant, holding fewer.
         assert_eq!(q.release(&"noisy", 1), vec![("quiet", quiet)]);
         // The next to the noisy tenant's oldest waiting request.
-        assert_eq!(q.release(&"noisy", 1), vec![("noisy", flood[0])]);
+        assert_eq!(q.release(&"quiet", 1), vec![("noisy", flood[0])]);
     }
 
     #[test]
     fn shares_the_budget_equally_under_contention() {
-        let mut q = FairQueue::new(4);
-        for _ in 0..4 {
+        let mut q = FairQueue::new(8);
+        for _ in 0..6 {
             q.arrive(&"a", 1);
         }
         for _ in 0..10 {
             q.arrive(&"a", 1);
             q.arrive(&"b", 1);
         }
-        // Every seat freed by "a" goes to "b" until both hold two.
+        // Two seats were free for "b"; every seat freed by "a" goes to "b" until both hold four.
+        assert_eq!((q.held_by(&"a"), q.held_by(&"b")), (6, 2));
         for _ in 0..2 {
             let got = q.release(&"a", 1);
             assert_eq!(got.len(), 1);
             assert_eq!(got[0].0, "b");
         }
-        assert_eq!((q.held_by(&"a"), q.held_by(&"b")), (2, 2));
+        assert_eq!((q.held_by(&"a"), q.held_by(&"b")), (4, 4));
         // From then on a freed seat goes back to the tenant that freed it: neither gains.
         assert_eq!(q.release(&"a", 1)[0].0, "a");
         assert_eq!(q.release(&"b", 1)[0].0, "b");
-        assert_eq!((q.held_by(&"a"), q.held_by(&"b")), (2, 2));
+        assert_eq!((q.held_by(&"a"), q.held_by(&"b")), (4, 4));
     }
 
     #[test]
     fn a_heavy_request_is_not_starved_by_light_ones() {
-        let mut q = FairQueue::new(4);
-        for _ in 0..4 {
+        let mut q = FairQueue::new(8);
+        for _ in 0..6 {
             q.arrive(&"a", 1);
         }
+        q.arrive(&"d", 2);
         let heavy = queued(q.arrive(&"b", 3));
         let light = queued(q.arrive(&"c", 1));
-        // One seat free: "b" (oldest among tenants holding none) does not fit, and "c" waits
-        // behind it rather than overtaking.
+        // "b" (oldest among tenants holding none) does not fit yet, and "c" waits behind it
+        // rather than overtaking.
         assert_eq!(q.release(&"a", 1), vec![]);
         assert_eq!(q.release(&"a", 1), vec![]);
         assert_eq!(q.release(&"a", 1), vec![("b", heavy)]);
@@ -249,13 +267,15 @@ mod tests {
     }
 
     #[test]
-    fn weights_are_bounded_by_the_budget() {
+    fn weights_are_bounded_by_the_tenant_cap() {
         let mut q = FairQueue::new(4);
         assert_eq!(q.arrive(&"a", 10), Arrival::Admitted);
+        assert_eq!(q.load(), (3, 0));
+        assert_eq!(q.arrive(&"b", 0), Arrival::Admitted);
         assert_eq!(q.load(), (4, 0));
-        assert_eq!(q.arrive(&"a", 0), Arrival::Queued(Ticket(0)));
-        assert_eq!(q.release(&"a", 10), vec![("a", Ticket(0))]);
-        assert_eq!(q.load(), (1, 0));
+        let t = queued(q.arrive(&"a", 1));
+        assert_eq!(q.release(&"a", 10), vec![("a", t)]);
+        assert_eq!(q.load(), (2, 0));
     }
 
     #[test]
@@ -275,13 +295,10 @@ mod tests {
 
     #[test]
     fn cancelling_a_blocking_head_admits_those_behind() {
-        let mut q = FairQueue::new(2);
-        q.arrive(&"a", 1);
-        let heavy = queued(q.arrive(&"b", 2));
+        let mut q = FairQueue::new(4);
+        q.arrive(&"a", 2);
+        let heavy = queued(q.arrive(&"b", 3));
         let light = queued(q.arrive(&"c", 1));
-        assert_eq!(
-            q.cancel(&"b", heavy),
-            Cancelled::Removed(vec![("c", light)])
-        );
+        assert_eq!(q.cancel(&"b", heavy), Cancelled::Removed(vec![("c", light)]));
     }
 }
