@@ -299,6 +299,9 @@ mod tests {
         q.arrive(&"a", 2);
         let heavy = queued(q.arrive(&"b", 3));
         let light = queued(q.arrive(&"c", 1));
-        assert_eq!(q.cancel(&"b", heavy), Cancelled::Removed(vec![("c", light)]));
+        assert_eq!(
+            q.cancel(&"b", heavy),
+            Cancelled::Removed(vec![("c", light)])
+        );
     }
 }
