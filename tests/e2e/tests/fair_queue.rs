@@ -148,13 +148,16 @@ impl Pending {
 
 #[test]
 fn a_tenant_under_its_share_goes_first() -> Result<()> {
+    let t_start = Instant::now();
     let cp = ControlPlane::start()?;
     let args: Vec<String> = ["--fair-queue-seats", "4", "--fair-queue-timeout", "120s"]
         .iter()
         .map(|s| s.to_string())
         .collect();
     let p = Paddock::start_with_args(&cp, StoreKind::Embedded, "paddock", &args)?;
+    eprintln!("  paddock up at {:?}", t_start.elapsed());
     let (a_cfg, b_cfg) = (p.tenant("noisya")?, p.tenant("quietb")?);
+    eprintln!("  two tenants created at {:?}", t_start.elapsed());
     let rt = tokio::runtime::Runtime::new()?;
     let report = rt.block_on(async {
         let admin = Tls::from_kubeconfig(&p.admin_kubeconfig(), None)?;
@@ -215,6 +218,7 @@ fn a_tenant_under_its_share_goes_first() -> Result<()> {
             codes.len() + 1
         )];
 
+        report.push(format!("(order part done at {:?})", t_start.elapsed()));
         // ---- 2. flood ------------------------------------------------------------------
         let queued_before = metric(&admin, "paddock_fair_queue_queued_total").await?;
         let stop = Arc::new(AtomicBool::new(false));
@@ -267,5 +271,6 @@ fn a_tenant_under_its_share_goes_first() -> Result<()> {
     for line in report {
         eprintln!("  {line}");
     }
+    eprintln!("  done in {:?}", t_start.elapsed());
     Ok(())
 }
