@@ -230,7 +230,7 @@ fn a_tenant_under_its_share_goes_first() -> Result<()> {
                 let mut i = 0u64;
                 while !stop.load(Ordering::Acquire) {
                     i += 1;
-                    let r = if i % 2 == 0 {
+                    let r = if i.is_multiple_of(2) {
                         a.send(Method::GET, "/api/v1/namespaces/default/configmaps?limit=500", None, DEADLINE).await
                     } else {
                         let cm = json!({"apiVersion": "v1", "kind": "ConfigMap",
