@@ -33,17 +33,9 @@ impl Presented {
 /// A request refused before its tenant was known.
 #[derive(Debug, Clone, Default)]
 pub struct Refused {
-    /// The request's verb and object as asked for (user and groups empty: nobody was
-    /// authenticated).
-    pub attrs: Attributes,
-    pub request_uri: String,
-    pub source_ip: String,
-    pub user_agent: String,
-    pub code: u16,
-    pub audit_id: String,
-    pub received: String,
-    pub completed: String,
-    pub latency_ms: f64,
+    /// The request as asked for: verb, object, URI, timings, code. Its tenant, user, groups
+    /// and bodies are left out of the event (nobody was authenticated).
+    pub request: Finished,
     /// The refusal's message (the `Status` the caller got).
     pub reason: String,
     /// The certificate's user and tenant claims, when one was presented: `CN=…,O=…` of what
@@ -59,18 +51,11 @@ pub fn refusal_event(r: &Refused, presented: Presented) -> Event {
         attrs: Attributes {
             user: String::new(),
             groups: Vec::new(),
-            ..r.attrs.clone()
+            ..r.request.attrs.clone()
         },
-        request_uri: r.request_uri.clone(),
-        source_ip: r.source_ip.clone(),
-        user_agent: r.user_agent.clone(),
-        code: r.code,
-        audit_id: r.audit_id.clone(),
-        received: r.received.clone(),
-        completed: r.completed.clone(),
-        latency_ms: r.latency_ms,
         request_object: None,
         response_object: None,
+        ..r.request.clone()
     };
     let mut ev = event(Level::Metadata, &f);
     ev.user.extra = BTreeMap::new();
@@ -83,7 +68,7 @@ pub fn refusal_event(r: &Refused, presented: Presented) -> Event {
         ev.annotations
             .insert("paddock.io/client-certificate".into(), c.clone());
     }
-    ev.response_status.reason = if r.code == 401 {
+    ev.response_status.reason = if r.request.code == 401 {
         "Unauthorized".into()
     } else {
         String::new()
@@ -98,17 +83,19 @@ mod tests {
     #[test]
     fn a_refusal_names_no_tenant_and_no_user() {
         let r = Refused {
-            attrs: Attributes {
-                user: "alice".into(),
-                groups: vec!["dev".into()],
-                verb: "list".into(),
-                ..Attributes::default()
+            request: Finished {
+                attrs: Attributes {
+                    user: "alice".into(),
+                    groups: vec!["dev".into()],
+                    verb: "list".into(),
+                    ..Attributes::default()
+                },
+                request_uri: "/api/v1/pods".into(),
+                code: 401,
+                ..Finished::default()
             },
-            request_uri: "/api/v1/pods".into(),
-            code: 401,
             reason: "certificate of an unknown tenant".into(),
             certificate: Some("CN=alice,O=paddock:tenant:gone01".into()),
-            ..Refused::default()
         };
         let ev = refusal_event(&r, Presented::ClientCertificate);
         let v = serde_json::to_value(&ev).unwrap_or_default();

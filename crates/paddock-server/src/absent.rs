@@ -6,7 +6,6 @@
 //! tenant's or the platform's namespaces; the shared-object probe reads a shared read-only
 //! object as the caller's own cluster identity, which may read it anyway.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -117,7 +116,7 @@ async fn would_be_allowed(
 /// Upstream refused `plan` (403): when that is because the namespace does not exist in the
 /// tenant's view and the caller would be allowed there, the answer a cluster gives instead.
 pub async fn answer_if_absent_namespace(
-    state: &Arc<AppState>,
+    state: &AppState,
     ctx: &TenantContext,
     plan: &Plan,
     user: &str,

@@ -171,14 +171,7 @@ pub async fn serve_admin(
     let path = req.uri().path().trim_end_matches('/').to_string();
     let method = req.method().clone();
     if path == "/metrics" && method == Method::GET {
-        let mut r = Response::new(full(state.metrics.encode()));
-        r.headers_mut().insert(
-            header::CONTENT_TYPE,
-            http::HeaderValue::from_static(
-                "application/openmetrics-text; version=1.0.0; charset=utf-8",
-            ),
-        );
-        return Ok(r);
+        return Ok(metrics_response(state));
     }
     if method == Method::GET
         && let Some(doc) = discovery(&path)
@@ -196,74 +189,11 @@ pub async fn serve_admin(
         return crate::clusters::api::serve(state, &method, &segs, req).await;
     }
     match (method, segs.as_slice()) {
-        (Method::GET, ["tenants"]) => {
-            let mut items: Vec<Value> = state
-                .cache
-                .tenants()
-                .iter()
-                .map(|t| tenant_object(t))
-                .collect();
-            items.sort_by(|a, b| {
-                a["metadata"]["name"]
-                    .as_str()
-                    .cmp(&b["metadata"]["name"].as_str())
-            });
-            if wants_table(&req) {
-                return json_response(StatusCode::OK, &tenant_table(&items));
-            }
-            json_response(
-                StatusCode::OK,
-                &json!({"apiVersion": GV, "kind": "TenantList", "metadata": {}, "items": items}),
-            )
-        }
-        (Method::GET, ["tenants", id]) => {
-            let rec = state.store.get_tenant(id).await?.ok_or_else(|| {
-                ServerError::NotFound(format!("tenants.paddock.io \"{id}\" not found"))
-            })?;
-            let obj = tenant_object(&rec);
-            if wants_table(&req) {
-                return json_response(StatusCode::OK, &tenant_table(&[obj]));
-            }
-            json_response(StatusCode::OK, &obj)
-        }
-        (Method::POST, ["tenants"]) => {
-            let body = collect_limited(req.into_body(), 1 << 20).await?;
-            let obj: Value = serde_json::from_slice(&body).map_err(|e| {
-                ServerError::BadRequest(format!("the request body is not valid JSON: {e}"))
-            })?;
-            let id = obj["metadata"]["name"].as_str().ok_or_else(|| {
-                ServerError::BadRequest("metadata.name (the tenant id) is required".into())
-            })?;
-            let display = obj["spec"]["displayName"]
-                .as_str()
-                .unwrap_or(id)
-                .to_string();
-            let labels: BTreeMap<String, String> =
-                serde_json::from_value(obj["metadata"]["labels"].clone()).unwrap_or_default();
-            let limits = parse_limits(&obj["spec"]["limits"])?;
-            let billing = paddock_core::billing::BillingKey::from_spec(&obj["spec"]["billing"])
-                .map_err(|e| ServerError::BadRequest(e.to_string()))?;
-            let quota = crate::quota_api::hard_at_creation(state, &obj["spec"]["quota"])?;
-            let policy = crate::policy_admin::parse_policy(&obj["spec"]["policy"])?;
-            let placed =
-                crate::clusters::api::placement_for(state, id, &obj["spec"]["clusters"]).await?;
-            let mut rec =
-                crate::lifecycle::create_tenant(&placed, id, display, labels, limits, quota)
-                    .await?;
-            if rec.billing != billing {
-                // Stored, then stamped on the namespaces provisioning just made.
-                rec = crate::admin_metering::set_billing(state, rec, billing).await?;
-            }
-            if policy.is_some() && rec.policy != policy {
-                rec = crate::policy_admin::set_policy(state, id, policy).await?;
-            }
-            json_response(StatusCode::CREATED, &tenant_object(&rec))
-        }
+        (Method::GET, ["tenants"]) => list_tenants(state, wants_table(&req)),
+        (Method::GET, ["tenants", id]) => get_tenant(state, id, wants_table(&req)).await,
+        (Method::POST, ["tenants"]) => create_tenant(state, &json_body(req).await?).await,
         (Method::PATCH, ["tenants", id, "limits"]) => {
-            let body = collect_limited(req.into_body(), 1 << 20).await?;
-            let patch: Value = serde_json::from_slice(&body).map_err(|e| {
-                ServerError::BadRequest(format!("the request body is not valid JSON: {e}"))
-            })?;
+            let patch = json_body(req).await?;
             let rec = patch_limits(state, id, &patch).await?;
             tracing::info!(admin = caller.user(), tenant = id, limits = ?rec.limits, "tenant limits changed");
             json_response(StatusCode::OK, &tenant_object(&rec))
@@ -284,10 +214,7 @@ pub async fn serve_admin(
             )
         }
         (Method::PATCH, ["tenants", id, "quota"]) => {
-            let body = collect_limited(req.into_body(), 1 << 20).await?;
-            let patch: Value = serde_json::from_slice(&body).map_err(|e| {
-                ServerError::BadRequest(format!("the request body is not valid JSON: {e}"))
-            })?;
+            let patch = json_body(req).await?;
             let q = crate::quota_api::patch_quota(state, id, &patch).await?;
             tracing::info!(admin = caller.user(), tenant = id, hard = %q["spec"]["hard"], "tenant quota changed");
             json_response(StatusCode::OK, &q)
@@ -298,32 +225,8 @@ pub async fn serve_admin(
         (m, ["tenants", id, "policy"]) => {
             crate::policy_admin::serve_policy(state, caller, m, id, req.into_body()).await
         }
-        (Method::DELETE, ["tenants", id]) => {
-            let home = state
-                .cache
-                .tenant(id)
-                .map(|t| t.cluster_names()[0].to_string());
-            let reconciler = match home {
-                Some(c) => crate::clusters::reconciler_for(state, &c)?,
-                None => state.reconciler.clone(),
-            };
-            let rec = crate::lifecycle::start_tenant_deletion(&reconciler, id).await?;
-            json_response(StatusCode::OK, &tenant_object(&rec))
-        }
-        (Method::GET, ["issuedcertificates"]) => {
-            let tenant = req.uri().query().and_then(|q| {
-                form_pairs(q)
-                    .into_iter()
-                    .find(|(k, _)| k == "tenant")
-                    .map(|(_, v)| v)
-            });
-            let certs = state.store.list_certs(tenant.as_deref()).await?;
-            let items: Vec<Value> = certs.iter().map(cert_object).collect();
-            json_response(
-                StatusCode::OK,
-                &json!({"apiVersion": GV, "kind": "IssuedCertificateList", "metadata": {}, "items": items}),
-            )
-        }
+        (Method::DELETE, ["tenants", id]) => delete_tenant(state, id).await,
+        (Method::GET, ["issuedcertificates"]) => list_certificates(state, req.uri().query()).await,
         (Method::POST, ["issuedcertificates"]) => {
             let body = collect_limited(req.into_body(), 1 << 20).await?;
             let spec: IssueRequest = serde_json::from_slice::<IssueEnvelope>(&body)
@@ -344,6 +247,129 @@ pub async fn serve_admin(
             "{m} {path} is not part of the admin API"
         ))),
     }
+}
+
+/// paddock's metrics in the OpenMetrics text format.
+fn metrics_response(state: &AppState) -> Response<ResBody> {
+    let mut r = Response::new(full(state.metrics.encode()));
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        http::HeaderValue::from_static(
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        ),
+    );
+    r
+}
+
+/// A request body of at most 1 MiB, parsed as JSON.
+async fn json_body(req: Request<Incoming>) -> Result<Value, ServerError> {
+    let body = collect_limited(req.into_body(), 1 << 20).await?;
+    serde_json::from_slice(&body)
+        .map_err(|e| ServerError::BadRequest(format!("the request body is not valid JSON: {e}")))
+}
+
+/// Every tenant, sorted by id; as a Table when the client asks for one.
+fn list_tenants(state: &AppState, table: bool) -> Result<Response<ResBody>, ServerError> {
+    let mut items: Vec<Value> = state
+        .cache
+        .tenants()
+        .iter()
+        .map(|t| tenant_object(t))
+        .collect();
+    items.sort_by(|a, b| {
+        a["metadata"]["name"]
+            .as_str()
+            .cmp(&b["metadata"]["name"].as_str())
+    });
+    if table {
+        return json_response(StatusCode::OK, &tenant_table(&items));
+    }
+    json_response(
+        StatusCode::OK,
+        &json!({"apiVersion": GV, "kind": "TenantList", "metadata": {}, "items": items}),
+    )
+}
+
+async fn get_tenant(
+    state: &AppState,
+    id: &str,
+    table: bool,
+) -> Result<Response<ResBody>, ServerError> {
+    let rec =
+        state.store.get_tenant(id).await?.ok_or_else(|| {
+            ServerError::NotFound(format!("tenants.paddock.io \"{id}\" not found"))
+        })?;
+    let obj = tenant_object(&rec);
+    if table {
+        return json_response(StatusCode::OK, &tenant_table(&[obj]));
+    }
+    json_response(StatusCode::OK, &obj)
+}
+
+/// A new tenant from a Tenant object: provisioned on its clusters, then its billing key and
+/// policy set.
+async fn create_tenant(
+    state: &Arc<AppState>,
+    obj: &Value,
+) -> Result<Response<ResBody>, ServerError> {
+    let id = obj["metadata"]["name"].as_str().ok_or_else(|| {
+        ServerError::BadRequest("metadata.name (the tenant id) is required".into())
+    })?;
+    let display = obj["spec"]["displayName"]
+        .as_str()
+        .unwrap_or(id)
+        .to_string();
+    let labels: BTreeMap<String, String> =
+        serde_json::from_value(obj["metadata"]["labels"].clone()).unwrap_or_default();
+    let limits = parse_limits(&obj["spec"]["limits"])?;
+    let billing = paddock_core::billing::BillingKey::from_spec(&obj["spec"]["billing"])
+        .map_err(|e| ServerError::BadRequest(e.to_string()))?;
+    let quota = crate::quota_api::hard_at_creation(state, &obj["spec"]["quota"])?;
+    let policy = crate::policy_admin::parse_policy(&obj["spec"]["policy"])?;
+    let placed = crate::clusters::api::placement_for(state, id, &obj["spec"]["clusters"]).await?;
+    let mut rec =
+        crate::lifecycle::create_tenant(&placed, id, display, labels, limits, quota).await?;
+    if rec.billing != billing {
+        // Stored, then stamped on the namespaces provisioning just made.
+        rec = crate::admin_metering::set_billing(state, rec, billing).await?;
+    }
+    if policy.is_some() && rec.policy != policy {
+        rec = crate::policy_admin::set_policy(state, id, policy).await?;
+    }
+    json_response(StatusCode::CREATED, &tenant_object(&rec))
+}
+
+/// Starts a tenant's deletion by the reconciler of its home cluster.
+async fn delete_tenant(state: &Arc<AppState>, id: &str) -> Result<Response<ResBody>, ServerError> {
+    let home = state
+        .cache
+        .tenant(id)
+        .map(|t| t.cluster_names()[0].to_string());
+    let reconciler = match home {
+        Some(c) => crate::clusters::reconciler_for(state, &c)?,
+        None => state.reconciler.clone(),
+    };
+    let rec = crate::lifecycle::start_tenant_deletion(&reconciler, id).await?;
+    json_response(StatusCode::OK, &tenant_object(&rec))
+}
+
+/// Issued certificates, of one tenant with `?tenant=`.
+async fn list_certificates(
+    state: &AppState,
+    query: Option<&str>,
+) -> Result<Response<ResBody>, ServerError> {
+    let tenant = query.and_then(|q| {
+        form_pairs(q)
+            .into_iter()
+            .find(|(k, _)| k == "tenant")
+            .map(|(_, v)| v)
+    });
+    let certs = state.store.list_certs(tenant.as_deref()).await?;
+    let items: Vec<Value> = certs.iter().map(cert_object).collect();
+    json_response(
+        StatusCode::OK,
+        &json!({"apiVersion": GV, "kind": "IssuedCertificateList", "metadata": {}, "items": items}),
+    )
 }
 
 fn form_pairs(q: &str) -> Vec<(String, String)> {

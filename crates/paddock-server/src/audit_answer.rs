@@ -186,15 +186,17 @@ pub fn audit_refusal(
         None => info.path.clone(),
     };
     let r = Refused {
-        attrs: attributes("", &[], &info.method, &info.path, info.query.as_deref()),
-        request_uri,
-        source_ip: String::new(),
-        user_agent: info.user_agent.clone(),
-        code,
-        audit_id: audit_id_for("platform"),
-        received: micro_time(info.received),
-        completed: micro_time(SystemTime::now()),
-        latency_ms: info.start.elapsed().as_secs_f64() * 1e3,
+        request: Finished {
+            attrs: attributes("", &[], &info.method, &info.path, info.query.as_deref()),
+            request_uri,
+            user_agent: info.user_agent.clone(),
+            code,
+            audit_id: audit_id_for("platform"),
+            received: micro_time(info.received),
+            completed: micro_time(SystemTime::now()),
+            latency_ms: info.start.elapsed().as_secs_f64() * 1e3,
+            ..Finished::default()
+        },
         reason: reason.to_string(),
         certificate: peer.map(|p| {
             let mut s = format!("CN={}", p.user);

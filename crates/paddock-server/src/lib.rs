@@ -37,6 +37,7 @@ pub mod reviews;
 pub mod rewrite;
 pub mod router;
 pub mod stack;
+pub mod startup;
 pub mod state;
 pub mod tasks;
 pub mod templates_api;
@@ -51,17 +52,14 @@ pub use paddock_upstream::{body, error, limit, upjson, upstream};
 use std::sync::Arc;
 use std::time::Duration;
 
-use arc_swap::ArcSwap;
-use paddock_store::{Store, TenantPhase};
+use paddock_store::Store;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 pub use config::{LogFormat, ServerConfig, StoreKind};
 pub use error::ServerError;
 
-use crate::discovery::CatalogCache;
 use crate::front::ReloadingTls;
-use crate::metrics::Metrics;
 use crate::state::AppState;
 use crate::upstream::{Upstream, UpstreamCredential};
 
@@ -115,42 +113,7 @@ pub async fn run(config: ServerConfig, shutdown: CancellationToken) -> Result<()
         .map_err(|e| ServerError::Config(format!("listen: cannot bind {}: {e}", config.listen)))?;
     tracing::info!(listen = %config.listen, upstream = upstream.server(), store = ?config.store, "paddock serving");
 
-    let metrics = Arc::new(Metrics::new());
-    // paddock's own stop: cancelled after the drain delay, not at the signal itself (see
-    // `drain_on`), so the audit trail records what is served while draining.
-    let stop = CancellationToken::new();
-    let audit = audit::Audit::start(&config.audit, metrics.audit_dropped.clone(), stop.clone())?;
-    let reconciler = Arc::new(paddock_reconciler::Reconciler {
-        upstream: upstream.clone(),
-        store: store.clone(),
-        cache: store.cache(),
-        shutdown: stop.clone(),
-        tenant_priority_shares: config.tenant_priority_shares,
-        prune_grace: config.prune_grace,
-        cluster: paddock_core::cluster::DEFAULT_CLUSTER.to_string(),
-    });
-    let work_queue = (config.fair_queue.seats > 0)
-        .then(|| fair_queue::WorkQueue::new(config.fair_queue, metrics.fair_queue.clone()));
-    let state = Arc::new(AppState {
-        reconciler,
-        cache: store.cache(),
-        store,
-        upstream,
-        catalogs: CatalogCache::new(),
-        ca: ArcSwap::from_pointee(ca),
-        metrics,
-        audit,
-        shutdown: stop,
-        bootstrapped: std::sync::atomic::AtomicBool::new(false),
-        health: health::UpstreamHealth::new(),
-        draining: std::sync::atomic::AtomicBool::new(false),
-        limiter: limits::Limiter::default(),
-        work_queue,
-        quota_locks: quota::QuotaLocks::default(),
-        access_log: access_log::AccessLog::new(config.log_format, config.access_log),
-        clusters: Default::default(),
-        config,
-    });
+    let state = startup::new_state(config, store, upstream, ca)?;
     // Namespace templates: where the reconciler's set-up finds them, and their sync loop.
     paddock_reconciler::templates::set_template_source(Arc::new(templates_sync::StoreTemplates(
         state.clone(),
@@ -163,132 +126,15 @@ pub async fn run(config: ServerConfig, shutdown: CancellationToken) -> Result<()
         tokio::spawn(claims_gc::sweep_loop(state.clone()));
     }
     tokio::spawn(tasks::probe_loop(state.clone()));
-    // The access log's batches leave at least this often.
-    {
-        let state = state.clone();
-        tokio::spawn(async move {
-            let mut tick = tokio::time::interval(access_log::FLUSH_INTERVAL);
-            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-            loop {
-                tokio::select! {
-                    _ = tick.tick() => state.access_log.flush(),
-                    _ = state.shutdown.cancelled() => break,
-                }
-            }
-        });
-    }
-
+    tokio::spawn(startup::flush_access_log_loop(state.clone()));
     // Bootstrap and discovery retry in the background until they succeed; /readyz reports
     // when they have.
-    {
-        let state = state.clone();
-        tokio::spawn(async move {
-            let mut delay = Duration::from_millis(200);
-            loop {
-                let boot =
-                    provision::bootstrap(&state.upstream, state.config.tenant_priority_shares)
-                        .await;
-                let boot = match (boot, &admission_url) {
-                    (Ok(()), Some(url)) => admission::install(&state, url).await,
-                    (b, _) => b,
-                };
-                let disc = state.catalogs.refresh(&state.upstream).await;
-                match (boot, disc) {
-                    (Ok(()), Ok(_)) => {
-                        state
-                            .bootstrapped
-                            .store(true, std::sync::atomic::Ordering::Release);
-                        break;
-                    }
-                    (b, d) => {
-                        tracing::warn!(bootstrap = ?b.err(), discovery = ?d.err(), "upstream not ready; retrying");
-                        tokio::select! {
-                            _ = tokio::time::sleep(delay) => {}
-                            _ = state.shutdown.cancelled() => return,
-                        }
-                        delay = (delay * 2).min(Duration::from_secs(5));
-                    }
-                }
-            }
-            // Finish deletions a crash interrupted; give tenants created by an older paddock
-            // their own APF FlowSchema.
-            for t in state.cache.tenants() {
-                if !state.reconciler.owns(&t) {
-                    // Another cluster's tenant: its cluster's member does this (clusters/).
-                } else if t.phase == TenantPhase::Terminating {
-                    tokio::spawn(lifecycle::finish_tenant_deletion(
-                        state.reconciler.clone(),
-                        t.id.clone(),
-                    ));
-                } else if let Err(e) = provision::ensure_tenant_flow_schema(
-                    &state.upstream,
-                    &t.id,
-                    state.config.tenant_priority_shares,
-                )
-                .await
-                {
-                    tracing::warn!(tenant = %t.id, error = %e, "could not put the tenant's FlowSchema in place");
-                }
-            }
-            // Least-privilege grants and RBAC mirrors: repaired at start, resynced periodically.
-            tokio::spawn(resync::resync_loop(state.reconciler.clone()));
-        });
-    }
+    tokio::spawn(startup::bootstrap_loop(state.clone(), admission_url));
     tokio::spawn(prune::prune_loop(state.reconciler.clone()));
     tokio::spawn(usage::refresh_loop(state.clone()));
     tokio::spawn(quota::recount_loop(state.clone()));
-    // Keep the catalog's list of tenant ids in step with the store.
-    {
-        let state = state.clone();
-        tokio::spawn(async move {
-            let mut changes = state.cache.subscribe();
-            loop {
-                let ids: Vec<String> = state
-                    .cache
-                    .tenants()
-                    .iter()
-                    .map(|t| t.id.as_str().to_string())
-                    .collect();
-                let known: std::collections::HashSet<&str> =
-                    ids.iter().map(String::as_str).collect();
-                state.limiter.retain(|t| known.contains(t.as_str()));
-                state.catalogs.set_known_tenants(ids);
-                tokio::select! {
-                    r = changes.changed() => if r.is_err() { return },
-                    _ = state.shutdown.cancelled() => return,
-                }
-            }
-        });
-    }
-    // Periodic work: certificate reload, discovery refresh.
-    {
-        let state = state.clone();
-        let tls = tls.clone();
-        tokio::spawn(async move {
-            let mut tick = tokio::time::interval(state.config.cert_reload_interval);
-            let mut n: u64 = 0;
-            loop {
-                tokio::select! {
-                    _ = tick.tick() => {}
-                    _ = state.shutdown.cancelled() => return,
-                }
-                if tls.reload_if_changed() {
-                    match paddock_pki::Ca::load(&state.config.ca_cert(), &state.config.ca_key()) {
-                        Ok(ca) => state.ca.store(Arc::new(ca)),
-                        Err(e) => {
-                            tracing::warn!(error = %e, "tenant CA changed but could not be loaded")
-                        }
-                    }
-                }
-                n += 1;
-                if n.is_multiple_of(6)
-                    && let Err(e) = state.catalogs.refresh(&state.upstream).await
-                {
-                    tracing::warn!(error = %e, "discovery refresh failed");
-                }
-            }
-        });
-    }
+    tokio::spawn(startup::known_tenants_loop(state.clone()));
+    tokio::spawn(startup::reload_loop(state.clone(), tls.clone()));
     front::serve(state, listener, tls).await
 }
 

@@ -62,6 +62,15 @@ impl AppState {
             None => self.catalogs.refresh(&self.upstream).await,
         }
     }
+
+    /// Every tenant id in the store cache: the catalog scrubs them from upstream's messages.
+    pub fn known_tenant_ids(&self) -> Vec<String> {
+        self.cache
+            .tenants()
+            .iter()
+            .map(|t| t.id.as_str().to_string())
+            .collect()
+    }
 }
 
 /// This replica's serialisation of ledger writes per tenant: swaps of one replica queue

@@ -262,7 +262,10 @@ const DRAIN_MAX_TIME: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// Reads and discards what is left of a refused request body (bounded in bytes and time), so
 /// that the client receives the error response instead of a reset stream.
-pub async fn drain(mut body: Incoming) {
+pub async fn drain<B>(mut body: B)
+where
+    B: http_body::Body<Data = Bytes> + Unpin,
+{
     let _ = tokio::time::timeout(DRAIN_MAX_TIME, async {
         let mut seen = 0usize;
         while let Some(Ok(frame)) = body.frame().await {

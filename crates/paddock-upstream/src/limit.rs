@@ -2,14 +2,17 @@
 
 use bytes::Bytes;
 use http_body_util::BodyExt;
-use hyper::body::Incoming;
 
 use crate::body::drain;
 use crate::error::ServerError;
 
 /// Reads a request body up to `limit` bytes. A longer body is refused with 413 after the rest
 /// is drained (bounded), so the client sees the Status rather than a reset stream.
-pub async fn collect_limited(mut body: Incoming, limit: usize) -> Result<Bytes, ServerError> {
+pub async fn collect_limited<B>(mut body: B, limit: usize) -> Result<Bytes, ServerError>
+where
+    B: http_body::Body<Data = Bytes> + Unpin,
+    B::Error: std::fmt::Display,
+{
     let mut buf = bytes::BytesMut::new();
     while let Some(frame) = body.frame().await {
         let frame = frame.map_err(|e| {

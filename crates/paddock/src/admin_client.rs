@@ -144,6 +144,23 @@ impl AdminClient {
         check(answer, &format!("the policy of tenant {id}"))
     }
 
+    /// The items of a list of the admin API (`path` under `/apis/paddock.io/v1alpha1`
+    /// or the full path); `what` names the action in an error.
+    pub async fn list_items(&self, path: &str, what: &str) -> Result<Vec<Value>> {
+        let v = check(self.call(Method::GET, path, None).await?, what)?;
+        Ok(v["items"].as_array().cloned().unwrap_or_default())
+    }
+
+    /// One object of the admin API.
+    pub async fn get_object(&self, path: &str, what: &str) -> Result<Value> {
+        check(self.call(Method::GET, path, None).await?, what)
+    }
+
+    /// Deletes one object of the admin API.
+    pub async fn delete_object(&self, path: &str, what: &str) -> Result<()> {
+        check(self.call(Method::DELETE, path, None).await?, what).map(drop)
+    }
+
     /// All tenants.
     pub async fn list_tenants(&self) -> Result<Vec<Value>> {
         let v = check(

@@ -92,28 +92,20 @@ pub async fn run(client: &AdminClient, command: ClusterCommand) -> Result<()> {
             print_clusters(&[made], output)
         }
         ClusterCommand::List { output } => {
-            let v = check(
-                client.call(Method::GET, BASE, None).await?,
-                "listing clusters",
-            )?;
-            print_clusters(v["items"].as_array().map_or(&[][..], |a| a), output)
+            print_clusters(&client.list_items(BASE, "listing clusters").await?, output)
         }
         ClusterCommand::Get { name, output } => {
-            let v = check(
-                client
-                    .call(Method::GET, &format!("{BASE}/{name}"), None)
-                    .await?,
-                &format!("getting cluster {name}"),
-            )?;
+            let path = format!("{BASE}/{name}");
+            let v = client
+                .get_object(&path, &format!("getting cluster {name}"))
+                .await?;
             print_clusters(&[v], output)
         }
         ClusterCommand::Remove { name } => {
-            check(
-                client
-                    .call(Method::DELETE, &format!("{BASE}/{name}"), None)
-                    .await?,
-                &format!("removing cluster {name}"),
-            )?;
+            let path = format!("{BASE}/{name}");
+            client
+                .delete_object(&path, &format!("removing cluster {name}"))
+                .await?;
             eprintln!("cluster {name} removed");
             Ok(())
         }

@@ -123,31 +123,20 @@ pub async fn run(client: &AdminClient, command: TemplateCommand) -> Result<()> {
             Ok(())
         }
         TemplateCommand::List { output } => {
-            let v = check(
-                client.call(Method::GET, PATH, None).await?,
-                "listing templates",
-            )?;
-            print_templates(
-                v["items"].as_array().map(Vec::as_slice).unwrap_or_default(),
-                output,
-            )
+            print_templates(&client.list_items(PATH, "listing templates").await?, output)
         }
         TemplateCommand::Get { name, output } => {
-            let v = check(
-                client
-                    .call(Method::GET, &format!("{PATH}/{name}"), None)
-                    .await?,
-                &format!("getting template {name}"),
-            )?;
+            let path = format!("{PATH}/{name}");
+            let v = client
+                .get_object(&path, &format!("getting template {name}"))
+                .await?;
             print_templates(std::slice::from_ref(&v), output)
         }
         TemplateCommand::Delete { name } => {
-            check(
-                client
-                    .call(Method::DELETE, &format!("{PATH}/{name}"), None)
-                    .await?,
-                &format!("deleting template {name}"),
-            )?;
+            let path = format!("{PATH}/{name}");
+            client
+                .delete_object(&path, &format!("deleting template {name}"))
+                .await?;
             eprintln!("namespacetemplate {name} deleted");
             Ok(())
         }

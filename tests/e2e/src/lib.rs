@@ -21,6 +21,7 @@ pub mod paddock;
 pub mod process;
 pub mod scenario;
 pub mod testbed;
+pub mod token;
 pub mod tools;
 
 pub use etcd_cluster::EtcdCluster;

@@ -239,6 +239,26 @@ pub fn free_port() -> Result<u16> {
     Ok(l.local_addr()?.port())
 }
 
+/// Polls `f` every `every` until it holds, for at most `limit`; how long that took. The error
+/// names `what` and the limit.
+pub fn poll_within(
+    limit: Duration,
+    every: Duration,
+    what: &str,
+    mut f: impl FnMut() -> Result<bool>,
+) -> Result<Duration> {
+    let t0 = Instant::now();
+    loop {
+        if f()? {
+            return Ok(t0.elapsed());
+        }
+        if t0.elapsed() > limit {
+            bail!("{what}: not within {limit:?}");
+        }
+        thread::sleep(every);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -107,17 +107,8 @@ fn assert_mentions(what: &str, stderr: &str, needles: &[&str]) {
     }
 }
 
-fn wait_until(limit: Duration, what: &str, mut f: impl FnMut() -> Result<bool>) -> Result<()> {
-    let t0 = Instant::now();
-    loop {
-        if f()? {
-            return Ok(());
-        }
-        if t0.elapsed() > limit {
-            bail!("{what}: not within {limit:?}");
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    }
+fn wait_until(limit: Duration, what: &str, f: impl FnMut() -> Result<bool>) -> Result<()> {
+    paddock_e2e::process::poll_within(limit, Duration::from_millis(200), what, f).map(drop)
 }
 
 /// A certificate record as paddock stores it.

@@ -13,13 +13,12 @@
 //! Prints a table of results; fails if an attack got through or a control failed.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail, ensure};
 use paddock_e2e::process::{self, Output};
+use paddock_e2e::token::token_kubeconfig;
 use paddock_e2e::{ControlPlane, Kubectl, Paddock, StoreKind};
-use serde_json::Value;
 
 const A: &str = "alphaa";
 const P: &str = "poolaa";
@@ -257,6 +256,7 @@ fn run_all(cp: &ControlPlane, paddock: &Paddock) -> Result<()> {
         up: up.clone(),
         token: Kubectl::new(token_kubeconfig(
             &dir,
+            "robot-token",
             &cp.admin_kubeconfig(),
             token.trim(),
         )?)?,
@@ -606,23 +606,6 @@ fn split(s: &str) -> Vec<String> {
     s.split_whitespace().map(str::to_owned).collect()
 }
 
-fn token_kubeconfig(dir: &Path, from: &Path, token: &str) -> Result<PathBuf> {
-    let text =
-        std::fs::read_to_string(from).with_context(|| format!("reading {}", from.display()))?;
-    let v: Value = serde_norway::from_str(&text).context("parsing a kubeconfig")?;
-    let cluster = &v["clusters"][0]["cluster"];
-    let server = cluster["server"].as_str().context("server")?;
-    let ca = cluster["certificate-authority-data"]
-        .as_str()
-        .context("CA")?;
-    let out = format!(
-        "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: {server}\n    certificate-authority-data: {ca}\nusers:\n- name: u\n  user:\n    token: {token}\ncontexts:\n- name: x\n  context: {{cluster: c, user: u}}\ncurrent-context: x\n"
-    );
-    let p = dir.join("robot-token.kubeconfig");
-    std::fs::write(&p, out)?;
-    Ok(p)
-}
-
 /// A host stays claimed while its holder's Ingress names it (several sweeps pass), and returns
 /// to the pool once that Ingress is gone: another tenant can then claim it.
 fn ingress_host_returned(kp: &Kubectl, ka: &Kubectl, failures: &mut Vec<String>) -> Result<()> {
@@ -651,15 +634,6 @@ fn ingress_host_returned(kp: &Kubectl, ka: &Kubectl, failures: &mut Vec<String>)
     Ok(())
 }
 
-fn wait_until(what: &str, timeout: Duration, mut f: impl FnMut() -> Result<bool>) -> Result<()> {
-    let t0 = Instant::now();
-    loop {
-        if f()? {
-            return Ok(());
-        }
-        if t0.elapsed() > timeout {
-            bail!("timed out waiting for {what}");
-        }
-        std::thread::sleep(Duration::from_millis(500));
-    }
+fn wait_until(what: &str, timeout: Duration, f: impl FnMut() -> Result<bool>) -> Result<()> {
+    paddock_e2e::process::poll_within(timeout, Duration::from_millis(500), what, f).map(drop)
 }

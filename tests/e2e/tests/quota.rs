@@ -9,9 +9,10 @@
 //!   message shape; deleting one frees the slot within seconds; the used figures are the same
 //!   after a paddock restart.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::{Context, Result, bail, ensure};
+use paddock_e2e::token::token_kubeconfig;
 use paddock_e2e::{ControlPlane, Kubectl, Paddock, StoreKind};
 use serde_json::Value;
 
@@ -26,17 +27,8 @@ fn refused(k: &Kubectl, args: &[&str]) -> Result<String> {
 }
 
 /// Polls `f` until it holds (at most `limit`); how long that took.
-fn within(limit: Duration, what: &str, mut f: impl FnMut() -> Result<bool>) -> Result<Duration> {
-    let t0 = Instant::now();
-    loop {
-        if f()? {
-            return Ok(t0.elapsed());
-        }
-        if t0.elapsed() > limit {
-            bail!("{what}: not within {limit:?}");
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    }
+fn within(limit: Duration, what: &str, f: impl FnMut() -> Result<bool>) -> Result<Duration> {
+    paddock_e2e::process::poll_within(limit, Duration::from_millis(200), what, f)
 }
 
 fn used(k: &Kubectl, resource: &str) -> Result<String> {
@@ -271,33 +263,6 @@ fn tenant_quota_api_view_and_namespace_count() -> Result<()> {
             .contains("namespaces")
     );
     Ok(())
-}
-
-/// A kubeconfig with a bearer token for the cluster of `from` (a tenant pod's service-account
-/// token straight at the apiserver).
-fn token_kubeconfig(
-    dir: &std::path::Path,
-    name: &str,
-    from: &std::path::Path,
-    token: &str,
-) -> Result<std::path::PathBuf> {
-    let v: Value = serde_norway::from_str(&std::fs::read_to_string(from)?)?;
-    let cluster = &v["clusters"][0]["cluster"];
-    let server = cluster["server"].as_str().context("server")?;
-    let ca_line = match (
-        cluster["certificate-authority-data"].as_str(),
-        cluster["certificate-authority"].as_str(),
-    ) {
-        (Some(d), _) => format!("certificate-authority-data: {d}"),
-        (None, Some(f)) => format!("certificate-authority: {f}"),
-        _ => bail!("no CA in {}", from.display()),
-    };
-    let out = format!(
-        "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: {server}\n    {ca_line}\nusers:\n- name: u\n  user:\n    token: {token}\ncontexts:\n- name: x\n  context: {{cluster: c, user: u}}\ncurrent-context: x\n"
-    );
-    let p = dir.join(format!("{name}.kubeconfig"));
-    std::fs::write(&p, out)?;
-    Ok(p)
 }
 
 /// ConfigMaps of tenant `tid` upstream (every namespace of it), as the cluster admin sees them.

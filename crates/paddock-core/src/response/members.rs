@@ -14,22 +14,15 @@ pub type MemberSpan<'a> = (Cow<'a, str>, Range<usize>);
 
 pub fn object_members(raw: &[u8]) -> Result<Vec<MemberSpan<'_>>, FrameError> {
     let mut out = Vec::new();
-    let mut i = 0;
     let len = raw.len();
     let skip = |i: &mut usize| {
         while *i < len && is_ws(raw[*i]) {
             *i += 1;
         }
     };
-    skip(&mut i);
-    if i >= len || raw[i] != b'{' {
-        return Err(FrameError::Malformed("expected a JSON object"));
-    }
-    i += 1;
-    skip(&mut i);
-    if i < len && raw[i] == b'}' {
+    let Some(mut i) = open_container(raw, b'{', b'}', "expected a JSON object")? else {
         return Ok(out);
-    }
+    };
     loop {
         skip(&mut i);
         if i >= len || raw[i] != b'"' {
@@ -199,22 +192,15 @@ impl Iterator for Members<'_> {
 /// Calls `f` with the byte range of every element of one complete JSON array held in memory.
 pub fn array_elements(raw: &[u8]) -> Result<Vec<Range<usize>>, FrameError> {
     let mut out = Vec::new();
-    let mut i = 0;
     let len = raw.len();
     let skip = |i: &mut usize| {
         while *i < len && is_ws(raw[*i]) {
             *i += 1;
         }
     };
-    skip(&mut i);
-    if i >= len || raw[i] != b'[' {
-        return Err(FrameError::Malformed("expected a JSON array"));
-    }
-    i += 1;
-    skip(&mut i);
-    if i < len && raw[i] == b']' {
+    let Some(mut i) = open_container(raw, b'[', b']', "expected a JSON array")? else {
         return Ok(out);
-    }
+    };
     loop {
         skip(&mut i);
         let vs = i;
@@ -233,4 +219,21 @@ pub fn array_elements(raw: &[u8]) -> Result<Vec<Range<usize>>, FrameError> {
             _ => return Err(FrameError::Malformed("expected ',' or ']'")),
         }
     }
+}
+
+/// Past the opening bracket of the JSON container `raw` holds (whitespace around it
+/// skipped): the index of its first member, or None when it is empty.
+fn open_container(
+    raw: &[u8],
+    open: u8,
+    close: u8,
+    expected: &'static str,
+) -> Result<Option<usize>, FrameError> {
+    let at = |from: usize| from + raw[from..].iter().take_while(|b| is_ws(**b)).count();
+    let i = at(0);
+    if raw.get(i) != Some(&open) {
+        return Err(FrameError::Malformed(expected));
+    }
+    let i = at(i + 1);
+    Ok((raw.get(i) != Some(&close)).then_some(i))
 }

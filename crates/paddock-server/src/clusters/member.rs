@@ -145,13 +145,7 @@ async fn bootstrap_then_resync(state: Arc<AppState>, name: String) {
     refresh.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     refresh.tick().await;
     loop {
-        let ids: Vec<String> = state
-            .cache
-            .tenants()
-            .iter()
-            .map(|t| t.id.as_str().to_string())
-            .collect();
-        state.catalogs.set_known_tenants(ids);
+        state.catalogs.set_known_tenants(state.known_tenant_ids());
         tokio::select! {
             r = changes.changed() => if r.is_err() { return },
             _ = refresh.tick() => {

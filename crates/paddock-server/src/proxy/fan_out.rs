@@ -2,20 +2,41 @@
 //! cluster-wide rights upstream, so the request goes to `fanout` (one request per tenant
 //! namespace, merged) instead of down the stack.
 
+use std::future::Future;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use http::Response;
 use tower::Service;
 
-use super::{LayerFuture, Planned, pipeline_layer};
+use super::{Job, LayerFuture, Planned, pipeline_layer};
 use crate::body::ResBody;
 use crate::error::ServerError;
+use crate::state::AppState;
 
 pipeline_layer!(FanOutLayer, FanOut);
 
-impl<S> Service<Planned> for FanOut<S>
+/// What the fan-out step asks of the replica.
+pub trait FanningOut: Send + Sync + 'static {
+    /// Serves a namespaced kind read across the tenant's namespaces (`fanout`).
+    fn fan_out(
+        self: Arc<Self>,
+        job: Arc<Job>,
+    ) -> impl Future<Output = Result<Response<ResBody>, ServerError>> + Send;
+}
+
+impl FanningOut for AppState {
+    async fn fan_out(self: Arc<Self>, job: Arc<Job>) -> Result<Response<ResBody>, ServerError> {
+        let c = &job.caller;
+        let accept = job.accept.as_deref();
+        crate::fanout::serve(&self, &job.ctx, &job.plan, &c.user, &c.groups, accept).await
+    }
+}
+
+impl<S, P, B> Service<Planned<B>> for FanOut<S, P>
 where
-    S: Service<Planned, Response = Response<ResBody>, Error = ServerError>,
+    P: FanningOut,
+    S: Service<Planned<B>, Response = Response<ResBody>, Error = ServerError>,
     S::Future: Send + 'static,
 {
     type Response = Response<ResBody>;
@@ -26,16 +47,16 @@ where
         self.inner.poll_ready(cx)
     }
 
-    fn call(&mut self, planned: Planned) -> Self::Future {
+    fn call(&mut self, planned: Planned<B>) -> Self::Future {
         if !planned.job.plan.actions.fan_out {
             return futures_util::future::Either::Left(self.inner.call(planned));
         }
-        let state = self.state.clone();
-        futures_util::future::Either::Right(Box::pin(async move {
-            let job = &planned.job;
-            let c = &job.caller;
-            let accept = job.accept.as_deref();
-            crate::fanout::serve(&state, &job.ctx, &job.plan, &c.user, &c.groups, accept).await
-        }))
+        // The request's body (none: a read) is not needed.
+        let job = planned.job;
+        futures_util::future::Either::Right(Box::pin(self.state.clone().fan_out(job)))
     }
 }
+
+#[cfg(test)]
+#[path = "fan_out_tests.rs"]
+mod tests;

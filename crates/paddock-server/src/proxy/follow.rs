@@ -2,14 +2,16 @@
 //! namespace that does not exist, the RBAC mirrors of a changed ClusterRoleBinding or CRD, a
 //! self review's answer, a new namespace's setup.
 
-use std::sync::Arc;
+use std::future::Future;
 use std::task::{Context, Poll};
 
-use http::StatusCode;
+use http::{Response, StatusCode};
+use paddock_core::TenantId;
 use tower::Service;
 
 use super::rewrite::whole_answer;
-use super::{FollowedUp, LayerFuture, Planned, Sent, pipeline_layer};
+use super::{FollowedUp, Job, LayerFuture, Planned, Sent, pipeline_layer};
+use crate::body::ResBody;
 use crate::error::ServerError;
 use crate::rewrite::{content_type_of, rewrite_whole};
 use crate::state::AppState;
@@ -19,9 +21,52 @@ pipeline_layer!(FollowUpLayer, FollowUps);
 /// Largest answer read whole to follow it up (a review, a namespace).
 const FOLLOW_UP_BYTES: usize = 1 << 20;
 
-impl<S> Service<Planned> for FollowUps<S>
+/// What the follow-ups ask of the replica: each action of the plan, carried out.
+pub trait FollowingUp: Send + Sync + 'static {
+    /// A cluster admin's answer to a refusal in a namespace that does not exist, if it does
+    /// not.
+    fn absent_namespace(
+        &self,
+        job: &Job,
+    ) -> impl Future<Output = Result<Option<Response<ResBody>>, ServerError>> + Send;
+    /// The tenant's RBAC mirrors brought in step (failures are logged: the periodic resync
+    /// retries).
+    fn sync_rbac(&self, tenant: &TenantId) -> impl Future<Output = ()> + Send;
+    /// A self review's answer for the tenant's cluster.
+    fn self_review(
+        &self,
+        sent: Sent,
+    ) -> impl Future<Output = Result<Response<ResBody>, ServerError>> + Send;
+    /// A new namespace's binding (and billing stamp), then its answer.
+    fn bind_namespace(
+        &self,
+        sent: Sent,
+    ) -> impl Future<Output = Result<Response<ResBody>, ServerError>> + Send;
+}
+
+impl FollowingUp for AppState {
+    async fn absent_namespace(&self, job: &Job) -> Result<Option<Response<ResBody>>, ServerError> {
+        let c = &job.caller;
+        crate::absent::answer_if_absent_namespace(self, &job.ctx, &job.plan, &c.user, &c.groups)
+            .await
+    }
+    async fn sync_rbac(&self, tenant: &TenantId) {
+        if let Err(e) = crate::rbac_sync::sync_tenant(&self.upstream, tenant).await {
+            tracing::warn!(tenant = %tenant, error = %e, "RBAC mirror sync failed; the periodic resync will retry");
+        }
+    }
+    async fn self_review(&self, sent: Sent) -> Result<Response<ResBody>, ServerError> {
+        self_review(self, sent).await
+    }
+    async fn bind_namespace(&self, sent: Sent) -> Result<Response<ResBody>, ServerError> {
+        bind_namespace(self, sent).await
+    }
+}
+
+impl<S, P, B> Service<Planned<B>> for FollowUps<S, P>
 where
-    S: Service<Planned, Response = Sent, Error = ServerError>,
+    P: FollowingUp,
+    S: Service<Planned<B>, Response = Sent, Error = ServerError>,
     S::Future: Send + 'static,
 {
     type Response = FollowedUp;
@@ -32,26 +77,18 @@ where
         self.inner.poll_ready(cx)
     }
 
-    fn call(&mut self, planned: Planned) -> Self::Future {
+    fn call(&mut self, planned: Planned<B>) -> Self::Future {
         let state = self.state.clone();
         let fut = self.inner.call(planned);
-        Box::pin(async move { follow_ups(&state, fut.await?).await })
+        Box::pin(async move { follow_ups(&*state, fut.await?).await })
     }
 }
 
-async fn follow_ups(state: &Arc<AppState>, sent: Sent) -> Result<FollowedUp, ServerError> {
+async fn follow_ups<P: FollowingUp>(state: &P, sent: Sent) -> Result<FollowedUp, ServerError> {
     let status = sent.resp.status();
-    let (job, actions) = (&sent.job, sent.job.plan.actions);
-    let (ctx, plan, caller) = (&job.ctx, &job.plan, &job.caller);
+    let actions = sent.job.plan.actions;
     if status == StatusCode::FORBIDDEN
-        && let Some(answer) = crate::absent::answer_if_absent_namespace(
-            state,
-            ctx,
-            plan,
-            &caller.user,
-            &caller.groups,
-        )
-        .await?
+        && let Some(answer) = state.absent_namespace(&sent.job).await?
     {
         // Rights in a namespace come from RoleBindings inside it: in a namespace that does
         // not exist a cluster admin gets an empty list or a NotFound, not a refusal.
@@ -64,25 +101,20 @@ async fn follow_ups(state: &Arc<AppState>, sent: Sent) -> Result<FollowedUp, Ser
     if actions.sync_rbac {
         // A ClusterRoleBinding or CRD changed: its namespaced mirrors (and the tenant's
         // custom-resources role) follow before the answer, so the change is usable at once.
-        if let Err(e) = crate::rbac_sync::sync_tenant(&state.upstream, &caller.tenant).await {
-            tracing::warn!(tenant = %caller.tenant, error = %e, "RBAC mirror sync failed; the periodic resync will retry");
-        }
+        state.sync_rbac(&sent.job.caller.tenant).await;
     }
     if actions.self_review {
-        return self_review(state, sent).await.map(FollowedUp::Answered);
+        return state.self_review(sent).await.map(FollowedUp::Answered);
     }
     if actions.bind_namespace {
-        return bind_namespace(state, sent).await.map(FollowedUp::Answered);
+        return state.bind_namespace(sent).await.map(FollowedUp::Answered);
     }
     Ok(FollowedUp::Upstream(sent))
 }
 
 /// Upstream's answer (JSON, whatever the request's encoding) shows the attributes; it is
 /// turned into the answer for the tenant's cluster (reviews.rs).
-async fn self_review(
-    state: &Arc<AppState>,
-    sent: Sent,
-) -> Result<http::Response<crate::body::ResBody>, ServerError> {
+async fn self_review(state: &AppState, sent: Sent) -> Result<Response<ResBody>, ServerError> {
     let status = sent.resp.status();
     let (job, with) = (&sent.job, &sent.with);
     let raw = state
@@ -107,10 +139,7 @@ async fn self_review(
 /// The tenant's admins get full rights in every namespace of theirs; done before answering
 /// so the namespace is usable at once. The name comes from upstream's answer (the request
 /// may have used generateName or a protobuf body).
-async fn bind_namespace(
-    state: &Arc<AppState>,
-    sent: Sent,
-) -> Result<http::Response<crate::body::ResBody>, ServerError> {
+async fn bind_namespace(state: &AppState, sent: Sent) -> Result<Response<ResBody>, ServerError> {
     let status = sent.resp.status();
     let tenant = &sent.job.caller.tenant;
     let ct = content_type_of(&sent.resp);
@@ -133,3 +162,7 @@ async fn bind_namespace(
     let doc = rewrite_whole(&sent.job.ctx, &sent.job.plan, status, &ct, &raw)?;
     whole_answer(status, &ct, doc)
 }
+
+#[cfg(test)]
+#[path = "follow_tests.rs"]
+mod tests;

@@ -127,24 +127,33 @@ pub async fn serve_tenant(
 pub type LayerFuture<T> =
     std::pin::Pin<Box<dyn std::future::Future<Output = Result<T, ServerError>> + Send>>;
 
-/// Implements `tower::Layer` for a pipeline layer `$layer<S>` holding the replica's state.
+/// Implements `tower::Layer` for a pipeline layer `$layer<S, P>` holding what the step asks
+/// of the replica: `P` is the replica's state in production ([`AppState`]), a fake in the
+/// step's unit tests; each step names what it needs as a small port trait.
 macro_rules! pipeline_layer {
     ($layer_name:ident, $service:ident) => {
         /// The tower layer of the step (see the module).
-        #[derive(Clone)]
-        pub struct $layer_name {
-            state: std::sync::Arc<crate::state::AppState>,
+        pub struct $layer_name<P = crate::state::AppState> {
+            state: std::sync::Arc<P>,
         }
 
-        impl $layer_name {
-            pub fn new(state: std::sync::Arc<crate::state::AppState>) -> Self {
+        impl<P> $layer_name<P> {
+            pub fn new(state: std::sync::Arc<P>) -> Self {
                 $layer_name { state }
             }
         }
 
-        impl<S> tower::Layer<S> for $layer_name {
-            type Service = $service<S>;
-            fn layer(&self, inner: S) -> $service<S> {
+        impl<P> Clone for $layer_name<P> {
+            fn clone(&self) -> Self {
+                $layer_name {
+                    state: self.state.clone(),
+                }
+            }
+        }
+
+        impl<S, P> tower::Layer<S> for $layer_name<P> {
+            type Service = $service<S, P>;
+            fn layer(&self, inner: S) -> $service<S, P> {
                 $service {
                     state: self.state.clone(),
                     inner,
@@ -153,11 +162,22 @@ macro_rules! pipeline_layer {
         }
 
         /// The step as a service over its inner service.
-        #[derive(Clone)]
-        pub struct $service<S> {
-            state: std::sync::Arc<crate::state::AppState>,
+        pub struct $service<S, P = crate::state::AppState> {
+            state: std::sync::Arc<P>,
             inner: S,
+        }
+
+        impl<S: Clone, P> Clone for $service<S, P> {
+            fn clone(&self) -> Self {
+                $service {
+                    state: self.state.clone(),
+                    inner: self.inner.clone(),
+                }
+            }
         }
     };
 }
 pub(crate) use pipeline_layer;
+
+#[cfg(test)]
+pub(crate) mod test_support;

@@ -2,13 +2,14 @@
 //! rewritten whole (documents, small answers), rewritten as a stream (lists, watches, logs),
 //! or spliced (exec, attach, port-forward upgrades).
 
-use std::sync::Arc;
+use std::future::Future;
 use std::task::{Context, Poll};
 
 use http::header::{self, HeaderValue};
 use http::{Response, StatusCode};
 use hyper::body::Incoming;
 use paddock_core::{Plan, ResponseKind, TenantContext};
+use tokio_util::sync::CancellationToken;
 use tower::Service;
 
 use super::{FollowedUp, LayerFuture, Planned, Sent, pipeline_layer};
@@ -26,9 +27,50 @@ use crate::upstream::StreamSlot;
 
 pipeline_layer!(RewriteLayer, Rewrite);
 
-impl<S> Service<Planned> for Rewrite<S>
+/// What rewriting asks of the replica.
+pub trait Rewriting: Send + Sync + 'static {
+    /// Counts an open watch until dropped.
+    type WatchGuard: Send + 'static;
+    /// Reads an answer's body whole, at most `limit` bytes, by `deadline`.
+    fn collect_until(
+        &self,
+        body: Incoming,
+        limit: usize,
+        deadline: tokio::time::Instant,
+    ) -> impl Future<Output = Result<bytes::Bytes, ServerError>> + Send;
+    /// Counts an open watch until the guard is dropped.
+    fn watch_opened(&self) -> Self::WatchGuard;
+    /// Cancelled at shutdown: watches end cleanly.
+    fn shutdown(&self) -> CancellationToken;
+    /// Cancelled when the upstream is lost: watches end with an ERROR event.
+    fn upstream_lost(&self) -> CancellationToken;
+}
+
+impl Rewriting for AppState {
+    type WatchGuard = crate::metrics::WatchGuard;
+    async fn collect_until(
+        &self,
+        body: Incoming,
+        limit: usize,
+        deadline: tokio::time::Instant,
+    ) -> Result<bytes::Bytes, ServerError> {
+        self.upstream.collect_until(body, limit, deadline).await
+    }
+    fn watch_opened(&self) -> crate::metrics::WatchGuard {
+        crate::metrics::WatchGuard::open(self.metrics.clone())
+    }
+    fn shutdown(&self) -> CancellationToken {
+        self.shutdown.clone()
+    }
+    fn upstream_lost(&self) -> CancellationToken {
+        self.health.lost_token()
+    }
+}
+
+impl<S, P, B> Service<Planned<B>> for Rewrite<S, P>
 where
-    S: Service<Planned, Response = FollowedUp, Error = ServerError> + Clone + Send + 'static,
+    P: Rewriting,
+    S: Service<Planned<B>, Response = FollowedUp, Error = ServerError> + Clone + Send + 'static,
     S::Future: Send + 'static,
 {
     type Response = Response<ResBody>;
@@ -39,7 +81,7 @@ where
         self.inner.poll_ready(cx)
     }
 
-    fn call(&mut self, planned: Planned) -> Self::Future {
+    fn call(&mut self, planned: Planned<B>) -> Self::Future {
         let state = self.state.clone();
         let fut = self.inner.call(planned);
         Box::pin(async move {
@@ -51,7 +93,7 @@ where
             if plan.upgrade && sent.resp.status() == StatusCode::SWITCHING_PROTOCOLS {
                 return splice_upgrade(sent);
             }
-            rewrite_response(&state, sent).await
+            rewrite_response(&*state, sent).await
         })
     }
 }
@@ -124,8 +166,8 @@ fn splice_upgrade(sent: Sent) -> Result<Response<ResBody>, ServerError> {
 
 /// The answer for the tenant: passed through, rewritten whole (documents, small answers), or
 /// rewritten as a stream (lists, watches, logs).
-async fn rewrite_response(
-    state: &Arc<AppState>,
+async fn rewrite_response<P: Rewriting>(
+    state: &P,
     sent: Sent,
 ) -> Result<Response<ResBody>, ServerError> {
     let Sent {
@@ -152,7 +194,6 @@ async fn rewrite_response(
         passthrough(resp.into_body())
     } else if buffered && status.is_success() {
         let raw = state
-            .upstream
             .collect_until(resp.into_body(), MAX_DOCUMENT_BYTES, deadline)
             .await?;
         let mut doc = rewrite_whole(ctx, plan, status, &content_type, &raw)?;
@@ -188,10 +229,7 @@ async fn rewrite_response(
         // A small answer of known length (a GET of one object, a write's answer, a Status):
         // read it whole and answer with headers and body together. Streamed, the headers
         // would leave first and the body in a second write, after another wake-up.
-        let raw = state
-            .upstream
-            .collect_until(resp.into_body(), len, deadline)
-            .await?;
+        let raw = state.collect_until(resp.into_body(), len, deadline).await?;
         full(rewrite_whole(ctx, plan, status, &content_type, &raw)?)
     } else {
         stream_body(state, ctx, plan, resp, slot, &content_type, deadline)
@@ -201,8 +239,8 @@ async fn rewrite_response(
 }
 
 /// A list, watch or log answer rewritten chunk by chunk as it arrives.
-fn stream_body(
-    state: &Arc<AppState>,
+fn stream_body<P: Rewriting>(
+    state: &P,
     ctx: &TenantContext,
     plan: &Plan,
     resp: Response<Incoming>,
@@ -217,7 +255,7 @@ fn stream_body(
         ResponseKind::Watch | ResponseKind::TableWatch
     );
     let on_finish: Option<Box<dyn FnOnce() + Send>> = if watch {
-        let guard = crate::metrics::WatchGuard::open(state.metrics.clone());
+        let guard = state.watch_opened();
         Some(Box::new(move || {
             drop(guard);
             drop(slot);
@@ -228,9 +266,9 @@ fn stream_body(
     let body = RewriteBody::new(resp.into_body(), rw, on_finish);
     if watch {
         // Ends cleanly at shutdown; with an ERROR event when the upstream is lost.
-        body.until(state.shutdown.clone())
+        body.until(state.shutdown())
             .interrupt_on(
-                state.health.lost_token(),
+                state.upstream_lost(),
                 crate::error::watch_interrupted_event(),
             )
             .boxed()
@@ -241,3 +279,7 @@ fn stream_body(
         body.batched().deadline(deadline).boxed()
     }
 }
+
+#[cfg(test)]
+#[path = "rewrite_tests.rs"]
+mod tests;

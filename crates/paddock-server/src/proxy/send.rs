@@ -2,30 +2,83 @@
 //! Watches go to the watch pool (HTTP/2, many per connection); their stream slot lives as
 //! long as the response body.
 
+use std::future::Future;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
+use http::{Request, Response};
+use hyper::body::Incoming;
 use paddock_core::request::Route as PlanRoute;
+use tokio::time::Instant;
 use tower::Service;
 
 use super::{LayerFuture, Outbound, Sent};
+use crate::body::UpBody;
 use crate::error::ServerError;
 use crate::state::AppState;
-use crate::upstream::Route;
+use crate::upstream::{Route, StreamSlot};
 
-/// Sends planned requests upstream (see the module).
-#[derive(Clone)]
-pub struct Send {
-    state: Arc<AppState>,
+/// Upstream's answer to a request: its headers, the body still to read.
+pub type Answer = Result<Response<Incoming>, ServerError>;
+
+/// Upstream's answer to a watch, with the stream slot it holds in the watch pool.
+pub type WatchAnswer = Result<(Response<Incoming>, StreamSlot), ServerError>;
+
+/// What sending asks of the replica: its upstream pools and its error counter.
+pub trait Sending: std::marker::Send + Sync + 'static {
+    /// When a short request sent now must have its answer.
+    fn deadline(&self) -> Instant;
+    /// Sends a watch through the watch pool.
+    fn send_watch(
+        &self,
+        request: Request<UpBody>,
+    ) -> impl Future<Output = WatchAnswer> + std::marker::Send;
+    /// Sends any other request through `pool`, its answer's headers due by `deadline`.
+    fn send_until(
+        &self,
+        request: Request<UpBody>,
+        pool: Route,
+        deadline: Instant,
+    ) -> impl Future<Output = Answer> + std::marker::Send;
+    /// Counts an upstream error by kind (`status_5xx`, `timeout`, `connect`).
+    fn upstream_error(&self, kind: &'static str);
 }
 
-impl Send {
-    pub fn new(state: Arc<AppState>) -> Self {
+impl Sending for AppState {
+    fn deadline(&self) -> Instant {
+        self.upstream.deadline()
+    }
+    async fn send_watch(&self, request: Request<UpBody>) -> WatchAnswer {
+        self.upstream.send_watch(request).await
+    }
+    async fn send_until(&self, request: Request<UpBody>, pool: Route, deadline: Instant) -> Answer {
+        self.upstream.send_until(request, pool, deadline).await
+    }
+    fn upstream_error(&self, kind: &'static str) {
+        self.metrics.upstream_error(kind);
+    }
+}
+
+/// Sends planned requests upstream (see the module).
+pub struct Send<P = AppState> {
+    state: Arc<P>,
+}
+
+impl<P> Send<P> {
+    pub fn new(state: Arc<P>) -> Self {
         Send { state }
     }
 }
 
-impl Service<Outbound> for Send {
+impl<P> Clone for Send<P> {
+    fn clone(&self) -> Self {
+        Send {
+            state: self.state.clone(),
+        }
+    }
+}
+
+impl<P: Sending> Service<Outbound> for Send<P> {
     type Response = Sent;
     type Error = ServerError;
     type Future = LayerFuture<Sent>;
@@ -38,8 +91,8 @@ impl Service<Outbound> for Send {
     fn call(&mut self, out: Outbound) -> Self::Future {
         let state = self.state.clone();
         Box::pin(async move {
-            let deadline = state.upstream.deadline();
-            let (resp, slot) = send(&state, out.job.plan.route, out.request, deadline).await?;
+            let deadline = state.deadline();
+            let (resp, slot) = send(&*state, out.job.plan.route, out.request, deadline).await?;
             Ok(Sent {
                 job: out.job,
                 resp,
@@ -51,19 +104,12 @@ impl Service<Outbound> for Send {
     }
 }
 
-async fn send(
-    state: &AppState,
+async fn send<P: Sending>(
+    state: &P,
     route: PlanRoute,
-    request: http::Request<crate::body::UpBody>,
-    deadline: tokio::time::Instant,
-) -> Result<
-    (
-        http::Response<hyper::body::Incoming>,
-        Option<crate::upstream::StreamSlot>,
-    ),
-    ServerError,
-> {
-    let up = &state.upstream;
+    request: Request<UpBody>,
+    deadline: Instant,
+) -> Result<(Response<Incoming>, Option<StreamSlot>), ServerError> {
     let pool = match route {
         PlanRoute::Watch => None,
         PlanRoute::Stream => Some(Route::Stream),
@@ -71,19 +117,21 @@ async fn send(
         PlanRoute::Short => Some(Route::Short),
     };
     let sent = match pool {
-        None => up.send_watch(request).await.map(|(r, s)| (r, Some(s))),
-        Some(pool) => up
+        None => state.send_watch(request).await.map(|(r, s)| (r, Some(s))),
+        Some(pool) => state
             .send_until(request, pool, deadline)
             .await
             .map(|r| (r, None)),
     };
     match &sent {
-        Ok((resp, _)) if resp.status().is_server_error() => {
-            state.metrics.upstream_error("status_5xx");
-        }
+        Ok((resp, _)) if resp.status().is_server_error() => state.upstream_error("status_5xx"),
         Ok(_) => {}
-        Err(ServerError::UpstreamTimeout(..)) => state.metrics.upstream_error("timeout"),
-        Err(_) => state.metrics.upstream_error("connect"),
+        Err(ServerError::UpstreamTimeout(..)) => state.upstream_error("timeout"),
+        Err(_) => state.upstream_error("connect"),
     }
     sent
 }
+
+#[cfg(test)]
+#[path = "send_tests.rs"]
+mod tests;

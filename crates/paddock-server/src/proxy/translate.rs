@@ -2,12 +2,13 @@
 //! upstream identity the plan calls for (the shadow of a self access review decided once its
 //! body is translated).
 
-use std::sync::Arc;
+use std::future::Future;
 use std::task::{Context, Poll};
 
-use http::Request;
+use bytes::Bytes;
 use http::header::{self, HeaderMap};
-use hyper::body::Incoming;
+use http::{Request, Uri};
+use paddock_core::TenantId;
 use tower::Service;
 
 use super::{Job, LayerFuture, Outbound, Planned, Sent, SentWith, pipeline_layer};
@@ -20,8 +21,45 @@ use crate::state::AppState;
 
 pipeline_layer!(TranslateLayer, Translate);
 
-impl<S> Service<Planned> for Translate<S>
+/// What building the upstream request asks of the replica.
+pub trait Translating: Send + Sync + 'static {
+    /// The upstream URI of a path and query.
+    fn upstream_uri(&self, path_and_query: &str) -> Result<Uri, ServerError>;
+    /// The largest request body read.
+    fn max_body_bytes(&self) -> usize;
+    /// Admits a namespace's creation under the tenant's quota (or refuses it).
+    fn admit_namespace_create(
+        &self,
+        tenant: &TenantId,
+        translated: &[u8],
+        content_type: &str,
+        dry_run: bool,
+    ) -> impl Future<Output = Result<(), ServerError>> + Send;
+}
+
+impl Translating for AppState {
+    fn upstream_uri(&self, path_and_query: &str) -> Result<Uri, ServerError> {
+        self.upstream.uri(path_and_query)
+    }
+    fn max_body_bytes(&self) -> usize {
+        self.config.max_body_bytes
+    }
+    async fn admit_namespace_create(
+        &self,
+        tenant: &TenantId,
+        translated: &[u8],
+        content_type: &str,
+        dry_run: bool,
+    ) -> Result<(), ServerError> {
+        crate::quota::admit_namespace_create(self, tenant, translated, content_type, dry_run).await
+    }
+}
+
+impl<S, P, B> Service<Planned<B>> for Translate<S, P>
 where
+    P: Translating,
+    B: http_body::Body<Data = Bytes> + Send + Unpin + 'static,
+    B::Error: std::fmt::Display + Send,
     S: Service<Outbound, Response = Sent, Error = ServerError> + Clone + Send + 'static,
     S::Future: Send + 'static,
 {
@@ -33,28 +71,30 @@ where
         self.inner.poll_ready(cx)
     }
 
-    fn call(&mut self, planned: Planned) -> Self::Future {
+    fn call(&mut self, planned: Planned<B>) -> Self::Future {
         let state = self.state.clone();
         // The inner service was polled ready; the clone takes its place (tower's idiom).
         let clone = self.inner.clone();
         let mut inner = std::mem::replace(&mut self.inner, clone);
         Box::pin(async move {
-            let outbound = upstream_request(&state, planned).await?;
+            let outbound = upstream_request(&*state, planned).await?;
             inner.call(outbound).await
         })
     }
 }
 
-async fn upstream_request(
-    state: &Arc<AppState>,
-    planned: Planned,
-) -> Result<Outbound, ServerError> {
+async fn upstream_request<P, B>(state: &P, planned: Planned<B>) -> Result<Outbound, ServerError>
+where
+    P: Translating,
+    B: http_body::Body<Data = Bytes> + Send + Unpin + 'static,
+    B::Error: std::fmt::Display + Send,
+{
     let Planned { job, req } = planned;
     let plan = &job.plan;
     let (parts, body) = req.into_parts();
     let mut up = Request::builder()
         .method(parts.method.clone())
-        .uri(state.upstream.uri(&plan.upstream_path_and_query)?);
+        .uri(state.upstream_uri(&plan.upstream_path_and_query)?);
     let headers = up
         .headers_mut()
         .ok_or_else(|| ServerError::Internal("request builder".into()))?;
@@ -75,7 +115,7 @@ async fn upstream_request(
         client_upgrade: None,
     };
     let up_body: UpBody = if plan.needs_body_translation {
-        let raw = collect_limited(body, state.config.max_body_bytes).await?;
+        let raw = collect_limited(body, state.max_body_bytes()).await?;
         if let Some(slot) = parts.extensions.get::<crate::audit::AuditBody>() {
             let _ = slot.0.set(raw.clone());
         }
@@ -85,7 +125,7 @@ async fn upstream_request(
         sent.client_upgrade = Some(hyper::upgrade::on(&mut client_req));
         crate::body::empty_up()
     } else {
-        plain_body(state, body, headers).await?
+        plain_body(state.max_body_bytes(), body, headers).await?
     };
     let c = &job.caller;
     add_impersonation_as(headers, &c.tenant, &c.user, &c.groups, sent.who)?;
@@ -98,12 +138,12 @@ async fn upstream_request(
 /// A write's body translated (JSON, patches, apply YAML, protobuf), with the plan's actions
 /// before sending: a namespace's pod-security label held, its creation admitted under the
 /// tenant quota, a self review normalised.
-async fn translated_body(
-    state: &Arc<AppState>,
+async fn translated_body<P: Translating>(
+    state: &P,
     job: &Job,
     client_headers: &HeaderMap,
     headers: &mut HeaderMap,
-    raw: &bytes::Bytes,
+    raw: &Bytes,
     sent: &mut SentWith,
 ) -> Result<UpBody, ServerError> {
     let (ctx, plan) = (&job.ctx, &job.plan);
@@ -118,7 +158,8 @@ async fn translated_body(
     }
     if plan.actions.admit_namespace_quota {
         let dry_run = plan.upstream_path_and_query.contains("dryRun=");
-        crate::quota::admit_namespace_create(state, &ctx.tenant, &translated, &up_ct, dry_run)
+        state
+            .admit_namespace_create(&ctx.tenant, &translated, &up_ct, dry_run)
             .await?;
     }
     if plan.actions.self_review {
@@ -132,12 +173,16 @@ async fn translated_body(
 
 /// Requests without a body to translate (GET, DELETE without options, CONNECT): the body, if
 /// any (DeleteOptions), is small and carries no names.
-async fn plain_body(
-    state: &Arc<AppState>,
-    body: Incoming,
+async fn plain_body<B>(
+    max_body_bytes: usize,
+    body: B,
     headers: &mut HeaderMap,
-) -> Result<UpBody, ServerError> {
-    let raw = collect_limited(body, state.config.max_body_bytes).await?;
+) -> Result<UpBody, ServerError>
+where
+    B: http_body::Body<Data = Bytes> + Unpin,
+    B::Error: std::fmt::Display + Send,
+{
+    let raw = collect_limited(body, max_body_bytes).await?;
     if raw.is_empty() {
         return Ok(crate::body::empty_up());
     }
@@ -146,3 +191,7 @@ async fn plain_body(
     }
     Ok(crate::body::full_up(raw))
 }
+
+#[cfg(test)]
+#[path = "translate_tests.rs"]
+mod tests;

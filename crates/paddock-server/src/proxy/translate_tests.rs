@@ -1,0 +1,179 @@
+//! The body-translation step alone: the upstream request it builds (URI, headers, identity,
+//! translated body), over a fake replica and an inner service that keeps what it is sent.
+#![allow(clippy::unwrap_used)]
+
+use std::sync::{Arc, Mutex};
+
+use http::StatusCode;
+use http_body_util::{BodyExt, Full};
+use tower::{Layer, ServiceExt};
+
+use super::*;
+use crate::proxy::test_support::{job, json_answer, sent};
+
+/// Bodies up to 1 KiB; records namespace admissions.
+#[derive(Default)]
+struct Fake {
+    admitted: Mutex<Vec<String>>,
+}
+
+impl Translating for Fake {
+    fn upstream_uri(&self, path_and_query: &str) -> Result<Uri, ServerError> {
+        Ok(format!("https://upstream.test{path_and_query}")
+            .parse()
+            .unwrap())
+    }
+    fn max_body_bytes(&self) -> usize {
+        1024
+    }
+    async fn admit_namespace_create(
+        &self,
+        tenant: &TenantId,
+        translated: &[u8],
+        _: &str,
+        dry_run: bool,
+    ) -> Result<(), ServerError> {
+        let v: serde_json::Value = serde_json::from_slice(translated).unwrap();
+        self.admitted.lock().unwrap().push(format!(
+            "{tenant} {} dry_run={dry_run}",
+            v["metadata"]["name"].as_str().unwrap()
+        ));
+        Ok(())
+    }
+}
+
+/// What reached the inner service: the upstream request's head and its body.
+type Kept = Arc<Mutex<Option<(http::request::Parts, Bytes)>>>;
+
+/// Runs `req` (planned as `method uri`) through the step; what it sends is kept.
+async fn translate(
+    fake: &Arc<Fake>,
+    method: &str,
+    uri: &str,
+    req: http::Request<Full<Bytes>>,
+) -> (Result<Sent, ServerError>, Kept) {
+    let kept: Kept = Arc::default();
+    let keep = kept.clone();
+    let inner = tower::service_fn(move |out: Outbound| {
+        let keep = keep.clone();
+        async move {
+            let (parts, body) = out.request.into_parts();
+            let body = body.collect().await.unwrap().to_bytes();
+            *keep.lock().unwrap() = Some((parts, body));
+            Ok::<_, ServerError>(sent(out.job, json_answer(StatusCode::OK, "{}").await))
+        }
+    });
+    let planned = Planned {
+        job: job(method, uri),
+        req,
+    };
+    let r = TranslateLayer::new(fake.clone())
+        .layer(inner)
+        .oneshot(planned)
+        .await;
+    (r, kept)
+}
+
+fn request(method: &str, body: &'static str) -> http::Request<Full<Bytes>> {
+    http::Request::builder()
+        .method(method)
+        .header(header::CONTENT_TYPE, "application/json")
+        .header("impersonate-user", "system:admin")
+        .header("impersonate-group", "system:masters")
+        .body(Full::new(Bytes::from_static(body.as_bytes())))
+        .unwrap()
+}
+
+fn header_values<'a>(parts: &'a http::request::Parts, name: &str) -> Vec<&'a str> {
+    parts
+        .headers
+        .get_all(name)
+        .iter()
+        .map(|v| v.to_str().unwrap())
+        .collect()
+}
+
+#[tokio::test]
+async fn a_get_goes_to_the_translated_path_as_the_tenant_user() {
+    let fake = Arc::new(Fake::default());
+    let uri = "/api/v1/namespaces/web/pods/p";
+    let (r, kept) = translate(&fake, "GET", uri, request("GET", "")).await;
+    r.unwrap();
+    let (parts, body) = kept.lock().unwrap().take().unwrap();
+    assert_eq!(
+        parts.uri,
+        "https://upstream.test/api/v1/namespaces/foofoo-web/pods/p"
+    );
+    assert!(body.is_empty());
+    // The client's own Impersonate-* headers never reach upstream: only paddock's identity.
+    let users = header_values(&parts, "impersonate-user");
+    assert_eq!(users.len(), 1);
+    assert!(
+        users[0].contains("foofoo") && users[0].contains("alice"),
+        "{users:?}"
+    );
+    let groups = header_values(&parts, "impersonate-group");
+    assert!(!groups.contains(&"system:masters"), "{groups:?}");
+    assert!(parts.headers.contains_key(header::ACCEPT));
+}
+
+#[tokio::test]
+async fn a_write_is_sent_with_its_body_in_upstream_names() {
+    let fake = Arc::new(Fake::default());
+    let uri = "/api/v1/namespaces/web/configmaps";
+    let cm = r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c","namespace":"web"},"data":{"k":"v"}}"#;
+    let (r, kept) = translate(&fake, "POST", uri, request("POST", cm)).await;
+    r.unwrap();
+    let (parts, body) = kept.lock().unwrap().take().unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(v["metadata"]["namespace"], "foofoo-web");
+    assert_eq!(v["data"]["k"], "v");
+    assert!(
+        parts.headers[header::CONTENT_TYPE]
+            .to_str()
+            .unwrap()
+            .starts_with("application/json")
+    );
+    assert!(fake.admitted.lock().unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn a_new_namespace_is_admitted_under_the_quota_in_upstream_names() {
+    let fake = Arc::new(Fake::default());
+    let ns = r#"{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"dev"}}"#;
+    let (r, _) = translate(&fake, "POST", "/api/v1/namespaces", request("POST", ns)).await;
+    r.unwrap();
+    assert_eq!(
+        *fake.admitted.lock().unwrap(),
+        ["foofoo foofoo-dev dry_run=false"]
+    );
+}
+
+#[tokio::test]
+async fn a_body_over_the_limit_is_refused_with_413_and_never_sent() {
+    let fake = Arc::new(Fake::default());
+    let big: &'static str = Box::leak(
+        format!(
+            r#"{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"c"}},"data":{{"k":"{}"}}}}"#,
+            "x".repeat(2048)
+        )
+        .into_boxed_str(),
+    );
+    let uri = "/api/v1/namespaces/web/configmaps";
+    let (r, kept) = translate(&fake, "POST", uri, request("POST", big)).await;
+    let err = r.err().unwrap();
+    assert_eq!(err.into_response().status(), StatusCode::PAYLOAD_TOO_LARGE);
+    assert!(kept.lock().unwrap().is_none());
+}
+
+#[tokio::test]
+async fn a_body_naming_another_namespace_is_refused_and_never_sent() {
+    let fake = Arc::new(Fake::default());
+    let uri = "/api/v1/namespaces/web/configmaps";
+    let cm =
+        r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c","namespace":"other"}}"#;
+    let (r, kept) = translate(&fake, "POST", uri, request("POST", cm)).await;
+    let status = r.err().unwrap().into_response().status();
+    assert!(status.is_client_error(), "{status}");
+    assert!(kept.lock().unwrap().is_none());
+}

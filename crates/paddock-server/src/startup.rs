@@ -1,0 +1,176 @@
+//! What `run` starts besides the listener: the replica's state and its background loops
+//! (access-log flushing, bootstrap and discovery until ready, the catalog's tenant list,
+//! certificate reload and discovery refresh).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use arc_swap::ArcSwap;
+use paddock_store::{Store, TenantPhase};
+use tokio_util::sync::CancellationToken;
+
+use crate::discovery::CatalogCache;
+use crate::error::ServerError;
+use crate::front::ReloadingTls;
+use crate::metrics::Metrics;
+use crate::state::AppState;
+use crate::upstream::Upstream;
+use crate::{
+    ServerConfig, access_log, admission, audit, fair_queue, health, lifecycle, limits, provision,
+    quota, resync,
+};
+
+/// The replica's state, with the reconciler it shares the store and upstream with.
+pub fn new_state(
+    config: ServerConfig,
+    store: Arc<Store>,
+    upstream: Upstream,
+    ca: paddock_pki::Ca,
+) -> Result<Arc<AppState>, ServerError> {
+    let metrics = Arc::new(Metrics::new());
+    // paddock's own stop: cancelled after the drain delay, not at the signal itself (see
+    // `drain_on`), so the audit trail records what is served while draining.
+    let stop = CancellationToken::new();
+    let audit = audit::Audit::start(&config.audit, metrics.audit_dropped.clone(), stop.clone())?;
+    let reconciler = Arc::new(paddock_reconciler::Reconciler {
+        upstream: upstream.clone(),
+        store: store.clone(),
+        cache: store.cache(),
+        shutdown: stop.clone(),
+        tenant_priority_shares: config.tenant_priority_shares,
+        prune_grace: config.prune_grace,
+        cluster: paddock_core::cluster::DEFAULT_CLUSTER.to_string(),
+    });
+    let work_queue = (config.fair_queue.seats > 0)
+        .then(|| fair_queue::WorkQueue::new(config.fair_queue, metrics.fair_queue.clone()));
+    Ok(Arc::new(AppState {
+        reconciler,
+        cache: store.cache(),
+        store,
+        upstream,
+        catalogs: CatalogCache::new(),
+        ca: ArcSwap::from_pointee(ca),
+        metrics,
+        audit,
+        shutdown: stop,
+        bootstrapped: std::sync::atomic::AtomicBool::new(false),
+        health: health::UpstreamHealth::new(),
+        draining: std::sync::atomic::AtomicBool::new(false),
+        limiter: limits::Limiter::default(),
+        work_queue,
+        quota_locks: quota::QuotaLocks::default(),
+        access_log: access_log::AccessLog::new(config.log_format, config.access_log),
+        clusters: Default::default(),
+        config,
+    }))
+}
+
+/// The access log's batches leave at least this often.
+pub async fn flush_access_log_loop(state: Arc<AppState>) {
+    let mut tick = tokio::time::interval(access_log::FLUSH_INTERVAL);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = tick.tick() => state.access_log.flush(),
+            _ = state.shutdown.cancelled() => break,
+        }
+    }
+}
+
+/// Bootstrap (and the admission webhook's installation) and discovery, retried with backoff
+/// until both succeed; then the work a crash interrupted, and the periodic RBAC resync.
+pub async fn bootstrap_loop(state: Arc<AppState>, admission_url: Option<String>) {
+    let mut delay = Duration::from_millis(200);
+    loop {
+        let boot = provision::bootstrap(&state.upstream, state.config.tenant_priority_shares).await;
+        let boot = match (boot, &admission_url) {
+            (Ok(()), Some(url)) => admission::install(&state, url).await,
+            (b, _) => b,
+        };
+        let disc = state.catalogs.refresh(&state.upstream).await;
+        match (boot, disc) {
+            (Ok(()), Ok(_)) => {
+                state
+                    .bootstrapped
+                    .store(true, std::sync::atomic::Ordering::Release);
+                break;
+            }
+            (b, d) => {
+                tracing::warn!(bootstrap = ?b.err(), discovery = ?d.err(), "upstream not ready; retrying");
+                tokio::select! {
+                    _ = tokio::time::sleep(delay) => {}
+                    _ = state.shutdown.cancelled() => return,
+                }
+                delay = (delay * 2).min(Duration::from_secs(5));
+            }
+        }
+    }
+    finish_interrupted_work(&state).await;
+    // Least-privilege grants and RBAC mirrors: repaired at start, resynced periodically.
+    tokio::spawn(resync::resync_loop(state.reconciler.clone()));
+}
+
+/// Finishes deletions a crash interrupted; gives tenants created by an older paddock their
+/// own APF FlowSchema.
+async fn finish_interrupted_work(state: &Arc<AppState>) {
+    for t in state.cache.tenants() {
+        if !state.reconciler.owns(&t) {
+            // Another cluster's tenant: its cluster's member does this (clusters/).
+        } else if t.phase == TenantPhase::Terminating {
+            tokio::spawn(lifecycle::finish_tenant_deletion(
+                state.reconciler.clone(),
+                t.id.clone(),
+            ));
+        } else if let Err(e) = provision::ensure_tenant_flow_schema(
+            &state.upstream,
+            &t.id,
+            state.config.tenant_priority_shares,
+        )
+        .await
+        {
+            tracing::warn!(tenant = %t.id, error = %e, "could not put the tenant's FlowSchema in place");
+        }
+    }
+}
+
+/// Keeps the catalog's list of tenant ids (and the limiter's) in step with the store.
+pub async fn known_tenants_loop(state: Arc<AppState>) {
+    let mut changes = state.cache.subscribe();
+    loop {
+        let ids = state.known_tenant_ids();
+        let known: std::collections::HashSet<&str> = ids.iter().map(String::as_str).collect();
+        state.limiter.retain(|t| known.contains(t.as_str()));
+        state.catalogs.set_known_tenants(ids);
+        tokio::select! {
+            r = changes.changed() => if r.is_err() { return },
+            _ = state.shutdown.cancelled() => return,
+        }
+    }
+}
+
+/// Periodic work: certificate reload (serving certificate and tenant CA), and a discovery
+/// refresh every sixth tick.
+pub async fn reload_loop(state: Arc<AppState>, tls: Arc<ReloadingTls>) {
+    let mut tick = tokio::time::interval(state.config.cert_reload_interval);
+    let mut n: u64 = 0;
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {}
+            _ = state.shutdown.cancelled() => return,
+        }
+        if tls.reload_if_changed() {
+            match paddock_pki::Ca::load(&state.config.ca_cert(), &state.config.ca_key()) {
+                Ok(ca) => state.ca.store(Arc::new(ca)),
+                Err(e) => {
+                    tracing::warn!(error = %e, "tenant CA changed but could not be loaded")
+                }
+            }
+        }
+        n += 1;
+        if n.is_multiple_of(6)
+            && let Err(e) = state.catalogs.refresh(&state.upstream).await
+        {
+            tracing::warn!(error = %e, "discovery refresh failed");
+        }
+    }
+}
