@@ -38,6 +38,7 @@ pub mod admission;
 pub mod audit;
 pub mod audit_platform;
 pub mod billing;
+pub mod fair_queue;
 pub mod fair_weight;
 pub mod fairshare;
 pub mod usage;

@@ -110,6 +110,8 @@ pub struct ServerConfig {
     pub connections: ConnectionConfig,
     /// Default per-tenant fair-share limits of one replica; a tenant record may override them.
     pub limits: paddock_core::fairshare::Limits,
+    /// The replica's tenant-fair work queue (docs/fairshare.md "Fair queue").
+    pub fair_queue: crate::fair_queue::FairQueueConfig,
     /// The tenant audit trail (docs/audit.md); off without a policy file.
     pub audit: AuditConfig,
     /// How old the usage figures may get before they are read upstream again
@@ -442,6 +444,7 @@ mod tests {
             access_log: false,
             connections: ConnectionConfig::default(),
             limits: paddock_core::fairshare::Limits::default(),
+            fair_queue: Default::default(),
             audit: AuditConfig::default(),
             usage_refresh: Duration::from_secs(30),
             quota: QuotaConfig::default(),

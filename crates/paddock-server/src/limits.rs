@@ -54,6 +54,14 @@ pub struct Permit {
     units: u32,
 }
 
+impl Permit {
+    /// The in-flight seats held (none for a watch or a connection): what the request asks of
+    /// the replica's fair work queue (`fair_queue.rs`).
+    pub fn work_seats(&self) -> Option<u32> {
+        matches!(self.slot, Slot::InFlight).then_some(self.units)
+    }
+}
+
 #[derive(Clone, Copy)]
 enum Slot {
     InFlight,

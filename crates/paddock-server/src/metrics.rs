@@ -70,6 +70,8 @@ pub struct Metrics {
     pub quota_refused: Counter,
     /// Quota ledger swaps lost to another writer (and retried).
     pub quota_swap_conflicts: Counter,
+    /// The fair work queue's seats and waits (fair_queue.rs).
+    pub fair_queue: crate::fair_queue::QueueMetrics,
 }
 
 impl Default for Metrics {
@@ -139,7 +141,9 @@ impl Metrics {
             quota_swap_conflicts.clone(),
         );
         let tenant = crate::metering::TenantMetrics::register(&mut registry);
+        let fair_queue = crate::fair_queue::QueueMetrics::register(&mut registry);
         Metrics {
+            fair_queue,
             tenant,
             quota_refused,
             quota_swap_conflicts,

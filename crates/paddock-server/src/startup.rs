@@ -16,7 +16,8 @@ use crate::metrics::Metrics;
 use crate::state::AppState;
 use crate::upstream::Upstream;
 use crate::{
-    ServerConfig, access_log, admission, audit, health, lifecycle, limits, provision, quota, resync,
+    ServerConfig, access_log, admission, audit, fair_queue, health, lifecycle, limits, provision,
+    quota, resync,
 };
 
 /// The replica's state, with the reconciler it shares the store and upstream with.
@@ -40,6 +41,8 @@ pub fn new_state(
         prune_grace: config.prune_grace,
         cluster: paddock_core::cluster::DEFAULT_CLUSTER.to_string(),
     });
+    let work_queue = (config.fair_queue.seats > 0)
+        .then(|| fair_queue::WorkQueue::new(config.fair_queue, metrics.fair_queue.clone()));
     Ok(Arc::new(AppState {
         reconciler,
         cache: store.cache(),
@@ -54,6 +57,7 @@ pub fn new_state(
         health: health::UpstreamHealth::new(),
         draining: std::sync::atomic::AtomicBool::new(false),
         limiter: limits::Limiter::default(),
+        work_queue,
         quota_locks: quota::QuotaLocks::default(),
         access_log: access_log::AccessLog::new(config.log_format, config.access_log),
         clusters: Default::default(),

@@ -40,6 +40,8 @@ pub struct AppState {
     pub audit: Option<Arc<crate::audit::Audit>>,
     /// Per-tenant fair-share counters of this replica.
     pub limiter: crate::limits::Limiter,
+    /// The replica's tenant-fair work queue (`fair_queue_seats`; none when 0).
+    pub work_queue: Option<Arc<crate::fair_queue::WorkQueue>>,
     /// Set once the platform-wide upstream objects (guard, roles) are installed.
     pub bootstrapped: std::sync::atomic::AtomicBool,
     /// Whether the upstream answers (probed; `/readyz`), and the signal that ends watches.

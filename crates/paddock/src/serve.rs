@@ -7,6 +7,7 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 use paddock_core::fairshare::Limits;
 use paddock_server::config::{AuditConfig, ConnectionConfig, Secret, parse_duration};
+use paddock_server::fair_queue::FairQueueConfig;
 use paddock_server::{LogFormat, ServerConfig, StoreKind};
 use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
@@ -94,6 +95,12 @@ pub struct ServeArgs {
     /// Largest request header block; a larger one gets a 431 Status.
     #[arg(long, env = "PADDOCK_MAX_HEADER_BYTES")]
     pub max_header_bytes: Option<usize>,
+    /// Work seats of this replica shared fairly among tenants (default 8 per core; 0 = off).
+    #[arg(long, env = "PADDOCK_FAIR_QUEUE_SEATS")]
+    pub fair_queue_seats: Option<u32>,
+    /// Longest wait for work seats before a 429, e.g. 15s.
+    #[arg(long, env = "PADDOCK_FAIR_QUEUE_TIMEOUT")]
+    pub fair_queue_timeout: Option<String>,
     /// Per-tenant default: reads and watch opens per second, per replica (0 = no limit).
     #[arg(long, env = "PADDOCK_TENANT_READ_QPS")]
     pub tenant_read_qps: Option<u32>,
@@ -239,6 +246,8 @@ struct FileConfig {
     idle_timeout: Option<String>,
     http2_keepalive: Option<String>,
     max_header_bytes: Option<usize>,
+    fair_queue_seats: Option<u32>,
+    fair_queue_timeout: Option<String>,
     tenant_read_qps: Option<u32>,
     tenant_read_burst: Option<u32>,
     tenant_write_qps: Option<u32>,
@@ -304,6 +313,7 @@ pub fn resolve(args: &ServeArgs) -> Result<(ServerConfig, LogFormat)> {
     let rel = |p: PathBuf| if p.is_absolute() { p } else { base.join(p) };
     let connections = connections(args, &file)?;
     let limits = limits(args, &file);
+    let fair_queue = fair_queue(args, &file)?;
     let quota = quota_config(args, &file)?;
     let templates = templates_config(args, &file)?;
     let audit = AuditConfig {
@@ -415,6 +425,7 @@ pub fn resolve(args: &ServeArgs) -> Result<(ServerConfig, LogFormat)> {
         )?,
         connections,
         limits,
+        fair_queue,
         audit,
         usage_refresh: dur(
             "usage_refresh",
@@ -556,6 +567,28 @@ fn connections(args: &ServeArgs, file: &FileConfig) -> Result<ConnectionConfig> 
             .max_header_bytes
             .or(file.max_header_bytes)
             .unwrap_or(d.max_header_bytes),
+    })
+}
+
+fn fair_queue(args: &ServeArgs, file: &FileConfig) -> Result<FairQueueConfig> {
+    let d = FairQueueConfig::default();
+    let timeout = match args
+        .fair_queue_timeout
+        .clone()
+        .or(file.fair_queue_timeout.clone())
+    {
+        Some(s) => parse_duration(&s).map_err(|e| anyhow::anyhow!("fair_queue_timeout: {e}"))?,
+        None => d.timeout,
+    };
+    if timeout.is_zero() {
+        anyhow::bail!("fair_queue_timeout: must be at least 1s");
+    }
+    Ok(FairQueueConfig {
+        seats: args
+            .fair_queue_seats
+            .or(file.fair_queue_seats)
+            .unwrap_or(d.seats),
+        timeout,
     })
 }
 

@@ -8,6 +8,7 @@
 //! `PADDOCK_BIN` set. These are measurements, not tests: nothing here asserts a timing.
 
 mod ab;
+mod apf;
 mod client;
 mod fanout;
 mod floor;
@@ -75,6 +76,10 @@ struct Args {
     /// `readQPS=20,writeQPS=10`; default: the server's defaults.
     #[arg(long, value_delimiter = ',')]
     noisy_a_limits: Vec<String>,
+    /// paddock's `--fair-queue-seats` (0 turns the tenant-fair work queue off; default:
+    /// paddock's own, 8 per core).
+    #[arg(long)]
+    fair_queue_seats: Option<u32>,
     /// Workloads of the load part: get, create, table, list.
     #[arg(long, value_delimiter = ',', default_value = "get,create,table,list")]
     works: Vec<String>,
@@ -266,6 +271,10 @@ async fn run(mut args: Args) -> Result<()> {
     // platform admin) for its 2,000+ pods; the template sync's drift repair would put it back
     // within a minute (docs/templates.md), so it runs hourly here.
     paddock_args.extend(["--template-sync-interval".to_owned(), "1h".to_owned()]);
+    if let Some(n) = args.fair_queue_seats {
+        paddock_args.extend(["--fair-queue-seats".to_owned(), n.to_string()]);
+        report.notes.push(format!("paddock --fair-queue-seats {n}"));
+    }
     let p = Paddock::start_with_args(&cp, StoreKind::Etcd, "paddock", &paddock_args)
         .context("starting paddock")?;
     let apiserver = cp

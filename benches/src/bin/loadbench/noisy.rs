@@ -226,6 +226,7 @@ pub async fn run(
     eprintln!("  B with A ({a_workers} workers, unbounded): {secs} s");
     let stop = Arc::new(AtomicBool::new(false));
     let counts = Arc::new(Counts::default());
+    let apf_before = crate::apf::snapshot(admin).await;
     let mut noisy = JoinSet::new();
     for i in 0..a_workers {
         noisy.spawn(noisy_worker(a.clone(), i, stop.clone(), counts.clone()));
@@ -234,6 +235,12 @@ pub async fn run(
     stop.store(true, Ordering::Release);
     while noisy.join_next().await.is_some() {}
     let a_counts = counts.take();
+    let apf_with = match (apf_before, crate::apf::snapshot(admin).await) {
+        (Ok(b), Ok(a)) => crate::apf::table(&b, &a),
+        (Err(e), _) | (_, Err(e)) => {
+            format!("(the apiserver's APF metrics could not be read: {e:#})\n")
+        }
+    };
     // Let A's last watches and writes settle before B runs alone again.
     tokio::time::sleep(Duration::from_secs(2)).await;
     eprintln!("  B alone again: {alone_secs} s");
@@ -290,6 +297,10 @@ pub async fn run(
     if let Some(e) = &with.first_error {
         let _ = writeln!(out, "- B's first error with A: {e}");
     }
+    let _ = writeln!(
+        out,
+        "\nUpstream API Priority and Fairness while A ran (the apiserver's counters, per FlowSchema):\n\n{apf_with}"
+    );
     let _ = writeln!(out);
     Ok((ratio, with.errors, out))
 }

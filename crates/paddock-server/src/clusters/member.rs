@@ -68,6 +68,8 @@ pub fn start(main: &Arc<AppState>, record: ClusterRecord) -> Result<ClusterMembe
         access_log: crate::access_log::AccessLog::new(main.config.log_format, false),
         audit: main.audit.clone(),
         limiter: crate::limits::Limiter::default(),
+        // The replica's queue is taken before a cluster is routed to; shared all the same.
+        work_queue: main.work_queue.clone(),
         bootstrapped: std::sync::atomic::AtomicBool::new(false),
         health: UpstreamHealth::new(),
         draining: std::sync::atomic::AtomicBool::new(false),

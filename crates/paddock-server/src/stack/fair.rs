@@ -15,6 +15,7 @@ use super::CallerOf;
 use crate::body::ResBody;
 use crate::caller::Caller;
 use crate::error::ServerError;
+use crate::fair_queue::{Seat, SeatWait, WorkQueue};
 use crate::limits::Permit;
 
 /// Admits a tenant's request under its limits (the replica's limiter; a fake in tests). May
@@ -25,6 +26,11 @@ pub trait Admit: Send + Sync + 'static {
         tenant: &TenantId,
         req: &mut Request<B>,
     ) -> Result<Option<Permit>, ServerError>;
+
+    /// The replica's tenant-fair work queue an admitted request then waits in (none: off).
+    fn work_queue(&self) -> Option<&Arc<WorkQueue>> {
+        None
+    }
 }
 
 /// Admits tenant requests; admins' requests pass.
@@ -81,14 +87,24 @@ where
             Some(Caller::Tenant { tenant, .. }) => Some(tenant.clone()),
             _ => None,
         };
-        let permit = match tenant.map(|t| self.admit.admit(&t, &mut req)) {
-            Some(Err(e)) => return refused(e),
-            Some(Ok(p)) => p,
-            None => None,
+        let (permit, wait) = match tenant.map(|t| (self.admit.admit(&t, &mut req), t)) {
+            Some((Err(e), _)) => return refused(e),
+            Some((Ok(p), t)) => {
+                // A request holding in-flight seats takes as many of the replica's work seats.
+                let seats = p.as_ref().and_then(Permit::work_seats);
+                let wait = seats
+                    .zip(self.admit.work_queue())
+                    .map(|(n, q)| q.acquire(&t, n));
+                (p, wait)
+            }
+            None => (None, None),
         };
+        // The inner future does nothing until polled, which is after the seats are held.
         FairShareFuture::Admitted {
             inner: self.inner.call(req),
             permit,
+            wait,
+            seat: None,
         }
     }
 }
@@ -114,11 +130,11 @@ fn refused<F>(error: ServerError) -> FairShareFuture<F> {
 }
 
 pin_project_lite::pin_project! {
-    /// The inner future, its answer's body holding the permit; or the refusal, perhaps
-    /// tarpitted.
+    /// The inner future, polled once the work seats are held (`wait` resolved), its answer's
+    /// body holding the permit and the seats; or the refusal, perhaps tarpitted.
     #[project = FairShareProj]
     pub enum FairShareFuture<F> {
-        Admitted { #[pin] inner: F, permit: Option<Permit> },
+        Admitted { #[pin] inner: F, permit: Option<Permit>, wait: Option<SeatWait>, seat: Option<Seat> },
         Tarpit { #[pin] sleep: tokio::time::Sleep, error: Option<ServerError> },
         Refused { error: Option<ServerError> },
     }
@@ -141,11 +157,21 @@ where
                     ServerError::Internal("polled after completion".into())
                 })))
             }
-            FairShareProj::Admitted { inner, permit } => {
+            FairShareProj::Admitted {
+                inner,
+                permit,
+                wait,
+                seat,
+            } => {
+                if let Some(w) = wait {
+                    // A wait past the queue's timeout is a 429; the permit drops with it.
+                    *seat = Some(ready!(Pin::new(w).poll(cx))?);
+                    *wait = None;
+                }
                 let resp = ready!(inner.poll(cx))?;
-                Poll::Ready(Ok(match permit.take() {
-                    Some(p) => resp.map(|b| crate::limits::hold(b, p)),
-                    None => resp,
+                Poll::Ready(Ok(match (permit.take(), seat.take()) {
+                    (None, None) => resp,
+                    (p, s) => resp.map(|b| crate::limits::hold(b, (p, s))),
                 }))
             }
         }

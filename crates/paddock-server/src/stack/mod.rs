@@ -196,4 +196,8 @@ impl Admit for AppState {
     ) -> Result<Option<Permit>, ServerError> {
         crate::fair_gate::admit_request(self, tenant, req)
     }
+
+    fn work_queue(&self) -> Option<&Arc<crate::fair_queue::WorkQueue>> {
+        self.work_queue.as_ref()
+    }
 }
