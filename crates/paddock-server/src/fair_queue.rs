@@ -32,14 +32,14 @@ pub struct FairQueueConfig {
     pub timeout: Duration,
 }
 
-/// Seats per core when `fair_queue_seats` is not set.
-pub const SEATS_PER_CORE: u32 = 8;
-
+/// Off unless the operator sets `fair_queue_seats` (lead's decision, docs/fairshare.md): a
+/// seat is held until the answer's last byte, so a small default budget would cap one busy
+/// tenant alone on a replica at three quarters of it, and slow readers of two tenants could
+/// hold every seat; the per-tenant limits stay the default defence.
 impl Default for FairQueueConfig {
     fn default() -> Self {
-        let cores = std::thread::available_parallelism().map_or(2, |n| n.get() as u32);
         FairQueueConfig {
-            seats: SEATS_PER_CORE * cores,
+            seats: 0,
             timeout: Duration::from_secs(15),
         }
     }

@@ -95,7 +95,8 @@ pub struct ServeArgs {
     /// Largest request header block; a larger one gets a 431 Status.
     #[arg(long, env = "PADDOCK_MAX_HEADER_BYTES")]
     pub max_header_bytes: Option<usize>,
-    /// Work seats of this replica shared fairly among tenants (default 8 per core; 0 = off).
+    /// Work seats of this replica shared fairly among tenants (default 0 = off; 8 per core is
+    /// the measured setting, docs/fairshare.md).
     #[arg(long, env = "PADDOCK_FAIR_QUEUE_SEATS")]
     pub fair_queue_seats: Option<u32>,
     /// Longest wait for work seats before a 429, e.g. 15s.
