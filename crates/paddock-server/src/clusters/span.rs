@@ -10,7 +10,6 @@ use std::sync::{Arc, Weak};
 
 use bytes::Bytes;
 use http::{Request, StatusCode};
-use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use paddock_core::TenantId;
 use paddock_core::cluster::DEFAULT_CLUSTER;
@@ -181,7 +180,8 @@ async fn create_namespace(
     clusters: &[String],
     req: &mut Request<Incoming>,
 ) -> Result<(Arc<AppState>, After), ServerError> {
-    let raw = drain_limited(req.body_mut(), main.config.max_body_bytes).await?;
+    // Read through `&mut`: the (drained) body stays in the request, which goes on down the stack.
+    let raw = crate::limit::collect_limited(req.body_mut(), main.config.max_body_bytes).await?;
     let home = clusters[0].as_str();
     let json = req
         .headers()
@@ -246,25 +246,6 @@ async fn create_namespace(
         After::Nothing
     };
     Ok((state_of(main, tenant, &holder)?, after))
-}
-
-/// Reads a request body of at most `limit` bytes, leaving the (drained) body in place.
-async fn drain_limited(body: &mut Incoming, limit: usize) -> Result<Bytes, ServerError> {
-    let mut buf = bytes::BytesMut::new();
-    while let Some(frame) = body.frame().await {
-        let frame = frame.map_err(|e| {
-            ServerError::BadRequest(format!("could not read the request body: {e}"))
-        })?;
-        if let Some(d) = frame.data_ref() {
-            if buf.len() + d.len() > limit {
-                return Err(ServerError::TooLarge(format!(
-                    "request body is larger than the limit of {limit} bytes"
-                )));
-            }
-            buf.extend_from_slice(d);
-        }
-    }
-    Ok(buf.freeze())
 }
 
 /// Whether a planned request of a spanning tenant is a read merged from all its clusters by
