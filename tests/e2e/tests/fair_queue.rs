@@ -244,9 +244,16 @@ fn a_tenant_under_its_share_goes_first() -> Result<()> {
                 }
             }));
         }
+        // B is a steady, well-behaved client: 20 GETs a second (as in `loadbench --only
+        // noisy`), far under its own read budget (100/s, burst 200). Unpaced, B's GETs ran
+        // back to back and, answered quickly on a fast machine, spent that budget within a
+        // second and got the 429s its own limit gives.
         let t0 = Instant::now();
         let mut b_codes = Vec::new();
+        let mut pace = tokio::time::interval(Duration::from_millis(50));
+        pace.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         while t0.elapsed() < Duration::from_secs(8) || b_codes.len() < 10 {
+            pace.tick().await;
             let r = b.send(Method::GET, "/api/v1/namespaces/default/configmaps/probe", None, DEADLINE).await;
             b_codes.push(match r {
                 Ok((st, _)) => st.as_u16(),
