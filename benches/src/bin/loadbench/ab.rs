@@ -68,3 +68,28 @@ pub fn table(results: &[LoadResult], before_bin: &str) -> String {
     let _ = writeln!(out);
     out
 }
+
+/// The flags of `args` an older `bin` accepts (`serve --help` names them), with their values:
+/// an older build lacks the flags added since (`--template-sync-interval` before the
+/// templates), and the comparison should still run. Every flag is `--name value`.
+pub fn accepted_args(bin: &std::path::Path, args: &[String]) -> anyhow::Result<Vec<String>> {
+    let help = std::process::Command::new(bin)
+        .args(["serve", "--help"])
+        .output()?;
+    let help = String::from_utf8_lossy(&help.stdout);
+    let mut kept = Vec::new();
+    let mut it = args.iter();
+    while let Some(flag) = it.next() {
+        let value = it.next();
+        let known = help
+            .split(|c: char| c.is_whitespace() || c == ',' || c == '=' || c == '[')
+            .any(|w| w == flag);
+        if known {
+            kept.push(flag.clone());
+            kept.extend(value.cloned());
+        } else {
+            eprintln!("  before: {} does not know {flag}: left out", bin.display());
+        }
+    }
+    Ok(kept)
+}

@@ -297,8 +297,9 @@ async fn run(mut args: Args) -> Result<()> {
     );
     let before = match &args.paddock_before {
         Some(bin) => {
+            let before_args = ab::accepted_args(bin, &paddock_args)?;
             let b =
-                Paddock::start_replica_with_binary(&cp, &p, "paddock-before", &paddock_args, bin)
+                Paddock::start_replica_with_binary(&cp, &p, "paddock-before", &before_args, bin)
                     .context("starting the --paddock-before replica")?;
             let pid = b.pid().context("the before replica's pid")?;
             procs.before = Some(Proc { pid });

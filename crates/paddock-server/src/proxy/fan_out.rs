@@ -4,12 +4,10 @@
 
 use std::future::Future;
 use std::sync::Arc;
-use std::task::{Context, Poll};
 
 use http::Response;
-use tower::Service;
 
-use super::{Job, LayerFuture, Planned, pipeline_layer};
+use super::{Job, Planned, Step, pipeline_layer};
 use crate::body::ResBody;
 use crate::error::ServerError;
 use crate::state::AppState;
@@ -41,27 +39,22 @@ impl FanningOut for AppState {
     }
 }
 
-impl<S, P, B> Service<Planned<B>> for FanOut<S, P>
+impl<S, P, B> Step<Planned<B>> for FanOut<S, P>
 where
     P: FanningOut,
-    S: Service<Planned<B>, Response = Response<ResBody>, Error = ServerError>,
-    S::Future: Send + 'static,
+    B: Send,
+    S: Step<Planned<B>, Response = Response<ResBody>>,
 {
     type Response = Response<ResBody>;
-    type Error = ServerError;
-    type Future = futures_util::future::Either<S::Future, LayerFuture<Response<ResBody>>>;
 
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), ServerError>> {
-        self.inner.poll_ready(cx)
-    }
-
-    fn call(&mut self, planned: Planned<B>) -> Self::Future {
+    async fn run(&self, planned: Planned<B>) -> Result<Response<ResBody>, ServerError> {
         if !planned.job.plan.actions.fan_out && !self.state.merged_read(&planned.job) {
-            return futures_util::future::Either::Left(self.inner.call(planned));
+            return self.inner.run(planned).await;
         }
-        // The request's body (none: a read) is not needed.
+        // The request's body (none: a read) is not needed. Boxed: a large future on a rare
+        // branch, kept out of every other request's.
         let job = planned.job;
-        futures_util::future::Either::Right(Box::pin(self.state.clone().fan_out(job)))
+        Box::pin(self.state.clone().fan_out(job)).await
     }
 }
 

@@ -3,14 +3,12 @@
 //! self review's answer, a new namespace's setup.
 
 use std::future::Future;
-use std::task::{Context, Poll};
 
 use http::{Response, StatusCode};
 use paddock_core::TenantId;
-use tower::Service;
 
 use super::rewrite::whole_answer;
-use super::{FollowedUp, Job, LayerFuture, Planned, Sent, pipeline_layer};
+use super::{FollowedUp, Job, Planned, Sent, Step, pipeline_layer};
 use crate::body::ResBody;
 use crate::error::ServerError;
 use crate::rewrite::{content_type_of, rewrite_whole};
@@ -63,32 +61,28 @@ impl FollowingUp for AppState {
     }
 }
 
-impl<S, P, B> Service<Planned<B>> for FollowUps<S, P>
+impl<S, P, B> Step<Planned<B>> for FollowUps<S, P>
 where
     P: FollowingUp,
-    S: Service<Planned<B>, Response = Sent, Error = ServerError>,
-    S::Future: Send + 'static,
+    B: Send,
+    S: Step<Planned<B>, Response = Sent>,
 {
     type Response = FollowedUp;
-    type Error = ServerError;
-    type Future = LayerFuture<FollowedUp>;
 
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), ServerError>> {
-        self.inner.poll_ready(cx)
-    }
-
-    fn call(&mut self, planned: Planned<B>) -> Self::Future {
-        let state = self.state.clone();
-        let fut = self.inner.call(planned);
-        Box::pin(async move { follow_ups(&*state, fut.await?).await })
+    async fn run(&self, planned: Planned<B>) -> Result<FollowedUp, ServerError> {
+        let sent = self.inner.run(planned).await?;
+        follow_ups(&*self.state, sent).await
     }
 }
 
+/// The plan's actions after upstream answered. Each action is a rare branch with a large
+/// future of its own (upstream requests): boxed, so that a request without one does not
+/// carry their state.
 async fn follow_ups<P: FollowingUp>(state: &P, sent: Sent) -> Result<FollowedUp, ServerError> {
     let status = sent.resp.status();
     let actions = sent.job.plan.actions;
     if status == StatusCode::FORBIDDEN
-        && let Some(answer) = state.absent_namespace(&sent.job).await?
+        && let Some(answer) = Box::pin(state.absent_namespace(&sent.job)).await?
     {
         // Rights in a namespace come from RoleBindings inside it: in a namespace that does
         // not exist a cluster admin gets an empty list or a NotFound, not a refusal.
@@ -101,13 +95,17 @@ async fn follow_ups<P: FollowingUp>(state: &P, sent: Sent) -> Result<FollowedUp,
     if actions.sync_rbac {
         // A ClusterRoleBinding or CRD changed: its namespaced mirrors (and the tenant's
         // custom-resources role) follow before the answer, so the change is usable at once.
-        state.sync_rbac(&sent.job.caller.tenant).await;
+        Box::pin(state.sync_rbac(&sent.job.caller.tenant)).await;
     }
     if actions.self_review {
-        return state.self_review(sent).await.map(FollowedUp::Answered);
+        return Box::pin(state.self_review(sent))
+            .await
+            .map(FollowedUp::Answered);
     }
     if actions.bind_namespace {
-        return state.bind_namespace(sent).await.map(FollowedUp::Answered);
+        return Box::pin(state.bind_namespace(sent))
+            .await
+            .map(FollowedUp::Answered);
     }
     Ok(FollowedUp::Upstream(sent))
 }

@@ -4,7 +4,9 @@
 
 use std::sync::{Arc, Mutex};
 
-use tower::{Layer, ServiceExt};
+use tower::Layer;
+
+use crate::proxy::{Step, step_fn};
 
 use super::*;
 use crate::body::full;
@@ -51,7 +53,7 @@ impl FollowingUp for Fake {
 
 /// Runs `method uri` through the step, upstream answering `status`.
 async fn follow(fake: &Arc<Fake>, method: &str, uri: &str, status: StatusCode) -> FollowedUp {
-    let inner = tower::service_fn(move |p: Planned<()>| async move {
+    let inner = step_fn(move |p: Planned<()>| async move {
         Ok::<_, ServerError>(sent(p.job, json_answer(status, "{}").await))
     });
     let planned = Planned {
@@ -60,7 +62,7 @@ async fn follow(fake: &Arc<Fake>, method: &str, uri: &str, status: StatusCode) -
     };
     FollowUpLayer::new(fake.clone())
         .layer(inner)
-        .oneshot(planned)
+        .run(planned)
         .await
         .unwrap()
 }

@@ -19,13 +19,14 @@ pub mod rewrite;
 pub mod send;
 pub mod translate;
 
+use std::future::Future;
 use std::sync::Arc;
 
 use http::{Request, Response};
 use hyper::body::Incoming;
 use paddock_core::identity::As;
 use paddock_core::{Plan, TenantContext, TenantId};
-use tower::{Layer, ServiceExt};
+use tower::Layer;
 
 use crate::body::{ResBody, UpBody};
 use crate::error::ServerError;
@@ -120,12 +121,42 @@ pub async fn serve_tenant(
             ),
         ),
     );
-    svc.oneshot((caller, req)).await
+    svc.run((caller, req)).await
 }
 
-/// A boxed future of a pipeline layer: each runs async steps around its inner service.
-pub type LayerFuture<T> =
-    std::pin::Pin<Box<dyn std::future::Future<Output = Result<T, ServerError>> + Send>>;
+/// One step of the pipeline over the steps below it. Not a `tower::Service`: a service's
+/// future must be a nameable type, which an `async` block is not on stable Rust, so each
+/// layer boxed its future (an allocation and a move of the whole state machine per layer and
+/// request, the growth of `memmove` and malloc the profile showed). `run` is an `async fn`
+/// in a trait: the steps' futures nest into one state machine, allocated once by the
+/// connection's task. Only rare, large branches (fan-out, follow-up writes) box their own.
+pub trait Step<Req>: std::marker::Send + Sync {
+    type Response;
+    fn run(
+        &self,
+        req: Req,
+    ) -> impl Future<Output = Result<Self::Response, ServerError>> + std::marker::Send;
+}
+
+/// A closure as the innermost step (the steps' unit tests).
+#[derive(Clone)]
+pub struct StepFn<F>(pub F);
+
+/// See [`StepFn`].
+pub fn step_fn<F>(f: F) -> StepFn<F> {
+    StepFn(f)
+}
+
+impl<F, Req, Fut, T> Step<Req> for StepFn<F>
+where
+    F: Fn(Req) -> Fut + std::marker::Send + Sync,
+    Fut: Future<Output = Result<T, ServerError>> + std::marker::Send,
+{
+    type Response = T;
+    fn run(&self, req: Req) -> impl Future<Output = Result<T, ServerError>> + std::marker::Send {
+        (self.0)(req)
+    }
+}
 
 /// Implements `tower::Layer` for a pipeline layer `$layer<S, P>` holding what the step asks
 /// of the replica: `P` is the replica's state in production ([`AppState`]), a fake in the

@@ -4,7 +4,9 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use paddock_core::TenantId;
-use tower::{Layer, ServiceExt};
+use tower::Layer;
+
+use crate::proxy::{Step, step_fn};
 
 use super::*;
 use crate::body::full;
@@ -88,9 +90,9 @@ fn get(path: &str) -> Request<()> {
 #[tokio::test]
 async fn a_group_unknown_to_the_catalog_is_planned_after_one_refresh() {
     let fake = Fake::new(None);
-    let svc = PlanLayer::new(fake.clone()).layer(tower::service_fn(echo));
+    let svc = PlanLayer::new(fake.clone()).layer(step_fn(echo));
     let req = get("/apis/apps/v1/namespaces/web/deployments?watch=1");
-    let (resp, verb) = svc.clone().oneshot((caller(), req)).await.unwrap();
+    let (resp, verb) = svc.clone().run((caller(), req)).await.unwrap();
     assert_eq!(verb, "watch");
     let body = body_of(resp).await;
     assert_eq!(
@@ -100,7 +102,7 @@ async fn a_group_unknown_to_the_catalog_is_planned_after_one_refresh() {
     assert_eq!(fake.refreshes.load(Ordering::SeqCst), 1);
     // Known already: no refresh.
     let (resp, verb) = svc
-        .oneshot((caller(), get("/api/v1/namespaces/web/pods")))
+        .run((caller(), get("/api/v1/namespaces/web/pods")))
         .await
         .unwrap();
     assert_eq!(
@@ -115,13 +117,13 @@ async fn a_group_unknown_after_the_refresh_is_not_found_and_never_sent() {
     let fake = Fake::new(None);
     let sent = Arc::new(AtomicUsize::new(0));
     let counted = sent.clone();
-    let inner = tower::service_fn(move |p: Planned<()>| {
+    let inner = step_fn(move |p: Planned<()>| {
         counted.fetch_add(1, Ordering::SeqCst);
         echo(p)
     });
     let svc = PlanLayer::new(fake.clone()).layer(inner);
     let err = svc
-        .oneshot((caller(), get("/apis/nope.example.com/v1/things")))
+        .run((caller(), get("/apis/nope.example.com/v1/things")))
         .await
         .unwrap_err();
     assert_eq!(err.into_response().status(), 404);
@@ -132,9 +134,9 @@ async fn a_group_unknown_after_the_refresh_is_not_found_and_never_sent() {
 #[tokio::test]
 async fn the_acting_identity_replaces_the_caller() {
     let fake = Fake::new(Some(("bob".into(), vec![])));
-    let svc = PlanLayer::new(fake).layer(tower::service_fn(echo));
+    let svc = PlanLayer::new(fake).layer(step_fn(echo));
     let (resp, _) = svc
-        .oneshot((caller(), get("/api/v1/namespaces/web/pods/p")))
+        .run((caller(), get("/api/v1/namespaces/web/pods/p")))
         .await
         .unwrap();
     assert_eq!(

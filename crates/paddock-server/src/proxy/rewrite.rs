@@ -3,16 +3,14 @@
 //! or spliced (exec, attach, port-forward upgrades).
 
 use std::future::Future;
-use std::task::{Context, Poll};
 
 use http::header::{self, HeaderValue};
 use http::{Response, StatusCode};
 use hyper::body::Incoming;
 use paddock_core::{Plan, ResponseKind, TenantContext};
 use tokio_util::sync::CancellationToken;
-use tower::Service;
 
-use super::{FollowedUp, LayerFuture, Planned, Sent, pipeline_layer};
+use super::{FollowedUp, Planned, Sent, Step, pipeline_layer};
 use crate::body::{ResBody, RewriteBody, empty, full, passthrough};
 use crate::error::ServerError;
 use crate::outbound::{
@@ -67,34 +65,24 @@ impl Rewriting for AppState {
     }
 }
 
-impl<S, P, B> Service<Planned<B>> for Rewrite<S, P>
+impl<S, P, B> Step<Planned<B>> for Rewrite<S, P>
 where
     P: Rewriting,
-    S: Service<Planned<B>, Response = FollowedUp, Error = ServerError> + Clone + Send + 'static,
-    S::Future: Send + 'static,
+    B: Send,
+    S: Step<Planned<B>, Response = FollowedUp>,
 {
     type Response = Response<ResBody>;
-    type Error = ServerError;
-    type Future = LayerFuture<Response<ResBody>>;
 
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), ServerError>> {
-        self.inner.poll_ready(cx)
-    }
-
-    fn call(&mut self, planned: Planned<B>) -> Self::Future {
-        let state = self.state.clone();
-        let fut = self.inner.call(planned);
-        Box::pin(async move {
-            let sent = match fut.await? {
-                FollowedUp::Answered(answer) => return Ok(answer),
-                FollowedUp::Upstream(sent) => sent,
-            };
-            let plan = &sent.job.plan;
-            if plan.upgrade && sent.resp.status() == StatusCode::SWITCHING_PROTOCOLS {
-                return splice_upgrade(sent);
-            }
-            rewrite_response(&*state, sent).await
-        })
+    async fn run(&self, planned: Planned<B>) -> Result<Response<ResBody>, ServerError> {
+        let sent = match self.inner.run(planned).await? {
+            FollowedUp::Answered(answer) => return Ok(answer),
+            FollowedUp::Upstream(sent) => sent,
+        };
+        let plan = &sent.job.plan;
+        if plan.upgrade && sent.resp.status() == StatusCode::SWITCHING_PROTOCOLS {
+            return splice_upgrade(sent);
+        }
+        rewrite_response(&*self.state, sent).await
     }
 }
 

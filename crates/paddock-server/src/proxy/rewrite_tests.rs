@@ -7,7 +7,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use bytes::Bytes;
 use http_body_util::BodyExt;
-use tower::{Layer, ServiceExt};
+use tower::Layer;
+
+use crate::proxy::{Step, step_fn};
 
 use super::*;
 use crate::proxy::test_support::{job, json_answer, sent, text};
@@ -59,7 +61,7 @@ async fn rewrite(
     status: StatusCode,
     body: &'static str,
 ) -> Response<ResBody> {
-    let inner = tower::service_fn(move |p: Planned<()>| async move {
+    let inner = step_fn(move |p: Planned<()>| async move {
         Ok::<_, ServerError>(FollowedUp::Upstream(sent(
             p.job,
             json_answer(status, body).await,
@@ -71,7 +73,7 @@ async fn rewrite(
     };
     RewriteLayer::new(fake.clone())
         .layer(inner)
-        .oneshot(planned)
+        .run(planned)
         .await
         .unwrap()
 }
@@ -80,7 +82,7 @@ const CM: &str = r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c"
 
 #[tokio::test]
 async fn an_answer_made_by_a_follow_up_passes_untouched() {
-    let inner = tower::service_fn(|_: Planned<()>| async {
+    let inner = step_fn(|_: Planned<()>| async {
         Ok::<_, ServerError>(FollowedUp::Answered(Response::new(full("as it is"))))
     });
     let planned = Planned {
@@ -89,7 +91,7 @@ async fn an_answer_made_by_a_follow_up_passes_untouched() {
     };
     let resp = RewriteLayer::new(Arc::new(Fake::default()))
         .layer(inner)
-        .oneshot(planned)
+        .run(planned)
         .await
         .unwrap();
     assert_eq!(text(resp).await, "as it is");

@@ -4,15 +4,13 @@
 
 use std::future::Future;
 use std::sync::Arc;
-use std::task::{Context, Poll};
 
 use http::{Request, Response};
 use hyper::body::Incoming;
 use paddock_core::request::Route as PlanRoute;
 use tokio::time::Instant;
-use tower::Service;
 
-use super::{LayerFuture, Outbound, Sent};
+use super::{Outbound, Sent, Step};
 use crate::body::UpBody;
 use crate::clusters::span_write::Replay;
 use crate::error::ServerError;
@@ -85,34 +83,26 @@ impl<P> Clone for Send<P> {
     }
 }
 
-impl<P: Sending> Service<Outbound> for Send<P> {
+impl<P: Sending> Step<Outbound> for Send<P> {
     type Response = Sent;
-    type Error = ServerError;
-    type Future = LayerFuture<Sent>;
 
-    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), ServerError>> {
-        // The pools queue for themselves.
-        Poll::Ready(Ok(()))
-    }
-
-    fn call(&mut self, out: Outbound) -> Self::Future {
-        let state = self.state.clone();
-        Box::pin(async move {
-            let deadline = state.deadline();
-            let mut request = out.request;
-            let replay = request.extensions_mut().remove::<Replay>();
-            let (resp, slot) = send(&*state, out.job.plan.route, request, deadline).await?;
-            if let Some(r) = replay.filter(|_| resp.status().is_success()) {
-                // The home accepted it: the tenant's other clusters get it before the answer.
-                state.clone().replay(r).await;
-            }
-            Ok(Sent {
-                job: out.job,
-                resp,
-                slot,
-                deadline,
-                with: out.sent,
-            })
+    async fn run(&self, out: Outbound) -> Result<Sent, ServerError> {
+        let state = &self.state;
+        let deadline = state.deadline();
+        let mut request = out.request;
+        let replay = request.extensions_mut().remove::<Replay>();
+        let (resp, slot) = send(&**state, out.job.plan.route, request, deadline).await?;
+        if let Some(r) = replay.filter(|_| resp.status().is_success()) {
+            // The home accepted it: the tenant's other clusters get it before the answer
+            // (a tenant spanning clusters; rare, so boxed).
+            Box::pin(state.clone().replay(r)).await;
+        }
+        Ok(Sent {
+            job: out.job,
+            resp,
+            slot,
+            deadline,
+            with: out.sent,
         })
     }
 }

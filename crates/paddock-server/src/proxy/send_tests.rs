@@ -4,10 +4,10 @@
 
 use std::sync::Mutex;
 
+use crate::proxy::Step;
 use bytes::Bytes;
 use http::StatusCode;
 use http_body_util::Full;
-use tower::ServiceExt;
 
 use super::*;
 use crate::proxy::SentWith;
@@ -93,7 +93,7 @@ fn outbound(method: &str, uri: &str) -> Outbound {
 async fn a_get_goes_through_the_short_pool_and_carries_the_deadline() {
     let fake = Fake::new(StatusCode::OK, false);
     let sent = Send::new(fake.clone())
-        .oneshot(outbound("GET", "/api/v1/namespaces/web/pods/p"))
+        .run(outbound("GET", "/api/v1/namespaces/web/pods/p"))
         .await
         .unwrap();
     assert_eq!(sent.resp.status(), StatusCode::OK);
@@ -110,7 +110,7 @@ async fn a_get_goes_through_the_short_pool_and_carries_the_deadline() {
 async fn a_list_goes_through_the_bulk_pool_and_a_5xx_is_counted() {
     let fake = Fake::new(StatusCode::SERVICE_UNAVAILABLE, false);
     let sent = Send::new(fake.clone())
-        .oneshot(outbound("GET", "/api/v1/namespaces/web/pods"))
+        .run(outbound("GET", "/api/v1/namespaces/web/pods"))
         .await
         .unwrap();
     // The answer is upstream's, passed on: the rewrite step makes the tenant's Status of it.
@@ -126,13 +126,13 @@ async fn a_list_goes_through_the_bulk_pool_and_a_5xx_is_counted() {
 async fn a_timeout_and_a_failed_watch_are_counted_apart() {
     let fake = Fake::new(StatusCode::OK, true);
     let err = Send::new(fake.clone())
-        .oneshot(outbound("GET", "/api/v1/namespaces/web/configmaps/c"))
+        .run(outbound("GET", "/api/v1/namespaces/web/configmaps/c"))
         .await
         .err()
         .unwrap();
     assert_eq!(err.into_response().status(), StatusCode::GATEWAY_TIMEOUT);
     let watch = Send::new(fake.clone())
-        .oneshot(outbound("GET", "/api/v1/namespaces/web/pods?watch=1"))
+        .run(outbound("GET", "/api/v1/namespaces/web/pods?watch=1"))
         .await;
     assert!(watch.is_err());
     assert_eq!(fake.pools.lock().unwrap().last().unwrap(), "watch");

@@ -3,15 +3,13 @@
 //! body is translated).
 
 use std::future::Future;
-use std::task::{Context, Poll};
 
 use bytes::Bytes;
 use http::header::{self, HeaderMap};
 use http::{Method, Request, Uri};
 use paddock_core::{Plan, TenantId};
-use tower::Service;
 
-use super::{Job, LayerFuture, Outbound, Planned, Sent, SentWith, pipeline_layer};
+use super::{Job, Outbound, Planned, Sent, SentWith, Step, pipeline_layer};
 use crate::body::UpBody;
 use crate::clusters::span_write::Replay;
 use crate::error::ServerError;
@@ -76,31 +74,18 @@ impl Translating for AppState {
     }
 }
 
-impl<S, P, B> Service<Planned<B>> for Translate<S, P>
+impl<S, P, B> Step<Planned<B>> for Translate<S, P>
 where
     P: Translating,
     B: http_body::Body<Data = Bytes> + Send + Unpin + 'static,
     B::Error: std::fmt::Display + Send,
-    S: Service<Outbound, Response = Sent, Error = ServerError> + Clone + Send + 'static,
-    S::Future: Send + 'static,
+    S: Step<Outbound, Response = Sent>,
 {
     type Response = Sent;
-    type Error = ServerError;
-    type Future = LayerFuture<Sent>;
 
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), ServerError>> {
-        self.inner.poll_ready(cx)
-    }
-
-    fn call(&mut self, planned: Planned<B>) -> Self::Future {
-        let state = self.state.clone();
-        // The inner service was polled ready; the clone takes its place (tower's idiom).
-        let clone = self.inner.clone();
-        let mut inner = std::mem::replace(&mut self.inner, clone);
-        Box::pin(async move {
-            let outbound = upstream_request(&*state, planned).await?;
-            inner.call(outbound).await
-        })
+    async fn run(&self, planned: Planned<B>) -> Result<Sent, ServerError> {
+        let outbound = upstream_request(&*self.state, planned).await?;
+        self.inner.run(outbound).await
     }
 }
 
@@ -198,9 +183,8 @@ async fn translated_body<P: Translating>(
     }
     if plan.actions.admit_namespace_quota {
         let dry_run = plan.upstream_path_and_query.contains("dryRun=");
-        state
-            .admit_namespace_create(&ctx.tenant, &translated, &up_ct, dry_run)
-            .await?;
+        // A namespace create only: boxed, out of every other write's future.
+        Box::pin(state.admit_namespace_create(&ctx.tenant, &translated, &up_ct, dry_run)).await?;
     }
     if plan.actions.self_review {
         translated = crate::reviews::normalize_self_review(ctx, plan, translated);

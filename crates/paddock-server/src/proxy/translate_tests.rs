@@ -6,7 +6,9 @@ use std::sync::{Arc, Mutex};
 
 use http::StatusCode;
 use http_body_util::{BodyExt, Full};
-use tower::{Layer, ServiceExt};
+use tower::Layer;
+
+use crate::proxy::{Step, step_fn};
 
 use super::*;
 use crate::proxy::test_support::{job, json_answer, sent};
@@ -64,7 +66,7 @@ async fn translate(
 ) -> (Result<Sent, ServerError>, Kept) {
     let kept: Kept = Arc::default();
     let keep = kept.clone();
-    let inner = tower::service_fn(move |out: Outbound| {
+    let inner = step_fn(move |out: Outbound| {
         let keep = keep.clone();
         async move {
             let (parts, body) = out.request.into_parts();
@@ -79,7 +81,7 @@ async fn translate(
     };
     let r = TranslateLayer::new(fake.clone())
         .layer(inner)
-        .oneshot(planned)
+        .run(planned)
         .await;
     (r, kept)
 }

@@ -104,10 +104,13 @@ async fn gateway(
         .get::<CallerOf>()
         .map(|c| c.0.clone())
         .ok_or_else(|| ServerError::Internal("request without a caller".into()))?;
+    // The admin API, paddock's own group and a spanning tenant's routing are rare next to a
+    // tenant's requests and have large futures of their own: boxed, so that the state machine
+    // of every tenant request (the pipeline's steps, unboxed) does not carry theirs.
     match &*caller {
-        Caller::Admin { .. } => crate::admin::serve_admin(state, &caller, req).await,
+        Caller::Admin { .. } => Box::pin(crate::admin::serve_admin(state, &caller, req)).await,
         Caller::Tenant { tenant, .. } if is_paddock_group(req.uri().path()) => {
-            crate::admin::serve_tenant_self(state, tenant, req).await
+            Box::pin(crate::admin::serve_tenant_self(state, tenant, req)).await
         }
         Caller::Tenant {
             tenant,
@@ -119,7 +122,9 @@ async fn gateway(
             // a tenant spanning clusters by the request's namespace (clusters/span.rs).
             let mut req = req;
             let (routed, after) = match crate::clusters::span::spanning_clusters(state, tenant) {
-                Some(cs) => crate::clusters::span::route(state, tenant, &cs, &mut req).await?,
+                Some(cs) => {
+                    Box::pin(crate::clusters::span::route(state, tenant, &cs, &mut req)).await?
+                }
                 None => (
                     crate::clusters::route(state, tenant)?,
                     crate::clusters::span::After::Nothing,
@@ -129,7 +134,9 @@ async fn gateway(
             let status = served
                 .as_ref()
                 .map_or(http::StatusCode::INTERNAL_SERVER_ERROR, |r| r.0.status());
-            after.answered(state, tenant, status).await;
+            if !matches!(after, crate::clusters::span::After::Nothing) {
+                Box::pin(after.answered(state, tenant, status)).await;
+            }
             let (mut resp, verb) = served?;
             resp.extensions_mut().insert(Answered { verb });
             Ok(resp)
