@@ -8,6 +8,22 @@ use serde_json::Value;
 /// stays on the namespace (upstream and in the tenant's view), saying where it lives.
 pub const CLUSTER_LABEL: &str = "paddock.io/cluster";
 
+/// The namespaces guard's rule for [`CLUSTER_LABEL`] (one validation of the upstream
+/// `ValidatingAdmissionPolicy` paddock installs on every cluster): a tenant's update may not
+/// change, add or remove it. The namespace map decides where a namespace lives, and the label
+/// must keep saying so; a namespace never moves between clusters by a label change. Refused
+/// upstream, so the same holds for the tenant identity straight at any apiserver.
+pub fn guard_validation() -> Value {
+    let l = CLUSTER_LABEL;
+    serde_json::json!({
+        "expression": format!(
+            "request.operation != 'UPDATE' || ((('{l}' in variables.newLabels) == ('{l}' in variables.oldLabels)) && \
+             (!('{l}' in variables.newLabels) || variables.newLabels['{l}'] == variables.oldLabels['{l}']))"
+        ),
+        "message": format!("paddock: the {l} label records the cluster a namespace was placed on; it cannot be changed, added or removed (a namespace does not move between clusters)")
+    })
+}
+
 /// Where a request of a spanning tenant goes, decided from its method and path alone.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SpanTarget<'a> {
