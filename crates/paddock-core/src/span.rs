@@ -112,14 +112,39 @@ pub fn place_namespace(
 }
 
 /// Cluster-scoped kinds every cluster of a spanning tenant carries its own copy of (written
-/// to all, home first; read from the home).
+/// to all, home first; read from the home). `span_resync`'s list of kinds is the same set.
 pub fn replicated_kind(group: &str, resource: &str) -> bool {
     matches!(
         (group, resource),
         ("apiextensions.k8s.io", "customresourcedefinitions")
             | ("rbac.authorization.k8s.io", "clusterroles")
             | ("rbac.authorization.k8s.io", "clusterrolebindings")
+            // The tenant's own admission policies and webhooks act on its namespaces of every
+            // cluster (a webhook's service lives on one cluster: elsewhere its failurePolicy
+            // decides, docs/clusters.md), and its API Priority and Fairness objects too.
+            | ("admissionregistration.k8s.io", "validatingadmissionpolicies")
+            | ("admissionregistration.k8s.io", "validatingadmissionpolicybindings")
+            | ("admissionregistration.k8s.io", "validatingwebhookconfigurations")
+            | ("admissionregistration.k8s.io", "mutatingwebhookconfigurations")
+            | ("flowcontrol.apiserver.k8s.io", "flowschemas")
+            | ("flowcontrol.apiserver.k8s.io", "prioritylevelconfigurations")
     )
+}
+
+/// Whether a request is a get of one object of a shared read-only kind by name
+/// (`GET /api/v1/nodes/<name>`, `GET /apis/storage.k8s.io/<v>/storageclasses/<name>`): for a
+/// spanning tenant it is answered by the first of its clusters (home first) that has it, as
+/// its list shows the object whichever cluster it is on.
+pub fn shared_object_get(method: &str, path: &str) -> bool {
+    let segs: Vec<&str> = path.trim_matches('/').split('/').collect();
+    method == "GET"
+        && match segs.as_slice() {
+            ["api", "v1", resource, name] => merged_shared_kind("", resource) && !name.is_empty(),
+            ["apis", group, _version, resource, name] => {
+                merged_shared_kind(group, resource) && !name.is_empty()
+            }
+            _ => false,
+        }
 }
 
 /// Shared read-only kinds a spanning tenant sees merged from all its clusters.
@@ -222,6 +247,28 @@ pub fn sync_steps(api_version: &str, kind: &str, want: &[Value], have: &[Value])
         steps.push(SyncStep::Delete(n.clone()));
     }
     steps
+}
+
+#[cfg(test)]
+mod shared_get_tests {
+    use super::*;
+
+    #[test]
+    fn a_get_of_one_node_or_storage_class_by_name_is_a_shared_object_get() {
+        assert!(shared_object_get("GET", "/api/v1/nodes/n1"));
+        assert!(shared_object_get(
+            "GET",
+            "/apis/storage.k8s.io/v1/storageclasses/fast"
+        ));
+        assert!(!shared_object_get("GET", "/api/v1/nodes"));
+        assert!(!shared_object_get("GET", "/api/v1/nodes/n1/proxy"));
+        assert!(!shared_object_get("PUT", "/api/v1/nodes/n1"));
+        assert!(!shared_object_get("GET", "/api/v1/namespaces/web"));
+        assert!(!shared_object_get(
+            "GET",
+            "/apis/rbac.authorization.k8s.io/v1/clusterroles/x"
+        ));
+    }
 }
 
 #[cfg(test)]

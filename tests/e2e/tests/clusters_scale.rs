@@ -96,7 +96,7 @@ fn two_clusters_thousand_tenants() -> Result<()> {
                             .map(|s| s.to_string())
                             .collect();
                         // Creation is idempotent (a repair), so one refused by a store or
-                        // apiserver starved on a loaded machine is tried again, at most 3 times.
+                        // apiserver starved on a loaded machine is tried again, at most 10 times.
                         let mut tries = 0;
                         loop {
                             let (line, out) = p.cli_raw(&args, Duration::from_secs(120))?;
@@ -104,13 +104,19 @@ fn two_clusters_thousand_tenants() -> Result<()> {
                                 break;
                             }
                             tries += 1;
-                            ensure!(tries < 3, "{line} (try {tries}): {}", out.stderr);
+                            ensure!(tries < 10, "{line} (try {tries}): {}", out.stderr);
                             eprintln!("{line} refused (try {tries}), again: {}", out.stderr.trim());
-                            std::thread::sleep(Duration::from_secs(2));
+                            std::thread::sleep(Duration::from_secs(2 * tries));
                         }
                         if i + 1 == n / 4 {
                             if let Ok(mut q) = rss_quarter.lock() {
                                 *q = rss_kib(pid)?;
+                                eprintln!(
+                                    "SCALE RSS after {} tenants {} KiB ({:?})",
+                                    n / 4,
+                                    *q,
+                                    t0.elapsed()
+                                );
                             }
                         }
                         if (i + 1).is_multiple_of(100) {
