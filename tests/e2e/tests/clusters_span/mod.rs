@@ -476,13 +476,25 @@ pub fn after_east_returns(ts: &Kubectl, up_b: &Kubectl) -> Result<()> {
     Ok(())
 }
 
-/// Deleting the spanning tenant removes its objects from both clusters.
+/// Deleting the spanning tenant removes its objects from both clusters, even when paddock
+/// is killed right after the deletion started: the restarted paddock resumes it whole (the
+/// other cluster first, then the home).
 pub fn deletion(p: &Paddock, up_a: &Kubectl, up_b: &Kubectl) -> Result<()> {
-    let del: Vec<String> = ["tenant", "delete", "spanns", "--wait"]
-        .map(String::from)
-        .to_vec();
+    let del: Vec<String> = ["tenant", "delete", "spanns"].map(String::from).to_vec();
     let (line, out) = p.cli_raw(&del, Duration::from_secs(300))?;
     ensure!(out.success(), "{line}: {}", out.stderr);
+    p.kill()?;
+    p.restart()?;
+    let gone = eventually(Duration::from_secs(300), || {
+        let get: Vec<String> = ["tenant", "get", "spanns"].map(String::from).to_vec();
+        let (_, out) = p.cli_raw(&get, Duration::from_secs(30))?;
+        ensure!(!out.success(), "tenant spanns still there: {}", out.stdout);
+        Ok(())
+    })
+    .context("the deletion interrupted by a kill did not finish after the restart")?;
+    eprintln!(
+        "spanning tenant's deletion, interrupted by a kill, finished {gone:?} after the restart"
+    );
     for (up, ns) in [(up_a, "spanns-here"), (up_b, "spanns-there")] {
         ensure!(
             !upstream_has(up, &["get", "ns", ns])?,
