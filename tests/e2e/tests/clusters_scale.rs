@@ -108,16 +108,16 @@ fn two_clusters_thousand_tenants() -> Result<()> {
                             eprintln!("{line} refused (try {tries}), again: {}", out.stderr.trim());
                             std::thread::sleep(Duration::from_secs(2 * tries));
                         }
-                        if i + 1 == n / 4 {
-                            if let Ok(mut q) = rss_quarter.lock() {
-                                *q = rss_kib(pid)?;
-                                eprintln!(
-                                    "SCALE RSS after {} tenants {} KiB ({:?})",
-                                    n / 4,
-                                    *q,
-                                    t0.elapsed()
-                                );
-                            }
+                        if i + 1 == n / 4
+                            && let Ok(mut q) = rss_quarter.lock()
+                        {
+                            *q = rss_kib(pid)?;
+                            eprintln!(
+                                "SCALE RSS after {} tenants {} KiB ({:?})",
+                                n / 4,
+                                *q,
+                                t0.elapsed()
+                            );
                         }
                         if (i + 1).is_multiple_of(100) {
                             eprintln!("{} tenants after {:?}", i + 1, t0.elapsed());
