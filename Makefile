@@ -77,11 +77,12 @@ quota-overshoot:
 templates-scale:
 	cargo test -p paddock-e2e --test templates -- --ignored --nocapture template_change_reaches_100_namespaces
 ## Several upstream clusters (docs/clusters.md): two control planes, a tenant placed on each,
-## isolation, deletion, one cluster's apiserver killed and restarted (~3.5 min; not in `make
+## isolation, deletion, one cluster's apiserver killed and restarted, then the isolation suite
+## against tenants spanning both (clusters_isolation.rs) (~15 min loaded; not in `make
 ## test`). `make clusters-scale`: memory and start-up with 2 clusters and 1,000 tenants
 ## (PADDOCK_SCALE_TENANTS to change; ~20 min).
 .PHONY: test-clusters clusters-scale
 test-clusters:
-	cargo test -p paddock-e2e --test clusters -- --ignored --nocapture
+	cargo test -p paddock-e2e --test clusters --test clusters_isolation -- --ignored --nocapture
 clusters-scale:
 	cargo test -p paddock-e2e --test clusters_scale -- --ignored --nocapture

@@ -237,6 +237,7 @@ pub fn guard_policies(admission_webhook: bool) -> Vec<(String, Value)> {
                     .cloned()
                     .unwrap_or_default(),
             );
+            v.push(crate::span::guard_validation());
             Value::Array(v)
         },
     );

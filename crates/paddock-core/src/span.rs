@@ -8,6 +8,22 @@ use serde_json::Value;
 /// stays on the namespace (upstream and in the tenant's view), saying where it lives.
 pub const CLUSTER_LABEL: &str = "paddock.io/cluster";
 
+/// The namespaces guard's rule for [`CLUSTER_LABEL`] (one validation of the upstream
+/// `ValidatingAdmissionPolicy` paddock installs on every cluster): a tenant's update may not
+/// change, add or remove it. The namespace map decides where a namespace lives, and the label
+/// must keep saying so; a namespace never moves between clusters by a label change. Refused
+/// upstream, so the same holds for the tenant identity straight at any apiserver.
+pub fn guard_validation() -> Value {
+    let l = CLUSTER_LABEL;
+    serde_json::json!({
+        "expression": format!(
+            "request.operation != 'UPDATE' || ((('{l}' in variables.newLabels) == ('{l}' in variables.oldLabels)) && \
+             (!('{l}' in variables.newLabels) || variables.newLabels['{l}'] == variables.oldLabels['{l}']))"
+        ),
+        "message": format!("paddock: the {l} label records the cluster a namespace was placed on; it cannot be changed, added or removed (a namespace does not move between clusters)")
+    })
+}
+
 /// Where a request of a spanning tenant goes, decided from its method and path alone.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SpanTarget<'a> {
@@ -96,14 +112,39 @@ pub fn place_namespace(
 }
 
 /// Cluster-scoped kinds every cluster of a spanning tenant carries its own copy of (written
-/// to all, home first; read from the home).
+/// to all, home first; read from the home). `span_resync`'s list of kinds is the same set.
 pub fn replicated_kind(group: &str, resource: &str) -> bool {
     matches!(
         (group, resource),
         ("apiextensions.k8s.io", "customresourcedefinitions")
             | ("rbac.authorization.k8s.io", "clusterroles")
             | ("rbac.authorization.k8s.io", "clusterrolebindings")
+            // The tenant's own admission policies and webhooks act on its namespaces of every
+            // cluster (a webhook's service lives on one cluster: elsewhere its failurePolicy
+            // decides, docs/clusters.md), and its API Priority and Fairness objects too.
+            | ("admissionregistration.k8s.io", "validatingadmissionpolicies")
+            | ("admissionregistration.k8s.io", "validatingadmissionpolicybindings")
+            | ("admissionregistration.k8s.io", "validatingwebhookconfigurations")
+            | ("admissionregistration.k8s.io", "mutatingwebhookconfigurations")
+            | ("flowcontrol.apiserver.k8s.io", "flowschemas")
+            | ("flowcontrol.apiserver.k8s.io", "prioritylevelconfigurations")
     )
+}
+
+/// Whether a request is a get of one object of a shared read-only kind by name
+/// (`GET /api/v1/nodes/<name>`, `GET /apis/storage.k8s.io/<v>/storageclasses/<name>`): for a
+/// spanning tenant it is answered by the first of its clusters (home first) that has it, as
+/// its list shows the object whichever cluster it is on.
+pub fn shared_object_get(method: &str, path: &str) -> bool {
+    let segs: Vec<&str> = path.trim_matches('/').split('/').collect();
+    method == "GET"
+        && match segs.as_slice() {
+            ["api", "v1", resource, name] => merged_shared_kind("", resource) && !name.is_empty(),
+            ["apis", group, _version, resource, name] => {
+                merged_shared_kind(group, resource) && !name.is_empty()
+            }
+            _ => false,
+        }
 }
 
 /// Shared read-only kinds a spanning tenant sees merged from all its clusters.
@@ -206,6 +247,28 @@ pub fn sync_steps(api_version: &str, kind: &str, want: &[Value], have: &[Value])
         steps.push(SyncStep::Delete(n.clone()));
     }
     steps
+}
+
+#[cfg(test)]
+mod shared_get_tests {
+    use super::*;
+
+    #[test]
+    fn a_get_of_one_node_or_storage_class_by_name_is_a_shared_object_get() {
+        assert!(shared_object_get("GET", "/api/v1/nodes/n1"));
+        assert!(shared_object_get(
+            "GET",
+            "/apis/storage.k8s.io/v1/storageclasses/fast"
+        ));
+        assert!(!shared_object_get("GET", "/api/v1/nodes"));
+        assert!(!shared_object_get("GET", "/api/v1/nodes/n1/proxy"));
+        assert!(!shared_object_get("PUT", "/api/v1/nodes/n1"));
+        assert!(!shared_object_get("GET", "/api/v1/namespaces/web"));
+        assert!(!shared_object_get(
+            "GET",
+            "/apis/rbac.authorization.k8s.io/v1/clusterroles/x"
+        ));
+    }
 }
 
 #[cfg(test)]

@@ -50,6 +50,18 @@ fn admission_webhook() -> bool {
 }
 
 pub async fn bootstrap(up: &Upstream, tenant_priority_shares: u32) -> Result<(), ServerError> {
+    bootstrap_with(up, tenant_priority_shares, admission_webhook()).await
+}
+
+/// [`bootstrap`] of a cluster where paddock's admission webhook is (`true`) or is not
+/// installed: the webhook is installed on the default cluster only (a registered cluster's
+/// apiserver would call it with a client certificate of another CA), so a registered cluster
+/// keeps the guard policies that stand in for it (the services guard).
+pub async fn bootstrap_with(
+    up: &Upstream,
+    tenant_priority_shares: u32,
+    webhook_here: bool,
+) -> Result<(), ServerError> {
     if tenant_priority_shares > 0 {
         upjson::apply(
             up,
@@ -78,7 +90,7 @@ pub async fn bootstrap(up: &Upstream, tenant_priority_shares: u32) -> Result<(),
         &cluster_scope_binding(),
     )
     .await?;
-    if admission_webhook() {
+    if webhook_here {
         let name = services_guard_name();
         let base = "/apis/admissionregistration.k8s.io/v1";
         upjson::delete(
@@ -90,7 +102,7 @@ pub async fn bootstrap(up: &Upstream, tenant_priority_shares: u32) -> Result<(),
     }
     // The templates' lock guard is declared beside the templates (core `templates/guard.rs`),
     // which build on the provisioning data: composed here so neither module imports the other.
-    let guards = guard_policies(admission_webhook())
+    let guards = guard_policies(webhook_here)
         .into_iter()
         .chain(paddock_core::templates::templates_guards());
     for (name, policy) in guards {

@@ -164,8 +164,38 @@ pub async fn authenticate_token(state: &AppState, token: &str) -> Result<Caller,
     }
 }
 
-/// One TokenReview upstream; `Ok(Err(reason))` is a refusal (cached like a success).
+/// The TokenReview on the default cluster, then on each registered cluster that answers (a
+/// pod's token is signed by its own cluster); `Ok(Err(reason))` is a refusal (cached like a
+/// success). A token a registered cluster vouches for is accepted only for a tenant that
+/// lives on that cluster, its namespace there carrying the tenant's label.
 async fn review_token(
+    state: &AppState,
+    token: &str,
+) -> Result<Result<(TenantId, String), String>, ServerError> {
+    let first = review_token_on(state, token).await?;
+    if first.is_ok() {
+        return Ok(first);
+    }
+    for (name, member) in state.clusters.members().iter() {
+        if !member.state.health.is_healthy() {
+            continue;
+        }
+        let Ok(Ok((tenant, user))) = review_token_on(&member.state, token).await else {
+            continue;
+        };
+        if state
+            .cache
+            .tenant(tenant.as_str())
+            .is_some_and(|r| r.lives_on(name))
+        {
+            return Ok(Ok((tenant, user)));
+        }
+    }
+    Ok(first)
+}
+
+/// One TokenReview on one cluster.
+async fn review_token_on(
     state: &AppState,
     token: &str,
 ) -> Result<Result<(TenantId, String), String>, ServerError> {

@@ -16,8 +16,8 @@ use crate::metrics::Metrics;
 use crate::state::AppState;
 use crate::upstream::Upstream;
 use crate::{
-    ServerConfig, access_log, admission, audit, fair_queue, health, lifecycle, limits, provision,
-    quota, resync,
+    ServerConfig, access_log, admission, audit, fair_queue, health, limits, provision, quota,
+    resync,
 };
 
 /// The replica's state, with the reconciler it shares the store and upstream with.
@@ -117,10 +117,7 @@ async fn finish_interrupted_work(state: &Arc<AppState>) {
         if !state.reconciler.owns(&t) {
             // Another cluster's tenant: its cluster's member does this (clusters/).
         } else if t.phase == TenantPhase::Terminating {
-            tokio::spawn(lifecycle::finish_tenant_deletion(
-                state.reconciler.clone(),
-                t.id.clone(),
-            ));
+            crate::clusters::span_tenant::resume_deletion(state, (*t).clone());
         } else if let Err(e) = provision::ensure_tenant_flow_schema(
             &state.upstream,
             &t.id,

@@ -51,6 +51,10 @@ fn two_clusters_thousand_tenants() -> Result<()> {
     let b = planes.pop().context("second plane")?;
     let a = planes.pop().context("first plane")?;
     let p = Paddock::start(&a, StoreKind::Etcd)?;
+    let pid = p.pid().context("paddock pid")?;
+    // Per-cluster cost: RSS with the default cluster only, then with east registered and ready.
+    std::thread::sleep(Duration::from_secs(10));
+    let rss_one_cluster = rss_kib(pid)?;
     let kb = b.admin_kubeconfig();
     p.cli(&[
         "cluster",
@@ -59,8 +63,20 @@ fn two_clusters_thousand_tenants() -> Result<()> {
         "--from-kubeconfig",
         kb.to_str().context("path")?,
     ])?;
-    let pid = p.pid().context("paddock pid")?;
+    let t_ready = Instant::now();
+    while !cluster_tenants(&p)?.iter().all(|(_, _, ready)| *ready) {
+        ensure!(
+            t_ready.elapsed() < Duration::from_secs(300),
+            "east never became ready"
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    std::thread::sleep(Duration::from_secs(10));
     let rss_empty = rss_kib(pid)?;
+    eprintln!(
+        "SCALE RSS with 1 cluster {rss_one_cluster} KiB, with 2 clusters {rss_empty} KiB (no tenants)"
+    );
+    let rss_quarter = std::sync::Mutex::new(0u64);
 
     // N tenants, 4 creations at a time, each placed on the least loaded cluster.
     let next = AtomicUsize::new(0);
@@ -79,8 +95,30 @@ fn two_clusters_thousand_tenants() -> Result<()> {
                             .iter()
                             .map(|s| s.to_string())
                             .collect();
-                        let (line, out) = p.cli_raw(&args, Duration::from_secs(120))?;
-                        ensure!(out.success(), "{line}: {}", out.stderr);
+                        // Creation is idempotent (a repair), so one refused by a store or
+                        // apiserver starved on a loaded machine is tried again, at most 10 times.
+                        let mut tries = 0;
+                        loop {
+                            let (line, out) = p.cli_raw(&args, Duration::from_secs(120))?;
+                            if out.success() {
+                                break;
+                            }
+                            tries += 1;
+                            ensure!(tries < 10, "{line} (try {tries}): {}", out.stderr);
+                            eprintln!("{line} refused (try {tries}), again: {}", out.stderr.trim());
+                            std::thread::sleep(Duration::from_secs(2 * tries));
+                        }
+                        if i + 1 == n / 4
+                            && let Ok(mut q) = rss_quarter.lock()
+                        {
+                            *q = rss_kib(pid)?;
+                            eprintln!(
+                                "SCALE RSS after {} tenants {} KiB ({:?})",
+                                n / 4,
+                                *q,
+                                t0.elapsed()
+                            );
+                        }
                         if (i + 1).is_multiple_of(100) {
                             eprintln!("{} tenants after {:?}", i + 1, t0.elapsed());
                         }
@@ -96,6 +134,13 @@ fn two_clusters_thousand_tenants() -> Result<()> {
     let created = t0.elapsed();
     let placed = cluster_tenants(&p)?;
     let rss_loaded = rss_kib(pid)?;
+    let rss_quarter = rss_quarter
+        .into_inner()
+        .map_err(|_| anyhow::anyhow!("poisoned"))?;
+    eprintln!(
+        "SCALE RSS after creating {} tenants {rss_quarter} KiB, after {n} {rss_loaded} KiB",
+        n / 4
+    );
     eprintln!(
         "{n} tenants created in {created:?} ({:.0} ms each, 4 at a time); placed: {placed:?}",
         created.as_millis() as f64 / n as f64

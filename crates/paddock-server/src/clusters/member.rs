@@ -111,8 +111,12 @@ async fn probe_loop(state: Arc<AppState>, name: String) {
 async fn bootstrap_then_resync(state: Arc<AppState>, name: String) {
     let mut delay = Duration::from_millis(200);
     loop {
-        let boot =
-            crate::provision::bootstrap(&state.upstream, state.config.tenant_priority_shares).await;
+        let boot = crate::provision::bootstrap_with(
+            &state.upstream,
+            state.config.tenant_priority_shares,
+            false,
+        )
+        .await;
         let disc = state.catalogs.refresh(&state.upstream).await;
         match (boot, disc) {
             (Ok(()), Ok(_)) => break,
@@ -131,10 +135,7 @@ async fn bootstrap_then_resync(state: Arc<AppState>, name: String) {
     // Finish the deletions of this cluster's tenants that a crash interrupted.
     for t in state.cache.tenants() {
         if state.reconciler.owns(&t) && t.phase == paddock_store::TenantPhase::Terminating {
-            tokio::spawn(crate::lifecycle::finish_tenant_deletion(
-                state.reconciler.clone(),
-                t.id.clone(),
-            ));
+            super::span_tenant::resume_deletion(&state, (*t).clone());
         }
     }
     tokio::spawn(crate::resync::resync_loop(state.reconciler.clone()));

@@ -162,10 +162,39 @@ pub async fn route(
             Ok((state, after))
         }
         SpanTarget::CreateNamespace => create_namespace(main, tenant, clusters, req).await,
+        SpanTarget::ClusterWide if paddock_core::span::shared_object_get(&method, &path) => Ok((
+            holder_of(main, tenant, clusters, &path).await?,
+            After::Nothing,
+        )),
         SpanTarget::ListNamespaces | SpanTarget::ClusterWide => {
             Ok((state_of(main, tenant, home)?, After::Nothing))
         }
     }
+}
+
+/// The first of the tenant's clusters (home first) holding the shared object at `path` (a
+/// node or storage class), asked as paddock; the home when none has it (its 404 answers). A
+/// cluster that cannot be reached is a 503 naming it, as for the merged list: never an
+/// answer that may be wrong. The tenant's request then goes to that cluster unchanged (its
+/// own rights decide there).
+async fn holder_of(
+    main: &Arc<AppState>,
+    tenant: &TenantId,
+    clusters: &[String],
+    path: &str,
+) -> Result<Arc<AppState>, ServerError> {
+    let states = all_states(main, tenant, clusters)?;
+    for (_, state) in &states {
+        let a = crate::upjson::call(&state.upstream, http::Method::GET, path, None, None).await?;
+        if a.status.is_success() {
+            return Ok(state.clone());
+        }
+    }
+    states
+        .into_iter()
+        .next()
+        .map(|(_, s)| s)
+        .ok_or_else(|| ServerError::Internal(format!("tenant {tenant} names no cluster")))
 }
 
 fn is_namespace_object(path: &str, ns: &str) -> bool {
@@ -188,20 +217,18 @@ async fn create_namespace(
         .get(http::header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .is_none_or(|ct| ct.starts_with("application/json"));
-    let parsed: Option<Value> = json.then(|| serde_json::from_slice(&raw).ok()).flatten();
-    let name = parsed
-        .as_ref()
-        .and_then(|v| v.pointer("/metadata/name"))
-        .and_then(Value::as_str)
-        .map(str::to_string);
-    let (Some(mut body), Some(ns)) = (parsed, name) else {
-        // Not JSON or no name: translation answers it (a 400) or it lands on the home
-        // cluster, where a namespace without an entry lives.
+    let parsed = NamespaceBody::read(json, &raw);
+    let (Some(body), Some(ns)) = (
+        parsed.as_ref(),
+        parsed.as_ref().and_then(NamespaceBody::name),
+    ) else {
+        // Neither JSON nor protobuf with a name: translation answers it (a 400) or it lands
+        // on the home cluster, where a namespace without an entry lives.
         req.extensions_mut().insert(PreRead(raw));
         return Ok((state_of(main, tenant, home)?, After::Nothing));
     };
     let bad = |e: paddock_core::span::SpanError| ServerError::BadRequest(e.to_string());
-    let requested = requested_cluster(&body).map_err(bad)?.map(str::to_string);
+    let requested = body.requested().map_err(bad)?;
     let names: Vec<&str> = clusters.iter().map(String::as_str).collect();
     let counts = main.clusters.namespaces.counts(tenant.as_str());
     let available: Vec<(&str, usize)> = names
@@ -225,18 +252,7 @@ async fn create_namespace(
     main.clusters
         .namespaces
         .insert(tenant.as_str(), &ns, &holder);
-    if let Some(labels) = body
-        .pointer_mut("/metadata")
-        .and_then(Value::as_object_mut)
-        .map(|m| {
-            m.entry("labels")
-                .or_insert_with(|| Value::Object(Default::default()))
-        })
-        .and_then(Value::as_object_mut)
-    {
-        labels.insert(CLUSTER_LABEL.into(), Value::String(holder.clone()));
-    }
-    let rewritten = serde_json::to_vec(&body).map_err(|e| ServerError::Internal(e.to_string()))?;
+    let rewritten = body.stamped(&holder)?;
     req.extensions_mut().insert(PreRead(Bytes::from(rewritten)));
     let dry_run = req.uri().query().is_some_and(|q| q.contains("dryRun="));
     let after = if previous.is_none() {
@@ -246,6 +262,72 @@ async fn create_namespace(
         After::Nothing
     };
     Ok((state_of(main, tenant, &holder)?, after))
+}
+
+/// A namespace create's body as the router reads it: JSON, or protobuf (what kubectl and
+/// client-go send for built-in kinds), so that both are placed alike.
+enum NamespaceBody {
+    Json(Value),
+    Protobuf(Bytes),
+}
+
+impl NamespaceBody {
+    fn read(json: bool, raw: &Bytes) -> Option<NamespaceBody> {
+        if json {
+            serde_json::from_slice(raw).ok().map(NamespaceBody::Json)
+        } else if paddock_core::protobuf::is_protobuf(raw) {
+            Some(NamespaceBody::Protobuf(raw.clone()))
+        } else {
+            None
+        }
+    }
+
+    fn name(&self) -> Option<String> {
+        match self {
+            NamespaceBody::Json(v) => v
+                .pointer("/metadata/name")
+                .and_then(Value::as_str)
+                .map(str::to_string),
+            NamespaceBody::Protobuf(b) => paddock_core::protobuf::protobuf_name(b).ok().flatten(),
+        }
+    }
+
+    /// The cluster the tenant asked for with the label.
+    fn requested(&self) -> Result<Option<String>, paddock_core::span::SpanError> {
+        match self {
+            NamespaceBody::Json(v) => Ok(requested_cluster(v)?.map(str::to_string)),
+            NamespaceBody::Protobuf(b) => {
+                Ok(paddock_core::protobuf::protobuf_label(b, CLUSTER_LABEL)
+                    .ok()
+                    .flatten())
+            }
+        }
+    }
+
+    /// The body with the label naming the cluster it was placed on.
+    fn stamped(&self, cluster: &str) -> Result<Vec<u8>, ServerError> {
+        match self {
+            NamespaceBody::Json(v) => {
+                let mut body = v.clone();
+                if let Some(labels) = body
+                    .pointer_mut("/metadata")
+                    .and_then(Value::as_object_mut)
+                    .map(|m| {
+                        m.entry("labels")
+                            .or_insert_with(|| Value::Object(Default::default()))
+                    })
+                    .and_then(Value::as_object_mut)
+                {
+                    labels.insert(CLUSTER_LABEL.into(), Value::String(cluster.to_string()));
+                }
+                serde_json::to_vec(&body).map_err(|e| ServerError::Internal(e.to_string()))
+            }
+            NamespaceBody::Protobuf(b) => {
+                paddock_core::protobuf::set_protobuf_label(b, CLUSTER_LABEL, cluster)
+                    .map_err(|e| ServerError::BadRequest(e.to_string()))
+            }
+        }
+    }
 }
 
 /// Whether a planned request of a spanning tenant is a read merged from all its clusters by

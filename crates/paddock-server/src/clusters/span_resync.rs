@@ -19,8 +19,9 @@ use crate::upjson;
 /// How often the spanning tenants' cluster-scoped objects are compared.
 pub const RESYNC_INTERVAL: Duration = Duration::from_secs(30);
 
-/// The replicated kinds: collection path, apiVersion, kind.
-const KINDS: [(&str, &str, &str); 3] = [
+/// The replicated kinds (`paddock_core::span::replicated_kind`): collection path,
+/// apiVersion, kind. CRDs first (their CRs need them), RBAC before what it may reference.
+const KINDS: [(&str, &str, &str); 9] = [
     (
         "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
         "apiextensions.k8s.io/v1",
@@ -35,6 +36,36 @@ const KINDS: [(&str, &str, &str); 3] = [
         "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
         "rbac.authorization.k8s.io/v1",
         "ClusterRoleBinding",
+    ),
+    (
+        "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies",
+        "admissionregistration.k8s.io/v1",
+        "ValidatingAdmissionPolicy",
+    ),
+    (
+        "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings",
+        "admissionregistration.k8s.io/v1",
+        "ValidatingAdmissionPolicyBinding",
+    ),
+    (
+        "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations",
+        "admissionregistration.k8s.io/v1",
+        "ValidatingWebhookConfiguration",
+    ),
+    (
+        "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations",
+        "admissionregistration.k8s.io/v1",
+        "MutatingWebhookConfiguration",
+    ),
+    (
+        "/apis/flowcontrol.apiserver.k8s.io/v1/prioritylevelconfigurations",
+        "flowcontrol.apiserver.k8s.io/v1",
+        "PriorityLevelConfiguration",
+    ),
+    (
+        "/apis/flowcontrol.apiserver.k8s.io/v1/flowschemas",
+        "flowcontrol.apiserver.k8s.io/v1",
+        "FlowSchema",
     ),
 ];
 
@@ -92,7 +123,7 @@ pub async fn resync_tenant(
                 }
                 repaired += 1;
             }
-            if repaired > 0 && kind != "CustomResourceDefinition" {
+            if repaired > 0 && kind.starts_with("ClusterRole") {
                 // The mirrors of its ClusterRoleBindings in its namespaces there.
                 crate::rbac_sync::sync_tenant(&other.upstream, tenant).await?;
             }

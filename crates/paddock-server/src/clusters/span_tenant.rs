@@ -100,3 +100,41 @@ pub async fn start_deletion(
     });
     Ok(rec)
 }
+
+/// Resumes, at start, the deletion of a tenant of `state`'s cluster that a crash interrupted.
+/// A one-cluster tenant: that cluster's deletion. A spanning tenant: only its home's state
+/// resumes it, the whole of it (the other clusters first, then the home, as
+/// [`start_deletion`]), once this replica knows all its clusters (registered clusters join
+/// the registry within seconds of start); the other clusters' states leave it alone, so the
+/// home never removes the record while another cluster still holds its objects.
+pub fn resume_deletion(state: &Arc<AppState>, rec: TenantRecord) {
+    let names: Vec<String> = rec.cluster_names().iter().map(|s| s.to_string()).collect();
+    if names.len() < 2 {
+        tokio::spawn(lifecycle::finish_tenant_deletion(
+            state.reconciler.clone(),
+            rec.id.clone(),
+        ));
+        return;
+    }
+    if names[0] != state.reconciler.cluster {
+        return;
+    }
+    let any = state.clone();
+    tokio::spawn(async move {
+        loop {
+            let main = any.clusters.main.get().and_then(std::sync::Weak::upgrade);
+            if let Some(main) = main {
+                match start_deletion(&main, rec.clone()).await {
+                    Ok(_) => return,
+                    Err(e) => {
+                        tracing::info!(tenant = %rec.id, error = %e, "resuming a spanning tenant's deletion once all its clusters are known")
+                    }
+                }
+            }
+            tokio::select! {
+                _ = tokio::time::sleep(std::time::Duration::from_secs(5)) => {}
+                _ = any.shutdown.cancelled() => return,
+            }
+        }
+    });
+}

@@ -180,8 +180,43 @@ pub fn spanning_tenant(p: &Paddock, up_a: &Kubectl, up_b: &Kubectl) -> Result<Ku
     crd_across_clusters(&ts, up_b)?;
     binding_across_clusters(&ts, up_b)?;
     helm_across_clusters(p, &ts, up_b)?;
+    shared_kinds_by_name(&ts, up_a, up_b)?;
     eprintln!("spanning tenant scenarios passed in {:?}", t0.elapsed());
     Ok(ts)
+}
+
+const SHARED_EAST: &str = "apiVersion: storage.k8s.io/v1\nkind: StorageClass\nmetadata: {name: east-only-sc}\nprovisioner: example.com/none\n---\napiVersion: v1\nkind: Node\nmetadata: {name: east-only-node}\n";
+
+/// A node or storage class that only one cluster has is found by name, whichever of the
+/// tenant's clusters has it (as its list shows it); an absent one is the apiserver's 404.
+fn shared_kinds_by_name(ts: &Kubectl, up_a: &Kubectl, up_b: &Kubectl) -> Result<()> {
+    up_b.run_stdin(&["apply", "-f", "-"], Some(SHARED_EAST))?;
+    for (kind, name) in [("storageclass", "east-only-sc"), ("node", "east-only-node")] {
+        ensure!(
+            !upstream_has(up_a, &["get", kind, name])?,
+            "{kind} {name} is on default too"
+        );
+        let list = ts.run(&["get", kind, "-o", "name"])?;
+        ensure!(list.contains(name), "get {kind} lacks {name}: {list}");
+        let one = ts.run(&["get", kind, name, "-o", "name"])?;
+        ensure!(
+            one.trim().ends_with(name),
+            "get {kind} {name} by name through paddock: {one:?}"
+        );
+        let absent = format!("{name}-absent");
+        let args: Vec<String> = ["get", kind, &absent].map(String::from).to_vec();
+        let (_, via) = ts.run_raw(&args, None, &Default::default(), None)?;
+        let (_, direct) = up_a.run_raw(&args, None, &Default::default(), None)?;
+        ensure!(
+            !via.success() && via.stderr.trim() == direct.stderr.trim(),
+            "get {kind} {absent}: through paddock {:?}, direct {:?}",
+            via.stderr.trim(),
+            direct.stderr.trim()
+        );
+    }
+    up_b.run(&["delete", "storageclass", "east-only-sc"])?;
+    up_b.run(&["delete", "node", "east-only-node"])?;
+    Ok(())
 }
 
 /// `get configmaps -A -w` sees events of both clusters after its list (the watch starts from
@@ -441,13 +476,25 @@ pub fn after_east_returns(ts: &Kubectl, up_b: &Kubectl) -> Result<()> {
     Ok(())
 }
 
-/// Deleting the spanning tenant removes its objects from both clusters.
+/// Deleting the spanning tenant removes its objects from both clusters, even when paddock
+/// is killed right after the deletion started: the restarted paddock resumes it whole (the
+/// other cluster first, then the home).
 pub fn deletion(p: &Paddock, up_a: &Kubectl, up_b: &Kubectl) -> Result<()> {
-    let del: Vec<String> = ["tenant", "delete", "spanns", "--wait"]
-        .map(String::from)
-        .to_vec();
+    let del: Vec<String> = ["tenant", "delete", "spanns"].map(String::from).to_vec();
     let (line, out) = p.cli_raw(&del, Duration::from_secs(300))?;
     ensure!(out.success(), "{line}: {}", out.stderr);
+    p.kill()?;
+    p.restart()?;
+    let gone = eventually(Duration::from_secs(300), || {
+        let get: Vec<String> = ["tenant", "get", "spanns"].map(String::from).to_vec();
+        let (_, out) = p.cli_raw(&get, Duration::from_secs(30))?;
+        ensure!(!out.success(), "tenant spanns still there: {}", out.stdout);
+        Ok(())
+    })
+    .context("the deletion interrupted by a kill did not finish after the restart")?;
+    eprintln!(
+        "spanning tenant's deletion, interrupted by a kill, finished {gone:?} after the restart"
+    );
     for (up, ns) in [(up_a, "spanns-here"), (up_b, "spanns-there")] {
         ensure!(
             !upstream_has(up, &["get", "ns", ns])?,

@@ -1,5 +1,22 @@
 //! The case model: who runs a step, what a step expects, and which cases a run selects.
 
+pub(crate) const A: &str = "alphaa";
+pub(crate) const B: &str = "bravoo";
+/// Names only the victim and the platform use: none may appear in an attacker's output
+/// unless the attacker typed it itself.
+pub(crate) const MARKERS: &[&str] = &[
+    "bravoo",
+    "vault-ns",
+    "crown-jewels",
+    "b-gadget",
+    "b-role",
+    "vaultitems",
+    "plat-core",
+    "plat-token",
+    "plat-reader",
+    "b-pv",
+];
+
 /// Who runs a step.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Who {
@@ -86,6 +103,7 @@ pub(crate) enum Expect {
     Says(&'static str),
 }
 
+#[derive(Clone)]
 pub(crate) struct Case {
     pub(crate) id: &'static str,
     /// MTB check ids and kubezoo-teardown §7.2 holes covered.
