@@ -39,6 +39,10 @@ impl std::fmt::Display for Failure {
     }
 }
 
+/// How a [`Failure::Broken`] starts when the answer's head (its status) had arrived and its
+/// body then broke: no `Status` can follow a head already sent.
+pub const CUT_MID_BODY: &str = "the answer broke after its head";
+
 /// A client for one server URL with one client certificate.
 #[derive(Clone)]
 pub struct Tls {
@@ -126,7 +130,7 @@ impl Tls {
             .into_body()
             .collect()
             .await
-            .map_err(|e| Failure::Broken(chain(&e)))?
+            .map_err(|e| Failure::Broken(format!("{CUT_MID_BODY} ({status}): {}", chain(&e))))?
             .to_bytes();
         Ok((status, bytes))
     }

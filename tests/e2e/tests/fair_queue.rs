@@ -281,9 +281,16 @@ fn a_lone_tenant_uses_every_seat_and_a_slow_client_loses_them() -> Result<()> {
                 }
             }));
         }
+        // B is a steady, well-behaved client: 20 GETs a second (as in `loadbench --only
+        // noisy`), far under its own read budget (100/s, burst 200). Unpaced, B's GETs ran
+        // back to back and, answered quickly on a fast machine, spent that budget within a
+        // second and got the 429s its own limit gives.
         let t0 = Instant::now();
         let mut b_codes = Vec::new();
+        let mut pace = tokio::time::interval(Duration::from_millis(50));
+        pace.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         while t0.elapsed() < Duration::from_secs(8) || b_codes.len() < 10 {
+            pace.tick().await;
             let r = b
                 .send(
                     Method::GET,

@@ -191,6 +191,14 @@ pub fn translate_label_selector(
                 })
                 .collect::<Result<Vec<_>, TranslateError>>()?;
             terms.push(parsed.render(&vals));
+        } else if let Some(key) = crate::rules::aggregate::selector_term_key_up(info, parsed.key)? {
+            terms.push(
+                LabelTerm {
+                    key: &key,
+                    ..parsed
+                }
+                .render_values(),
+            );
         } else {
             terms.push(term.to_owned());
         }
@@ -206,9 +214,16 @@ struct LabelTerm<'a> {
 }
 
 impl LabelTerm<'_> {
+    /// The term with its own values.
+    fn render_values(&self) -> String {
+        let vals: Vec<String> = self.values.iter().map(|v| (*v).to_owned()).collect();
+        self.render(&vals)
+    }
+
     fn render(&self, vals: &[String]) -> String {
         match self.op {
             "in" | "notin" => format!("{} {} ({})", self.key, self.op, vals.join(",")),
+            "!" => format!("!{}", self.key),
             op => format!(
                 "{}{}{}",
                 self.key,

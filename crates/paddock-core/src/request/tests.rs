@@ -337,6 +337,54 @@ fn plan_flowcontrol_lists_beside_the_platform() {
     );
 }
 
+/// `kubectl get clusterroles -l rbac.authorization.k8s.io/aggregate-to-edit=true`: the label
+/// is stored renamed on the tenant's roles (rules/aggregate.rs), so the selector is too; every
+/// term form keeps its operator and values; the upstream spelling is reserved.
+#[test]
+fn plan_cluster_role_selector_on_aggregation_labels() {
+    let cr = "/apis/rbac.authorization.k8s.io/v1/clusterroles";
+    for (sel, want) in [
+        (
+            "rbac.authorization.k8s.io%2Faggregate-to-edit%3Dtrue",
+            "paddock.io%2Faggregate-to-edit%3Dtrue",
+        ),
+        (
+            "rbac.authorization.k8s.io%2Faggregate-to-view",
+            "paddock.io%2Faggregate-to-view",
+        ),
+        (
+            "%21rbac.authorization.k8s.io%2Faggregate-to-admin",
+            "%21paddock.io%2Faggregate-to-admin",
+        ),
+        (
+            "rbac.authorization.k8s.io%2Faggregate-to-edit+in+%28true%29,app%3Dx",
+            "paddock.io%2Faggregate-to-edit+in+%28true%29%2Capp%3Dx",
+        ),
+    ] {
+        assert_eq!(
+            up_path("GET", cr, Some(&format!("labelSelector={sel}"))),
+            format!("{cr}?labelSelector={want}%2Cpaddock.io%2Ftenant%3Dfoofoo"),
+            "{sel}"
+        );
+    }
+    let e = up(
+        "GET",
+        cr,
+        Some("labelSelector=paddock.io%2Faggregate-to-edit%3Dtrue"),
+    )
+    .unwrap_err();
+    assert_eq!(e.http_code(), 403);
+    // Other kinds keep the key as it is.
+    assert_eq!(
+        up_path(
+            "GET",
+            "/api/v1/namespaces/default/configmaps",
+            Some("labelSelector=rbac.authorization.k8s.io%2Faggregate-to-edit")
+        ),
+        "/api/v1/namespaces/foofoo-default/configmaps?labelSelector=rbac.authorization.k8s.io%2Faggregate-to-edit"
+    );
+}
+
 #[test]
 fn plan_tenant_label_on_cluster_scoped_collections() {
     assert_eq!(

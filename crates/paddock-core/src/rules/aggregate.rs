@@ -12,6 +12,7 @@
 
 use serde_json::{Map, Value};
 
+use crate::catalog::ResourceInfo;
 use crate::error::TranslateError;
 
 /// Label-key prefix of Kubernetes' role aggregation (as the tenant writes and reads it).
@@ -103,6 +104,30 @@ pub(crate) fn role_selector_up(sel: &mut Value) -> Result<(), TranslateError> {
     }
     selector_keys(sel, AGGREGATE_LABEL_PREFIX, TENANT_AGGREGATE_LABEL_PREFIX);
     Ok(())
+}
+
+/// The key of one term of a tenant's label selector (`-l`) on ClusterRoles, tenant view ->
+/// upstream: the aggregation labels are stored renamed (above), so a term on them is renamed
+/// too; a term on the upstream spelling is refused, as writing it is (the tenant's roles never
+/// carry it in the tenant's view).
+/// `None`: the key is kept (and for any other kind).
+pub(crate) fn selector_term_key_up(
+    info: &ResourceInfo,
+    key: &str,
+) -> Result<Option<String>, TranslateError> {
+    if info.upstream_group != "rbac.authorization.k8s.io" || info.resource != "clusterroles" {
+        return Ok(None);
+    }
+    if key.starts_with(TENANT_AGGREGATE_LABEL_PREFIX) {
+        return Err(TranslateError::forbidden(format!(
+            "label selector on {key} is not allowed: the label is reserved; select {AGGREGATE_LABEL_PREFIX}* instead"
+        )));
+    }
+    Ok(rename(
+        key,
+        AGGREGATE_LABEL_PREFIX,
+        TENANT_AGGREGATE_LABEL_PREFIX,
+    ))
 }
 
 /// Upstream -> tenant view of an aggregationRule's selector keys.
