@@ -2,36 +2,54 @@
 //! (docs/fairshare.md "Fair queue").
 //!
 //! A replica has a budget of work seats (`capacity`). A tenant's request takes its seats (1,
-//! or a LIST's weight, `fair_weight::seats`) for as long as it is served. While the budget has
-//! room and nobody waits, a request is admitted at once; otherwise it waits in its tenant's
-//! FIFO, and every time seats free the tenant holding the **fewest seats** among those waiting
-//! is served next (ties: the oldest waiting request). So a tenant with one request is admitted
-//! before the 30th request of a tenant with many, whatever their arrival order: each tenant
-//! gets an equal share of the budget under contention (max-min fairness, as APF's fair
-//! queuing gives each flow an equal share of a priority level's seats).
+//! or a LIST's weight, `fair_weight::seats`) while it is served. While the budget has room and
+//! nobody waits, a request is admitted at once, whoever sends it: a tenant alone on a replica
+//! may use every seat (the queue is work-conserving). Otherwise it waits in its tenant's FIFO.
 //!
-//! One tenant may hold at most three quarters of the budget ([`FairQueue::tenant_cap`]),
-//! even alone: seats are not taken back from a request once given, so without a reserve a
-//! tenant holding every seat with requests that never end (a body sent a byte at a time)
-//! would make every other tenant wait for its requests to end.
+//! **Who goes next: the tenant that has used the least work** (weighted fair queuing, as the
+//! Linux CFS scheduler orders tasks by virtual run time). Each tenant has a virtual time: the
+//! work its finished requests actually used (the caller measures it — time spent in the
+//! request's polls — and passes it to [`FairQueue::release`]), plus an estimate for each
+//! request it has in progress (the tenant's running mean). Whenever seats free, the waiting
+//! tenant with the lowest virtual time is served (ties: the oldest request). A tenant that
+//! comes back after being idle starts at the lowest virtual time of the busy tenants (CFS's
+//! `min_vruntime`), so idling banks no credit; a tenant sending one cheap request now and then
+//! is therefore served before a tenant flooding expensive LISTs, whatever the arrival order.
+//!
+//! **Leases.** Seats are not taken back while a request works, but a request may stop
+//! working and wait on its client (a body sent a byte at a time, a client that stops reading
+//! a large answer). So a grant older than the lease (`lease`) is revoked when a waiting
+//! request needs its seats: the request goes on without them (its work is still charged when
+//! it ends). A slow client therefore holds seats for at most one lease while others wait, and
+//! the budget needs no per-tenant reserve.
 //!
 //! The caller does the waiting (tokio in paddock-server); this type only decides. It holds no
-//! clock: a wait's deadline is the caller's, who then [`FairQueue::cancel`]s the ticket.
+//! clock: `now` is the caller's monotonic time since any fixed origin, and a wait's deadline is
+//! the caller's, who then [`FairQueue::cancel`]s the ticket.
 
 use std::collections::{HashMap, VecDeque};
 use std::hash::Hash;
+use std::time::Duration;
 
-/// One waiting request, as handed out by [`FairQueue::arrive`].
+/// A request's place: handed out by [`FairQueue::arrive`], released by [`FairQueue::release`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Ticket(u64);
 
 /// What happens to an arriving request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Arrival {
-    /// Its seats are taken; release them with [`FairQueue::release`] when it ends.
-    Admitted,
-    /// It waits; a later `release` or `cancel` names it among the admitted.
+    /// Its seats are taken; release the ticket with [`FairQueue::release`] when it ends.
+    Admitted(Ticket),
+    /// It waits; a later `release`, `cancel` or `poke` names it among the admitted.
     Queued(Ticket),
+}
+
+impl Arrival {
+    pub fn ticket(self) -> Ticket {
+        match self {
+            Arrival::Admitted(t) | Arrival::Queued(t) => t,
+        }
+    }
 }
 
 /// What a cancelled ticket was.
@@ -40,85 +58,146 @@ pub enum Cancelled<K> {
     /// It was still waiting and is gone; the requests this admitted (its place may have held
     /// them back).
     Removed(Vec<(K, Ticket)>),
-    /// It had been admitted already: the caller holds its seats and must release them.
+    /// It had been admitted already: the caller must release it.
     WasAdmitted,
 }
 
+/// The estimate of a request's work before a tenant has a running mean: about one small GET.
+const FIRST_ESTIMATE_NS: u64 = 100_000;
+
 #[derive(Debug, Default)]
 struct Flow {
-    /// Seats held by this tenant's admitted requests.
-    in_use: u32,
+    /// Seats held by this tenant's admitted, unrevoked requests.
+    held: u32,
+    /// Admitted requests not yet released (revoked ones included).
+    grants: u32,
     /// Waiting requests, oldest first: (ticket, seats).
     waiting: VecDeque<(Ticket, u32)>,
+    /// Work used by finished requests, in ns, from the floor the tenant started at.
+    vtime: u64,
+    /// Estimated work of the admitted requests not yet released, in ns.
+    pending: u64,
+    /// Running mean of one request's work, in ns (0: none measured yet).
+    mean: u64,
 }
 
-/// The queue's state: seats in use, and each tenant's seats and waiting requests. Tenants
-/// with nothing held and nothing waiting are forgotten, so its size is bounded by the
-/// requests in flight.
+impl Flow {
+    fn key(&self) -> u64 {
+        self.vtime.saturating_add(self.pending)
+    }
+
+    fn estimate(&self) -> u64 {
+        if self.mean == 0 {
+            FIRST_ESTIMATE_NS
+        } else {
+            self.mean
+        }
+    }
+}
+
+#[derive(Debug)]
+struct Grant<K> {
+    tenant: K,
+    seats: u32,
+    since: Duration,
+    estimate: u64,
+    revoked: bool,
+}
+
+/// The queue's state: seats in use, each tenant's flow and each admitted request. Tenants with
+/// nothing held and nothing waiting are forgotten, so its size is bounded by the requests in
+/// flight.
 #[derive(Debug)]
 pub struct FairQueue<K> {
     capacity: u32,
+    lease: Duration,
     in_use: u32,
     flows: HashMap<K, Flow>,
+    grants: HashMap<Ticket, Grant<K>>,
+    /// The virtual time a tenant (re)starts at: never below the busy tenants' lowest.
+    floor: u64,
     next: u64,
+    revoked: u64,
 }
 
 impl<K: Eq + Hash + Clone> FairQueue<K> {
-    /// A queue of `capacity` seats (at least 1).
-    pub fn new(capacity: u32) -> Self {
+    /// A queue of `capacity` seats (at least 1) whose grants may be revoked after `lease`.
+    pub fn new(capacity: u32, lease: Duration) -> Self {
         FairQueue {
             capacity: capacity.max(1),
+            lease,
             in_use: 0,
             flows: HashMap::new(),
+            grants: HashMap::new(),
+            floor: 0,
             next: 0,
+            revoked: 0,
         }
     }
 
-    /// The most seats one tenant holds at once: three quarters of the budget (all of a
-    /// budget under 4), so others always find seats a tenant cannot take.
-    pub fn tenant_cap(&self) -> u32 {
-        (self.capacity - self.capacity / 4).max(1)
-    }
-
-    /// The seats a request of `seats` takes: at least 1, at most a tenant's cap (a request
+    /// The seats a request of `seats` takes: at least 1, at most the budget (a request
     /// heavier than that runs alone rather than never).
     pub fn weight(&self, seats: u32) -> u32 {
-        seats.clamp(1, self.tenant_cap())
+        seats.clamp(1, self.capacity)
     }
 
-    /// A request of `tenant` weighing `seats` arrives (pass the same `seats` to `release`).
-    pub fn arrive(&mut self, tenant: &K, seats: u32) -> Arrival {
+    /// A request of `tenant` weighing `seats` arrives at `now`. Also returns the waiting
+    /// requests admitted meanwhile (leases that expired since the last call).
+    pub fn arrive(&mut self, tenant: &K, seats: u32, now: Duration) -> (Arrival, Vec<(K, Ticket)>) {
         let seats = self.weight(seats);
         let ticket = Ticket(self.next);
         self.next += 1;
-        self.flows
-            .entry(tenant.clone())
-            .or_default()
-            .waiting
-            .push_back((ticket, seats));
-        // Before this arrival nothing waiting could be admitted, so this admits the new
-        // request or nobody.
-        if self.dispatch().is_empty() {
-            Arrival::Queued(ticket)
-        } else {
-            Arrival::Admitted
+        if !self.flows.contains_key(tenant) {
+            let floor = self.raise_floor();
+            let flow = Flow {
+                vtime: floor,
+                ..Flow::default()
+            };
+            self.flows.insert(tenant.clone(), flow);
         }
+        if let Some(f) = self.flows.get_mut(tenant) {
+            f.waiting.push_back((ticket, seats));
+        }
+        let mut others = self.dispatch(now);
+        let before = others.len();
+        others.retain(|(_, t)| *t != ticket);
+        let arrival = if others.len() < before {
+            Arrival::Admitted(ticket)
+        } else {
+            Arrival::Queued(ticket)
+        };
+        (arrival, others)
     }
 
-    /// An admitted request of `tenant` weighing `seats` ended; returns the waiting requests
-    /// this admits, in order.
-    pub fn release(&mut self, tenant: &K, seats: u32) -> Vec<(K, Ticket)> {
-        let seats = self.weight(seats);
-        self.in_use = self.in_use.saturating_sub(seats);
-        if let Some(f) = self.flows.get_mut(tenant) {
-            f.in_use = f.in_use.saturating_sub(seats);
+    /// An admitted request ended at `now`, having used `work`; returns the waiting requests
+    /// this admits, in order. An unknown ticket (released twice) changes nothing.
+    pub fn release(&mut self, ticket: Ticket, work: Duration, now: Duration) -> Vec<(K, Ticket)> {
+        let Some(g) = self.grants.remove(&ticket) else {
+            return Vec::new();
+        };
+        if !g.revoked {
+            self.in_use = self.in_use.saturating_sub(g.seats);
         }
-        self.forget_if_idle(tenant);
-        self.dispatch()
+        if let Some(f) = self.flows.get_mut(&g.tenant) {
+            let work = u64::try_from(work.as_nanos()).unwrap_or(u64::MAX);
+            f.pending = f.pending.saturating_sub(g.estimate);
+            f.vtime = f.vtime.saturating_add(work);
+            f.mean = if f.mean == 0 {
+                work.max(1)
+            } else {
+                (f.mean / 8 * 7).saturating_add(work / 8).max(1)
+            };
+            f.grants = f.grants.saturating_sub(1);
+            if !g.revoked {
+                f.held = f.held.saturating_sub(g.seats);
+            }
+        }
+        self.forget_if_idle(&g.tenant);
+        self.dispatch(now)
     }
 
     /// A waiting request gives up (its client went away, or its wait's deadline passed).
-    pub fn cancel(&mut self, tenant: &K, ticket: Ticket) -> Cancelled<K> {
+    pub fn cancel(&mut self, tenant: &K, ticket: Ticket, now: Duration) -> Cancelled<K> {
         let Some(f) = self.flows.get_mut(tenant) else {
             return Cancelled::WasAdmitted;
         };
@@ -127,7 +206,13 @@ impl<K: Eq + Hash + Clone> FairQueue<K> {
         };
         f.waiting.remove(at);
         self.forget_if_idle(tenant);
-        Cancelled::Removed(self.dispatch())
+        Cancelled::Removed(self.dispatch(now))
+    }
+
+    /// Time passed: revokes expired leases if a waiting request needs their seats; returns
+    /// the requests this admits. The caller pokes while requests wait (every lease or so).
+    pub fn poke(&mut self, now: Duration) -> Vec<(K, Ticket)> {
+        self.dispatch(now)
     }
 
     /// Seats in use and requests waiting (for metrics).
@@ -136,172 +221,98 @@ impl<K: Eq + Hash + Clone> FairQueue<K> {
         (self.in_use, waiting)
     }
 
+    /// Grants revoked since the start (for metrics).
+    pub fn revoked(&self) -> u64 {
+        self.revoked
+    }
+
     /// Seats `tenant` holds (for tests and metrics).
     pub fn held_by(&self, tenant: &K) -> u32 {
-        self.flows.get(tenant).map_or(0, |f| f.in_use)
+        self.flows.get(tenant).map_or(0, |f| f.held)
     }
 
     fn forget_if_idle(&mut self, tenant: &K) {
         if self
             .flows
             .get(tenant)
-            .is_some_and(|f| f.in_use == 0 && f.waiting.is_empty())
+            .is_some_and(|f| f.grants == 0 && f.waiting.is_empty())
         {
             self.flows.remove(tenant);
         }
     }
 
-    /// Admits waiting requests while the next one fits. The next one is the head of the
-    /// waiting tenant holding the fewest seats (ties: the older head), among tenants it would
-    /// not take past their cap. When it does not fit, nobody behind it is admitted either, so
-    /// a heavy request is not starved by light ones.
-    fn dispatch(&mut self) -> Vec<(K, Ticket)> {
-        let cap = self.tenant_cap();
+    /// The floor, raised to the lowest virtual time of the tenants known now.
+    fn raise_floor(&mut self) -> u64 {
+        if let Some(low) = self.flows.values().map(|f| f.vtime).min() {
+            self.floor = self.floor.max(low);
+        }
+        self.floor
+    }
+
+    /// Admits waiting requests while the next one fits, revoking expired leases to make it
+    /// fit. The next one is the head of the waiting tenant with the lowest virtual time (ties:
+    /// the older head). When it does not fit, nobody behind it is admitted either, so a heavy
+    /// request is not starved by light ones.
+    fn dispatch(&mut self, now: Duration) -> Vec<(K, Ticket)> {
         let mut admitted = Vec::new();
         loop {
             let next = self
                 .flows
                 .iter()
-                .filter_map(|(k, f)| f.waiting.front().map(|(t, s)| (f.in_use, *t, *s, k)))
-                .filter(|(held, _, seats, _)| held + seats <= cap)
-                .min_by_key(|(held, ticket, _, _)| (*held, *ticket))
+                .filter_map(|(k, f)| f.waiting.front().map(|(t, s)| (f.key(), *t, *s, k)))
+                .min_by_key(|(key, ticket, _, _)| (*key, *ticket))
                 .map(|(_, t, s, k)| (k.clone(), t, s));
             let Some((tenant, ticket, seats)) = next else {
                 break;
             };
+            while self.in_use + seats > self.capacity && self.revoke_one(now) {}
             if self.in_use + seats > self.capacity {
                 break;
             }
             self.in_use += seats;
-            if let Some(f) = self.flows.get_mut(&tenant) {
-                f.waiting.pop_front();
-                f.in_use += seats;
-            }
+            let Some(f) = self.flows.get_mut(&tenant) else {
+                break;
+            };
+            f.waiting.pop_front();
+            f.held += seats;
+            f.grants += 1;
+            let estimate = f.estimate();
+            f.pending = f.pending.saturating_add(estimate);
+            let grant = Grant {
+                tenant: tenant.clone(),
+                seats,
+                since: now,
+                estimate,
+                revoked: false,
+            };
+            self.grants.insert(ticket, grant);
             admitted.push((tenant, ticket));
         }
         admitted
     }
+
+    /// Takes back the seats of the oldest grant held past the lease; false when none is.
+    fn revoke_one(&mut self, now: Duration) -> bool {
+        let lease = self.lease;
+        let oldest = self
+            .grants
+            .iter()
+            .filter(|(_, g)| !g.revoked && now.saturating_sub(g.since) >= lease)
+            .min_by_key(|(t, g)| (g.since, **t))
+            .map(|(t, _)| *t);
+        let Some(g) = oldest.and_then(|t| self.grants.get_mut(&t)) else {
+            return false;
+        };
+        g.revoked = true;
+        self.in_use = self.in_use.saturating_sub(g.seats);
+        if let Some(f) = self.flows.get_mut(&g.tenant) {
+            f.held = f.held.saturating_sub(g.seats);
+        }
+        self.revoked += 1;
+        true
+    }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn queued(a: Arrival) -> Ticket {
-        match a {
-            Arrival::Queued(t) => t,
-            Arrival::Admitted => panic!("admitted, expected to wait"),
-        }
-    }
-
-    #[test]
-    fn admits_at_once_while_there_is_room_and_the_tenant_is_under_its_cap() {
-        let mut q = FairQueue::new(8);
-        assert_eq!(q.tenant_cap(), 6);
-        assert_eq!(q.arrive(&"a", 1), Arrival::Admitted);
-        assert_eq!(q.arrive(&"a", 5), Arrival::Admitted);
-        // "a" holds its cap: its next request waits though two seats are free...
-        let t = queued(q.arrive(&"a", 1));
-        assert_eq!(q.load(), (6, 1));
-        // ...which another tenant gets at once.
-        assert_eq!(q.arrive(&"b", 2), Arrival::Admitted);
-        assert_eq!(q.release(&"a", 5), vec![("a", t)]);
-        assert_eq!(q.load(), (4, 0));
-    }
-
-    #[test]
-    fn a_tenant_with_fewer_seats_goes_before_a_flood() {
-        let mut q = FairQueue::new(4);
-        q.arrive(&"noisy", 1);
-        q.arrive(&"noisy", 1);
-        q.arrive(&"quiet", 1);
-        q.arrive(&"noisy", 1);
-        // The noisy tenant queues 30 more before the quiet one asks again.
-        let flood: Vec<Ticket> = (0..30).map(|_| queued(q.arrive(&"noisy", 1))).collect();
-        let quiet = queued(q.arrive(&"quiet", 1));
-        // The first seat to free goes to the quiet tenant, holding fewer.
-        assert_eq!(q.release(&"noisy", 1), vec![("quiet", quiet)]);
-        // The next to the noisy tenant's oldest waiting request.
-        assert_eq!(q.release(&"quiet", 1), vec![("noisy", flood[0])]);
-    }
-
-    #[test]
-    fn shares_the_budget_equally_under_contention() {
-        let mut q = FairQueue::new(8);
-        for _ in 0..6 {
-            q.arrive(&"a", 1);
-        }
-        for _ in 0..10 {
-            q.arrive(&"a", 1);
-            q.arrive(&"b", 1);
-        }
-        // Two seats were free for "b"; every seat freed by "a" goes to "b" until both hold four.
-        assert_eq!((q.held_by(&"a"), q.held_by(&"b")), (6, 2));
-        for _ in 0..2 {
-            let got = q.release(&"a", 1);
-            assert_eq!(got.len(), 1);
-            assert_eq!(got[0].0, "b");
-        }
-        assert_eq!((q.held_by(&"a"), q.held_by(&"b")), (4, 4));
-        // From then on a freed seat goes back to the tenant that freed it: neither gains.
-        assert_eq!(q.release(&"a", 1)[0].0, "a");
-        assert_eq!(q.release(&"b", 1)[0].0, "b");
-        assert_eq!((q.held_by(&"a"), q.held_by(&"b")), (4, 4));
-    }
-
-    #[test]
-    fn a_heavy_request_is_not_starved_by_light_ones() {
-        let mut q = FairQueue::new(8);
-        for _ in 0..6 {
-            q.arrive(&"a", 1);
-        }
-        q.arrive(&"d", 2);
-        let heavy = queued(q.arrive(&"b", 3));
-        let light = queued(q.arrive(&"c", 1));
-        // "b" (oldest among tenants holding none) does not fit yet, and "c" waits behind it
-        // rather than overtaking.
-        assert_eq!(q.release(&"a", 1), vec![]);
-        assert_eq!(q.release(&"a", 1), vec![]);
-        assert_eq!(q.release(&"a", 1), vec![("b", heavy)]);
-        assert_eq!(q.release(&"a", 1), vec![("c", light)]);
-    }
-
-    #[test]
-    fn weights_are_bounded_by_the_tenant_cap() {
-        let mut q = FairQueue::new(4);
-        assert_eq!(q.arrive(&"a", 10), Arrival::Admitted);
-        assert_eq!(q.load(), (3, 0));
-        assert_eq!(q.arrive(&"b", 0), Arrival::Admitted);
-        assert_eq!(q.load(), (4, 0));
-        let t = queued(q.arrive(&"a", 1));
-        assert_eq!(q.release(&"a", 10), vec![("a", t)]);
-        assert_eq!(q.load(), (2, 0));
-    }
-
-    #[test]
-    fn cancelling_tells_a_waiting_request_from_an_admitted_one() {
-        let mut q = FairQueue::new(1);
-        q.arrive(&"a", 1);
-        let b = queued(q.arrive(&"b", 1));
-        let c = queued(q.arrive(&"c", 1));
-        assert_eq!(q.cancel(&"b", b), Cancelled::Removed(vec![]));
-        assert_eq!(q.release(&"a", 1), vec![("c", c)]);
-        // "c" was admitted: cancelling it now tells the caller to release its seat.
-        assert_eq!(q.cancel(&"c", c), Cancelled::WasAdmitted);
-        assert_eq!(q.release(&"c", 1), vec![]);
-        assert_eq!(q.load(), (0, 0));
-        assert!(q.flows.is_empty(), "idle tenants are forgotten");
-    }
-
-    #[test]
-    fn cancelling_a_blocking_head_admits_those_behind() {
-        let mut q = FairQueue::new(4);
-        q.arrive(&"a", 2);
-        let heavy = queued(q.arrive(&"b", 3));
-        let light = queued(q.arrive(&"c", 1));
-        assert_eq!(
-            q.cancel(&"b", heavy),
-            Cancelled::Removed(vec![("c", light)])
-        );
-    }
-}
+#[path = "fair_queue_tests.rs"]
+mod tests;

@@ -1,15 +1,19 @@
 //! The replica's tenant-fair work queue: the waiting around paddock-core's `fair_queue`
 //! decisions (who goes next). A tenant's request takes its work seats before it is planned,
-//! translated or sent, and gives them back when its response body ends; under contention
-//! the seats go to the tenant holding the fewest (docs/fairshare.md "Fair queue").
+//! translated or sent, and gives them back when its response body ends, charging its tenant
+//! the time its polls took (its work); under contention the seats go to the tenant that has
+//! used the least work (docs/fairshare.md "Fair queue").
 
 use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
+use bytes::Bytes;
+use http_body::{Body, Frame, SizeHint};
+use http_body_util::BodyExt;
 use paddock_core::TenantId;
 use paddock_core::fair_queue::{Arrival, Cancelled, FairQueue, Ticket};
 use parking_lot::Mutex;
@@ -18,10 +22,14 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 use tokio::sync::oneshot;
 
-use crate::error::ServerError;
+use crate::body::ResBody;
+use crate::error::{BoxError, ServerError};
 
 /// The limit's name in refusals and `paddock_fairshare_refusals_total{limit}`.
 pub const LIMIT_NAME: &str = "fairQueueWait";
+
+/// Work seats per core of the replica by default.
+pub const SEATS_PER_CORE: u32 = 8;
 
 /// Settings of the work queue (config keys `fair_queue_seats`, `fair_queue_timeout`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -30,28 +38,33 @@ pub struct FairQueueConfig {
     pub seats: u32,
     /// Longest wait for seats; past it the request is refused with a 429.
     pub timeout: Duration,
+    /// How long a request holds its seats before they may be taken back for a waiting
+    /// request (it goes on without them): what a slow client can hold seats for.
+    pub lease: Duration,
 }
 
-/// Off unless the operator sets `fair_queue_seats` (lead's decision, docs/fairshare.md): a
-/// seat is held until the answer's last byte, so a small default budget would cap one busy
-/// tenant alone on a replica at three quarters of it, and slow readers of two tenants could
-/// hold every seat; the per-tenant limits stay the default defence.
+/// On, with 8 seats per core: the queue is work-conserving (a lone tenant may use every
+/// seat) and a request waiting on its client loses its seats after the lease, so a budget
+/// this small neither caps a lone busy tenant nor lets slow readers hold the replica.
 impl Default for FairQueueConfig {
     fn default() -> Self {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         FairQueueConfig {
-            seats: 0,
+            seats: SEATS_PER_CORE.saturating_mul(u32::try_from(cores).unwrap_or(u32::MAX)),
             timeout: Duration::from_secs(15),
+            lease: Duration::from_secs(1),
         }
     }
 }
 
-/// The queue's metrics: two gauges and two counters, no labels (docs/fairshare.md).
+/// The queue's metrics: two gauges and three counters, no labels (docs/fairshare.md).
 #[derive(Clone, Default)]
 pub struct QueueMetrics {
     seats_in_use: Gauge,
     waiting: Gauge,
     queued: Counter,
     timed_out: Counter,
+    revoked: Counter,
 }
 
 impl QueueMetrics {
@@ -77,6 +90,11 @@ impl QueueMetrics {
             "Tenant requests refused with 429 after waiting fair_queue_timeout for work seats",
             m.timed_out.clone(),
         );
+        registry.register(
+            "fair_queue_revoked",
+            "Work seats taken back from requests that held them past the lease while others waited",
+            m.revoked.clone(),
+        );
         m
     }
 }
@@ -86,13 +104,19 @@ struct Shared {
     /// Where to tell a waiting request it was admitted.
     waiters: HashMap<Ticket, oneshot::Sender<()>>,
     metrics: QueueMetrics,
+    revoked_seen: u64,
 }
 
 impl Shared {
-    fn publish(&self) {
+    fn publish(&mut self) {
         let (in_use, waiting) = self.queue.load();
         self.metrics.seats_in_use.set(i64::from(in_use));
         self.metrics.waiting.set(waiting as i64);
+        let revoked = self.queue.revoked();
+        if revoked > self.revoked_seen {
+            self.metrics.revoked.inc_by(revoked - self.revoked_seen);
+            self.revoked_seen = revoked;
+        }
     }
 
     fn wake(&mut self, admitted: Vec<(TenantId, Ticket)>) {
@@ -110,18 +134,28 @@ impl Shared {
 pub struct WorkQueue {
     shared: Mutex<Shared>,
     timeout: Duration,
+    lease: Duration,
+    /// The origin of the `now` the core's decisions take.
+    epoch: Instant,
 }
 
 impl WorkQueue {
     pub fn new(config: FairQueueConfig, metrics: QueueMetrics) -> Arc<Self> {
         Arc::new(WorkQueue {
             shared: Mutex::new(Shared {
-                queue: FairQueue::new(config.seats),
+                queue: FairQueue::new(config.seats, config.lease),
                 waiters: HashMap::new(),
                 metrics,
+                revoked_seen: 0,
             }),
             timeout: config.timeout,
+            lease: config.lease,
+            epoch: Instant::now(),
         })
+    }
+
+    fn now(&self) -> Duration {
+        self.epoch.elapsed()
     }
 
     /// Seats in use and requests waiting.
@@ -132,34 +166,45 @@ impl WorkQueue {
     /// Asks for `seats` for a request of `tenant`; the future resolves to the held seats, or
     /// to a 429 when the wait passes the queue's timeout. Dropping it gives up its place.
     pub fn acquire(self: &Arc<Self>, tenant: &TenantId, seats: u32) -> SeatWait {
+        let now = self.now();
         let mut s = self.shared.lock();
-        let seats = s.queue.weight(seats);
+        let (arrival, others) = s.queue.arrive(tenant, seats, now);
+        s.wake(others);
+        s.publish();
         let asked = Asked {
             queue: self.clone(),
             tenant: tenant.clone(),
-            seats,
+            ticket: arrival.ticket(),
         };
-        let arrival = s.queue.arrive(tenant, seats);
-        s.publish();
         match arrival {
-            Arrival::Admitted => SeatWait::Ready(Some(asked.held())),
+            Arrival::Admitted(_) => SeatWait::Ready(Some(asked.held())),
             Arrival::Queued(ticket) => {
                 let (tx, rx) = oneshot::channel();
                 s.waiters.insert(ticket, tx);
                 s.metrics.queued.inc();
                 SeatWait::Waiting(Waiting {
                     asked: Some(asked),
-                    ticket,
                     rx,
                     deadline: Box::pin(tokio::time::sleep(self.timeout)),
+                    poke: Box::pin(tokio::time::sleep(self.lease)),
                 })
             }
         }
     }
 
-    fn release(&self, tenant: &TenantId, seats: u32) {
+    fn release(&self, ticket: Ticket, work: Duration) {
+        let now = self.now();
         let mut s = self.shared.lock();
-        let admitted = s.queue.release(tenant, seats);
+        let admitted = s.queue.release(ticket, work, now);
+        s.wake(admitted);
+        s.publish();
+    }
+
+    /// Lets the queue revoke expired leases for the requests waiting.
+    fn poke(&self) {
+        let now = self.now();
+        let mut s = self.shared.lock();
+        let admitted = s.queue.poke(now);
         s.wake(admitted);
         s.publish();
     }
@@ -167,9 +212,10 @@ impl WorkQueue {
     /// Gives up a waiting ticket; true when it had been admitted meanwhile (the seats are
     /// the caller's).
     fn cancel(&self, tenant: &TenantId, ticket: Ticket) -> bool {
+        let now = self.now();
         let mut s = self.shared.lock();
         s.waiters.remove(&ticket);
-        let admitted = match s.queue.cancel(tenant, ticket) {
+        let admitted = match s.queue.cancel(tenant, ticket, now) {
             Cancelled::Removed(admitted) => {
                 s.wake(admitted);
                 false
@@ -185,21 +231,83 @@ impl WorkQueue {
 struct Asked {
     queue: Arc<WorkQueue>,
     tenant: TenantId,
-    seats: u32,
+    ticket: Ticket,
 }
 
 impl Asked {
     fn held(self) -> Seat {
-        Seat(self)
+        Seat {
+            asked: self,
+            work: Duration::ZERO,
+        }
     }
 }
 
-/// Held work seats; dropping them gives them to the next tenant in line.
-pub struct Seat(Asked);
+/// Held work seats and the work done under them; dropping them charges the work to the
+/// tenant and gives the seats to the next tenant in line.
+pub struct Seat {
+    asked: Asked,
+    work: Duration,
+}
+
+impl Seat {
+    /// Runs `poll` (a poll of the request's handling or of its answer's body) and charges
+    /// its time to the seat: time on a worker thread, which is the replica's scarce resource
+    /// (waits for the apiserver or the client are not in a poll).
+    pub fn timed<T>(&mut self, poll: impl FnOnce() -> T) -> T {
+        let start = Instant::now();
+        let r = poll();
+        self.work += start.elapsed();
+        r
+    }
+}
 
 impl Drop for Seat {
     fn drop(&mut self) {
-        self.0.queue.release(&self.0.tenant, self.0.seats);
+        self.asked.queue.release(self.asked.ticket, self.work);
+    }
+}
+
+/// A response body holding its seats until its last byte, the time of its polls charged.
+pub fn seated(body: ResBody, seat: Seat) -> ResBody {
+    Seated {
+        inner: body,
+        seat: Some(seat),
+    }
+    .boxed_unsync()
+}
+
+struct Seated {
+    inner: ResBody,
+    seat: Option<Seat>,
+}
+
+impl Body for Seated {
+    type Data = Bytes;
+    type Error = BoxError;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        let this = &mut *self;
+        let inner = &mut this.inner;
+        let r = match this.seat.as_mut() {
+            Some(seat) => seat.timed(|| Pin::new(inner).poll_frame(cx)),
+            None => Pin::new(inner).poll_frame(cx),
+        };
+        if matches!(r, Poll::Ready(None) | Poll::Ready(Some(Err(_)))) {
+            this.seat = None;
+        }
+        r
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
     }
 }
 
@@ -209,13 +317,14 @@ pub enum SeatWait {
     Waiting(Waiting),
 }
 
-/// See [`SeatWait`]. The deadline is boxed: only a request that has to wait pays for it.
+/// See [`SeatWait`]. The timers are boxed: only a request that has to wait pays for them.
 pub struct Waiting {
     /// Taken when the wait resolves (then dropping the wait does nothing).
     asked: Option<Asked>,
-    ticket: Ticket,
     rx: oneshot::Receiver<()>,
     deadline: Pin<Box<tokio::time::Sleep>>,
+    /// Every lease, the queue is poked: seats held past their lease may be revoked for us.
+    poke: Pin<Box<tokio::time::Sleep>>,
 }
 
 impl Future for SeatWait {
@@ -228,16 +337,28 @@ impl Future for SeatWait {
             }
             SeatWait::Waiting(w) => w,
         };
+        let Some(lease) = w.asked.as_ref().map(|a| a.queue.lease) else {
+            return Poll::Ready(Err(polled_twice()));
+        };
         if Pin::new(&mut w.rx).poll(cx).is_ready() {
             return Poll::Ready(w.asked.take().map(Asked::held).ok_or_else(polled_twice));
         }
         if w.deadline.as_mut().poll(cx).is_pending() {
+            while w.poke.as_mut().poll(cx).is_ready() {
+                w.poke.as_mut().reset(tokio::time::Instant::now() + lease);
+                if let Some(asked) = &w.asked {
+                    asked.queue.poke();
+                }
+                if Pin::new(&mut w.rx).poll(cx).is_ready() {
+                    return Poll::Ready(w.asked.take().map(Asked::held).ok_or_else(polled_twice));
+                }
+            }
             return Poll::Pending;
         }
         let Some(asked) = w.asked.take() else {
             return Poll::Ready(Err(polled_twice()));
         };
-        if asked.queue.cancel(&asked.tenant, w.ticket) {
+        if asked.queue.cancel(&asked.tenant, asked.ticket) {
             // Admitted just as the deadline passed: serve it.
             return Poll::Ready(Ok(asked.held()));
         }
@@ -259,7 +380,7 @@ impl Drop for Waiting {
         // Still waiting (the client went away): give up the place, or the seats if they were
         // handed over meanwhile.
         if let Some(asked) = self.asked.take()
-            && asked.queue.cancel(&asked.tenant, self.ticket)
+            && asked.queue.cancel(&asked.tenant, asked.ticket)
         {
             drop(asked.held());
         }
@@ -280,7 +401,14 @@ mod tests {
     }
 
     fn queue(seats: u32, timeout: Duration) -> Arc<WorkQueue> {
-        WorkQueue::new(FairQueueConfig { seats, timeout }, QueueMetrics::default())
+        WorkQueue::new(
+            FairQueueConfig {
+                seats,
+                timeout,
+                lease: Duration::from_secs(60),
+            },
+            QueueMetrics::default(),
+        )
     }
 
     #[tokio::test]
@@ -301,6 +429,28 @@ mod tests {
         let next = (&mut flood[0]).await.unwrap();
         drop((next, second));
         drop(flood);
+        assert_eq!(q.load(), (0, 0));
+    }
+
+    #[tokio::test]
+    async fn seats_held_past_the_lease_go_to_a_waiting_tenant() {
+        let q = WorkQueue::new(
+            FairQueueConfig {
+                seats: 1,
+                timeout: Duration::from_secs(60),
+                lease: Duration::from_millis(50),
+            },
+            QueueMetrics::default(),
+        );
+        // A's request holds the only seat and never ends (a client that stops reading).
+        let stuck = q.acquire(&tid("noisya"), 1).await.unwrap();
+        // B's wait is not woken by any release: the poke after the lease admits it.
+        let held = q.acquire(&tid("quietb"), 1).await.unwrap();
+        assert_eq!(q.load(), (1, 0));
+        assert_eq!(q.shared.lock().queue.revoked(), 1);
+        drop(stuck);
+        assert_eq!(q.load(), (1, 0), "a revoked seat is not freed twice");
+        drop(held);
         assert_eq!(q.load(), (0, 0));
     }
 

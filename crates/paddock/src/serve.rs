@@ -95,13 +95,17 @@ pub struct ServeArgs {
     /// Largest request header block; a larger one gets a 431 Status.
     #[arg(long, env = "PADDOCK_MAX_HEADER_BYTES")]
     pub max_header_bytes: Option<usize>,
-    /// Work seats of this replica shared fairly among tenants (default 0 = off; 8 per core is
-    /// the measured setting, docs/fairshare.md).
+    /// Work seats of this replica shared fairly among tenants (default 8 per core; 0 turns
+    /// the queue off; docs/fairshare.md).
     #[arg(long, env = "PADDOCK_FAIR_QUEUE_SEATS")]
     pub fair_queue_seats: Option<u32>,
     /// Longest wait for work seats before a 429, e.g. 15s.
     #[arg(long, env = "PADDOCK_FAIR_QUEUE_TIMEOUT")]
     pub fair_queue_timeout: Option<String>,
+    /// How long a request holds its work seats before they may be taken back for a waiting
+    /// request (it goes on without them), e.g. 1s.
+    #[arg(long, env = "PADDOCK_FAIR_QUEUE_LEASE")]
+    pub fair_queue_lease: Option<String>,
     /// Per-tenant default: reads and watch opens per second, per replica (0 = no limit).
     #[arg(long, env = "PADDOCK_TENANT_READ_QPS")]
     pub tenant_read_qps: Option<u32>,
@@ -249,6 +253,7 @@ struct FileConfig {
     max_header_bytes: Option<usize>,
     fair_queue_seats: Option<u32>,
     fair_queue_timeout: Option<String>,
+    fair_queue_lease: Option<String>,
     tenant_read_qps: Option<u32>,
     tenant_read_burst: Option<u32>,
     tenant_write_qps: Option<u32>,
@@ -584,12 +589,21 @@ fn fair_queue(args: &ServeArgs, file: &FileConfig) -> Result<FairQueueConfig> {
     if timeout.is_zero() {
         anyhow::bail!("fair_queue_timeout: must be at least 1s");
     }
+    let lease = match args
+        .fair_queue_lease
+        .clone()
+        .or(file.fair_queue_lease.clone())
+    {
+        Some(s) => parse_duration(&s).map_err(|e| anyhow::anyhow!("fair_queue_lease: {e}"))?,
+        None => d.lease,
+    };
     Ok(FairQueueConfig {
         seats: args
             .fair_queue_seats
             .or(file.fair_queue_seats)
             .unwrap_or(d.seats),
         timeout,
+        lease,
     })
 }
 

@@ -168,10 +168,18 @@ where
                     *seat = Some(ready!(Pin::new(w).poll(cx))?);
                     *wait = None;
                 }
-                let resp = ready!(inner.poll(cx))?;
-                Poll::Ready(Ok(match (permit.take(), seat.take()) {
-                    (None, None) => resp,
-                    (p, s) => resp.map(|b| crate::limits::hold(b, (p, s))),
+                // The seat is charged the time of the polls (the request's work).
+                let resp = match seat.as_mut() {
+                    Some(s) => ready!(s.timed(|| inner.poll(cx)))?,
+                    None => ready!(inner.poll(cx))?,
+                };
+                let resp = match seat.take() {
+                    Some(s) => resp.map(|b| crate::fair_queue::seated(b, s)),
+                    None => resp,
+                };
+                Poll::Ready(Ok(match permit.take() {
+                    None => resp,
+                    Some(p) => resp.map(|b| crate::limits::hold(b, p)),
                 }))
             }
         }
