@@ -25,6 +25,7 @@ pub mod tenant;
 
 // Requests, rules, encodings, responses.
 pub mod absent;
+pub mod platform_get;
 pub mod provision;
 pub mod request;
 pub mod response;

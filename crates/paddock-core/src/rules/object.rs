@@ -274,7 +274,7 @@ pub fn object_down_as(
 }
 
 /// Neither a tenant's object nor paddock's per-tenant plumbing.
-fn is_platform_object(o: &Map<String, Value>) -> bool {
+pub(crate) fn is_platform_object(o: &Map<String, Value>) -> bool {
     let labels = o.get("metadata").and_then(|m| m.get("labels"));
     !has_tenant_label(o)
         && labels
