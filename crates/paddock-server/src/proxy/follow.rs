@@ -115,9 +115,20 @@ async fn follow_ups<P: FollowingUp>(state: &P, sent: Sent) -> Result<FollowedUp,
         && let Some(path) = paddock_core::platform_get::platform_object_path(&sent.job.plan)
         && let Some(resp) = state.platform_object(&sent, &path).await?
     {
-        // The list shows the platform's `exempt` beside the tenant's own: so does a GET.
         let missed = sent.resp;
         crate::body::drain(missed.into_body()).await;
+        if paddock_core::platform_get::is_write(&sent.job.plan) {
+            // The tenant has no object of that name, the platform has: a refusal that says
+            // so, not a NotFound for an object the tenant can see.
+            crate::body::drain(resp.into_body()).await;
+            let msg = paddock_core::platform_get::refusal_message(&sent.job.plan);
+            return Ok(FollowedUp::Answered(crate::error::status_response(
+                403,
+                "Forbidden",
+                &msg,
+            )));
+        }
+        // The list shows the platform's `exempt` beside the tenant's own: so does a GET.
         return Ok(FollowedUp::Upstream(Sent { resp, ..sent }));
     }
     if !status.is_success() {

@@ -38,7 +38,8 @@ pub async fn platform_object(
         return Ok(None);
     }
     // Read again as the client asked (a Table for kubectl, protobuf for client-go); the
-    // rewrite step then applies its own rules to it as to any answer.
+    // rewrite step then applies its own rules to it as to any answer. (A write is refused on
+    // the strength of the first read; the second is then only drained.)
     let accept = sent.job.accept.as_deref().unwrap_or("application/json");
     let resp = read(state, sent, path, accept).await?;
     if resp.status() != StatusCode::OK {

@@ -172,16 +172,29 @@ async fn a_missed_get_of_a_flowschema_reads_the_platforms_object_of_that_name() 
 }
 
 #[tokio::test]
-async fn a_missed_get_of_another_kind_or_a_write_is_not_followed() {
+async fn a_missed_get_of_another_kind_is_not_followed() {
     let fake = Arc::new(Fake {
         platform: true,
         ..Fake::default()
     });
-    let fs = "/apis/flowcontrol.apiserver.k8s.io/v1/flowschemas/exempt";
-    let f = follow(&fake, "DELETE", fs, StatusCode::NOT_FOUND).await;
-    assert_eq!(answered(f).await, "upstream 404 Not Found");
     let cr = "/apis/rbac.authorization.k8s.io/v1/clusterroles/admin";
     let f = follow(&fake, "GET", cr, StatusCode::NOT_FOUND).await;
     assert_eq!(answered(f).await, "upstream 404 Not Found");
     assert!(fake.did().is_empty());
+}
+
+#[tokio::test]
+async fn a_missed_write_to_the_platforms_flowschema_is_refused_with_a_status() {
+    let fs = "/apis/flowcontrol.apiserver.k8s.io/v1/flowschemas/catch-all";
+    let fake = Arc::new(Fake {
+        platform: true,
+        ..Fake::default()
+    });
+    let f = follow(&fake, "DELETE", fs, StatusCode::NOT_FOUND).await;
+    let text = answered(f).await;
+    assert!(text.contains("\"code\":403") && text.contains("catch-all is the platform's"), "{text}");
+    // No platform object of that name: the NotFound stands.
+    let fake = Arc::new(Fake::default());
+    let f = follow(&fake, "PATCH", fs, StatusCode::NOT_FOUND).await;
+    assert_eq!(answered(f).await, "upstream 404 Not Found");
 }

@@ -109,7 +109,7 @@ pub(crate) fn flowcontrol_cases() -> Vec<Case> {
     vec![
         case("apf-match-everyone", "FlowSchemas reaching other tenants", "a FlowSchema for system:authenticated matches only the tenant's identities")
             // A dangling level (never created): the tenant's own requests are not sent anywhere.
-            .setup(step_in(A, "apply -f -", &flow_schema("catch-all", ALL_USERS, "no-such-level")))
+            .setup(step_in(A, "create -f -", &flow_schema("catch-all", ALL_USERS, "no-such-level")))
             .attack(step(Up, "get flowschema alphaa-catch-all -o jsonpath=subject={.spec.rules[0].subjects[0].group.name};"), OkWith("subject=paddock:tenant:alphaa;"))
             .control(step(A, "get flowschema catch-all -o jsonpath=subject={.spec.rules[0].subjects[0].group.name};"), OkWith("subject=system:authenticated;"))
             .bypass(step_in(Bypass, &format!("create {SHADOW} -f -"), &flow_schema_up("alphaa-wide", ALL_USERS, "alphaa-slow-lane"))),
