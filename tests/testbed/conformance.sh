@@ -75,6 +75,8 @@ if [ "$FULL" = 1 ]; then
   [ "$REPORT" = "$ROOT/target/conformance/report.md" ] && REPORT="$ROOT/target/conformance/full.md"
 fi
 SKIP="$SKIP_ALWAYS${SKIP_EXTRA:+|$SKIP_EXTRA}"
+# The platform grants of the full run's tenant: every kind paddock can grant.
+PLATFORM_KINDS='"ingressclasses.networking.k8s.io","servicecidrs.networking.k8s.io","ipaddresses.networking.k8s.io","storageclasses.storage.k8s.io","csinodes.storage.k8s.io","volumeattachments.storage.k8s.io","runtimeclasses.node.k8s.io"'
 log() { echo "[conformance $(date -u +%H:%M:%S)] $*" >&2; }
 die() { echo "[conformance] ERROR: $*" >&2; exit 2; }
 T0=$SECONDS
@@ -221,10 +223,18 @@ start_paddock() {
   # The platform settings a conformance tenant needs, each lifting one isolation default
   # (docs/testing.md "Conformance"): NodePort and LoadBalancer Services (ResourceQuota "capture
   # the life of a service"), Endpoints and EndpointSlices written by the tenant (the full
-  # suite's sig-network tests).
-  if [ ${#ADMISSION_ARGS[@]} -gt 0 ]; then
+  # suite's sig-network tests), and with --full the platform grants of the shared built-in
+  # kinds the suite writes (docs/security.md "Platform grants").
+  local patch='{"services":{"allowNodePort":true,"allowLoadBalancer":true,"endpoints":"Unrestricted"}'
+  [ ${#ADMISSION_ARGS[@]} -gt 0 ] || patch='{'
+  if [ "$FULL" = 1 ]; then
+    [ "$patch" = '{' ] || patch="$patch,"
+    patch="$patch\"platformKinds\":[$PLATFORM_KINDS]"
+  fi
+  patch="$patch}"
+  if [ "$patch" != '{}' ]; then
     "$bin" tenant policy confor --kubeconfig "$certs/admin.kubeconfig" \
-      --patch '{"services":{"allowNodePort":true,"allowLoadBalancer":true,"endpoints":"Unrestricted"}}' >"$TB/logs/paddock-tenant-policy.log" 2>&1 \
+      --patch "$patch" >"$TB/logs/paddock-tenant-policy.log" 2>&1 \
       || { cat "$TB/logs/paddock-tenant-policy.log" >&2; die "paddock tenant policy confor failed"; }
   fi
 }

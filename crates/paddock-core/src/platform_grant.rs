@@ -16,7 +16,6 @@ use std::collections::{BTreeSet, HashMap};
 
 use serde_json::{Value, json};
 
-use crate::identity::shadow_admin_group;
 use crate::tenant::TenantId;
 
 /// The kinds a platform admin may grant: (upstream group, resource). Each is a cluster-scoped
@@ -85,14 +84,49 @@ pub fn grant_role(t: &TenantId, granted: &BTreeSet<(String, String)>) -> Option<
     }))
 }
 
-/// The binding of [`grant_role`] to the tenant admins' cluster identity (only the tenant's
-/// admins: its other users get nothing from the grant).
+/// The upstream group paddock asserts, beside the caller's own, on a request of a granted
+/// kind by one of the tenant's admins ([`asserts_grant`]). Nothing else can carry it: a
+/// tenant's own groups are mapped into `paddock:<tid>:...`, and a tenant's own bindings name
+/// only such groups. The grant role is bound to it, and the tenant guard lets it write the
+/// granted kinds under their own names ([`guard_exemption`]).
+pub fn grant_group(t: &TenantId) -> String {
+    format!("paddock:platform-grant:{}", t.as_str())
+}
+
+/// Does a request of `plan` by a caller with these (tenant-view) groups carry
+/// [`grant_group`]? Only for a granted kind, and only for the tenant's admins.
+pub fn asserts_grant(plan: &crate::request::Plan, groups: &[String]) -> bool {
+    plan.resource
+        .as_ref()
+        .is_some_and(|i| i.policy == crate::catalog::Policy::PlatformGranted)
+        && groups
+            .iter()
+            .any(|g| g == crate::identity::TENANT_ADMIN_GROUP)
+}
+
+/// The tenant guard's exemption (a CEL expression over its variables): a request carrying the
+/// tenant's [`grant_group`] on one of the [`GRANTABLE`] kinds may write it under its own name
+/// without the tenant label. RBAC still decides which of those kinds (the tenant's grant role).
+pub fn guard_exemption() -> String {
+    let kinds: Vec<String> = GRANTABLE
+        .iter()
+        .map(|(g, r)| format!("'{r}.{g}'"))
+        .collect();
+    format!(
+        "(('paddock:platform-grant:' + variables.tid) in request.userInfo.groups && \
+          (request.resource.resource + '.' + request.resource.group) in [{}])",
+        kinds.join(", ")
+    )
+}
+
+/// The binding of [`grant_role`] to [`grant_group`] (only the tenant's admins carry it: its
+/// other users get nothing from the grant).
 pub fn grant_binding(t: &TenantId) -> Value {
     json!({
         "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
         "metadata": {"name": grant_role_name(t), "labels": {"paddock.io/managed-for": t.as_str()}},
         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": grant_role_name(t)},
-        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": shadow_admin_group(t)}],
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": grant_group(t)}],
     })
 }
 
@@ -137,7 +171,8 @@ mod tests {
             json!(["runtimeclasses", "runtimeclasses/status"])
         );
         let b = grant_binding(&t);
-        assert_eq!(b["subjects"][0]["name"], shadow_admin_group(&t));
+        assert_eq!(b["subjects"][0]["name"], "paddock:platform-grant:foofoo");
+        assert!(guard_exemption().contains("'ingressclasses.networking.k8s.io'"));
         assert_eq!(b["roleRef"]["name"], "paddock:platform-grant:foofoo");
     }
 }
