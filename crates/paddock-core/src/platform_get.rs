@@ -88,8 +88,11 @@ mod tests {
 
     fn plan_of(method: &str, path: &str) -> Plan {
         let c = ctx();
-        crate::request::plan(&c, crate::request::parse_request(method, path, None).unwrap())
-            .unwrap()
+        crate::request::plan(
+            &c,
+            crate::request::parse_request(method, path, None).unwrap(),
+        )
+        .unwrap()
     }
 
     const FS: &str = "/apis/flowcontrol.apiserver.k8s.io/v1/flowschemas";
@@ -120,10 +123,13 @@ mod tests {
     #[test]
     fn nothing_else_falls_back() {
         for (m, p) in [
-            ("GET", FS.to_string()),                  // a list
-            ("GET", format!("{FS}/exempt/status")),   // a subresource
-            ("POST", FS.to_string()),                 // a create is the tenant's own
-            ("GET", "/apis/rbac.authorization.k8s.io/v1/clusterroles/admin".to_string()),
+            ("GET", FS.to_string()),                // a list
+            ("GET", format!("{FS}/exempt/status")), // a subresource
+            ("POST", FS.to_string()),               // a create is the tenant's own
+            (
+                "GET",
+                "/apis/rbac.authorization.k8s.io/v1/clusterroles/admin".to_string(),
+            ),
             ("GET", "/api/v1/namespaces/default".to_string()),
         ] {
             let plan = plan_of(m, &p);
@@ -138,10 +144,14 @@ mod tests {
             &json!({"metadata": {"name": "exempt", "labels": {"a": "b"}}})
         ));
         // another tenant's object, paddock's per-tenant plumbing, not an object
-        assert!(!is_platform_object(&json!({"metadata": {"name": "barbar-x",
-            "labels": {"paddock.io/tenant": "barbar"}}})));
-        assert!(!is_platform_object(&json!({"metadata": {"name": "paddock-barbar",
-            "labels": {"paddock.io/managed-for": "barbar"}}})));
+        assert!(!is_platform_object(
+            &json!({"metadata": {"name": "barbar-x",
+            "labels": {"paddock.io/tenant": "barbar"}}})
+        ));
+        assert!(!is_platform_object(
+            &json!({"metadata": {"name": "paddock-barbar",
+            "labels": {"paddock.io/managed-for": "barbar"}}})
+        ));
         assert!(!is_platform_object(&json!("exempt")));
     }
 }

@@ -130,7 +130,6 @@ pub fn grant_binding(t: &TenantId) -> Value {
     })
 }
 
-
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
@@ -211,26 +210,46 @@ mod catalog_tests {
     #[test]
     fn a_granted_kind_is_the_tenants_to_write_under_the_platforms_names() {
         let c = ctx_with_grant("foofoo");
-        assert_eq!(policy(&c, "networking.k8s.io", "ingressclasses"), Policy::PlatformGranted);
-        assert_eq!(policy(&c, "storage.k8s.io", "volumeattachments"), Policy::PlatformGranted);
+        assert_eq!(
+            policy(&c, "networking.k8s.io", "ingressclasses"),
+            Policy::PlatformGranted
+        );
+        assert_eq!(
+            policy(&c, "storage.k8s.io", "volumeattachments"),
+            Policy::PlatformGranted
+        );
         let p = plan(
             &c,
-            parse_request("DELETE", "/apis/networking.k8s.io/v1/ingressclasses/nginx", None).unwrap(),
+            parse_request(
+                "DELETE",
+                "/apis/networking.k8s.io/v1/ingressclasses/nginx",
+                None,
+            )
+            .unwrap(),
         )
         .unwrap();
-        assert_eq!(p.upstream_path_and_query, "/apis/networking.k8s.io/v1/ingressclasses/nginx");
+        assert_eq!(
+            p.upstream_path_and_query,
+            "/apis/networking.k8s.io/v1/ingressclasses/nginx"
+        );
         let p = plan(
             &c,
             parse_request("POST", "/apis/storage.k8s.io/v1/volumeattachments", None).unwrap(),
         )
         .unwrap();
-        assert_eq!(p.upstream_path_and_query, "/apis/storage.k8s.io/v1/volumeattachments");
+        assert_eq!(
+            p.upstream_path_and_query,
+            "/apis/storage.k8s.io/v1/volumeattachments"
+        );
     }
 
     #[test]
     fn the_grant_reaches_neither_other_kinds_nor_other_tenants() {
         let c = ctx_with_grant("foofoo");
-        assert_eq!(policy(&c, "storage.k8s.io", "storageclasses"), Policy::SharedReadOnly);
+        assert_eq!(
+            policy(&c, "storage.k8s.io", "storageclasses"),
+            Policy::SharedReadOnly
+        );
         assert_eq!(policy(&c, "", "nodes"), Policy::SharedReadOnly);
         assert_eq!(policy(&c, "", "namespaces"), Policy::TenantOwned);
         let refused = |c: &TenantContext, m: &str, path: &str| {
@@ -238,12 +257,25 @@ mod catalog_tests {
                 .err()
                 .map(|e| e.http_code())
         };
-        assert_eq!(refused(&c, "DELETE", "/apis/storage.k8s.io/v1/storageclasses/fast"), Some(403));
-        let other = ctx_with_grant("barbar");
-        assert_eq!(policy(&other, "networking.k8s.io", "ingressclasses"), Policy::SharedReadOnly);
-        assert_eq!(policy(&other, "storage.k8s.io", "volumeattachments"), Policy::Forbidden);
         assert_eq!(
-            refused(&other, "DELETE", "/apis/networking.k8s.io/v1/ingressclasses/nginx"),
+            refused(&c, "DELETE", "/apis/storage.k8s.io/v1/storageclasses/fast"),
+            Some(403)
+        );
+        let other = ctx_with_grant("barbar");
+        assert_eq!(
+            policy(&other, "networking.k8s.io", "ingressclasses"),
+            Policy::SharedReadOnly
+        );
+        assert_eq!(
+            policy(&other, "storage.k8s.io", "volumeattachments"),
+            Policy::Forbidden
+        );
+        assert_eq!(
+            refused(
+                &other,
+                "DELETE",
+                "/apis/networking.k8s.io/v1/ingressclasses/nginx"
+            ),
             Some(403)
         );
         assert_eq!(

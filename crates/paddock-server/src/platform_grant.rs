@@ -55,8 +55,12 @@ pub async fn sync(up: &Upstream, t: &TenantId, policy: &TenantPolicy) -> Result<
     match grant_role(t, &kinds) {
         Some(role) => {
             upjson::apply(up, &format!("{RBAC}/clusterroles/{name}"), &role).await?;
-            upjson::apply(up, &format!("{RBAC}/clusterrolebindings/{name}"), &grant_binding(t))
-                .await
+            upjson::apply(
+                up,
+                &format!("{RBAC}/clusterrolebindings/{name}"),
+                &grant_binding(t),
+            )
+            .await
         }
         None => {
             upjson::delete(up, &format!("{RBAC}/clusterrolebindings/{name}")).await?;

@@ -32,8 +32,8 @@ pub async fn platform_object(
         .upstream
         .collect_until(judged.into_body(), PLATFORM_OBJECT_BYTES, sent.deadline)
         .await?;
-    let platform = serde_json::from_slice::<serde_json::Value>(&raw)
-        .is_ok_and(|v| is_platform_object(&v));
+    let platform =
+        serde_json::from_slice::<serde_json::Value>(&raw).is_ok_and(|v| is_platform_object(&v));
     if !platform {
         return Ok(None);
     }
@@ -62,7 +62,13 @@ async fn read(
         .body(crate::body::empty_up())
         .map_err(|e| ServerError::Internal(e.to_string()))?;
     let c = &sent.job.caller;
-    crate::outbound::add_impersonation_as(r.headers_mut(), &c.tenant, &c.user, &c.groups, sent.with.who)?;
+    crate::outbound::add_impersonation_as(
+        r.headers_mut(),
+        &c.tenant,
+        &c.user,
+        &c.groups,
+        sent.with.who,
+    )?;
     state
         .upstream
         .send_until(r, crate::upstream::Route::Short, sent.deadline)

@@ -166,7 +166,13 @@ async fn a_missed_get_of_a_flowschema_reads_the_platforms_object_of_that_name() 
     assert_eq!(fake.did(), [format!("platform? {fs}/exempt")]);
     // Not the platform's (another tenant's, or absent): the 404 stands.
     let fake = Arc::new(Fake::default());
-    let f = follow(&fake, "GET", &format!("{fs}/barbar-x"), StatusCode::NOT_FOUND).await;
+    let f = follow(
+        &fake,
+        "GET",
+        &format!("{fs}/barbar-x"),
+        StatusCode::NOT_FOUND,
+    )
+    .await;
     assert_eq!(answered(f).await, "upstream 404 Not Found");
     assert_eq!(fake.did(), [format!("platform? {fs}/barbar-x")]);
 }
@@ -192,7 +198,10 @@ async fn a_missed_write_to_the_platforms_flowschema_is_refused_with_a_status() {
     });
     let f = follow(&fake, "DELETE", fs, StatusCode::NOT_FOUND).await;
     let text = answered(f).await;
-    assert!(text.contains("\"code\":403") && text.contains("catch-all is the platform's"), "{text}");
+    assert!(
+        text.contains("\"code\":403") && text.contains("catch-all is the platform's"),
+        "{text}"
+    );
     // No platform object of that name: the NotFound stands.
     let fake = Arc::new(Fake::default());
     let f = follow(&fake, "PATCH", fs, StatusCode::NOT_FOUND).await;
