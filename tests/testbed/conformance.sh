@@ -8,6 +8,7 @@
 #   tests/testbed/conformance.sh [--mode both|direct|paddock] [--fast] [--focus RE] [--skip RE]
 #                                [--report FILE] [--keep] [--tenant-setup FILE]
 #   tests/testbed/conformance.sh --full [--procs N] [--refresh-baseline] [--mode ...] ...
+#                                [--direct-log FILE]
 #
 # --fast     a handful of quick, focused tests (a few minutes) instead of all of them
 # --report   default target/conformance/report.md (JSON reports and logs are copied beside it)
@@ -19,7 +20,11 @@
 #            build.sh --e2e-full), run by the ginkgo CLI in --procs parallel processes (default
 #            3). The direct run's pass list is cached ($CACHE/conformance-full-direct-<ver>.txt);
 #            with a cache, mode both skips the direct run and runs through paddock only what
-#            passed directly. --refresh-baseline runs the direct run again.
+#            passed directly. --refresh-baseline runs the direct run again. While the direct
+#            run goes, its passes so far are written every minute to $CACHE/...-<ver>.partial.txt
+#            (a stopped run is not lost); without a complete cache, --mode both|paddock takes
+#            that partial list. --direct-log FILE: the pass list of a (partial) direct run's
+#            ginkgo log instead (e.g. target/conformance/logs/e2e-direct.log).
 # Exit status: 0 if every test that passes directly also passes through paddock (mode both), or
 # if every test passed (single mode); 1 otherwise; 2 on usage or setup errors.
 # Skipped always: AdmissionWebhook, CustomResourceConversionWebhook, CustomResourceFieldSelectors,
@@ -29,7 +34,7 @@ set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
 
-MODE=both; FAST=0; KEEP=0; TENANT_SETUP=""; FULL=0; PROCS=3; REFRESH=0
+MODE=both; FAST=0; KEEP=0; TENANT_SETUP=""; FULL=0; PROCS=3; REFRESH=0; DIRECT_LOG=""
 FOCUS='\[sig-api-machinery\].*\[Conformance\]'
 # CustomResourceFieldSelectors deploys a conversion webhook too (crd_selectable_fields.go).
 SKIP_ALWAYS='AdmissionWebhook|CustomResourceConversionWebhook|CustomResourceFieldSelectors|Aggregator|\[Slow\]|\[Disruptive\]'
@@ -46,12 +51,13 @@ while [ $# -gt 0 ]; do
     --full) FULL=1; shift ;;
     --procs) PROCS="${2:?}"; shift 2 ;;
     --refresh-baseline) REFRESH=1; shift ;;
+    --direct-log) DIRECT_LOG="$(cd "$(dirname "${2:?}")" && pwd)/$(basename "$2")"; shift 2 ;;
     --focus) FOCUS="${2:?}"; shift 2 ;;
     --skip) SKIP_EXTRA="${2:?}"; shift 2 ;;
     --report) REPORT="${2:?}"; shift 2 ;;
     --keep) KEEP=1; shift ;;
     --tenant-setup) TENANT_SETUP="$(cd "$(dirname "${2:?}")" && pwd)/$(basename "$2")"; shift 2 ;;
-    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,31p' "$0"; exit 0 ;;
     *) echo "conformance.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -69,6 +75,8 @@ if [ "$FULL" = 1 ]; then
   [ "$REPORT" = "$ROOT/target/conformance/report.md" ] && REPORT="$ROOT/target/conformance/full.md"
 fi
 SKIP="$SKIP_ALWAYS${SKIP_EXTRA:+|$SKIP_EXTRA}"
+# The platform grants of the full run's tenant: every kind paddock can grant.
+PLATFORM_KINDS='"ingressclasses.networking.k8s.io","servicecidrs.networking.k8s.io","ipaddresses.networking.k8s.io","storageclasses.storage.k8s.io","csinodes.storage.k8s.io","volumeattachments.storage.k8s.io","runtimeclasses.node.k8s.io"'
 log() { echo "[conformance $(date -u +%H:%M:%S)] $*" >&2; }
 die() { echo "[conformance] ERROR: $*" >&2; exit 2; }
 T0=$SECONDS
@@ -78,6 +86,7 @@ if [ "$FULL" = 1 ]; then
   E2E="$PADDOCK_E2E_BIN/e2e-conformance.test"; GINKGO="$PADDOCK_E2E_BIN/ginkgo"
   [ -x "$GINKGO" ] || die "missing $GINKGO"
   BASELINE="${PADDOCK_TESTBED_CACHE:-$HOME/.cache/paddock-testbed}/conformance-full-direct-$(. "$HERE/versions.env"; echo "$K8S_VERSION").txt"
+  PARTIAL="${BASELINE%.txt}.partial.txt"
 else
   eval "$("$HERE/build.sh" --e2e --print-env)"
   E2E="$PADDOCK_E2E_BIN/e2e-apimachinery.test"
@@ -121,10 +130,17 @@ run_suite_parallel() { # run_suite_parallel NAME KUBECONFIG FOCUS
   local name=$1 kc=$2 focus=$3 t0=$SECONDS rc=0
   log "running the conformance tests ($name, $PROCS processes) — log: $TB/logs/e2e-$name.log"
   mkdir -p "$TB/reports/$name"
+  local progress=""
+  if [ "$name" = direct ]; then
+    # The passes so far, every minute: a run stopped before its end still leaves its list.
+    ( while sleep 60; do write_partial "$TB/logs/e2e-$name.log"; done ) &
+    progress=$!
+  fi
   HOME="$TB/home" PADDOCK_E2E_POD_START="${PADDOCK_E2E_POD_START:-90s}" timeout 10800 nice -n 5 "$GINKGO" --procs="$PROCS" --timeout=3h --no-color -v \
     --focus="$focus" --skip="$SKIP" --json-report="$TB/reports/$name.json" \
     "$E2E" -- --kubeconfig="$kc" --provider=skeleton --kubectl-path="$KUBECTL" \
     --report-dir="$TB/reports/$name" >"$TB/logs/e2e-$name.log" 2>&1 || rc=$?
+  if [ -n "$progress" ]; then kill "$progress" 2>/dev/null || true; write_partial "$TB/logs/e2e-$name.log"; fi
   log "$name: ginkgo exited $rc after $((SECONDS - t0)) s; $(grep -E '^(Ran|FAIL!|SUCCESS!)' "$TB/logs/e2e-$name.log" | tr '\n' ' ')"
   echo "$((SECONDS - t0))" > "$TB/reports/$name.seconds"
 }
@@ -138,6 +154,27 @@ for suite in json.load(open(sys.argv[1])):
         if sp.get("LeafNodeType") == "It" and sp.get("State") == "passed":
             print((" ".join(sp.get("ContainerHierarchyTexts") or []) + " " + sp.get("LeafNodeText", "")).strip())
 PY
+}
+
+# The names of the tests a ginkgo -v log shows passed so far, one a line: each finished spec
+# is a line `• [12.3 seconds]` (`• [FAILED] ...` otherwise), then its full text with `[It] `
+# after the containers and its labels in brackets at the end.
+passed_names_log() { # passed_names_log LOG
+  python3 - "$1" <<'PY'
+import re, sys
+lines = open(sys.argv[1], errors="replace").read().splitlines()
+for i, l in enumerate(lines[:-1]):
+    if re.fullmatch(r"• \[[0-9.]+ seconds\]", l):
+        name = re.sub(r" \[[^\[\]]*\]$", "", lines[i + 1]).replace(" [It] ", " ", 1)
+        print(name.strip())
+PY
+}
+
+# The direct passes so far, to $PARTIAL (written whole, then moved: never half a list).
+write_partial() { # write_partial LOG
+  [ -s "$1" ] || return 0
+  { echo "# direct passes so far of conformance.sh --full (a run under way or stopped), $(date -u '+%Y-%m-%d %H:%M UTC'), focus $FOCUS, skip $SKIP"
+    passed_names_log "$1"; } > "$PARTIAL.tmp" && mv -f "$PARTIAL.tmp" "$PARTIAL"
 }
 
 # A focus that selects exactly the named tests (regexp-quoted, one alternation).
@@ -186,10 +223,18 @@ start_paddock() {
   # The platform settings a conformance tenant needs, each lifting one isolation default
   # (docs/testing.md "Conformance"): NodePort and LoadBalancer Services (ResourceQuota "capture
   # the life of a service"), Endpoints and EndpointSlices written by the tenant (the full
-  # suite's sig-network tests).
-  if [ ${#ADMISSION_ARGS[@]} -gt 0 ]; then
+  # suite's sig-network tests), and with --full the platform grants of the shared built-in
+  # kinds the suite writes (docs/security.md "Platform grants").
+  local patch='{"services":{"allowNodePort":true,"allowLoadBalancer":true,"endpoints":"Unrestricted"}'
+  [ ${#ADMISSION_ARGS[@]} -gt 0 ] || patch='{'
+  if [ "$FULL" = 1 ]; then
+    [ "$patch" = '{' ] || patch="$patch,"
+    patch="$patch\"platformKinds\":[$PLATFORM_KINDS]"
+  fi
+  patch="$patch}"
+  if [ "$patch" != '{}' ]; then
     "$bin" tenant policy confor --kubeconfig "$certs/admin.kubeconfig" \
-      --patch '{"services":{"allowNodePort":true,"allowLoadBalancer":true,"endpoints":"Unrestricted"}}' >"$TB/logs/paddock-tenant-policy.log" 2>&1 \
+      --patch "$patch" >"$TB/logs/paddock-tenant-policy.log" 2>&1 \
       || { cat "$TB/logs/paddock-tenant-policy.log" >&2; die "paddock tenant policy confor failed"; }
   fi
 }
@@ -197,14 +242,21 @@ start_paddock() {
 log "focus: $FOCUS"
 log "skip:  $SKIP"
 PADDOCK_FOCUS="$FOCUS"
-if [ "$FULL" = 1 ] && [ "$MODE" = both ] && [ "$REFRESH" = 0 ] && [ -s "$BASELINE" ]; then
+if [ "$FULL" = 1 ] && [ "$MODE" != direct ] && [ -n "$DIRECT_LOG" ]; then
+  passed_names_log "$DIRECT_LOG" > "$TB/reports/direct.passed"
+  log "direct run: the passes in $DIRECT_LOG ($(wc -l < "$TB/reports/direct.passed") tests; a partial list)"
+elif [ "$FULL" = 1 ] && [ "$MODE" != direct ] && [ "$REFRESH" = 0 ] && [ -s "$BASELINE" ]; then
   log "direct run: the cached baseline $BASELINE ($(grep -vc '^#' "$BASELINE") tests passed; --refresh-baseline to rerun)"
   grep -v '^#' "$BASELINE" > "$TB/reports/direct.passed"
+elif [ "$FULL" = 1 ] && [ "$MODE" != direct ] && [ "$REFRESH" = 0 ] && [ -s "$PARTIAL" ]; then
+  log "direct run: no complete baseline; the partial one $PARTIAL ($(grep -vc '^#' "$PARTIAL") tests passed so far)"
+  grep -v '^#' "$PARTIAL" > "$TB/reports/direct.passed"
 elif [ "$MODE" != paddock ]; then
   run_suite direct "$ADMIN_KUBECONFIG"
   if [ "$FULL" = 1 ] && [ -s "$TB/reports/direct.json" ]; then
     { echo "# direct passes of conformance.sh --full, $(date -u '+%Y-%m-%d %H:%M UTC'), focus $FOCUS, skip $SKIP"
       passed_names "$TB/reports/direct.json"; } > "$BASELINE.tmp" && mv -f "$BASELINE.tmp" "$BASELINE"
+    rm -f "$PARTIAL"
     grep -v '^#' "$BASELINE" > "$TB/reports/direct.passed"
   fi
 fi

@@ -27,6 +27,9 @@ pub enum Policy {
     SharedReadOnly,
     /// Refused with 403.
     Forbidden,
+    /// A shared built-in kind the platform admin granted this tenant (crate::platform_grant):
+    /// names not rewritten, full verbs, the platform's objects.
+    PlatformGranted,
 }
 
 /// One resource as a tenant sees it, with the policy that applies.
@@ -252,6 +255,8 @@ pub struct Catalog {
     /// other tenants' names; without this list every `<6 chars>-name` token has to be treated
     /// as possibly another tenant's (so `worker-1` would be redacted too).
     known_tenants: Option<std::sync::Arc<std::collections::HashSet<String>>>,
+    /// The platform grants of each tenant (crate::platform_grant), when the server has told us.
+    platform_grants: Option<std::sync::Arc<crate::platform_grant::Grants>>,
 }
 
 #[derive(Deserialize)]
@@ -305,6 +310,19 @@ impl Catalog {
     pub fn with_known_tenants(mut self, ids: impl IntoIterator<Item = String>) -> Catalog {
         self.known_tenants = Some(std::sync::Arc::new(ids.into_iter().collect()));
         self
+    }
+
+    /// The same catalog, knowing each tenant's platform grants.
+    pub fn with_platform_grants(mut self, grants: crate::platform_grant::Grants) -> Catalog {
+        self.platform_grants = Some(std::sync::Arc::new(grants));
+        self
+    }
+
+    fn is_granted(&self, tenant: &TenantId, ug: &str, resource: &str) -> bool {
+        self.platform_grants.as_ref().is_some_and(|g| {
+            g.get(tenant.as_str())
+                .is_some_and(|s| s.contains(&(ug.to_owned(), resource.to_owned())))
+        })
     }
 
     /// Could `id` be a tenant? True for every id when the tenant list is unknown (the safe
@@ -501,7 +519,14 @@ impl Catalog {
         let policy = if tenant_crd {
             Policy::TenantOwned
         } else if is_builtin_group(ug) {
-            builtin_policy(ug, resource, raw.scope)
+            match builtin_policy(ug, resource, raw.scope) {
+                Policy::SharedReadOnly | Policy::Forbidden
+                    if self.is_granted(tenant, ug, resource) =>
+                {
+                    Policy::PlatformGranted
+                }
+                p => p,
+            }
         } else {
             // Platform CRDs and aggregated APIs: default deny unless the operator opened it.
             self.overrides

@@ -25,6 +25,8 @@ pub mod tenant;
 
 // Requests, rules, encodings, responses.
 pub mod absent;
+pub mod platform_get;
+pub mod platform_grant;
 pub mod provision;
 pub mod request;
 pub mod response;

@@ -318,6 +318,7 @@ pub async fn delete_tenant_objects(
         let own = [
             legacy_tenant_scope_binding_name(t),
             tenant_cluster_role_name(t),
+            paddock_core::platform_grant::grant_role_name(t),
         ];
         for kind in ["clusterrolebindings", "clusterroles"] {
             let path = format!("/apis/rbac.authorization.k8s.io/v1/{kind}");

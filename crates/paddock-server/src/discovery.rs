@@ -27,6 +27,8 @@ pub struct CatalogCache {
     /// Ids of existing tenants, handed to every catalog (messages are scrubbed of other
     /// tenants' names only, not of platform names that merely look like one).
     known_tenants: parking_lot::Mutex<Vec<String>>,
+    /// Every tenant's platform grants, handed to every catalog.
+    platform_grants: parking_lot::Mutex<paddock_core::platform_grant::Grants>,
 }
 
 impl Default for CatalogCache {
@@ -43,6 +45,7 @@ impl CatalogCache {
             synced: AtomicBool::new(false),
             refresh_lock: Mutex::new(None),
             known_tenants: parking_lot::Mutex::new(Vec::new()),
+            platform_grants: parking_lot::Mutex::new(Default::default()),
         }
     }
 
@@ -65,6 +68,15 @@ impl CatalogCache {
         }
     }
 
+    /// Records every tenant's platform grants and applies them to the current catalog.
+    pub fn set_platform_grants(&self, grants: paddock_core::platform_grant::Grants) {
+        *self.platform_grants.lock() = grants.clone();
+        if let Some(cur) = self.get() {
+            self.current
+                .store(Some(Arc::new((*cur).clone().with_platform_grants(grants))));
+        }
+    }
+
     /// Re-reads discovery unless it was read less than a second ago. Returns the catalog in
     /// force afterwards.
     pub async fn refresh(&self, upstream: &Upstream) -> Result<Arc<Catalog>, ServerError> {
@@ -77,7 +89,12 @@ impl CatalogCache {
         let core = fetch(upstream, "/api").await?;
         let apis = fetch(upstream, "/apis").await?;
         let known = self.known_tenants.lock().clone();
-        let catalog = Arc::new(Catalog::from_aggregated(&core, &apis)?.with_known_tenants(known));
+        let grants = self.platform_grants.lock().clone();
+        let catalog = Arc::new(
+            Catalog::from_aggregated(&core, &apis)?
+                .with_known_tenants(known)
+                .with_platform_grants(grants),
+        );
         self.current.store(Some(catalog.clone()));
         self.synced.store(true, Ordering::Release);
         *last = Some(Instant::now());

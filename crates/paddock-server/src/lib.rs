@@ -30,6 +30,7 @@ mod metering_tests;
 pub mod metrics;
 pub mod nsmap;
 pub mod outbound;
+pub mod platform_grant;
 pub mod policy_admin;
 pub mod proxy;
 pub mod quota;

@@ -121,6 +121,11 @@ pub async fn set_policy(
     let selector = upjson::query_escape(&rec.id.tenant_label_selector());
     // The tenant's own cluster (docs/clusters.md).
     let home = crate::clusters::route(state, &rec.id)?;
+    // Platform grants: the upstream rights first, then the catalog (the store's change
+    // notification refreshes the other replicas' catalogs).
+    let policy = rec.policy.as_ref().unwrap_or(&state.config.default_policy);
+    crate::platform_grant::sync(&home.upstream, &rec.id, policy).await?;
+    crate::platform_grant::refresh_catalog_with(state, &rec.id, policy);
     for ns in upjson::list(
         &home.upstream,
         &format!("/api/v1/namespaces?labelSelector={selector}"),

@@ -118,6 +118,14 @@ async fn finish_interrupted_work(state: &Arc<AppState>) {
             // Another cluster's tenant: its cluster's member does this (clusters/).
         } else if t.phase == TenantPhase::Terminating {
             crate::clusters::span_tenant::resume_deletion(state, (*t).clone());
+        } else if let Err(e) = crate::platform_grant::sync(
+            &state.upstream,
+            &t.id,
+            t.policy.as_ref().unwrap_or(&state.config.default_policy),
+        )
+        .await
+        {
+            tracing::warn!(tenant = %t.id, error = %e, "could not put the tenant's platform grants in place");
         } else if let Err(e) = provision::ensure_tenant_flow_schema(
             &state.upstream,
             &t.id,
@@ -138,6 +146,7 @@ pub async fn known_tenants_loop(state: Arc<AppState>) {
         let known: std::collections::HashSet<&str> = ids.iter().map(String::as_str).collect();
         state.limiter.retain(|t| known.contains(t.as_str()));
         state.catalogs.set_known_tenants(ids);
+        crate::platform_grant::refresh_catalog(&state);
         tokio::select! {
             r = changes.changed() => if r.is_err() { return },
             _ = state.shutdown.cancelled() => return,

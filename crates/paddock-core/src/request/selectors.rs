@@ -85,7 +85,10 @@ pub(super) fn translate_query(
         })
     } else if info.stamps_label() {
         Some(ctx.tenant.tenant_label_selector())
-    } else if info.policy == Policy::SharedReadOnly {
+    } else if matches!(
+        info.policy,
+        Policy::SharedReadOnly | Policy::PlatformGranted
+    ) {
         Some(format!("!{TENANT_LABEL}"))
     } else {
         None

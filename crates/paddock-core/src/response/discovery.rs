@@ -313,7 +313,7 @@ fn resource_vis(tenant: &TenantId, catalog: &Catalog, ug: &str, ver: &str, res: 
     match catalog.resolve_upstream(tenant, ug, ver, res) {
         None => Vis::Hidden,
         Some(info) => match info.policy {
-            Policy::TenantOwned => Vis::Full,
+            Policy::TenantOwned | Policy::PlatformGranted => Vis::Full,
             Policy::SharedReadOnly => Vis::ReadOnly,
             // Built-in kinds are public knowledge (they are the release's); listing them is
             // what a cluster shows every user. Requests on them are refused by the policy.

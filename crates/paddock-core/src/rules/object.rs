@@ -85,7 +85,8 @@ pub fn object_up_with(
         }
     };
     match info.policy {
-        Policy::TenantOwned => {}
+        // A granted platform kind is written as the platform's (names as they are).
+        Policy::TenantOwned | Policy::PlatformGranted => {}
         Policy::SharedReadOnly => {
             return Err(TranslateError::forbidden(format!(
                 "{} objects are shared read-only in this cluster",
@@ -261,8 +262,10 @@ pub fn object_down_as(
         // paddock's own per-tenant objects among the shared kinds (each tenant's FlowSchema)
         // carry the tenant label: plumbing, hidden from every tenant (their names and rules
         // would tell one tenant the others' ids).
-        Policy::SharedReadOnly if has_tenant_label(o) => return Ok(Disposition::Drop),
-        Policy::SharedReadOnly => return Ok(Disposition::Keep),
+        Policy::SharedReadOnly | Policy::PlatformGranted if has_tenant_label(o) => {
+            return Ok(Disposition::Drop);
+        }
+        Policy::SharedReadOnly | Policy::PlatformGranted => return Ok(Disposition::Keep),
         // A platform object among the tenant's own: shown as it is (writes to its name reach
         // only the tenant's own prefixed name).
         Policy::TenantOwned if info.lists_platform_objects() && is_platform_object(o) => {
@@ -274,7 +277,7 @@ pub fn object_down_as(
 }
 
 /// Neither a tenant's object nor paddock's per-tenant plumbing.
-fn is_platform_object(o: &Map<String, Value>) -> bool {
+pub(crate) fn is_platform_object(o: &Map<String, Value>) -> bool {
     let labels = o.get("metadata").and_then(|m| m.get("labels"));
     !has_tenant_label(o)
         && labels

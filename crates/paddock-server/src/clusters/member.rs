@@ -147,6 +147,7 @@ async fn bootstrap_then_resync(state: Arc<AppState>, name: String) {
     refresh.tick().await;
     loop {
         state.catalogs.set_known_tenants(state.known_tenant_ids());
+        crate::platform_grant::refresh_catalog(&state);
         tokio::select! {
             r = changes.changed() => if r.is_err() { return },
             _ = refresh.tick() => {

@@ -24,10 +24,13 @@ async fn fetch_part(
     let content_type = content_type_of(&resp);
     let raw = collect_limited(resp.into_body(), MAX_NAMESPACE_LIST_BYTES).await?;
     if matches!(status, StatusCode::FORBIDDEN | StatusCode::NOT_FOUND)
-        && namespace_going(state, ctx, p).await
+        && (namespace_going(state, ctx, p).await
+            || (status == StatusCode::FORBIDDEN && namespace_unbound(state, ctx, p, groups).await))
     {
         // Deleted (or started terminating, its RoleBindings going first) after the namespaces
-        // were listed: a cluster admin's list would simply not show it any more.
+        // were listed: a cluster admin's list would simply not show it any more. Or created
+        // a moment ago and not yet bound for the tenant's admins (the create's follow-up binds
+        // it before answering): it holds nothing of the tenant's yet.
         let table = matches!(p.response, ResponseKind::Table);
         let doc = serde_json::to_vec(&empty_list(p, table))
             .map_err(|e| ServerError::Internal(e.to_string()))?;
@@ -206,4 +209,33 @@ pub(super) async fn namespace_going(state: &AppState, ctx: &TenantContext, p: &P
         Ok(a) if a.status.is_success() => !a.body["metadata"]["deletionTimestamp"].is_null(),
         _ => false,
     }
+}
+
+/// For a tenant admin's 403: is the part's namespace one whose admins' RoleBinding is not in
+/// place yet (created by a parallel request, listed before its follow-up bound it)? Asked as
+/// paddock itself, for the tenant's own upstream name only.
+pub(super) async fn namespace_unbound(
+    state: &AppState,
+    ctx: &TenantContext,
+    p: &Plan,
+    groups: &[String],
+) -> bool {
+    let Some(ns) = p.namespace() else {
+        return false;
+    };
+    if !groups
+        .iter()
+        .any(|g| g == paddock_core::identity::TENANT_ADMIN_GROUP)
+    {
+        return false;
+    }
+    let path = format!(
+        "/apis/rbac.authorization.k8s.io/v1/namespaces/{}/rolebindings/{}",
+        ctx.tenant.upstream_name(ns),
+        paddock_core::provision::NAMESPACE_ADMIN_BINDING
+    );
+    matches!(
+        crate::upjson::call(&state.upstream, Method::GET, &path, None, None).await,
+        Ok(a) if a.status == StatusCode::NOT_FOUND
+    )
 }

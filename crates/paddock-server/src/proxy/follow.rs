@@ -5,6 +5,7 @@
 use std::future::Future;
 
 use http::{Response, StatusCode};
+use hyper::body::Incoming;
 use paddock_core::TenantId;
 
 use super::rewrite::whole_answer;
@@ -40,6 +41,14 @@ pub trait FollowingUp: Send + Sync + 'static {
         &self,
         sent: Sent,
     ) -> impl Future<Output = Result<Response<ResBody>, ServerError>> + Send;
+    /// After a 404 of a GET of a FlowSchema or PriorityLevelConfiguration: upstream's answer
+    /// for the platform's object of that name (`path`, core's `platform_object_path`), read as
+    /// the request's own identity, if it is the platform's; None otherwise.
+    fn platform_object(
+        &self,
+        sent: &Sent,
+        path: &str,
+    ) -> impl Future<Output = Result<Option<Response<Incoming>>, ServerError>> + Send;
 }
 
 impl FollowingUp for AppState {
@@ -58,6 +67,13 @@ impl FollowingUp for AppState {
     }
     async fn bind_namespace(&self, sent: Sent) -> Result<Response<ResBody>, ServerError> {
         bind_namespace(self, sent).await
+    }
+    async fn platform_object(
+        &self,
+        sent: &Sent,
+        path: &str,
+    ) -> Result<Option<Response<Incoming>>, ServerError> {
+        super::follow_platform::platform_object(self, sent, path).await
     }
 }
 
@@ -88,6 +104,26 @@ async fn follow_ups<P: FollowingUp>(state: &P, sent: Sent) -> Result<FollowedUp,
         // not exist a cluster admin gets an empty list or a NotFound, not a refusal.
         crate::body::drain(sent.resp.into_body()).await;
         return Ok(FollowedUp::Answered(answer));
+    }
+    if status == StatusCode::NOT_FOUND
+        && let Some(path) = paddock_core::platform_get::platform_object_path(&sent.job.plan)
+        && let Some(resp) = state.platform_object(&sent, &path).await?
+    {
+        let missed = sent.resp;
+        crate::body::drain(missed.into_body()).await;
+        if paddock_core::platform_get::is_write(&sent.job.plan) {
+            // The tenant has no object of that name, the platform has: a refusal that says
+            // so, not a NotFound for an object the tenant can see.
+            crate::body::drain(resp.into_body()).await;
+            let msg = paddock_core::platform_get::refusal_message(&sent.job.plan);
+            return Ok(FollowedUp::Answered(crate::error::status_response(
+                403,
+                "Forbidden",
+                &msg,
+            )));
+        }
+        // The list shows the platform's `exempt` beside the tenant's own: so does a GET.
+        return Ok(FollowedUp::Upstream(Sent { resp, ..sent }));
     }
     if !status.is_success() {
         return Ok(FollowedUp::Upstream(sent));

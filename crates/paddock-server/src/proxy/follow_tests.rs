@@ -16,6 +16,7 @@ use crate::proxy::test_support::{job, json_answer, sent, text};
 #[derive(Default)]
 struct Fake {
     absent: bool,
+    platform: bool,
     did: Mutex<Vec<String>>,
 }
 
@@ -48,6 +49,17 @@ impl FollowingUp for Fake {
     async fn bind_namespace(&self, sent: Sent) -> Result<Response<ResBody>, ServerError> {
         self.did.lock().unwrap().push("bind".into());
         Ok(Response::new(full(format!("bound {}", sent.resp.status()))))
+    }
+    async fn platform_object(
+        &self,
+        _sent: &Sent,
+        path: &str,
+    ) -> Result<Option<Response<Incoming>>, ServerError> {
+        self.did.lock().unwrap().push(format!("platform? {path}"));
+        if !self.platform {
+            return Ok(None);
+        }
+        Ok(Some(json_answer(StatusCode::OK, "{}").await))
     }
 }
 
@@ -142,4 +154,58 @@ async fn a_plain_read_has_no_follow_ups() {
     .await;
     assert_eq!(answered(f).await, "upstream 200 OK");
     assert!(fake.did().is_empty());
+}
+
+#[tokio::test]
+async fn a_missed_get_of_a_flowschema_reads_the_platforms_object_of_that_name() {
+    let fs = "/apis/flowcontrol.apiserver.k8s.io/v1/flowschemas";
+    let fake = Arc::new(Fake {
+        platform: true,
+        ..Fake::default()
+    });
+    let f = follow(&fake, "GET", &format!("{fs}/exempt"), StatusCode::NOT_FOUND).await;
+    assert_eq!(answered(f).await, "upstream 200 OK");
+    assert_eq!(fake.did(), [format!("platform? {fs}/exempt")]);
+    // Not the platform's (another tenant's, or absent): the 404 stands.
+    let fake = Arc::new(Fake::default());
+    let f = follow(
+        &fake,
+        "GET",
+        &format!("{fs}/barbar-x"),
+        StatusCode::NOT_FOUND,
+    )
+    .await;
+    assert_eq!(answered(f).await, "upstream 404 Not Found");
+    assert_eq!(fake.did(), [format!("platform? {fs}/barbar-x")]);
+}
+
+#[tokio::test]
+async fn a_missed_get_of_another_kind_is_not_followed() {
+    let fake = Arc::new(Fake {
+        platform: true,
+        ..Fake::default()
+    });
+    let cr = "/apis/rbac.authorization.k8s.io/v1/clusterroles/admin";
+    let f = follow(&fake, "GET", cr, StatusCode::NOT_FOUND).await;
+    assert_eq!(answered(f).await, "upstream 404 Not Found");
+    assert!(fake.did().is_empty());
+}
+
+#[tokio::test]
+async fn a_missed_write_to_the_platforms_flowschema_is_refused_with_a_status() {
+    let fs = "/apis/flowcontrol.apiserver.k8s.io/v1/flowschemas/catch-all";
+    let fake = Arc::new(Fake {
+        platform: true,
+        ..Fake::default()
+    });
+    let f = follow(&fake, "DELETE", fs, StatusCode::NOT_FOUND).await;
+    let text = answered(f).await;
+    assert!(
+        text.contains("\"code\":403") && text.contains("catch-all is the platform's"),
+        "{text}"
+    );
+    // No platform object of that name: the NotFound stands.
+    let fake = Arc::new(Fake::default());
+    let f = follow(&fake, "PATCH", fs, StatusCode::NOT_FOUND).await;
+    assert_eq!(answered(f).await, "upstream 404 Not Found");
 }

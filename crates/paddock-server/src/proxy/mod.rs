@@ -14,6 +14,7 @@
 
 pub mod fan_out;
 pub mod follow;
+mod follow_platform;
 pub mod plan;
 pub mod rewrite;
 pub mod send;

@@ -144,6 +144,10 @@ where
     };
     let c = &job.caller;
     add_impersonation_as(headers, &c.tenant, &c.user, &c.groups, sent.who)?;
+    if paddock_core::platform_grant::asserts_grant(plan, &c.groups) {
+        let g = paddock_core::platform_grant::grant_group(&c.tenant);
+        headers.append("impersonate-group", crate::outbound::header_value(&g)?);
+    }
     let mut request = up
         .body(up_body)
         .map_err(|e| ServerError::Internal(format!("building upstream request: {e}")))?;

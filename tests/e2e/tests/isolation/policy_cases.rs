@@ -109,7 +109,7 @@ pub(crate) fn flowcontrol_cases() -> Vec<Case> {
     vec![
         case("apf-match-everyone", "FlowSchemas reaching other tenants", "a FlowSchema for system:authenticated matches only the tenant's identities")
             // A dangling level (never created): the tenant's own requests are not sent anywhere.
-            .setup(step_in(A, "apply -f -", &flow_schema("catch-all", ALL_USERS, "no-such-level")))
+            .setup(step_in(A, "create -f -", &flow_schema("catch-all", ALL_USERS, "no-such-level")))
             .attack(step(Up, "get flowschema alphaa-catch-all -o jsonpath=subject={.spec.rules[0].subjects[0].group.name};"), OkWith("subject=paddock:tenant:alphaa;"))
             .control(step(A, "get flowschema catch-all -o jsonpath=subject={.spec.rules[0].subjects[0].group.name};"), OkWith("subject=system:authenticated;"))
             .bypass(step_in(Bypass, &format!("create {SHADOW} -f -"), &flow_schema_up("alphaa-wide", ALL_USERS, "alphaa-slow-lane"))),
@@ -137,5 +137,15 @@ pub(crate) fn flowcontrol_cases() -> Vec<Case> {
             .attack(step(A, "get flowschemas,prioritylevelconfigurations -o yaml"), NoLeak)
             .control(step(A, "get flowschemas,prioritylevelconfigurations"), OkWith("global-default"))
             .bypass(step(Bypass, "get flowschema bravoo-crown-jewels")),
+        // A GET by name falls back to the platform's object of that name after a 404
+        // (proxy/follow_platform.rs): never to another tenant's object or paddock's plumbing.
+        case("apf-get-others", "FlowSchemas of other tenants", "a FlowSchema GET by another tenant's upstream name does not reach it through the platform fallback")
+            .setup(step_in(B, "apply -f -", &flow_schema("peek", "{kind: User, user: {name: nobody}}", "peek")))
+            .attack(step(A, "get flowschema bravoo-peek -o yaml"), RefusedWith("(NotFound)"))
+            .control(step(A, "get flowschema exempt -o name"), OkWith("flowschema.flowcontrol.apiserver.k8s.io/exempt"))
+            .bypass(step(Bypass, "get flowschema bravoo-peek")),
+        case("apf-get-plumbing", "FlowSchemas of other tenants", "a FlowSchema GET by the name of paddock's per-tenant FlowSchema of another tenant")
+            .attack(step(A, "get flowschema paddock-tenants-bravoo-flow -o yaml"), RefusedWith("(NotFound)"))
+            .control(step(A, "get prioritylevelconfiguration global-default -o name"), OkWith("prioritylevelconfiguration.flowcontrol.apiserver.k8s.io/global-default")),
     ]
 }
