@@ -26,6 +26,7 @@ pub const GRANTABLE: &[(&str, &str)] = &[
     ("networking.k8s.io", "ipaddresses"),
     ("storage.k8s.io", "storageclasses"),
     ("storage.k8s.io", "csinodes"),
+    ("storage.k8s.io", "csidrivers"),
     ("storage.k8s.io", "volumeattachments"),
     ("node.k8s.io", "runtimeclasses"),
 ];
