@@ -77,7 +77,7 @@ struct Args {
     #[arg(long, value_delimiter = ',')]
     noisy_a_limits: Vec<String>,
     /// paddock's `--fair-queue-seats` (0 turns the tenant-fair work queue off; default:
-    /// paddock's own, off; the session-7 figures used 16, 8 per core).
+    /// paddock's own, 8 per core; the session-7 figures used 16).
     #[arg(long)]
     fair_queue_seats: Option<u32>,
     /// Workloads of the load part: get, create, table, list.
