@@ -86,23 +86,12 @@ pub fn grant_role(t: &TenantId, granted: &BTreeSet<(String, String)>) -> Option<
 }
 
 /// The upstream group paddock asserts, beside the caller's own, on a request of a granted
-/// kind by one of the tenant's admins ([`asserts_grant`]). Nothing else can carry it: a
+/// kind by one of the tenant's admins (`Plan::asserts_platform_grant`). Nothing else can carry it: a
 /// tenant's own groups are mapped into `paddock:<tid>:...`, and a tenant's own bindings name
 /// only such groups. The grant role is bound to it, and the tenant guard lets it write the
 /// granted kinds under their own names ([`guard_exemption`]).
 pub fn grant_group(t: &TenantId) -> String {
     format!("paddock:platform-grant:{}", t.as_str())
-}
-
-/// Does a request of `plan` by a caller with these (tenant-view) groups carry
-/// [`grant_group`]? Only for a granted kind, and only for the tenant's admins.
-pub fn asserts_grant(plan: &crate::request::Plan, groups: &[String]) -> bool {
-    plan.resource
-        .as_ref()
-        .is_some_and(|i| i.policy == crate::catalog::Policy::PlatformGranted)
-        && groups
-            .iter()
-            .any(|g| g == crate::identity::TENANT_ADMIN_GROUP)
 }
 
 /// The tenant guard's exemption (a CEL expression over its variables): a request carrying the

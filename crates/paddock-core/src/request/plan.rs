@@ -439,3 +439,17 @@ pub fn response_kind_for(plan: &Plan, accept: Option<&str>) -> ResponseKind {
         k => k,
     }
 }
+
+impl Plan {
+    /// Does this request, by a caller with these (tenant-view) groups, carry the tenant's
+    /// platform grant group (`platform_grant::grant_group`)? Only for a kind the platform
+    /// granted the tenant, and only for the tenant's admins.
+    pub fn asserts_platform_grant(&self, groups: &[String]) -> bool {
+        self.resource
+            .as_ref()
+            .is_some_and(|i| i.policy == crate::catalog::Policy::PlatformGranted)
+            && groups
+                .iter()
+                .any(|g| g == crate::identity::TENANT_ADMIN_GROUP)
+    }
+}

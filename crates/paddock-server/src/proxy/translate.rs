@@ -144,7 +144,7 @@ where
     };
     let c = &job.caller;
     add_impersonation_as(headers, &c.tenant, &c.user, &c.groups, sent.who)?;
-    if paddock_core::platform_grant::asserts_grant(plan, &c.groups) {
+    if plan.asserts_platform_grant(&c.groups) {
         let g = paddock_core::platform_grant::grant_group(&c.tenant);
         headers.append("impersonate-group", crate::outbound::header_value(&g)?);
     }
