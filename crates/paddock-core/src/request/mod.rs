@@ -19,4 +19,6 @@ pub use plan::*;
 pub use selectors::*;
 
 #[cfg(test)]
+mod selector_tests;
+#[cfg(test)]
 mod tests;
