@@ -6,7 +6,7 @@
 //! before.
 
 use http::{Method, Request, Response, StatusCode, header};
-use hyper::body::Incoming;
+use crate::body::AnswerBody;
 use paddock_core::platform_get::is_platform_object;
 
 use super::Sent;
@@ -22,7 +22,7 @@ pub async fn platform_object(
     state: &AppState,
     sent: &Sent,
     path: &str,
-) -> Result<Option<Response<Incoming>>, ServerError> {
+) -> Result<Option<Response<AnswerBody>>, ServerError> {
     let judged = read(state, sent, path, "application/json").await?;
     if judged.status() != StatusCode::OK {
         crate::body::drain(judged.into_body()).await;
@@ -54,7 +54,7 @@ async fn read(
     sent: &Sent,
     path: &str,
     accept: &str,
-) -> Result<Response<Incoming>, ServerError> {
+) -> Result<Response<AnswerBody>, ServerError> {
     let mut r = Request::builder()
         .method(Method::GET)
         .uri(state.upstream.uri(path)?)

@@ -25,6 +25,7 @@ use std::sync::Arc;
 
 use http::{Request, Response};
 use hyper::body::Incoming;
+use crate::body::AnswerBody;
 use paddock_core::identity::As;
 use paddock_core::{Plan, TenantContext, TenantId};
 use tower::Layer;
@@ -84,7 +85,7 @@ pub struct SentWith {
 /// Upstream's answer.
 pub struct Sent {
     pub job: Arc<Job>,
-    pub resp: Response<Incoming>,
+    pub resp: Response<AnswerBody>,
     /// A watch's stream slot, held as long as the answer's body.
     pub slot: Option<StreamSlot>,
     /// Short requests are bounded as a whole (headers and a body read whole) by
