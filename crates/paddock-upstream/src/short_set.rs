@@ -90,8 +90,10 @@ impl ShortSet {
         };
         let mut head = Request::from_parts(parts, ());
         if !body.is_empty() && !head.headers().contains_key(header::CONTENT_LENGTH) {
-            head.headers_mut()
-                .insert(header::CONTENT_LENGTH, header::HeaderValue::from(body.len()));
+            head.headers_mut().insert(
+                header::CONTENT_LENGTH,
+                header::HeaderValue::from(body.len()),
+            );
         }
         // A connection found closed before the request went out is forgotten and the request
         // tried once more on a new one (hyper's pool did the same).
@@ -117,7 +119,10 @@ impl ShortSet {
         }
     }
 
-    async fn send_fallback(&self, req: Request<UpBody>) -> Result<Response<AnswerBody>, ServerError> {
+    async fn send_fallback(
+        &self,
+        req: Request<UpBody>,
+    ) -> Result<Response<AnswerBody>, ServerError> {
         match self.fallback.request(req).await {
             Ok(resp) => Ok(resp.map(AnswerBody::Hyper)),
             Err(e) => Err(ServerError::UpstreamUnreachable(e.to_string())),
@@ -126,7 +131,11 @@ impl ShortSet {
 
     /// The slot's connection (dialled if there is none, or if it is `closed`); `None` when the
     /// upstream does not speak HTTP/2.
-    async fn connection(&self, slot: &Slot, closed: Option<u64>) -> Result<Option<Live>, ServerError> {
+    async fn connection(
+        &self,
+        slot: &Slot,
+        closed: Option<u64>,
+    ) -> Result<Option<Live>, ServerError> {
         if let Some(live) = current(slot, closed) {
             return Ok(Some(live));
         }

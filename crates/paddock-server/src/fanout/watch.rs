@@ -32,7 +32,13 @@ async fn open_part(
     sh: &WatchShared,
     part: &Part,
 ) -> Result<
-    Result<(Response<crate::body::AnswerBody>, crate::upstream::StreamSlot), ListPart>,
+    Result<
+        (
+            Response<crate::body::AnswerBody>,
+            crate::upstream::StreamSlot,
+        ),
+        ListPart,
+    >,
     ServerError,
 > {
     let p = &part.plan;

@@ -4,8 +4,8 @@
 
 use std::future::Future;
 
-use http::{Response, StatusCode};
 use crate::body::AnswerBody;
+use http::{Response, StatusCode};
 use paddock_core::TenantId;
 
 use super::rewrite::whole_answer;

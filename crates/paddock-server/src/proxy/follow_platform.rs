@@ -5,8 +5,8 @@
 //! shows a platform object, so another tenant's object or paddock's plumbing answers 404 as
 //! before.
 
-use http::{Method, Request, Response, StatusCode, header};
 use crate::body::AnswerBody;
+use http::{Method, Request, Response, StatusCode, header};
 use paddock_core::platform_get::is_platform_object;
 
 use super::Sent;

@@ -23,9 +23,9 @@ pub mod translate;
 use std::future::Future;
 use std::sync::Arc;
 
+use crate::body::AnswerBody;
 use http::{Request, Response};
 use hyper::body::Incoming;
-use crate::body::AnswerBody;
 use paddock_core::identity::As;
 use paddock_core::{Plan, TenantContext, TenantId};
 use tower::Layer;

@@ -4,9 +4,9 @@
 
 use std::future::Future;
 
+use crate::body::AnswerBody;
 use http::header::{self, HeaderValue};
 use http::{Response, StatusCode};
-use crate::body::AnswerBody;
 use paddock_core::{Plan, ResponseKind, TenantContext};
 use tokio_util::sync::CancellationToken;
 

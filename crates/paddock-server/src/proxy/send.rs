@@ -5,8 +5,8 @@
 use std::future::Future;
 use std::sync::Arc;
 
-use http::{Request, Response};
 use crate::body::AnswerBody;
+use http::{Request, Response};
 use paddock_core::request::Route as PlanRoute;
 use tokio::time::Instant;
 

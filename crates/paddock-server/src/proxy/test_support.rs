@@ -5,11 +5,11 @@
 use std::convert::Infallible;
 use std::sync::{Arc, Mutex};
 
+use crate::body::AnswerBody;
 use bytes::Bytes;
 use http::{Request, Response, StatusCode};
 use http_body_util::{BodyExt, Empty, Full};
 use hyper::body::Incoming;
-use crate::body::AnswerBody;
 use hyper_util::rt::TokioIo;
 use paddock_core::{Catalog, TenantContext, TenantId};
 
