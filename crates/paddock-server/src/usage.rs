@@ -180,8 +180,8 @@ fn json_report(
         for class in CLASSES {
             let labels = crate::metrics::RequestLabels {
                 tenant: t.to_string(),
-                verb: verb.to_string(),
-                code: class.to_string(),
+                verb,
+                code: class,
             };
             if let Some(c) = m.requests.get(&labels) {
                 classes.insert(class.to_string(), json!(c.get()));

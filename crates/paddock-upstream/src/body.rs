@@ -9,8 +9,9 @@ use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
 use http_body_util::BodyExt;
 use http_body_util::combinators::UnsyncBoxBody;
-use hyper::body::Incoming;
 use paddock_core::ChunkRewriter;
+
+pub use crate::answer_body::{AnswerBody, AnswerError};
 
 /// Boxed error used in body streams.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -36,7 +37,7 @@ pub fn empty() -> ResBody {
 }
 
 /// Passes an upstream body through unchanged.
-pub fn passthrough(b: Incoming) -> ResBody {
+pub fn passthrough(b: AnswerBody) -> ResBody {
     b.map_err(|e| Box::new(e) as BoxError).boxed_unsync()
 }
 
@@ -48,7 +49,7 @@ const COALESCE_BYTES: usize = 64 * 1024;
 /// event reaches the client as soon as it is complete; anything else (a list) leaves in frames
 /// of [`COALESCE_BYTES`] (and the rest at the end), since its reader needs all of it anyway.
 pub struct RewriteBody {
-    inner: Incoming,
+    inner: AnswerBody,
     rewriter: Box<dyn ChunkRewriter>,
     finished: bool,
     /// Output held back until it fills a frame (lists), see [`RewriteBody::batched`].
@@ -71,7 +72,7 @@ impl RewriteBody {
     /// Wraps `inner`; `on_finish` runs once when the body ends or is dropped (e.g. to
     /// decrement the open-watch gauge).
     pub fn new(
-        inner: Incoming,
+        inner: AnswerBody,
         rewriter: Box<dyn ChunkRewriter>,
         on_finish: Option<Box<dyn FnOnce() + Send>>,
     ) -> Self {

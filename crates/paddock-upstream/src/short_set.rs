@@ -1,50 +1,181 @@
 //! Short requests on a small set of upstream HTTP/2 connections, one tenant always on the
 //! same one (docs/fairshare.md "Noisy neighbour"). On one shared connection every tenant's
-//! small requests are streams read by one hyper connection task and share one flow-control
+//! small requests are streams read by one connection task and share one flow-control
 //! window: a noisy tenant's frames queue ahead of everyone else's. With the tenants hashed
 //! onto [`SHORT_CONNECTIONS`] connections, a tenant shares its connection with about 1/N of
 //! the others; N is fixed, so paddock still opens few connections upstream.
 
 use std::hash::{DefaultHasher, Hash, Hasher};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use http::Request;
+use bytes::Bytes;
+use http::{Request, Response, header};
+use http_body::Body as _;
+use http_body_util::BodyExt;
 use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 
+use crate::answer_body::AnswerBody;
 use crate::body::UpBody;
+use crate::error::ServerError;
+use crate::h2_conn::{Dialed, Dialer, exchange};
 
-/// Upstream HTTP/2 connections for short requests (each its own hyper pool).
+/// Upstream HTTP/2 connections for short requests.
 pub const SHORT_CONNECTIONS: usize = 8;
 
 /// The group paddock asserts on every upstream request of tenant `<tid>`
 /// (`paddock_core::identity::TENANT_GROUP_PREFIX`; paddock-upstream does not depend on core).
 const TENANT_GROUP_PREFIX: &str = "paddock:tenant:";
 
-/// One client (pool) per connection; requests pick theirs by tenant.
+/// A client (pool) of hyper's, for an upstream that does not speak HTTP/2.
+pub type Fallback = Client<HttpsConnector<HttpConnector>, UpBody>;
+
+/// [`SHORT_CONNECTIONS`] connections, dialled when first needed and again when found closed;
+/// requests pick theirs by tenant.
 pub struct ShortSet {
-    clients: Vec<Client<HttpsConnector<HttpConnector>, UpBody>>,
+    dialer: Dialer,
+    slots: Vec<Slot>,
+    /// Set when the upstream answered ALPN without `h2`: every request then goes through
+    /// `fallback`.
+    not_h2: AtomicBool,
+    fallback: Fallback,
 }
 
+/// One connection of the set.
+#[derive(Default)]
+struct Slot {
+    live: parking_lot::Mutex<Option<Live>>,
+    /// Serialises dialling, so that a burst of requests opens one connection, not one each.
+    dialing: tokio::sync::Mutex<()>,
+}
+
+#[derive(Clone)]
+struct Live {
+    /// Tells connections apart: a request that found its connection closed forgets that
+    /// one only, not one another request has dialled since.
+    id: u64,
+    send: h2::client::SendRequest<Bytes>,
+}
+
+static NEXT_ID: AtomicU64 = AtomicU64::new(0);
+
 impl ShortSet {
-    /// `SHORT_CONNECTIONS` clients built by `build` (each builds a pool of its own; a clone
-    /// would share the pool, and so the one connection).
-    pub fn new(build: impl Fn() -> Client<HttpsConnector<HttpConnector>, UpBody>) -> Self {
+    /// The set over `dialer`; `fallback` serves an upstream without HTTP/2.
+    pub fn new(dialer: Dialer, fallback: Fallback) -> Self {
         ShortSet {
-            clients: (0..SHORT_CONNECTIONS).map(|_| build()).collect(),
+            dialer,
+            slots: (0..SHORT_CONNECTIONS).map(|_| Slot::default()).collect(),
+            not_h2: AtomicBool::new(false),
+            fallback,
         }
     }
 
-    /// The client of `req`'s tenant: chosen by the tenant group among its `Impersonate-Group`
-    /// headers; paddock's own requests (no tenant) use the first.
-    pub fn pick(&self, req: &Request<UpBody>) -> &Client<HttpsConnector<HttpConnector>, UpBody> {
-        let i = tenant_of(req).map_or(0, |t| shard(t, self.clients.len()));
-        &self.clients[i.min(self.clients.len().saturating_sub(1))]
+    /// Sends `req` on the connection of its tenant: chosen by the tenant group among its
+    /// `Impersonate-Group` headers; paddock's own requests (no tenant) use the first.
+    pub async fn send(&self, req: Request<UpBody>) -> Result<Response<AnswerBody>, ServerError> {
+        if self.not_h2.load(Ordering::Relaxed) {
+            return self.send_fallback(req).await;
+        }
+        let i = tenant_of(&req).map_or(0, |t| shard(t, self.slots.len()));
+        let slot = &self.slots[i.min(self.slots.len().saturating_sub(1))];
+        let (parts, body) = req.into_parts();
+        let body = if body.is_end_stream() {
+            Bytes::new()
+        } else {
+            body.collect()
+                .await
+                .map_err(|e| ServerError::Internal(format!("request body: {e}")))?
+                .to_bytes()
+        };
+        let mut head = Request::from_parts(parts, ());
+        if !body.is_empty() && !head.headers().contains_key(header::CONTENT_LENGTH) {
+            head.headers_mut().insert(
+                header::CONTENT_LENGTH,
+                header::HeaderValue::from(body.len()),
+            );
+        }
+        // A connection found closed before the request went out is forgotten and the request
+        // tried once more on a new one (hyper's pool did the same).
+        let mut closed: Option<u64> = None;
+        loop {
+            let Some(live) = self.connection(slot, closed).await? else {
+                let (parts, ()) = head.into_parts();
+                let req = Request::from_parts(parts, crate::body::full_up(body));
+                return self.send_fallback(req).await;
+            };
+            match live.send.ready().await {
+                Ok(send) => {
+                    return exchange(send, head, body)
+                        .await
+                        .map_err(|e| ServerError::UpstreamUnreachable(e.to_string()));
+                }
+                Err(e) if closed.is_none() => {
+                    tracing::debug!(error = %e, "upstream short connection closed; dialling again");
+                    closed = Some(live.id);
+                }
+                Err(e) => return Err(ServerError::UpstreamUnreachable(e.to_string())),
+            }
+        }
+    }
+
+    async fn send_fallback(
+        &self,
+        req: Request<UpBody>,
+    ) -> Result<Response<AnswerBody>, ServerError> {
+        match self.fallback.request(req).await {
+            Ok(resp) => Ok(resp.map(AnswerBody::Hyper)),
+            Err(e) => Err(ServerError::UpstreamUnreachable(e.to_string())),
+        }
+    }
+
+    /// The slot's connection (dialled if there is none, or if it is `closed`); `None` when the
+    /// upstream does not speak HTTP/2.
+    async fn connection(
+        &self,
+        slot: &Slot,
+        closed: Option<u64>,
+    ) -> Result<Option<Live>, ServerError> {
+        if let Some(live) = current(slot, closed) {
+            return Ok(Some(live));
+        }
+        let _dialing = slot.dialing.lock().await;
+        if let Some(live) = current(slot, closed) {
+            return Ok(Some(live));
+        }
+        match self.dialer.dial().await? {
+            Dialed::H2(send) => {
+                let live = Live {
+                    id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+                    send,
+                };
+                *slot.live.lock() = Some(live.clone());
+                Ok(Some(live))
+            }
+            Dialed::NotH2 => {
+                tracing::info!("the upstream does not offer HTTP/2; short requests use HTTP/1.1");
+                self.not_h2.store(true, Ordering::Relaxed);
+                Ok(None)
+            }
+        }
+    }
+}
+
+/// The slot's connection unless it is the one found `closed` (then forgotten).
+fn current(slot: &Slot, closed: Option<u64>) -> Option<Live> {
+    let mut live = slot.live.lock();
+    match &*live {
+        Some(l) if Some(l.id) != closed => Some(l.clone()),
+        Some(_) => {
+            *live = None;
+            None
+        }
+        None => None,
     }
 }
 
 /// The tenant id of an impersonated request, from its tenant group.
-fn tenant_of(req: &Request<UpBody>) -> Option<&str> {
+fn tenant_of<B>(req: &Request<B>) -> Option<&str> {
     req.headers()
         .get_all("impersonate-group")
         .iter()

@@ -5,9 +5,10 @@
 //! spends about a third more CPU on a 25 MB LIST than its HTTP/1.1 server (it writes the body
 //! as thousands of 4 KiB DATA frames), enough that a LIST through paddock over HTTP/1.1 was
 //! faster than the same LIST sent directly over HTTP/2 (docs/performance.md); and a big list
-//! then never shares a flow-control window with other requests. Other short requests share an
-//! HTTP/2 pool: for small requests one multiplexed connection costs paddock less CPU than one
-//! HTTP/1.1 connection per request in flight. Watches use HTTP/2 connections of their own
+//! then never shares a flow-control window with other requests. Other short requests go over
+//! a few HTTP/2 connections ([`crate::short_set`]): for small requests one multiplexed
+//! connection costs paddock less CPU than one HTTP/1.1 connection per request in flight, and
+//! they are driven by the h2 crate directly, without hyper's client ([`crate::h2_conn`]). Watches use HTTP/2 connections of their own
 //! ([`WatchPool`]), each carrying at most [`WATCH_STREAMS_PER_CONN`] watches: hyper's pool never
 //! opens a second connection to a host and kube-apiserver caps the streams of a connection, so
 //! watches on the shared connection would eventually stall every other request; one HTTP/1.1
@@ -24,13 +25,13 @@ use std::time::Duration;
 use base64::Engine;
 use bytes::Bytes;
 use http::{HeaderValue, Request, Response, Uri};
-use hyper::body::Incoming;
 use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use serde::Deserialize;
 
+pub use crate::answer_body::AnswerBody;
 pub use crate::body::UpBody;
 use crate::error::ServerError;
 
@@ -362,7 +363,7 @@ impl WatchPool {
     async fn send(
         &self,
         req: Request<UpBody>,
-    ) -> Result<(Response<Incoming>, StreamSlot), ServerError> {
+    ) -> Result<(Response<AnswerBody>, StreamSlot), ServerError> {
         let (mut send, slot) = match self.checkout() {
             Some(x) => x,
             None => {
@@ -387,7 +388,7 @@ impl WatchPool {
             .send_request(req)
             .await
             .map_err(|e| ServerError::UpstreamUnreachable(format!("upstream watch: {e}")))?;
-        Ok((resp, slot))
+        Ok((resp.map(AnswerBody::Hyper), slot))
     }
 
     /// Open connections and their streams (for tests and metrics).
@@ -402,7 +403,6 @@ impl WatchPool {
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Versions {
-    Both,
     H1,
     H2,
 }
@@ -427,7 +427,6 @@ fn connector(
         .with_tls_config(tls)
         .https_only();
     Ok(match versions {
-        Versions::Both => b.enable_all_versions().wrap_connector(http),
         Versions::H1 => b.enable_http1().wrap_connector(http),
         Versions::H2 => b.enable_http2().wrap_connector(http),
     })
@@ -436,7 +435,6 @@ fn connector(
 impl Upstream {
     /// Builds the pools; short requests are bounded by `timeout` (see [`Upstream::send`]).
     pub fn new(cred: UpstreamCredential, timeout: Duration) -> Result<Self, ServerError> {
-        let short_conn = connector(&cred, Versions::Both)?;
         let long_conn = connector(&cred, Versions::H1)?;
         let bulk = Client::builder(TokioExecutor::new())
             .pool_idle_timeout(Duration::from_secs(90))
@@ -444,13 +442,20 @@ impl Upstream {
             .timer(hyper_util::rt::TokioTimer::new())
             .build(connector(&cred, Versions::H1)?);
         let watches = Arc::new(WatchPool::new(connector(&cred, Versions::H2)?));
-        let short = Arc::new(crate::short_set::ShortSet::new(|| {
+        let short_tls = paddock_pki::upstream_client_config(
+            &cred.ca_pem,
+            cred.client_cert_pem.as_deref(),
+            cred.client_key_pem.as_deref(),
+            Vec::new(),
+        )
+        .map_err(|e| ServerError::Config(format!("upstream TLS: {e}")))?;
+        let short = Arc::new(crate::short_set::ShortSet::new(
+            crate::h2_conn::Dialer::new(&cred.server, short_tls)?,
             Client::builder(TokioExecutor::new())
                 .pool_idle_timeout(Duration::from_secs(90))
-                .http2_keep_alive_interval(Some(Duration::from_secs(30)))
                 .timer(hyper_util::rt::TokioTimer::new())
-                .build(short_conn.clone())
-        }));
+                .build(connector(&cred, Versions::H1)?),
+        ));
         let long = Client::builder(TokioExecutor::new())
             .pool_idle_timeout(Duration::from_secs(30))
             .http1_preserve_header_case(false)
@@ -503,7 +508,7 @@ impl Upstream {
         &self,
         req: Request<UpBody>,
         route: Route,
-    ) -> Result<Response<Incoming>, ServerError> {
+    ) -> Result<Response<AnswerBody>, ServerError> {
         self.send_until(req, route, self.deadline()).await
     }
 
@@ -513,25 +518,38 @@ impl Upstream {
         mut req: Request<UpBody>,
         route: Route,
         deadline: tokio::time::Instant,
-    ) -> Result<Response<Incoming>, ServerError> {
+    ) -> Result<Response<AnswerBody>, ServerError> {
         self.authorize(&mut req)?;
-        let client = match route {
-            Route::Short => self.short.pick(&req),
-            Route::Bulk => &self.bulk,
-            Route::Stream => &self.long,
+        // Named in an error only (formatted then, not for every request).
+        let (method, uri) = (req.method().clone(), req.uri().clone());
+        let answer = async {
+            let pooled = match route {
+                Route::Short => return self.short.send(req).await,
+                Route::Bulk => &self.bulk,
+                Route::Stream => &self.long,
+            };
+            match pooled.request(req).await {
+                Ok(resp) => Ok(resp.map(AnswerBody::Hyper)),
+                Err(e) => Err(ServerError::UpstreamUnreachable(e.to_string())),
+            }
         };
-        let what = format!("{} {}", req.method(), req.uri());
-        match tokio::time::timeout_at(deadline, client.request(req)).await {
+        match tokio::time::timeout_at(deadline, answer).await {
             Ok(Ok(resp)) => Ok(resp),
-            Ok(Err(e)) => Err(ServerError::UpstreamUnreachable(format!("{what}: {e}"))),
-            Err(_) => Err(ServerError::UpstreamTimeout(self.timeout, what)),
+            Ok(Err(ServerError::UpstreamUnreachable(e))) => Err(ServerError::UpstreamUnreachable(
+                format!("{method} {uri}: {e}"),
+            )),
+            Ok(Err(e)) => Err(e),
+            Err(_) => Err(ServerError::UpstreamTimeout(
+                self.timeout,
+                format!("{method} {uri}"),
+            )),
         }
     }
 
     /// Reads an upstream answer's body whole (at most `limit` bytes) before `deadline`.
     pub async fn collect_until(
         &self,
-        mut body: Incoming,
+        mut body: AnswerBody,
         limit: usize,
         deadline: tokio::time::Instant,
     ) -> Result<Bytes, ServerError> {
@@ -571,7 +589,7 @@ impl Upstream {
     pub async fn send_watch(
         &self,
         mut req: Request<UpBody>,
-    ) -> Result<(Response<Incoming>, StreamSlot), ServerError> {
+    ) -> Result<(Response<AnswerBody>, StreamSlot), ServerError> {
         self.authorize(&mut req)?;
         let what = format!("WATCH {}", req.uri());
         match tokio::time::timeout(self.timeout, self.watches.send(req)).await {

@@ -352,7 +352,7 @@ async fn send_one(
     watch: bool,
 ) -> Result<
     (
-        Response<hyper::body::Incoming>,
+        Response<crate::body::AnswerBody>,
         Option<crate::upstream::StreamSlot>,
     ),
     ServerError,

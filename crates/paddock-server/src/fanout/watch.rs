@@ -32,7 +32,13 @@ async fn open_part(
     sh: &WatchShared,
     part: &Part,
 ) -> Result<
-    Result<(Response<hyper::body::Incoming>, crate::upstream::StreamSlot), ListPart>,
+    Result<
+        (
+            Response<crate::body::AnswerBody>,
+            crate::upstream::StreamSlot,
+        ),
+        ListPart,
+    >,
     ServerError,
 > {
     let p = &part.plan;
@@ -68,7 +74,7 @@ async fn open_part(
 fn spawn_part(
     sh: WatchShared,
     part: Part,
-    resp: Response<hyper::body::Incoming>,
+    resp: Response<crate::body::AnswerBody>,
     slot: crate::upstream::StreamSlot,
 ) {
     let ct = content_type_of(&resp);

@@ -4,8 +4,8 @@
 
 use std::future::Future;
 
+use crate::body::AnswerBody;
 use http::{Response, StatusCode};
-use hyper::body::Incoming;
 use paddock_core::TenantId;
 
 use super::rewrite::whole_answer;
@@ -48,7 +48,7 @@ pub trait FollowingUp: Send + Sync + 'static {
         &self,
         sent: &Sent,
         path: &str,
-    ) -> impl Future<Output = Result<Option<Response<Incoming>>, ServerError>> + Send;
+    ) -> impl Future<Output = Result<Option<Response<AnswerBody>>, ServerError>> + Send;
 }
 
 impl FollowingUp for AppState {
@@ -72,7 +72,7 @@ impl FollowingUp for AppState {
         &self,
         sent: &Sent,
         path: &str,
-    ) -> Result<Option<Response<Incoming>>, ServerError> {
+    ) -> Result<Option<Response<AnswerBody>>, ServerError> {
         super::follow_platform::platform_object(self, sent, path).await
     }
 }

@@ -5,8 +5,8 @@
 //! shows a platform object, so another tenant's object or paddock's plumbing answers 404 as
 //! before.
 
+use crate::body::AnswerBody;
 use http::{Method, Request, Response, StatusCode, header};
-use hyper::body::Incoming;
 use paddock_core::platform_get::is_platform_object;
 
 use super::Sent;
@@ -22,7 +22,7 @@ pub async fn platform_object(
     state: &AppState,
     sent: &Sent,
     path: &str,
-) -> Result<Option<Response<Incoming>>, ServerError> {
+) -> Result<Option<Response<AnswerBody>>, ServerError> {
     let judged = read(state, sent, path, "application/json").await?;
     if judged.status() != StatusCode::OK {
         crate::body::drain(judged.into_body()).await;
@@ -54,7 +54,7 @@ async fn read(
     sent: &Sent,
     path: &str,
     accept: &str,
-) -> Result<Response<Incoming>, ServerError> {
+) -> Result<Response<AnswerBody>, ServerError> {
     let mut r = Request::builder()
         .method(Method::GET)
         .uri(state.upstream.uri(path)?)

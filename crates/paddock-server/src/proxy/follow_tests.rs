@@ -54,7 +54,7 @@ impl FollowingUp for Fake {
         &self,
         _sent: &Sent,
         path: &str,
-    ) -> Result<Option<Response<Incoming>>, ServerError> {
+    ) -> Result<Option<Response<AnswerBody>>, ServerError> {
         self.did.lock().unwrap().push(format!("platform? {path}"));
         if !self.platform {
             return Ok(None);

@@ -23,6 +23,7 @@ pub mod translate;
 use std::future::Future;
 use std::sync::Arc;
 
+use crate::body::AnswerBody;
 use http::{Request, Response};
 use hyper::body::Incoming;
 use paddock_core::identity::As;
@@ -84,7 +85,7 @@ pub struct SentWith {
 /// Upstream's answer.
 pub struct Sent {
     pub job: Arc<Job>,
-    pub resp: Response<Incoming>,
+    pub resp: Response<AnswerBody>,
     /// A watch's stream slot, held as long as the answer's body.
     pub slot: Option<StreamSlot>,
     /// Short requests are bounded as a whole (headers and a body read whole) by

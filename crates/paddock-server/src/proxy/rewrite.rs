@@ -4,9 +4,9 @@
 
 use std::future::Future;
 
+use crate::body::AnswerBody;
 use http::header::{self, HeaderValue};
 use http::{Response, StatusCode};
-use hyper::body::Incoming;
 use paddock_core::{Plan, ResponseKind, TenantContext};
 use tokio_util::sync::CancellationToken;
 
@@ -32,7 +32,7 @@ pub trait Rewriting: Send + Sync + 'static {
     /// Reads an answer's body whole, at most `limit` bytes, by `deadline`.
     fn collect_until(
         &self,
-        body: Incoming,
+        body: AnswerBody,
         limit: usize,
         deadline: tokio::time::Instant,
     ) -> impl Future<Output = Result<bytes::Bytes, ServerError>> + Send;
@@ -48,7 +48,7 @@ impl Rewriting for AppState {
     type WatchGuard = crate::metrics::WatchGuard;
     async fn collect_until(
         &self,
-        body: Incoming,
+        body: AnswerBody,
         limit: usize,
         deadline: tokio::time::Instant,
     ) -> Result<bytes::Bytes, ServerError> {
@@ -231,7 +231,7 @@ fn stream_body<P: Rewriting>(
     state: &P,
     ctx: &TenantContext,
     plan: &Plan,
-    resp: Response<Incoming>,
+    resp: Response<AnswerBody>,
     slot: Option<StreamSlot>,
     content_type: &str,
     deadline: tokio::time::Instant,

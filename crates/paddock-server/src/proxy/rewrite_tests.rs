@@ -33,7 +33,7 @@ impl Rewriting for Fake {
     type WatchGuard = Open;
     async fn collect_until(
         &self,
-        body: Incoming,
+        body: AnswerBody,
         limit: usize,
         _: tokio::time::Instant,
     ) -> Result<Bytes, ServerError> {

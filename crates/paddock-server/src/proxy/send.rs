@@ -5,8 +5,8 @@
 use std::future::Future;
 use std::sync::Arc;
 
+use crate::body::AnswerBody;
 use http::{Request, Response};
-use hyper::body::Incoming;
 use paddock_core::request::Route as PlanRoute;
 use tokio::time::Instant;
 
@@ -18,10 +18,10 @@ use crate::state::AppState;
 use crate::upstream::{Route, StreamSlot};
 
 /// Upstream's answer to a request: its headers, the body still to read.
-pub type Answer = Result<Response<Incoming>, ServerError>;
+pub type Answer = Result<Response<AnswerBody>, ServerError>;
 
 /// Upstream's answer to a watch, with the stream slot it holds in the watch pool.
-pub type WatchAnswer = Result<(Response<Incoming>, StreamSlot), ServerError>;
+pub type WatchAnswer = Result<(Response<AnswerBody>, StreamSlot), ServerError>;
 
 /// What sending asks of the replica: its upstream pools and its error counter.
 pub trait Sending: std::marker::Send + Sync + 'static {
@@ -112,7 +112,7 @@ async fn send<P: Sending>(
     route: PlanRoute,
     request: Request<UpBody>,
     deadline: Instant,
-) -> Result<(Response<Incoming>, Option<StreamSlot>), ServerError> {
+) -> Result<(Response<AnswerBody>, Option<StreamSlot>), ServerError> {
     let pool = match route {
         PlanRoute::Watch => None,
         PlanRoute::Stream => Some(Route::Stream),

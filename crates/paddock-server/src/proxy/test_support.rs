@@ -1,10 +1,11 @@
 //! For the pipeline steps' unit tests: a planned job, and upstream's answer as hyper hands it
-//! over (a real `Incoming` body, from an in-process HTTP/1.1 connection: plumbing only).
+//! over (a real hyper `Incoming` body, from an in-process HTTP/1.1 connection: plumbing only).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::convert::Infallible;
 use std::sync::{Arc, Mutex};
 
+use crate::body::AnswerBody;
 use bytes::Bytes;
 use http::{Request, Response, StatusCode};
 use http_body_util::{BodyExt, Empty, Full};
@@ -50,7 +51,7 @@ pub fn job(method: &str, uri: &str) -> Arc<Job> {
 }
 
 /// `resp` as it arrives from an upstream: sent over an in-process HTTP/1.1 connection.
-pub async fn upstream_answer(resp: Response<Full<Bytes>>) -> Response<Incoming> {
+pub async fn upstream_answer(resp: Response<Full<Bytes>>) -> Response<AnswerBody> {
     let (client_io, server_io) = tokio::io::duplex(64 * 1024);
     let once = Arc::new(Mutex::new(Some(resp)));
     tokio::spawn(async move {
@@ -68,11 +69,15 @@ pub async fn upstream_answer(resp: Response<Full<Bytes>>) -> Response<Incoming> 
         .unwrap();
     tokio::spawn(conn);
     let req = Request::get("/").body(Empty::<Bytes>::new()).unwrap();
-    sender.send_request(req).await.unwrap()
+    sender
+        .send_request(req)
+        .await
+        .unwrap()
+        .map(AnswerBody::Hyper)
 }
 
 /// An upstream answer of `status` with a JSON body.
-pub async fn json_answer(status: StatusCode, body: &str) -> Response<Incoming> {
+pub async fn json_answer(status: StatusCode, body: &str) -> Response<AnswerBody> {
     let resp = Response::builder()
         .status(status)
         .header(http::header::CONTENT_TYPE, "application/json")
@@ -82,7 +87,7 @@ pub async fn json_answer(status: StatusCode, body: &str) -> Response<Incoming> {
 }
 
 /// `Sent` of `job` with upstream's answer `resp`.
-pub fn sent(job: Arc<Job>, resp: Response<Incoming>) -> Sent {
+pub fn sent(job: Arc<Job>, resp: Response<AnswerBody>) -> Sent {
     Sent {
         job,
         resp,

@@ -1,0 +1,245 @@
+//! One upstream HTTP/2 connection for short requests, driven by the h2 crate directly.
+//!
+//! Through hyper's client a short request crossed three tasks: the caller's; hyper's dispatch
+//! task, which takes the request off a channel and opens the stream; and a task hyper spawns
+//! per request to await the answer's headers and hand them back through a oneshot channel
+//! (plus hyper-util's pool look-up and a clone of the whole client per request). Here the
+//! caller's task opens the stream and polls its own answer; the connection's one task reads
+//! and writes the socket and wakes it (docs/performance.md, session 9).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::{Request, Response, Uri};
+use rustls_pki_types::ServerName;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::TcpStream;
+use tokio_rustls::TlsConnector;
+
+use crate::answer_body::AnswerBody;
+use crate::error::ServerError;
+
+/// Bound on the TCP connect (the TLS and HTTP/2 handshakes are bounded by the request's
+/// deadline, which the dial runs under).
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// A PING this long after the last one answered, as hyper's client did for the short pool...
+const KEEPALIVE_INTERVAL: Duration = Duration::from_secs(30);
+/// ...and the connection is closed when its answer takes longer (a frozen or vanished
+/// upstream), so that the next request dials a new one.
+const KEEPALIVE_TIMEOUT: Duration = Duration::from_secs(20);
+/// Flow-control windows: hyper's client defaults, so a short answer (up to a few MiB, e.g.
+/// discovery documents) never waits for a WINDOW_UPDATE round trip.
+const STREAM_WINDOW: u32 = 2 * 1024 * 1024;
+const CONNECTION_WINDOW: u32 = 5 * 1024 * 1024;
+/// Largest header block of an answer.
+const MAX_HEADER_LIST: u32 = 1024 * 1024;
+
+/// Opens connections to the upstream: TCP, TLS with ALPN `h2` (and `http/1.1`, to notice an
+/// upstream without HTTP/2), the HTTP/2 handshake, and a task that drives the connection.
+pub struct Dialer {
+    tls: TlsConnector,
+    host: String,
+    port: u16,
+    name: ServerName<'static>,
+}
+
+/// A dialled connection.
+pub enum Dialed {
+    H2(h2::client::SendRequest<Bytes>),
+    /// The upstream chose HTTP/1.1 (or no ALPN): use hyper's pooled client instead.
+    NotH2,
+}
+
+impl Dialer {
+    /// A dialer for `server` (`https://host:port`) with `tls` (its ALPN list is replaced).
+    pub fn new(server: &str, mut tls: rustls::ClientConfig) -> Result<Self, ServerError> {
+        let uri: Uri = server
+            .parse()
+            .map_err(|e| ServerError::Config(format!("upstream server {server:?}: {e}")))?;
+        let host = uri
+            .host()
+            .ok_or_else(|| ServerError::Config(format!("upstream server {server:?} has no host")))?
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .to_owned();
+        let port = uri.port_u16().unwrap_or(443);
+        let name = ServerName::try_from(host.as_str())
+            .map_err(|e| ServerError::Config(format!("upstream server name {host:?}: {e}")))?
+            .to_owned();
+        tls.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+        Ok(Dialer {
+            tls: TlsConnector::from(Arc::new(tls)),
+            host,
+            port,
+            name,
+        })
+    }
+
+    fn unreachable(&self, what: &str, e: impl std::fmt::Display) -> ServerError {
+        ServerError::UpstreamUnreachable(format!("{}:{}: {what}: {e}", self.host, self.port))
+    }
+
+    /// Opens a connection; its task runs until the connection ends.
+    pub async fn dial(&self) -> Result<Dialed, ServerError> {
+        let connect = TcpStream::connect((self.host.as_str(), self.port));
+        let tcp = match tokio::time::timeout(CONNECT_TIMEOUT, connect).await {
+            Ok(Ok(t)) => t,
+            Ok(Err(e)) => return Err(self.unreachable("connecting", e)),
+            Err(_) => return Err(self.unreachable("connecting", "timed out")),
+        };
+        let _ = tcp.set_nodelay(true);
+        let tls = self
+            .tls
+            .connect(self.name.clone(), tcp)
+            .await
+            .map_err(|e| self.unreachable("TLS handshake", e))?;
+        if tls.get_ref().1.alpn_protocol() != Some(b"h2".as_slice()) {
+            return Ok(Dialed::NotH2);
+        }
+        let (send, conn) = h2::client::Builder::new()
+            .initial_window_size(STREAM_WINDOW)
+            .initial_connection_window_size(CONNECTION_WINDOW)
+            .max_header_list_size(MAX_HEADER_LIST)
+            .enable_push(false)
+            .handshake::<_, Bytes>(tls)
+            .await
+            .map_err(|e| self.unreachable("HTTP/2 handshake", e))?;
+        tokio::spawn(drive(conn));
+        Ok(Dialed::H2(send))
+    }
+}
+
+/// Reads and writes the connection until it ends, or until a keep-alive PING goes
+/// unanswered (dropping the connection closes it; its streams fail, new requests dial anew).
+async fn drive<T>(mut conn: h2::client::Connection<T, Bytes>)
+where
+    T: AsyncRead + AsyncWrite + Unpin,
+{
+    let mut pings = conn.ping_pong();
+    tokio::pin!(conn);
+    loop {
+        let keepalive = async {
+            tokio::time::sleep(KEEPALIVE_INTERVAL).await;
+            match pings.as_mut() {
+                Some(p) => matches!(
+                    tokio::time::timeout(KEEPALIVE_TIMEOUT, p.ping(h2::Ping::opaque())).await,
+                    Ok(Ok(_))
+                ),
+                None => true,
+            }
+        };
+        tokio::select! {
+            ended = conn.as_mut() => {
+                if let Err(e) = ended {
+                    tracing::debug!(error = %e, "upstream short connection ended");
+                }
+                return;
+            }
+            alive = keepalive => {
+                if !alive {
+                    tracing::info!("upstream short connection did not answer a keep-alive ping; closed");
+                    return;
+                }
+            }
+        }
+    }
+}
+
+/// Sends `head` with `body` (empty: none) on a ready connection; the answer's headers.
+pub async fn exchange(
+    mut send: h2::client::SendRequest<Bytes>,
+    head: Request<()>,
+    body: Bytes,
+) -> Result<Response<AnswerBody>, h2::Error> {
+    let end = body.is_empty();
+    let (answer, mut stream) = send.send_request(head, end)?;
+    if !end {
+        // Buffered by h2 and sent as the stream's window allows (bodies here are whole and
+        // bounded by max_body_bytes).
+        stream.send_data(body, true)?;
+    }
+    let resp = answer.await?;
+    let (parts, recv) = resp.into_parts();
+    let body = AnswerBody::h2(recv, &parts.headers);
+    Ok(Response::from_parts(parts, body))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use http_body::Body;
+    use http_body_util::BodyExt;
+
+    /// An in-process HTTP/2 server (no TLS: plumbing only) answering every request with
+    /// `size` bytes and the length of the request body it read in `x-got`.
+    fn serve(io: tokio::io::DuplexStream, size: usize) {
+        tokio::spawn(async move {
+            let mut conn = h2::server::handshake(io).await.unwrap();
+            while let Some(Ok((req, mut respond))) = conn.accept().await {
+                tokio::spawn(async move {
+                    let mut body = req.into_body();
+                    let mut got = 0;
+                    while let Some(Ok(d)) = body.data().await {
+                        got += d.len();
+                        let _ = body.flow_control().release_capacity(d.len());
+                    }
+                    let resp = Response::builder()
+                        .header("x-got", got.to_string())
+                        .header("content-length", size.to_string())
+                        .body(())
+                        .unwrap();
+                    let mut send = respond.send_response(resp, size == 0).unwrap();
+                    if size > 0 {
+                        send.send_data(Bytes::from(vec![b'x'; size]), true).unwrap();
+                    }
+                });
+            }
+        });
+    }
+
+    async fn connection(size: usize) -> h2::client::SendRequest<Bytes> {
+        let (ours, theirs) = tokio::io::duplex(64 * 1024);
+        serve(theirs, size);
+        let (send, conn) = h2::client::Builder::new()
+            .initial_window_size(STREAM_WINDOW)
+            .initial_connection_window_size(CONNECTION_WINDOW)
+            .handshake::<_, Bytes>(ours)
+            .await
+            .unwrap();
+        tokio::spawn(drive(conn));
+        send.ready().await.unwrap()
+    }
+
+    #[tokio::test]
+    async fn an_answer_larger_than_both_windows_is_read_whole() {
+        // Only if the body gives the windows back as it is read does this not stall.
+        let size = CONNECTION_WINDOW as usize + 1;
+        let send = connection(size).await;
+        let head = Request::get("https://upstream.test/api").body(()).unwrap();
+        let resp = exchange(send, head, Bytes::new()).await.unwrap();
+        assert_eq!(resp.body().size_hint().exact(), Some(size as u64));
+        let got = tokio::time::timeout(Duration::from_secs(60), resp.into_body().collect())
+            .await
+            .expect("the answer stalled: flow-control capacity not released")
+            .unwrap()
+            .to_bytes();
+        assert_eq!(got.len(), size);
+    }
+
+    #[tokio::test]
+    async fn a_request_body_is_sent_and_an_empty_answer_ends_at_once() {
+        let send = connection(0).await;
+        let head = Request::post("https://upstream.test/api/v1/namespaces")
+            .body(())
+            .unwrap();
+        let resp = exchange(send, head, Bytes::from_static(b"{\"kind\":\"Namespace\"}"))
+            .await
+            .unwrap();
+        assert_eq!(resp.headers()["x-got"], "20");
+        assert!(resp.body().is_end_stream());
+        let got = resp.into_body().collect().await.unwrap().to_bytes();
+        assert!(got.is_empty());
+    }
+}
