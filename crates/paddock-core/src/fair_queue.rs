@@ -20,8 +20,15 @@
 //! working and wait on its client (a body sent a byte at a time, a client that stops reading
 //! a large answer). So a grant older than the lease (`lease`) is revoked when a waiting
 //! request needs its seats: the request goes on without them (its work is still charged when
-//! it ends). A slow client therefore holds seats for at most one lease while others wait, and
-//! the budget needs no per-tenant reserve.
+//! it ends). A slow client therefore holds seats for at most one lease while others wait.
+//!
+//! **Reserve.** Work-conservation has one cost for a light tenant: when a flood holds every
+//! seat, the light tenant's request, though first in line, waits for one of the flood's
+//! requests to end. So the last `reserve` seats ([`FairQueue::with_reserve`]) go only to a
+//! tenant with no seat held: a tenant with requests in progress fills the budget up to
+//! `capacity - reserve`, and a tenant arriving with nothing in progress (the one making a
+//! GET now and then) finds a seat at once. A lone busy tenant thus keeps all but the reserve
+//! (its first request may take the reserve too).
 //!
 //! The caller does the waiting (tokio in paddock-server); this type only decides. It holds no
 //! clock: `now` is the caller's monotonic time since any fixed origin, and a wait's deadline is
@@ -110,6 +117,8 @@ struct Grant<K> {
 #[derive(Debug)]
 pub struct FairQueue<K> {
     capacity: u32,
+    /// The last seats, kept for tenants with no seat held.
+    reserve: u32,
     lease: Duration,
     in_use: u32,
     flows: HashMap<K, Flow>,
@@ -125,6 +134,7 @@ impl<K: Eq + Hash + Clone> FairQueue<K> {
     pub fn new(capacity: u32, lease: Duration) -> Self {
         FairQueue {
             capacity: capacity.max(1),
+            reserve: 0,
             lease,
             in_use: 0,
             flows: HashMap::new(),
@@ -133,6 +143,13 @@ impl<K: Eq + Hash + Clone> FairQueue<K> {
             next: 0,
             revoked: 0,
         }
+    }
+
+    /// Keeps the last `reserve` seats for tenants with no seat held (at most all but one:
+    /// a busy tenant always has a seat to use).
+    pub fn with_reserve(mut self, reserve: u32) -> Self {
+        self.reserve = reserve.min(self.capacity - 1);
+        self
     }
 
     /// The seats a request of `seats` takes: at least 1, at most the budget (a request
@@ -265,8 +282,8 @@ impl<K: Eq + Hash + Clone> FairQueue<K> {
             let Some((tenant, ticket, seats)) = next else {
                 break;
             };
-            while self.in_use + seats > self.capacity && self.revoke_one(now) {}
-            if self.in_use + seats > self.capacity {
+            while self.in_use + seats > self.room(&tenant) && self.revoke_one(now) {}
+            if self.in_use + seats > self.room(&tenant) {
                 break;
             }
             self.in_use += seats;
@@ -289,6 +306,15 @@ impl<K: Eq + Hash + Clone> FairQueue<K> {
             admitted.push((tenant, ticket));
         }
         admitted
+    }
+
+    /// The seats `tenant`'s next request may bring the queue's use up to: the whole budget
+    /// for a tenant with no seat held, all but the reserve for one with seats held.
+    fn room(&self, tenant: &K) -> u32 {
+        match self.flows.get(tenant) {
+            Some(f) if f.held > 0 => self.capacity - self.reserve,
+            _ => self.capacity,
+        }
     }
 
     /// Takes back the seats of the oldest grant held past the lease; false when none is.

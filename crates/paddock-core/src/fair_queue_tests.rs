@@ -182,3 +182,47 @@ fn cancelling_a_blocking_head_admits_those_behind() {
         Cancelled::Removed(vec![("c", light)])
     );
 }
+
+#[test]
+fn a_busy_tenant_leaves_the_reserve_to_tenants_with_nothing_in_progress() {
+    let mut q = FairQueue::new(8, LEASE).with_reserve(2);
+    let flood: Vec<Ticket> = (0..6).map(|_| admitted(q.arrive(&"a", 1, t(0)))).collect();
+    // "a" holds seats: it may not take the last two.
+    let waiting = queued(q.arrive(&"a", 1, t(0)));
+    assert_eq!(q.load(), (6, 1));
+    // Tenants with nothing in progress get them at once, flood or not.
+    let b = admitted(q.arrive(&"b", 1, t(0)));
+    let c = admitted(q.arrive(&"c", 1, t(0)));
+    assert_eq!(q.load(), (8, 1));
+    // "b" now holds a seat: its second request waits like anyone's.
+    let b2 = queued(q.arrive(&"b", 1, t(0)));
+    // "b" is next in line (the lowest virtual time), but holds a seat: it may bring the
+    // seats in use up to 6 only. 7 in use after "c" ends, 6 after one of the flood's: no.
+    assert_eq!(q.release(c, MS, t(1)), vec![]);
+    assert_eq!(q.release(flood[0], MS, t(1)), vec![]);
+    // "b"'s first ends: it holds nothing now and takes a seat for its second at once.
+    assert_eq!(q.release(b, MS, t(2)), vec![("b", b2)]);
+    // Another of the flood's ends: 5 in use, "a" may come back up to 6.
+    assert_eq!(q.release(flood[1], MS, t(3)), vec![("a", waiting)]);
+}
+
+#[test]
+fn a_lone_tenants_first_request_may_use_the_whole_budget() {
+    let mut q = FairQueue::new(8, LEASE).with_reserve(2);
+    let heavy = admitted(q.arrive(&"a", 8, t(0)));
+    let next = queued(q.arrive(&"a", 1, t(0)));
+    assert_eq!(q.release(heavy, MS, t(1)), vec![("a", next)]);
+    // A heavier request than the room of a busy tenant waits until the tenant holds
+    // nothing, then runs: it is never starved for good.
+    let heavy = queued(q.arrive(&"a", 7, t(1)));
+    assert_eq!(q.release(next, MS, t(2)), vec![("a", heavy)]);
+}
+
+#[test]
+fn the_reserve_leaves_busy_tenants_at_least_one_seat() {
+    let mut q = FairQueue::new(2, LEASE).with_reserve(5);
+    let first = admitted(q.arrive(&"a", 1, t(0)));
+    // The reserve is clamped to 1 of 2: a busy tenant still has one seat, now held.
+    let second = queued(q.arrive(&"a", 1, t(0)));
+    assert_eq!(q.release(first, MS, t(1)), vec![("a", second)]);
+}
