@@ -189,17 +189,19 @@ impl Scrape {
 
     /// A plain counter of paddock's (summed over its series), for the fair queue's counts.
     fn counter(&self, name: &str) -> Option<f64> {
-        let text = self.paddock.as_deref()?;
-        Some(
-            text.lines()
-                .filter(|l| {
-                    l.strip_prefix(name)
-                        .is_some_and(|r| r.starts_with(' ') || r.starts_with('{'))
-                })
-                .filter_map(|l| l.rsplit_once(' ')?.1.parse::<f64>().ok())
-                .sum(),
-        )
+        Some(counter(self.paddock.as_deref()?, name))
     }
+}
+
+/// A counter or a summary's `_sum`/`_count` in an exposition `text`, summed over its series.
+fn counter(text: &str, name: &str) -> f64 {
+    text.lines()
+        .filter(|l| {
+            l.strip_prefix(name)
+                .is_some_and(|r| r.starts_with(' ') || r.starts_with('{'))
+        })
+        .filter_map(|l| l.rsplit_once(' ')?.1.parse::<f64>().ok())
+        .sum()
 }
 
 /// One table row per measurer and phase: B's GETs by the client, paddock and the apiserver.
@@ -243,6 +245,14 @@ pub fn table(client: &[(&str, &[f64])], scrapes: &[Scrape]) -> String {
         }
         let queued = ["paddock_fair_queue_queued_total", "paddock_fair_queue_revoked_total"]
             .map(|c| Some(s1.counter(c)? - s0.counter(c)?));
+        let gc = ["go_gc_duration_seconds_count", "go_gc_duration_seconds_sum"]
+            .map(|c| counter(&s1.apiserver, c) - counter(&s0.apiserver, c));
+        let _ = writeln!(
+            out,
+            "| {phase} | the apiserver's Go GC (all its work) | cycles: {:.0}, stop-the-world pauses: {} ms in all | | | | |",
+            gc[0],
+            ms(gc[1] * 1e3),
+        );
         if let [Some(q), Some(r)] = queued {
             let _ = writeln!(
                 out,
