@@ -25,10 +25,11 @@
 //! **Reserve.** Work-conservation has one cost for a light tenant: when a flood holds every
 //! seat, the light tenant's request, though first in line, waits for one of the flood's
 //! requests to end. So the last `reserve` seats ([`FairQueue::with_reserve`]) go only to a
-//! tenant with no seat held: a tenant with requests in progress fills the budget up to
-//! `capacity - reserve`, and a tenant arriving with nothing in progress (the one making a
-//! GET now and then) finds a seat at once. A lone busy tenant thus keeps all but the reserve
-//! (its first request may take the reserve too).
+//! light tenant: one whose seats, this request's included, fit in the reserve (or that holds
+//! none). A busy tenant fills the budget up to `capacity - reserve`; a tenant making a GET
+//! now and then, even with one or two in progress, finds a seat at once. A lone busy tenant
+//! thus keeps all but the reserve, and a request heavier than that still runs once its
+//! tenant holds nothing else.
 //!
 //! The caller does the waiting (tokio in paddock-server); this type only decides. It holds no
 //! clock: `now` is the caller's monotonic time since any fixed origin, and a wait's deadline is
@@ -117,7 +118,7 @@ struct Grant<K> {
 #[derive(Debug)]
 pub struct FairQueue<K> {
     capacity: u32,
-    /// The last seats, kept for tenants with no seat held.
+    /// The last seats, kept for light tenants ([`FairQueue::room`]).
     reserve: u32,
     lease: Duration,
     in_use: u32,
@@ -145,8 +146,8 @@ impl<K: Eq + Hash + Clone> FairQueue<K> {
         }
     }
 
-    /// Keeps the last `reserve` seats for tenants with no seat held (at most all but one:
-    /// a busy tenant always has a seat to use).
+    /// Keeps the last `reserve` seats for light tenants (at most all but one: a busy tenant
+    /// always has a seat to use).
     pub fn with_reserve(mut self, reserve: u32) -> Self {
         self.reserve = reserve.min(self.capacity - 1);
         self
@@ -282,8 +283,8 @@ impl<K: Eq + Hash + Clone> FairQueue<K> {
             let Some((tenant, ticket, seats)) = next else {
                 break;
             };
-            while self.in_use + seats > self.room(&tenant) && self.revoke_one(now) {}
-            if self.in_use + seats > self.room(&tenant) {
+            while self.in_use + seats > self.room(&tenant, seats) && self.revoke_one(now) {}
+            if self.in_use + seats > self.room(&tenant, seats) {
                 break;
             }
             self.in_use += seats;
@@ -308,12 +309,15 @@ impl<K: Eq + Hash + Clone> FairQueue<K> {
         admitted
     }
 
-    /// The seats `tenant`'s next request may bring the queue's use up to: the whole budget
-    /// for a tenant with no seat held, all but the reserve for one with seats held.
-    fn room(&self, tenant: &K) -> u32 {
-        match self.flows.get(tenant) {
-            Some(f) if f.held > 0 => self.capacity - self.reserve,
-            _ => self.capacity,
+    /// The seats a request of `tenant` weighing `seats` may bring the queue's use up to: the
+    /// whole budget for a light tenant (its seats with this request's fit in the reserve, or
+    /// it holds none), all but the reserve for a busy one.
+    fn room(&self, tenant: &K, seats: u32) -> u32 {
+        let held = self.flows.get(tenant).map_or(0, |f| f.held);
+        if held == 0 || held + seats <= self.reserve {
+            self.capacity
+        } else {
+            self.capacity - self.reserve
         }
     }
 

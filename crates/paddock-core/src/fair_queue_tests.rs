@@ -184,26 +184,24 @@ fn cancelling_a_blocking_head_admits_those_behind() {
 }
 
 #[test]
-fn a_busy_tenant_leaves_the_reserve_to_tenants_with_nothing_in_progress() {
+fn a_busy_tenant_leaves_the_reserve_to_light_tenants() {
     let mut q = FairQueue::new(8, LEASE).with_reserve(2);
     let flood: Vec<Ticket> = (0..6).map(|_| admitted(q.arrive(&"a", 1, t(0)))).collect();
-    // "a" holds seats: it may not take the last two.
+    // "a" holds more than the reserve: it may not take the last two seats.
     let waiting = queued(q.arrive(&"a", 1, t(0)));
     assert_eq!(q.load(), (6, 1));
-    // Tenants with nothing in progress get them at once, flood or not.
+    // Light tenants get them at once, flood or not.
     let b = admitted(q.arrive(&"b", 1, t(0)));
     let c = admitted(q.arrive(&"c", 1, t(0)));
     assert_eq!(q.load(), (8, 1));
-    // "b" now holds a seat: its second request waits like anyone's.
+    // The budget is full: "b"'s second request waits, first in line.
     let b2 = queued(q.arrive(&"b", 1, t(0)));
-    // "b" is next in line (the lowest virtual time), but holds a seat: it may bring the
-    // seats in use up to 6 only. 7 in use after "c" ends, 6 after one of the flood's: no.
-    assert_eq!(q.release(c, MS, t(1)), vec![]);
+    // "b" is still light with two (the reserve's size): the seat "c" frees is its.
+    assert_eq!(q.release(c, MS, t(1)), vec![("b", b2)]);
+    // "a" may come back only below 6 seats in use: 7, then 6, then 5.
     assert_eq!(q.release(flood[0], MS, t(1)), vec![]);
-    // "b"'s first ends: it holds nothing now and takes a seat for its second at once.
-    assert_eq!(q.release(b, MS, t(2)), vec![("b", b2)]);
-    // Another of the flood's ends: 5 in use, "a" may come back up to 6.
-    assert_eq!(q.release(flood[1], MS, t(3)), vec![("a", waiting)]);
+    assert_eq!(q.release(b, MS, t(2)), vec![]);
+    assert_eq!(q.release(b2, MS, t(3)), vec![("a", waiting)]);
 }
 
 #[test]

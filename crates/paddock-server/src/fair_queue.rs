@@ -41,8 +41,8 @@ pub struct FairQueueConfig {
     /// How long a request holds its seats before they may be taken back for a waiting
     /// request (it goes on without them): what a slow client can hold seats for.
     pub lease: Duration,
-    /// The last seats, kept for tenants with no seat held (`fair_queue_reserve`; None:
-    /// `seats / 8`, so 2 of the default 16 and none below 8 seats).
+    /// The last seats, kept for light tenants: those holding no more than this many
+    /// (`fair_queue_reserve`; None: `seats / 8`, so 2 of the default 16, none below 8).
     pub reserve: Option<u32>,
 }
 
@@ -50,7 +50,7 @@ pub struct FairQueueConfig {
 pub const RESERVE_DIVISOR: u32 = 8;
 
 impl FairQueueConfig {
-    /// The seats kept for tenants with no seat held.
+    /// The seats kept for light tenants.
     pub fn reserve(&self) -> u32 {
         self.reserve.unwrap_or(self.seats / RESERVE_DIVISOR)
     }

@@ -106,8 +106,8 @@ pub struct ServeArgs {
     /// request (it goes on without them), e.g. 1s.
     #[arg(long, env = "PADDOCK_FAIR_QUEUE_LEASE")]
     pub fair_queue_lease: Option<String>,
-    /// Work seats kept for tenants with none held, so a light tenant never waits behind a
-    /// flood (default: an eighth of the seats).
+    /// Work seats kept for light tenants (holding no more than this many), so their
+    /// requests do not wait behind a flood (default: an eighth of the seats).
     #[arg(long, env = "PADDOCK_FAIR_QUEUE_RESERVE")]
     pub fair_queue_reserve: Option<u32>,
     /// Per-tenant default: reads and watch opens per second, per replica (0 = no limit).
