@@ -259,10 +259,25 @@ mod verb_tests {
     #[test]
     fn a_refused_list_or_watch_is_not_counted_as_a_get() {
         let get = Method::GET;
-        assert_eq!(unplanned_verb(&get, "/api/v1/namespaces/a/configmaps", false), "list");
-        assert_eq!(unplanned_verb(&get, "/api/v1/namespaces/a/configmaps", true), "watch");
-        assert_eq!(unplanned_verb(&get, "/apis/apps/v1/deployments", false), "list");
-        assert_eq!(unplanned_verb(&get, "/api/v1/namespaces/a/configmaps/x", false), "get");
-        assert_eq!(unplanned_verb(&Method::PATCH, "/api/v1/namespaces/a/configmaps/x", false), "patch");
+        assert_eq!(
+            unplanned_verb(&get, "/api/v1/namespaces/a/configmaps", false),
+            "list"
+        );
+        assert_eq!(
+            unplanned_verb(&get, "/api/v1/namespaces/a/configmaps", true),
+            "watch"
+        );
+        assert_eq!(
+            unplanned_verb(&get, "/apis/apps/v1/deployments", false),
+            "list"
+        );
+        assert_eq!(
+            unplanned_verb(&get, "/api/v1/namespaces/a/configmaps/x", false),
+            "get"
+        );
+        assert_eq!(
+            unplanned_verb(&Method::PATCH, "/api/v1/namespaces/a/configmaps/x", false),
+            "patch"
+        );
     }
 }

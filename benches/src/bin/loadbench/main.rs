@@ -286,7 +286,9 @@ async fn run(mut args: Args) -> Result<()> {
     }
     if let Some(n) = args.fair_queue_reserve {
         paddock_args.extend(["--fair-queue-reserve".to_owned(), n.to_string()]);
-        report.notes.push(format!("paddock --fair-queue-reserve {n}"));
+        report
+            .notes
+            .push(format!("paddock --fair-queue-reserve {n}"));
     }
     let p = Paddock::start_with_args(&cp, StoreKind::Etcd, "paddock", &paddock_args)
         .context("starting paddock")?;

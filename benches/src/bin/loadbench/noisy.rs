@@ -17,8 +17,8 @@ use serde_json::json;
 use tokio::task::JoinSet;
 
 use crate::client::{Api, Cred, Proto};
-use crate::noisy_split;
 use crate::load::Procs;
+use crate::noisy_split;
 use crate::stats::{ms, pct};
 
 /// Tenants of the benchmark.

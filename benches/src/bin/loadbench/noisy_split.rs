@@ -176,7 +176,9 @@ pub struct Scrape {
 pub async fn scrape(padmin: Option<&Api>, admin: &Api) -> Result<Scrape> {
     let apiserver = admin.ok(Method::GET, "/metrics", None).await?;
     let paddock = match padmin {
-        Some(p) => Some(String::from_utf8_lossy(&p.ok(Method::GET, "/metrics", None).await?).into()),
+        Some(p) => {
+            Some(String::from_utf8_lossy(&p.ok(Method::GET, "/metrics", None).await?).into())
+        }
         None => None,
     };
     Ok(Scrape {
@@ -251,8 +253,11 @@ pub fn table(client: &[(&str, &[f64])], scrapes: &[Scrape]) -> String {
                 ms(bound),
             );
         }
-        let queued = ["paddock_fair_queue_queued_total", "paddock_fair_queue_revoked_total"]
-            .map(|c| Some(s1.counter(c)? - s0.counter(c)?));
+        let queued = [
+            "paddock_fair_queue_queued_total",
+            "paddock_fair_queue_revoked_total",
+        ]
+        .map(|c| Some(s1.counter(c)? - s0.counter(c)?));
         let gc = ["go_gc_duration_seconds_count", "go_gc_duration_seconds_sum"]
             .map(|c| counter(&s1.apiserver, c) - counter(&s0.apiserver, c));
         let _ = writeln!(
@@ -292,14 +297,22 @@ apiserver_request_duration_seconds_bucket{component=\"apiserver\",resource=\"pod
         let h = Hist::parse(TEXT, APISERVER_GETS.metric, APISERVER_GETS.want);
         assert_eq!(h.count(), 100.0);
         // The 50th of 100 is in the first bucket (0..5 ms), 50/80 of the way.
-        assert!((h.quantile_ms(0.5) - 3.125).abs() < 1e-9, "{}", h.quantile_ms(0.5));
+        assert!(
+            (h.quantile_ms(0.5) - 3.125).abs() < 1e-9,
+            "{}",
+            h.quantile_ms(0.5)
+        );
         // The 99th is the last of the 25-50 ms bucket.
         assert!((h.quantile_ms(0.99) - 50.0).abs() < 1e-9);
         let near = |(b, n): (f64, f64), (wb, wn): (f64, f64)| (b - wb).abs() < 1e-6 && n == wn;
         assert!(near(h.over_ms(50.0), (50.0, 1.0)), "{:?}", h.over_ms(50.0));
         assert!(near(h.over_ms(20.0), (25.0, 2.0)), "{:?}", h.over_ms(20.0));
         let before = Hist::parse(
-            &TEXT.replace("} 80", "} 10").replace("} 98", "} 20").replace("} 99", "} 21").replace("} 100", "} 22"),
+            &TEXT
+                .replace("} 80", "} 10")
+                .replace("} 98", "} 20")
+                .replace("} 99", "} 21")
+                .replace("} 100", "} 22"),
             APISERVER_GETS.metric,
             APISERVER_GETS.want,
         );

@@ -169,13 +169,10 @@ where
                 e.into_response()
             }
         };
-        let verb = resp
-            .extensions()
-            .get::<Answered>()
-            .map_or_else(
-                || crate::metrics::unplanned_verb(&seen.method, &seen.path, seen.watch),
-                |a| a.verb,
-            );
+        let verb = resp.extensions().get::<Answered>().map_or_else(
+            || crate::metrics::unplanned_verb(&seen.method, &seen.path, seen.watch),
+            |a| a.verb,
+        );
         let done = Done {
             caller,
             method: &seen.method,
