@@ -42,18 +42,8 @@ pub struct FairQueueConfig {
     /// request (it goes on without them): what a slow client can hold seats for.
     pub lease: Duration,
     /// The last seats, kept for light tenants: those holding no more than this many
-    /// (`fair_queue_reserve`; None: `seats / 8`, so 2 of the default 16, none below 8).
-    pub reserve: Option<u32>,
-}
-
-/// The default reserve is this share of the seats.
-pub const RESERVE_DIVISOR: u32 = 8;
-
-impl FairQueueConfig {
-    /// The seats kept for light tenants.
-    pub fn reserve(&self) -> u32 {
-        self.reserve.unwrap_or(self.seats / RESERVE_DIVISOR)
-    }
+    /// (`fair_queue_reserve`; 0, the default, turns it off: docs/fairshare.md).
+    pub reserve: u32,
 }
 
 /// On, with 8 seats per core: the queue is work-conserving (a lone tenant may use every
@@ -66,7 +56,7 @@ impl Default for FairQueueConfig {
             seats: SEATS_PER_CORE.saturating_mul(u32::try_from(cores).unwrap_or(u32::MAX)),
             timeout: Duration::from_secs(15),
             lease: Duration::from_secs(1),
-            reserve: None,
+            reserve: 0,
         }
     }
 }
@@ -157,7 +147,7 @@ impl WorkQueue {
     pub fn new(config: FairQueueConfig, metrics: QueueMetrics) -> Arc<Self> {
         Arc::new(WorkQueue {
             shared: Mutex::new(Shared {
-                queue: FairQueue::new(config.seats, config.lease).with_reserve(config.reserve()),
+                queue: FairQueue::new(config.seats, config.lease).with_reserve(config.reserve),
                 waiters: HashMap::new(),
                 metrics,
                 revoked_seen: 0,
@@ -420,7 +410,7 @@ mod tests {
                 seats,
                 timeout,
                 lease: Duration::from_secs(60),
-                reserve: None,
+                reserve: 0,
             },
             QueueMetrics::default(),
         )
@@ -454,7 +444,7 @@ mod tests {
                 seats: 1,
                 timeout: Duration::from_secs(60),
                 lease: Duration::from_millis(50),
-                reserve: None,
+                reserve: 0,
             },
             QueueMetrics::default(),
         );

@@ -107,7 +107,7 @@ pub struct ServeArgs {
     #[arg(long, env = "PADDOCK_FAIR_QUEUE_LEASE")]
     pub fair_queue_lease: Option<String>,
     /// Work seats kept for light tenants (holding no more than this many), so their
-    /// requests do not wait behind a flood (default: an eighth of the seats).
+    /// requests do not wait behind a flood (default 0: off).
     #[arg(long, env = "PADDOCK_FAIR_QUEUE_RESERVE")]
     pub fair_queue_reserve: Option<u32>,
     /// Per-tenant default: reads and watch opens per second, per replica (0 = no limit).
@@ -609,7 +609,10 @@ fn fair_queue(args: &ServeArgs, file: &FileConfig) -> Result<FairQueueConfig> {
             .unwrap_or(d.seats),
         timeout,
         lease,
-        reserve: args.fair_queue_reserve.or(file.fair_queue_reserve),
+        reserve: args
+            .fair_queue_reserve
+            .or(file.fair_queue_reserve)
+            .unwrap_or(d.reserve),
     })
 }
 

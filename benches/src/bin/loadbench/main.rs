@@ -86,7 +86,7 @@ struct Args {
     /// paddock's own, 8 per core; the session-7 figures used 16).
     #[arg(long)]
     fair_queue_seats: Option<u32>,
-    /// paddock's `--fair-queue-reserve` (default: paddock's own, an eighth of the seats).
+    /// paddock's `--fair-queue-reserve` (default: paddock's own, 0: off).
     #[arg(long)]
     fair_queue_reserve: Option<u32>,
     /// Workloads of the load part: get, create, table, list.
