@@ -20,8 +20,16 @@
 //! working and wait on its client (a body sent a byte at a time, a client that stops reading
 //! a large answer). So a grant older than the lease (`lease`) is revoked when a waiting
 //! request needs its seats: the request goes on without them (its work is still charged when
-//! it ends). A slow client therefore holds seats for at most one lease while others wait, and
-//! the budget needs no per-tenant reserve.
+//! it ends). A slow client therefore holds seats for at most one lease while others wait.
+//!
+//! **Reserve.** Work-conservation has one cost for a light tenant: when a flood holds every
+//! seat, the light tenant's request, though first in line, waits for one of the flood's
+//! requests to end. So the last `reserve` seats ([`FairQueue::with_reserve`]) go only to a
+//! light tenant: one whose seats, this request's included, fit in the reserve (or that holds
+//! none). A busy tenant fills the budget up to `capacity - reserve`; a tenant making a GET
+//! now and then, even with one or two in progress, finds a seat at once. A lone busy tenant
+//! thus keeps all but the reserve, and a request heavier than that still runs once its
+//! tenant holds nothing else.
 //!
 //! The caller does the waiting (tokio in paddock-server); this type only decides. It holds no
 //! clock: `now` is the caller's monotonic time since any fixed origin, and a wait's deadline is
@@ -110,6 +118,8 @@ struct Grant<K> {
 #[derive(Debug)]
 pub struct FairQueue<K> {
     capacity: u32,
+    /// The last seats, kept for light tenants ([`FairQueue::room`]).
+    reserve: u32,
     lease: Duration,
     in_use: u32,
     flows: HashMap<K, Flow>,
@@ -125,6 +135,7 @@ impl<K: Eq + Hash + Clone> FairQueue<K> {
     pub fn new(capacity: u32, lease: Duration) -> Self {
         FairQueue {
             capacity: capacity.max(1),
+            reserve: 0,
             lease,
             in_use: 0,
             flows: HashMap::new(),
@@ -133,6 +144,13 @@ impl<K: Eq + Hash + Clone> FairQueue<K> {
             next: 0,
             revoked: 0,
         }
+    }
+
+    /// Keeps the last `reserve` seats for light tenants (at most all but one: a busy tenant
+    /// always has a seat to use).
+    pub fn with_reserve(mut self, reserve: u32) -> Self {
+        self.reserve = reserve.min(self.capacity - 1);
+        self
     }
 
     /// The seats a request of `seats` takes: at least 1, at most the budget (a request
@@ -265,8 +283,8 @@ impl<K: Eq + Hash + Clone> FairQueue<K> {
             let Some((tenant, ticket, seats)) = next else {
                 break;
             };
-            while self.in_use + seats > self.capacity && self.revoke_one(now) {}
-            if self.in_use + seats > self.capacity {
+            while self.in_use + seats > self.room(&tenant, seats) && self.revoke_one(now) {}
+            if self.in_use + seats > self.room(&tenant, seats) {
                 break;
             }
             self.in_use += seats;
@@ -289,6 +307,18 @@ impl<K: Eq + Hash + Clone> FairQueue<K> {
             admitted.push((tenant, ticket));
         }
         admitted
+    }
+
+    /// The seats a request of `tenant` weighing `seats` may bring the queue's use up to: the
+    /// whole budget for a light tenant (its seats with this request's fit in the reserve, or
+    /// it holds none), all but the reserve for a busy one.
+    fn room(&self, tenant: &K, seats: u32) -> u32 {
+        let held = self.flows.get(tenant).map_or(0, |f| f.held);
+        if held == 0 || held + seats <= self.reserve {
+            self.capacity
+        } else {
+            self.capacity - self.reserve
+        }
     }
 
     /// Takes back the seats of the oldest grant held past the lease; false when none is.

@@ -182,3 +182,45 @@ fn cancelling_a_blocking_head_admits_those_behind() {
         Cancelled::Removed(vec![("c", light)])
     );
 }
+
+#[test]
+fn a_busy_tenant_leaves_the_reserve_to_light_tenants() {
+    let mut q = FairQueue::new(8, LEASE).with_reserve(2);
+    let flood: Vec<Ticket> = (0..6).map(|_| admitted(q.arrive(&"a", 1, t(0)))).collect();
+    // "a" holds more than the reserve: it may not take the last two seats.
+    let waiting = queued(q.arrive(&"a", 1, t(0)));
+    assert_eq!(q.load(), (6, 1));
+    // Light tenants get them at once, flood or not.
+    let b = admitted(q.arrive(&"b", 1, t(0)));
+    let c = admitted(q.arrive(&"c", 1, t(0)));
+    assert_eq!(q.load(), (8, 1));
+    // The budget is full: "b"'s second request waits, first in line.
+    let b2 = queued(q.arrive(&"b", 1, t(0)));
+    // "b" is still light with two (the reserve's size): the seat "c" frees is its.
+    assert_eq!(q.release(c, MS, t(1)), vec![("b", b2)]);
+    // "a" may come back only below 6 seats in use: 7, then 6, then 5.
+    assert_eq!(q.release(flood[0], MS, t(1)), vec![]);
+    assert_eq!(q.release(b, MS, t(2)), vec![]);
+    assert_eq!(q.release(b2, MS, t(3)), vec![("a", waiting)]);
+}
+
+#[test]
+fn a_lone_tenants_first_request_may_use_the_whole_budget() {
+    let mut q = FairQueue::new(8, LEASE).with_reserve(2);
+    let heavy = admitted(q.arrive(&"a", 8, t(0)));
+    let next = queued(q.arrive(&"a", 1, t(0)));
+    assert_eq!(q.release(heavy, MS, t(1)), vec![("a", next)]);
+    // A heavier request than the room of a busy tenant waits until the tenant holds
+    // nothing, then runs: it is never starved for good.
+    let heavy = queued(q.arrive(&"a", 7, t(1)));
+    assert_eq!(q.release(next, MS, t(2)), vec![("a", heavy)]);
+}
+
+#[test]
+fn the_reserve_leaves_busy_tenants_at_least_one_seat() {
+    let mut q = FairQueue::new(2, LEASE).with_reserve(5);
+    let first = admitted(q.arrive(&"a", 1, t(0)));
+    // The reserve is clamped to 1 of 2: a busy tenant still has one seat, now held.
+    let second = queued(q.arrive(&"a", 1, t(0)));
+    assert_eq!(q.release(first, MS, t(1)), vec![("a", second)]);
+}

@@ -41,6 +41,9 @@ pub struct FairQueueConfig {
     /// How long a request holds its seats before they may be taken back for a waiting
     /// request (it goes on without them): what a slow client can hold seats for.
     pub lease: Duration,
+    /// The last seats, kept for light tenants: those holding no more than this many
+    /// (`fair_queue_reserve`; 0, the default, turns it off: docs/fairshare.md).
+    pub reserve: u32,
 }
 
 /// On, with 8 seats per core: the queue is work-conserving (a lone tenant may use every
@@ -53,6 +56,7 @@ impl Default for FairQueueConfig {
             seats: SEATS_PER_CORE.saturating_mul(u32::try_from(cores).unwrap_or(u32::MAX)),
             timeout: Duration::from_secs(15),
             lease: Duration::from_secs(1),
+            reserve: 0,
         }
     }
 }
@@ -143,7 +147,7 @@ impl WorkQueue {
     pub fn new(config: FairQueueConfig, metrics: QueueMetrics) -> Arc<Self> {
         Arc::new(WorkQueue {
             shared: Mutex::new(Shared {
-                queue: FairQueue::new(config.seats, config.lease),
+                queue: FairQueue::new(config.seats, config.lease).with_reserve(config.reserve),
                 waiters: HashMap::new(),
                 metrics,
                 revoked_seen: 0,
@@ -406,6 +410,7 @@ mod tests {
                 seats,
                 timeout,
                 lease: Duration::from_secs(60),
+                reserve: 0,
             },
             QueueMetrics::default(),
         )
@@ -439,6 +444,7 @@ mod tests {
                 seats: 1,
                 timeout: Duration::from_secs(60),
                 lease: Duration::from_millis(50),
+                reserve: 0,
             },
             QueueMetrics::default(),
         );

@@ -229,6 +229,16 @@ pub fn verb_name(plan: &Plan) -> &'static str {
     plan.request.verb.as_str()
 }
 
+/// The verb of a request answered before planning (a refusal by a fair-share limit, an
+/// error): a GET of a collection is a `list` or, asking for one, a `watch`, so a refused LIST
+/// is not counted among the gets.
+pub fn unplanned_verb(m: &Method, path: &str, watch: bool) -> &'static str {
+    if *m == Method::GET && paddock_core::fair_weight::is_collection(path) {
+        return if watch { "watch" } else { "list" };
+    }
+    method_verb(m)
+}
+
 /// The method as a verb before planning (for errors that happen earlier).
 pub fn method_verb(m: &Method) -> &'static str {
     match *m {
@@ -238,5 +248,35 @@ pub fn method_verb(m: &Method) -> &'static str {
         Method::PATCH => "patch",
         Method::DELETE => "delete",
         _ => "other",
+    }
+}
+
+#[cfg(test)]
+mod verb_tests {
+    use super::*;
+
+    #[test]
+    fn a_refused_list_or_watch_is_not_counted_as_a_get() {
+        let get = Method::GET;
+        assert_eq!(
+            unplanned_verb(&get, "/api/v1/namespaces/a/configmaps", false),
+            "list"
+        );
+        assert_eq!(
+            unplanned_verb(&get, "/api/v1/namespaces/a/configmaps", true),
+            "watch"
+        );
+        assert_eq!(
+            unplanned_verb(&get, "/apis/apps/v1/deployments", false),
+            "list"
+        );
+        assert_eq!(
+            unplanned_verb(&get, "/api/v1/namespaces/a/configmaps/x", false),
+            "get"
+        );
+        assert_eq!(
+            unplanned_verb(&Method::PATCH, "/api/v1/namespaces/a/configmaps/x", false),
+            "patch"
+        );
     }
 }

@@ -106,6 +106,10 @@ pub struct ServeArgs {
     /// request (it goes on without them), e.g. 1s.
     #[arg(long, env = "PADDOCK_FAIR_QUEUE_LEASE")]
     pub fair_queue_lease: Option<String>,
+    /// Work seats kept for light tenants (holding no more than this many), so their
+    /// requests do not wait behind a flood (default 0: off).
+    #[arg(long, env = "PADDOCK_FAIR_QUEUE_RESERVE")]
+    pub fair_queue_reserve: Option<u32>,
     /// Per-tenant default: reads and watch opens per second, per replica (0 = no limit).
     #[arg(long, env = "PADDOCK_TENANT_READ_QPS")]
     pub tenant_read_qps: Option<u32>,
@@ -254,6 +258,7 @@ struct FileConfig {
     fair_queue_seats: Option<u32>,
     fair_queue_timeout: Option<String>,
     fair_queue_lease: Option<String>,
+    fair_queue_reserve: Option<u32>,
     tenant_read_qps: Option<u32>,
     tenant_read_burst: Option<u32>,
     tenant_write_qps: Option<u32>,
@@ -604,6 +609,10 @@ fn fair_queue(args: &ServeArgs, file: &FileConfig) -> Result<FairQueueConfig> {
             .unwrap_or(d.seats),
         timeout,
         lease,
+        reserve: args
+            .fair_queue_reserve
+            .or(file.fair_queue_reserve)
+            .unwrap_or(d.reserve),
     })
 }
 

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -18,6 +18,7 @@ use tokio::task::JoinSet;
 
 use crate::client::{Api, Cred, Proto};
 use crate::load::Procs;
+use crate::noisy_split;
 use crate::stats::{ms, pct};
 
 /// Tenants of the benchmark.
@@ -28,6 +29,8 @@ pub const QUIET: &str = "quietb";
 #[derive(Default)]
 pub struct Phase {
     pub lat_ms: Vec<f64>,
+    /// When each request of `lat_ms` was sent, seconds from the phase's start.
+    pub sent_s: Vec<f64>,
     pub errors: usize,
     pub first_error: Option<String>,
     pub paddock_cpu_s: f64,
@@ -66,7 +69,7 @@ impl Counts {
 
 /// B's steady load: `rate` small GETs per second (open loop: a slow answer does not slow the
 /// next request down) for `secs`.
-async fn quiet_load(b: &Api, rate: u32, secs: u64, procs: Procs) -> Phase {
+async fn quiet_load(b: &Api, path: &str, rate: u32, secs: u64, procs: Procs) -> Phase {
     let (cpu_p, cpu_a) = (procs.paddock.cpu_secs(), procs.apiserver.cpu_secs());
     let t0 = Instant::now();
     let mut tick = tokio::time::interval(Duration::from_secs_f64(1.0 / f64::from(rate.max(1))));
@@ -74,19 +77,14 @@ async fn quiet_load(b: &Api, rate: u32, secs: u64, procs: Procs) -> Phase {
     let mut set = JoinSet::new();
     while t0.elapsed() < Duration::from_secs(secs) {
         tick.tick().await;
-        let b = b.clone();
+        let (b, path) = (b.clone(), path.to_owned());
         set.spawn(async move {
             let s = Instant::now();
-            let r = b
-                .call(
-                    Method::GET,
-                    "/api/v1/namespaces/default/configmaps/probe",
-                    None,
-                )
-                .await;
+            let sent = s.duration_since(t0).as_secs_f64();
+            let r = b.call(Method::GET, &path, None).await;
             let lat = s.elapsed().as_secs_f64() * 1e3;
             match r {
-                Ok((st, _)) if st.is_success() => Ok(lat),
+                Ok((st, _)) if st.is_success() => Ok((sent, lat)),
                 Ok((st, body)) => Err(format!(
                     "{st}: {}",
                     String::from_utf8_lossy(&body[..body.len().min(200)])
@@ -98,7 +96,10 @@ async fn quiet_load(b: &Api, rate: u32, secs: u64, procs: Procs) -> Phase {
     let mut phase = Phase::default();
     while let Some(r) = set.join_next().await {
         match r {
-            Ok(Ok(lat)) => phase.lat_ms.push(lat),
+            Ok(Ok((sent, lat))) => {
+                phase.sent_s.push(sent);
+                phase.lat_ms.push(lat);
+            }
             Ok(Err(e)) => {
                 phase.errors += 1;
                 phase.first_error.get_or_insert(e);
@@ -115,17 +116,98 @@ async fn quiet_load(b: &Api, rate: u32, secs: u64, procs: Procs) -> Phase {
     phase
 }
 
-/// One of A's workers: LIST, write, watch open, as fast as answers come, until `stop`.
-async fn noisy_worker(a: Api, i: usize, stop: Arc<AtomicBool>, counts: Arc<Counts>) {
+/// [`quiet_load`] on a thread and a tokio runtime of its own, with a client of its own (its
+/// connection's task in that runtime too), warmed by one untimed GET: B's latencies do not
+/// include waits for the harness's runtime, busy with A's workers.
+async fn quiet_load_apart(t: &Target, path: &str, rate: u32, secs: u64, procs: Procs) -> Phase {
+    let failed = |e: String| Phase {
+        errors: 1,
+        first_error: Some(e),
+        wall_s: 1.0,
+        ..Phase::default()
+    };
+    let b = match Api::new(&t.b_cred, Proto::H2) {
+        Ok(b) => b.with_headers(t.b_headers.clone()),
+        Err(e) => return failed(format!("B's client: {e:#}")),
+    };
+    let path = path.to_owned();
+    let run = move || -> Phase {
+        let rt = match tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+        {
+            Ok(rt) => rt,
+            Err(e) => return failed(format!("B's runtime: {e}")),
+        };
+        rt.block_on(async {
+            if let Err(e) = b.ok(Method::GET, &path, None).await {
+                return failed(format!("B's warm-up GET: {e:#}"));
+            }
+            quiet_load(&b, &path, rate, secs, procs).await
+        })
+    };
+    match tokio::task::spawn_blocking(run).await {
+        Ok(phase) => phase,
+        Err(e) => failed(format!("B's thread: {e}")),
+    }
+}
+
+/// Where the two tenants' requests go: through paddock (the tenants' certificates, their
+/// namespace `default`), or straight to the apiserver (the upstream admin's certificate
+/// impersonating the identities paddock sends upstream, in the upstream namespaces).
+pub struct Target {
+    pub name: &'static str,
+    pub a: Api,
+    /// B's certificate and the headers it adds (impersonation, straight at the apiserver):
+    /// each phase makes B a client of its own on a thread and runtime of its own.
+    pub b_cred: Cred,
+    pub b_headers: http::HeaderMap,
+    pub a_ns: String,
+    pub b_ns: String,
+    /// A's requests in all per second (None: as fast as answers come).
+    pub a_rate: Option<f64>,
+    /// paddock's platform admin, to scrape paddock's metrics (None when paddock is bypassed).
+    pub padmin: Option<Api>,
+}
+
+/// A's requests spread at a fixed total rate: the direct run's A sends what paddock let
+/// through in the paddock run, so both runs load the apiserver alike.
+struct Pacer {
+    t0: Instant,
+    rate: f64,
+    n: AtomicU64,
+}
+
+impl Pacer {
+    async fn wait(&self) {
+        let k = self.n.fetch_add(1, Ordering::Relaxed);
+        let at = self.t0 + Duration::from_secs_f64(k as f64 / self.rate);
+        tokio::time::sleep_until(at.into()).await;
+    }
+}
+
+/// One of A's workers: LIST, write, watch open, as fast as answers come (or as the pacer
+/// allows), until `stop`.
+async fn noisy_worker(
+    a: Api,
+    ns: String,
+    i: usize,
+    stop: Arc<AtomicBool>,
+    counts: Arc<Counts>,
+    pacer: Option<Arc<Pacer>>,
+) {
     let mut n = 0u64;
     while !stop.load(Ordering::Acquire) {
+        if let Some(p) = &pacer {
+            p.wait().await;
+        }
         n += 1;
         let (what, r) = match n % 3 {
             0 => (
                 "list",
                 a.send(
                     Method::GET,
-                    "/api/v1/namespaces/default/configmaps?limit=500",
+                    &format!("/api/v1/namespaces/{ns}/configmaps?limit=500"),
                     None,
                     "application/json",
                     "application/json",
@@ -138,7 +220,7 @@ async fn noisy_worker(a: Api, i: usize, stop: Arc<AtomicBool>, counts: Arc<Count
                     "write",
                     a.send(
                         Method::PATCH,
-                        &format!("/api/v1/namespaces/default/configmaps/w{}", i % 8),
+                        &format!("/api/v1/namespaces/{ns}/configmaps/w{}", i % 8),
                         Some(Bytes::from(body)),
                         "application/merge-patch+json",
                         "application/json",
@@ -150,7 +232,7 @@ async fn noisy_worker(a: Api, i: usize, stop: Arc<AtomicBool>, counts: Arc<Count
                 "watch",
                 a.send(
                     Method::GET,
-                    "/api/v1/namespaces/default/configmaps?watch=true&timeoutSeconds=5",
+                    &format!("/api/v1/namespaces/{ns}/configmaps?watch=true&timeoutSeconds=5"),
                     None,
                     "application/json",
                     "application/json",
@@ -172,19 +254,244 @@ async fn noisy_worker(a: Api, i: usize, stop: Arc<AtomicBool>, counts: Arc<Count
     }
 }
 
-/// Runs the benchmark; returns (B with A p99 / B alone p99, B's errors with A, report text).
-pub async fn run(
+/// The figures of one target.
+struct Measured {
+    before: Phase,
+    with: Phase,
+    after: Phase,
+    alone: Phase,
+    a_counts: BTreeMap<(&'static str, String), u64>,
+    apf: String,
+    split: String,
+    /// Load averages when A started and when it stopped.
+    load: [String; 2],
+}
+
+impl Measured {
+    fn ratio(&self) -> f64 {
+        pct(&self.with.lat_ms, 99.0) / pct(&self.alone.lat_ms, 99.0)
+    }
+
+    /// A's requests that were not refused with 429 (what went upstream), per second.
+    fn a_admitted_rate(&self, secs: u64) -> f64 {
+        let n: u64 = self
+            .a_counts
+            .iter()
+            .filter(|((_, code), _)| code != "429" && code != "transport error")
+            .map(|(_, n)| n)
+            .sum();
+        n as f64 / secs.max(1) as f64
+    }
+}
+
+/// B alone, B with A, B alone again, against one target.
+async fn measure(
     admin: &Api,
-    a_cred: &Cred,
-    b_cred: &Cred,
+    t: &Target,
     procs: Procs,
     secs: u64,
     b_rate: u32,
     a_workers: usize,
-) -> Result<(f64, usize, String)> {
-    let a = Api::new(a_cred, Proto::H2)?;
-    let b = Api::new(b_cred, Proto::H2)?;
-    // B's object; A's 100 ConfigMaps to LIST and 8 to write (created as the upstream admin).
+) -> Measured {
+    let b_path = format!("/api/v1/namespaces/{}/configmaps/probe", t.b_ns);
+    let alone_secs = (secs / 2).max(5);
+    let mut scrapes = Vec::new();
+    let mut scrape_error = None;
+    let mut take = |r: Result<noisy_split::Scrape>| match r {
+        Ok(s) => scrapes.push(s),
+        Err(e) => {
+            scrape_error.get_or_insert(format!("{e:#}"));
+        }
+    };
+    take(noisy_split::scrape(t.padmin.as_ref(), admin).await);
+    eprintln!("  [{}] B alone: {b_rate} GET/s for {alone_secs} s", t.name);
+    let before = quiet_load_apart(t, &b_path, b_rate, alone_secs, procs).await;
+    take(noisy_split::scrape(t.padmin.as_ref(), admin).await);
+    eprintln!("  [{}] B with A ({a_workers} workers): {secs} s", t.name);
+    let stop = Arc::new(AtomicBool::new(false));
+    let counts = Arc::new(Counts::default());
+    let apf_before = crate::apf::snapshot(admin).await;
+    let load_start = crate::procstat::loadavg();
+    let pacer = t.a_rate.filter(|r| *r > 0.0).map(|rate| {
+        Arc::new(Pacer {
+            t0: Instant::now(),
+            rate,
+            n: AtomicU64::new(0),
+        })
+    });
+    let mut noisy = JoinSet::new();
+    for i in 0..a_workers {
+        noisy.spawn(noisy_worker(
+            t.a.clone(),
+            t.a_ns.clone(),
+            i,
+            stop.clone(),
+            counts.clone(),
+            pacer.clone(),
+        ));
+    }
+    let with = quiet_load_apart(t, &b_path, b_rate, secs, procs).await;
+    stop.store(true, Ordering::Release);
+    while noisy.join_next().await.is_some() {}
+    take(noisy_split::scrape(t.padmin.as_ref(), admin).await);
+    let load_end = crate::procstat::loadavg();
+    let a_counts = counts.take();
+    let apf = match (apf_before, crate::apf::snapshot(admin).await) {
+        (Ok(b), Ok(a)) => crate::apf::table(&b, &a),
+        (Err(e), _) | (_, Err(e)) => {
+            format!("(the apiserver's APF metrics could not be read: {e:#})\n")
+        }
+    };
+    // Let A's last watches and writes settle before B runs alone again.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    eprintln!("  [{}] B alone again: {alone_secs} s", t.name);
+    let after = quiet_load_apart(t, &b_path, b_rate, alone_secs, procs).await;
+
+    let split = match scrape_error {
+        Some(e) => format!("(the servers' metrics could not be read: {e})\n"),
+        None => noisy_split::table(
+            &[
+                ("alone (before)", before.lat_ms.as_slice()),
+                ("with A", with.lat_ms.as_slice()),
+            ],
+            &scrapes,
+        ),
+    };
+    let mut alone = Phase {
+        lat_ms: before.lat_ms.iter().chain(&after.lat_ms).copied().collect(),
+        sent_s: Vec::new(),
+        errors: before.errors + after.errors,
+        first_error: before.first_error.clone().or(after.first_error.clone()),
+        paddock_cpu_s: before.paddock_cpu_s + after.paddock_cpu_s,
+        apiserver_cpu_s: before.apiserver_cpu_s + after.apiserver_cpu_s,
+        wall_s: before.wall_s + after.wall_s,
+    };
+    if alone.wall_s == 0.0 {
+        alone.wall_s = 1.0;
+    }
+    Measured {
+        before,
+        with,
+        after,
+        alone,
+        a_counts,
+        apf,
+        split,
+        load: [load_start, load_end],
+    }
+}
+
+/// B's requests with A by when they were sent (windows of `window` s): is the tail spread
+/// over the phase or bunched (A's start, a burst)?
+fn timeline(with: &Phase, alone_p50: f64, window: f64) -> String {
+    let slow = 4.0 * alone_p50;
+    let mut by: BTreeMap<u64, Vec<f64>> = BTreeMap::new();
+    for (s, l) in with.sent_s.iter().zip(&with.lat_ms) {
+        by.entry((s / window) as u64).or_default().push(*l);
+    }
+    let mut out = format!(
+        "| B with A, sent in second | requests | p50 ms | p99 ms | max ms | over {} ms (4x alone p50) |\n|---|---|---|---|---|---|\n",
+        ms(slow)
+    );
+    for (w, l) in by {
+        let from = w as f64 * window;
+        let _ = writeln!(
+            out,
+            "| {from:.0}-{:.0} | {} | {} | {} | {} | {} |",
+            from + window,
+            l.len(),
+            ms(pct(&l, 50.0)),
+            ms(pct(&l, 99.0)),
+            ms(pct(&l, 100.0)),
+            l.iter().filter(|x| **x > slow).count(),
+        );
+    }
+    out
+}
+
+fn section(t: &Target, m: &Measured, secs: u64, b_rate: u32, a_workers: usize) -> String {
+    let alone_secs = (secs / 2).max(5);
+    let mut out = String::new();
+    let pace = match t.a_rate {
+        Some(r) => format!(
+            "paced at {r:.0} requests/s in all (what paddock let through in the paddock run)"
+        ),
+        None => "unbounded".into(),
+    };
+    let _ = writeln!(
+        out,
+        "### Noisy neighbour, {}\n\nTenant B: {b_rate} GETs of one ConfigMap per second (HTTP/2, open loop), alone for {alone_secs} s, then for {secs} s while tenant A runs {a_workers} workers ({pace}) in a loop of LIST (100 ConfigMaps, limit=500), merge-patch of a ConfigMap and watch open (dropped at once), then alone again for {alone_secs} s. Tenant A's limits: the server's defaults unless a note above says otherwise. Load average when A started: {}; when it stopped: {}.\n",
+        t.name, m.load[0], m.load[1]
+    );
+    let _ = writeln!(
+        out,
+        "| B | requests | p50 ms | p99 ms | errors | paddock CPU (cores) | apiserver CPU (cores) |\n|---|---|---|---|---|---|---|"
+    );
+    let _ = writeln!(out, "{}", m.before.line("alone (before)"));
+    let _ = writeln!(out, "{}", m.with.line("with A"));
+    let _ = writeln!(out, "{}", m.after.line("alone (after)"));
+    let _ = writeln!(out, "{}", m.alone.line("alone (both)"));
+    let _ = writeln!(
+        out,
+        "\nB's p99 with A / alone (both): {}.",
+        crate::stats::ratio(m.ratio())
+    );
+    let mut by_kind: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+    let mut refused = 0;
+    let mut total = 0;
+    for ((what, code), n) in &m.a_counts {
+        by_kind
+            .entry(what)
+            .or_default()
+            .push(format!("{code}: {n}"));
+        total += n;
+        if code == "429" {
+            refused += n;
+        }
+    }
+    let _ = writeln!(
+        out,
+        "\nTenant A: {total} requests in {secs} s ({:.0}/s), {refused} answered 429 ({:.1} %).",
+        total as f64 / secs as f64,
+        100.0 * refused as f64 / total.max(1) as f64
+    );
+    for (what, codes) in by_kind {
+        let _ = writeln!(out, "- {what}: {}", codes.join(", "));
+    }
+    if let Some(e) = &m.with.first_error {
+        let _ = writeln!(out, "- B's first error with A: {e}");
+    }
+    let _ = writeln!(
+        out,
+        "\nWhere B's GETs spent their time (each server's own histogram, scraped at the phases' boundaries):\n\n{}",
+        m.split
+    );
+    let _ = writeln!(
+        out,
+        "B's GETs with A over time:\n\n{}",
+        timeline(&m.with, pct(&m.alone.lat_ms, 50.0), 5.0)
+    );
+    let _ = writeln!(
+        out,
+        "Upstream API Priority and Fairness while A ran (the apiserver's counters, per FlowSchema):\n\n{}",
+        m.apf
+    );
+    out
+}
+
+/// What [`run`] measured.
+pub struct Outcome {
+    /// Through paddock: B's p99 with A / alone, and B's errors with A.
+    pub ratio: f64,
+    pub errors: usize,
+    /// The same straight at the apiserver (A paced at the rate paddock let through).
+    pub direct: Option<(f64, usize)>,
+    pub report: String,
+}
+
+/// The tenants' objects: B's ConfigMap; A's 100 ConfigMaps to LIST and 8 to write (created
+/// as the upstream admin).
+async fn set_up(admin: &Api, b: &Api) -> Result<()> {
     b.ok(
         Method::POST,
         "/api/v1/namespaces/default/configmaps",
@@ -219,88 +526,64 @@ pub async fn run(
     while let Some(r) = set.join_next().await {
         r??;
     }
+    Ok(())
+}
 
-    let alone_secs = (secs / 2).max(5);
-    eprintln!("  B alone: {b_rate} GET/s for {alone_secs} s");
-    let before = quiet_load(&b, b_rate, alone_secs, procs).await;
-    eprintln!("  B with A ({a_workers} workers, unbounded): {secs} s");
-    let stop = Arc::new(AtomicBool::new(false));
-    let counts = Arc::new(Counts::default());
-    let apf_before = crate::apf::snapshot(admin).await;
-    let mut noisy = JoinSet::new();
-    for i in 0..a_workers {
-        noisy.spawn(noisy_worker(a.clone(), i, stop.clone(), counts.clone()));
-    }
-    let with = quiet_load(&b, b_rate, secs, procs).await;
-    stop.store(true, Ordering::Release);
-    while noisy.join_next().await.is_some() {}
-    let a_counts = counts.take();
-    let apf_with = match (apf_before, crate::apf::snapshot(admin).await) {
-        (Ok(b), Ok(a)) => crate::apf::table(&b, &a),
-        (Err(e), _) | (_, Err(e)) => {
-            format!("(the apiserver's APF metrics could not be read: {e:#})\n")
-        }
+/// The clients of the two tenants and of the upstream admin.
+pub struct Creds<'a> {
+    pub admin: &'a Cred,
+    pub a: &'a Cred,
+    pub b: &'a Cred,
+}
+
+/// Runs the benchmark through paddock and, with `direct`, then straight at the apiserver.
+#[allow(clippy::too_many_arguments)]
+pub async fn run(
+    admin: &Api,
+    padmin: &Api,
+    creds: Creds<'_>,
+    procs: Procs,
+    secs: u64,
+    b_rate: u32,
+    a_workers: usize,
+    direct: bool,
+) -> Result<Outcome> {
+    let through = Target {
+        name: "through paddock",
+        a: Api::new(creds.a, Proto::H2)?,
+        b_cred: creds.b.clone(),
+        b_headers: http::HeaderMap::new(),
+        a_ns: "default".into(),
+        b_ns: "default".into(),
+        a_rate: None,
+        padmin: Some(padmin.clone()),
     };
-    // Let A's last watches and writes settle before B runs alone again.
-    tokio::time::sleep(Duration::from_secs(2)).await;
-    eprintln!("  B alone again: {alone_secs} s");
-    let after = quiet_load(&b, b_rate, alone_secs, procs).await;
-
-    let mut alone = Phase {
-        lat_ms: before.lat_ms.iter().chain(&after.lat_ms).copied().collect(),
-        errors: before.errors + after.errors,
-        first_error: before.first_error.clone().or(after.first_error.clone()),
-        paddock_cpu_s: before.paddock_cpu_s + after.paddock_cpu_s,
-        apiserver_cpu_s: before.apiserver_cpu_s + after.apiserver_cpu_s,
-        wall_s: before.wall_s + after.wall_s,
+    set_up(admin, &Api::new(creds.b, Proto::H2)?).await?;
+    let m = measure(admin, &through, procs, secs, b_rate, a_workers).await;
+    let mut report = section(&through, &m, secs, b_rate, a_workers);
+    let mut outcome = Outcome {
+        ratio: m.ratio(),
+        errors: m.with.errors,
+        direct: None,
+        report: String::new(),
     };
-    if alone.wall_s == 0.0 {
-        alone.wall_s = 1.0;
+    if direct {
+        // Separate connections for A and B, as through paddock.
+        let straight = Target {
+            name: "straight at the apiserver (no paddock)",
+            a: Api::new(creds.admin, Proto::H2)?.with_headers(creds.a.impersonation_headers()?),
+            b_cred: creds.admin.clone(),
+            b_headers: creds.b.impersonation_headers()?,
+            a_ns: format!("{NOISY}-default"),
+            b_ns: format!("{QUIET}-default"),
+            a_rate: Some(m.a_admitted_rate(secs)),
+            padmin: None,
+        };
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        let d = measure(admin, &straight, procs, secs, b_rate, a_workers).await;
+        report.push_str(&section(&straight, &d, secs, b_rate, a_workers));
+        outcome.direct = Some((d.ratio(), d.with.errors));
     }
-    let ratio = pct(&with.lat_ms, 99.0) / pct(&alone.lat_ms, 99.0);
-
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "### Noisy neighbour\n\nTenant B: {b_rate} GETs of one ConfigMap per second (HTTP/2, open loop), alone for {alone_secs} s, then for {secs} s while tenant A runs {a_workers} workers in an unbounded loop of LIST (100 ConfigMaps, limit=500), merge-patch of a ConfigMap and watch open (dropped at once), then alone again for {alone_secs} s. Tenant A's limits: the server's defaults unless a note above says otherwise.\n"
-    );
-    let _ = writeln!(
-        out,
-        "| B | requests | p50 ms | p99 ms | errors | paddock CPU (cores) | apiserver CPU (cores) |\n|---|---|---|---|---|---|---|"
-    );
-    let _ = writeln!(out, "{}", before.line("alone (before)"));
-    let _ = writeln!(out, "{}", with.line("with A"));
-    let _ = writeln!(out, "{}", after.line("alone (after)"));
-    let _ = writeln!(out, "{}", alone.line("alone (both)"));
-    let mut by_kind: BTreeMap<&str, Vec<String>> = BTreeMap::new();
-    let mut refused = 0;
-    let mut total = 0;
-    for ((what, code), n) in &a_counts {
-        by_kind
-            .entry(what)
-            .or_default()
-            .push(format!("{code}: {n}"));
-        total += n;
-        if code == "429" {
-            refused += n;
-        }
-    }
-    let _ = writeln!(
-        out,
-        "\nTenant A: {total} requests in {secs} s ({:.0}/s), {refused} answered 429 ({:.1} %).",
-        total as f64 / secs as f64,
-        100.0 * refused as f64 / total.max(1) as f64
-    );
-    for (what, codes) in by_kind {
-        let _ = writeln!(out, "- {what}: {}", codes.join(", "));
-    }
-    if let Some(e) = &with.first_error {
-        let _ = writeln!(out, "- B's first error with A: {e}");
-    }
-    let _ = writeln!(
-        out,
-        "\nUpstream API Priority and Fairness while A ran (the apiserver's counters, per FlowSchema):\n\n{apf_with}"
-    );
-    let _ = writeln!(out);
-    Ok((ratio, with.errors, out))
+    outcome.report = report;
+    Ok(outcome)
 }

@@ -110,6 +110,7 @@ where
             caller: req.extensions().get::<CallerOf>().map(|c| c.0.clone()),
             method: req.method().clone(),
             path: req.uri().path().to_owned(),
+            watch: req.uri().query().is_some_and(|q| q.contains("watch=")),
             announced,
             start,
         };
@@ -125,6 +126,8 @@ struct Seen {
     caller: Option<Arc<Caller>>,
     method: Method,
     path: String,
+    /// The query asks for a watch (the verb of a request refused before planning).
+    watch: bool,
     announced: u64,
     start: Instant,
 }
@@ -166,10 +169,10 @@ where
                 e.into_response()
             }
         };
-        let verb = resp
-            .extensions()
-            .get::<Answered>()
-            .map_or_else(|| crate::metrics::method_verb(&seen.method), |a| a.verb);
+        let verb = resp.extensions().get::<Answered>().map_or_else(
+            || crate::metrics::unplanned_verb(&seen.method, &seen.path, seen.watch),
+            |a| a.verb,
+        );
         let done = Done {
             caller,
             method: &seen.method,
