@@ -77,7 +77,7 @@ if [ "$FULL" = 1 ]; then
 fi
 SKIP="$SKIP_ALWAYS${SKIP_EXTRA:+|$SKIP_EXTRA}"
 # The platform grants of the full run's tenant: every kind paddock can grant.
-PLATFORM_KINDS='"ingressclasses.networking.k8s.io","servicecidrs.networking.k8s.io","ipaddresses.networking.k8s.io","storageclasses.storage.k8s.io","csinodes.storage.k8s.io","csidrivers.storage.k8s.io","volumeattachments.storage.k8s.io","runtimeclasses.node.k8s.io","certificatesigningrequests.certificates.k8s.io","nodes."'
+PLATFORM_KINDS='"ingressclasses.networking.k8s.io","servicecidrs.networking.k8s.io","ipaddresses.networking.k8s.io","storageclasses.storage.k8s.io","csinodes.storage.k8s.io","csidrivers.storage.k8s.io","volumeattachments.storage.k8s.io","runtimeclasses.node.k8s.io","certificatesigningrequests.certificates.k8s.io","nodes.","priorityclasses.scheduling.k8s.io"'
 log() { echo "[conformance $(date -u +%H:%M:%S)] $*" >&2; }
 die() { echo "[conformance] ERROR: $*" >&2; exit 2; }
 T0=$SECONDS

@@ -30,10 +30,12 @@ pub const GRANTABLE: &[(&str, &str)] = &[
     ("storage.k8s.io", "volumeattachments"),
     ("node.k8s.io", "runtimeclasses"),
     // Riskier still (docs/security.md "Platform grants"): an approved CSR for a real signer
-    // mints a real upstream credential, and a tenant writing Nodes can register, taint, cordon
-    // or delete the nodes every tenant's pods run on.
+    // mints a real upstream credential, a tenant writing Nodes can register, taint, cordon or
+    // delete the nodes every tenant's pods run on, and a PriorityClass decides whose pods are
+    // preempted.
     ("certificates.k8s.io", "certificatesigningrequests"),
     ("", "nodes"),
+    ("scheduling.k8s.io", "priorityclasses"),
 ];
 
 /// Every tenant's granted (upstream group, resource) pairs, by tenant id.
