@@ -81,7 +81,7 @@ fn nodes_and_csrs(up: &Kubectl, kg: &Kubectl, kp: &Kubectl) -> Result<Vec<(Strin
                 refused(&r, "shared read-only"),
                 &r,
             );
-            let r = step(kp, &["label", "node", &node, "team=other"], None)?;
+            let r = step(kp, &["label", "node", &node, "team=other", "--overwrite"], None)?;
             expect(
                 "other tenant: label the granted tenant's Node refused",
                 refused(&r, "shared read-only"),
