@@ -230,7 +230,8 @@ start_paddock() {
   [ ${#ADMISSION_ARGS[@]} -gt 0 ] || patch='{'
   if [ "$FULL" = 1 ]; then
     [ "$patch" = '{' ] || patch="$patch,"
-    patch="$patch\"platformKinds\":[$PLATFORM_KINDS]"
+    # and every priority class (SchedulerPreemption's critical pod names system-cluster-critical)
+    patch="$patch\"platformKinds\":[$PLATFORM_KINDS],\"scheduling\":{\"allowedPriorityClasses\":[\"*\"]}"
   fi
   patch="$patch}"
   if [ "$patch" != '{}' ]; then
