@@ -99,7 +99,9 @@ fn kind_rules(g: &str, r: &str) -> Vec<Value> {
     let mut extra = Vec::new();
     if (g, r) == ("certificates.k8s.io", "certificatesigningrequests") {
         resources.push(format!("{r}/approval"));
-        extra.push(json!({"apiGroups": [g], "resources": ["signers"], "verbs": ["approve", "sign"]}));
+        extra.push(
+            json!({"apiGroups": [g], "resources": ["signers"], "verbs": ["approve", "sign"]}),
+        );
     }
     let mut rules = vec![json!({"apiGroups": [g], "resources": resources, "verbs": ["*"]})];
     rules.extend(extra);
@@ -209,7 +211,10 @@ mod tests {
         assert_eq!(role["rules"][1]["verbs"], json!(["approve", "sign"]));
         let role = grant_role(&t, &granted(&["nodes.".into()])).unwrap();
         assert_eq!(role["rules"][0]["apiGroups"], json!([""]));
-        assert_eq!(role["rules"][0]["resources"], json!(["nodes", "nodes/status"]));
+        assert_eq!(
+            role["rules"][0]["resources"],
+            json!(["nodes", "nodes/status"])
+        );
         assert!(guard_exemption().contains("'nodes.'"));
         let b = grant_binding(&t);
         assert_eq!(b["subjects"][0]["name"], "paddock:platform-grant:foofoo");

@@ -60,9 +60,8 @@ fn nodes_and_csrs(up: &Kubectl, kg: &Kubectl, kp: &Kubectl) -> Result<Vec<(Strin
             failed.push((what.to_owned(), format!("{r:?}")));
         }
     };
-    let refused = |r: &std::result::Result<String, String>, why: &str| {
-        matches!(r, Err(e) if e.contains(why))
-    };
+    let refused =
+        |r: &std::result::Result<String, String>, why: &str| matches!(r, Err(e) if e.contains(why));
     for (who, k, n) in [("direct", up, "direct"), ("granted", kg, "granted")] {
         let node = format!("{n}-node");
         let r = step(k, &["create", "-f", "-"], Some(&fake_node(&node)))?;
@@ -81,7 +80,11 @@ fn nodes_and_csrs(up: &Kubectl, kg: &Kubectl, kp: &Kubectl) -> Result<Vec<(Strin
                 refused(&r, "shared read-only"),
                 &r,
             );
-            let r = step(kp, &["label", "node", &node, "team=other", "--overwrite"], None)?;
+            let r = step(
+                kp,
+                &["label", "node", &node, "team=other", "--overwrite"],
+                None,
+            )?;
             expect(
                 "other tenant: label the granted tenant's Node refused",
                 refused(&r, "shared read-only"),

@@ -140,7 +140,10 @@ fn system_priority_classes_and_blanket_tolerations_are_refused() {
         json!({"metadata": {"name": "p"}, "spec": {"priorityClassName": "system-cluster-critical"}}),
     );
     assert!(!denied(&run(Phase::Validating, &critical, &p, None)).is_empty());
-    assert_eq!(run(Phase::Validating, &critical, &every, None), Outcome::Allow);
+    assert_eq!(
+        run(Phase::Validating, &critical, &every, None),
+        Outcome::Allow
+    );
     let blanket = request(
         "pods",
         "",

@@ -463,17 +463,17 @@ fn token_reviews_authenticate_only_the_tenants_own_tokens() {
         "paddock:barbar:alice",
         "paddock:cluster:foofoo:paddock:foofoo:admin",
     ] {
-        let (d, v) = down(json!({"apiVersion":"authentication.k8s.io/v1","kind":"TokenReview","metadata":{},
-            "status":{"authenticated":true,"audiences":["api"],"user":{"username":user,"groups":["system:masters"]}}}));
-        assert_eq!(d, Disposition::Keep);
-        assert_eq!(
-            v["status"],
-            json!({"error": FOREIGN_TOKEN_ERROR}),
-            "{user}"
+        let (d, v) = down(
+            json!({"apiVersion":"authentication.k8s.io/v1","kind":"TokenReview","metadata":{},
+            "status":{"authenticated":true,"audiences":["api"],"user":{"username":user,"groups":["system:masters"]}}}),
         );
+        assert_eq!(d, Disposition::Keep);
+        assert_eq!(v["status"], json!({"error": FOREIGN_TOKEN_ERROR}), "{user}");
     }
     // An invalid token: upstream's error (which may name platform objects) is not shown.
-    let (_, v) = down(json!({"apiVersion":"authentication.k8s.io/v1","kind":"TokenReview","metadata":{},
-        "status":{"error":"serviceaccounts \"plat-sa\" not found"}}));
+    let (_, v) = down(
+        json!({"apiVersion":"authentication.k8s.io/v1","kind":"TokenReview","metadata":{},
+        "status":{"error":"serviceaccounts \"plat-sa\" not found"}}),
+    );
     assert_eq!(v["status"], json!({"error": FOREIGN_TOKEN_ERROR}));
 }

@@ -221,8 +221,7 @@ fn map_or_drop(list: &mut Value, f: &dyn Fn(&str) -> Option<String>) {
 /// The error of a TokenReview answered `authenticated: false` because the token is not one of
 /// the tenant's cluster (it may be another tenant's or the platform's: the answer says no more
 /// than a cluster says of a token it did not issue).
-pub const FOREIGN_TOKEN_ERROR: &str =
-    "invalid bearer token: not a credential of this cluster (paddock: only tokens of this cluster's own service accounts are reviewed)";
+pub const FOREIGN_TOKEN_ERROR: &str = "invalid bearer token: not a credential of this cluster (paddock: only tokens of this cluster's own service accounts are reviewed)";
 
 /// A TokenReview's `status` (JSON, or lifted from protobuf with `authenticated` as 0/1): a
 /// token that authenticates upstream as one of the tenant's own identities (a service account

@@ -153,10 +153,9 @@ fn holds_up(
             }
         }
         // Shown to the tenant only: what a tenant writes there the apiserver ignores.
-        Holds::RulesReviewStatus
-        | Holds::UserInfo
-        | Holds::TokenReviewStatus
-        | Holds::FreeText => Ok(()),
+        Holds::RulesReviewStatus | Holds::UserInfo | Holds::TokenReviewStatus | Holds::FreeText => {
+            Ok(())
+        }
         Holds::Embed(s) => each(v, &mut |e| fields_up(ctx, e, s.fields, mode)),
     }
 }

@@ -470,18 +470,52 @@ pub(crate) fn token_review_cases(a_token: &str, b_token: &str, plat_token: &str)
     use Expect::*;
     use Who::*;
     let review = |tok: &str| {
-        format!("apiVersion: authentication.k8s.io/v1\nkind: TokenReview\nspec: {{token: '{tok}'}}\n")
+        format!(
+            "apiVersion: authentication.k8s.io/v1\nkind: TokenReview\nspec: {{token: '{tok}'}}\n"
+        )
     };
     let own = review(a_token);
     let mut v = vec![
-        case("tokenreview-victim-sa", "TokenReview", "TokenReview of the victim's service-account token")
-            .attack(step_in(A, "create --validate=false -o yaml -f -", &review(b_token)), OkWithout("authenticated: true"))
-            .control(step_in(A, "create --validate=false -o yaml -f -", &own), OkWith("username: system:serviceaccount:web:robot"))
-            .bypass(step_in(Bypass, "create --validate=false -o yaml -f -", &review(b_token))),
-        case("tokenreview-platform-sa", "TokenReview", "TokenReview of a platform service account's token")
-            .attack(step_in(A, "create --validate=false -o yaml -f -", &review(plat_token)), OkWithout("authenticated: true"))
-            .control(step_in(A, "create --validate=false -o yaml -f -", &own), OkWith("authenticated: true"))
-            .bypass(step_in(ASaDirect, "create --validate=false -o yaml -f -", &review(plat_token))),
+        case(
+            "tokenreview-victim-sa",
+            "TokenReview",
+            "TokenReview of the victim's service-account token",
+        )
+        .attack(
+            step_in(A, "create --validate=false -o yaml -f -", &review(b_token)),
+            OkWithout("authenticated: true"),
+        )
+        .control(
+            step_in(A, "create --validate=false -o yaml -f -", &own),
+            OkWith("username: system:serviceaccount:web:robot"),
+        )
+        .bypass(step_in(
+            Bypass,
+            "create --validate=false -o yaml -f -",
+            &review(b_token),
+        )),
+        case(
+            "tokenreview-platform-sa",
+            "TokenReview",
+            "TokenReview of a platform service account's token",
+        )
+        .attack(
+            step_in(
+                A,
+                "create --validate=false -o yaml -f -",
+                &review(plat_token),
+            ),
+            OkWithout("authenticated: true"),
+        )
+        .control(
+            step_in(A, "create --validate=false -o yaml -f -", &own),
+            OkWith("authenticated: true"),
+        )
+        .bypass(step_in(
+            ASaDirect,
+            "create --validate=false -o yaml -f -",
+            &review(plat_token),
+        )),
     ];
     v.retain(|c| selected(c.id));
     v
