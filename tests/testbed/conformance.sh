@@ -24,7 +24,8 @@
 #            run goes, its passes so far are written every minute to $CACHE/...-<ver>.partial.txt
 #            (a stopped run is not lost); without a complete cache, --mode both|paddock takes
 #            that partial list. --direct-log FILE: the pass list of a (partial) direct run's
-#            ginkgo log instead (e.g. target/conformance/logs/e2e-direct.log).
+#            ginkgo log instead (e.g. target/conformance/logs/e2e-direct.log). With --full, an
+#            explicit --focus selects among the direct passes (an extended regexp on their names).
 # Exit status: 0 if every test that passes directly also passes through paddock (mode both), or
 # if every test passed (single mode); 1 otherwise; 2 on usage or setup errors.
 # Skipped always: AdmissionWebhook, CustomResourceConversionWebhook, CustomResourceFieldSelectors,
@@ -57,7 +58,7 @@ while [ $# -gt 0 ]; do
     --report) REPORT="${2:?}"; shift 2 ;;
     --keep) KEEP=1; shift ;;
     --tenant-setup) TENANT_SETUP="$(cd "$(dirname "${2:?}")" && pwd)/$(basename "$2")"; shift 2 ;;
-    -h|--help) sed -n '2,31p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,32p' "$0"; exit 0 ;;
     *) echo "conformance.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -76,7 +77,7 @@ if [ "$FULL" = 1 ]; then
 fi
 SKIP="$SKIP_ALWAYS${SKIP_EXTRA:+|$SKIP_EXTRA}"
 # The platform grants of the full run's tenant: every kind paddock can grant.
-PLATFORM_KINDS='"ingressclasses.networking.k8s.io","servicecidrs.networking.k8s.io","ipaddresses.networking.k8s.io","storageclasses.storage.k8s.io","csinodes.storage.k8s.io","csidrivers.storage.k8s.io","volumeattachments.storage.k8s.io","runtimeclasses.node.k8s.io"'
+PLATFORM_KINDS='"ingressclasses.networking.k8s.io","servicecidrs.networking.k8s.io","ipaddresses.networking.k8s.io","storageclasses.storage.k8s.io","csinodes.storage.k8s.io","csidrivers.storage.k8s.io","volumeattachments.storage.k8s.io","runtimeclasses.node.k8s.io","certificatesigningrequests.certificates.k8s.io","nodes.","priorityclasses.scheduling.k8s.io"'
 log() { echo "[conformance $(date -u +%H:%M:%S)] $*" >&2; }
 die() { echo "[conformance] ERROR: $*" >&2; exit 2; }
 T0=$SECONDS
@@ -229,7 +230,8 @@ start_paddock() {
   [ ${#ADMISSION_ARGS[@]} -gt 0 ] || patch='{'
   if [ "$FULL" = 1 ]; then
     [ "$patch" = '{' ] || patch="$patch,"
-    patch="$patch\"platformKinds\":[$PLATFORM_KINDS]"
+    # and every priority class (SchedulerPreemption's critical pod names system-cluster-critical)
+    patch="$patch\"platformKinds\":[$PLATFORM_KINDS],\"scheduling\":{\"allowedPriorityClasses\":[\"*\"]}"
   fi
   patch="$patch}"
   if [ "$patch" != '{}' ]; then
@@ -262,6 +264,12 @@ elif [ "$MODE" != paddock ]; then
 fi
 # Through paddock, the full run takes only what passed directly (the rest cannot pass anyway).
 if [ "$FULL" = 1 ] && [ -s "$TB/reports/direct.passed" ]; then
+  if [ "$FOCUS" != '\[Conformance\]' ]; then
+    # An explicit --focus picks among the direct passes (e.g. `--focus '\[Serial\]'`).
+    grep -E -- "$FOCUS" "$TB/reports/direct.passed" > "$TB/reports/direct.focused" || true
+    mv -f "$TB/reports/direct.focused" "$TB/reports/direct.passed"
+    log "--focus: $(wc -l < "$TB/reports/direct.passed") of the direct passes match"
+  fi
   PADDOCK_FOCUS="$(focus_of_names "$TB/reports/direct.passed")"
 fi
 if [ "$MODE" != direct ]; then

@@ -194,8 +194,10 @@ fn builtin_policy(group: &str, resource: &str, scope: Scope) -> Policy {
             | "selfsubjectrulesreviews",
         )
         | ("authentication.k8s.io", "selfsubjectreviews") => TenantOwned,
-        // TokenReview would validate any tenant's (or the platform's) tokens: refused for now.
-        ("authentication.k8s.io", "tokenreviews") => Forbidden,
+        // A TokenReview is asked as the caller's shadow, and its answer authenticates only a
+        // token of the tenant's own: any other token (another tenant's, the platform's) is
+        // answered `authenticated: false` (rules/reviews.rs `token_review_status_down`).
+        ("authentication.k8s.io", "tokenreviews") => TenantOwned,
         // Platform objects a tenant may read.
         ("", "nodes")
         | ("storage.k8s.io", "storageclasses" | "csidrivers" | "csinodes")
@@ -688,7 +690,10 @@ pub(crate) mod tests {
             p("certificates.k8s.io", "certificatesigningrequests"),
             Some(Forbidden)
         );
-        assert_eq!(p("authentication.k8s.io", "tokenreviews"), Some(Forbidden));
+        assert_eq!(
+            p("authentication.k8s.io", "tokenreviews"),
+            Some(TenantOwned)
+        );
         assert_eq!(
             p("authorization.k8s.io", "selfsubjectaccessreviews"),
             Some(TenantOwned)

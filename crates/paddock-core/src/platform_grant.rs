@@ -29,14 +29,23 @@ pub const GRANTABLE: &[(&str, &str)] = &[
     ("storage.k8s.io", "csidrivers"),
     ("storage.k8s.io", "volumeattachments"),
     ("node.k8s.io", "runtimeclasses"),
+    // Riskier still (docs/security.md "Platform grants"): an approved CSR for a real signer
+    // mints a real upstream credential, a tenant writing Nodes can register, taint, cordon or
+    // delete the nodes every tenant's pods run on, and a PriorityClass decides whose pods are
+    // preempted.
+    ("certificates.k8s.io", "certificatesigningrequests"),
+    ("", "nodes"),
+    ("scheduling.k8s.io", "priorityclasses"),
 ];
 
 /// Every tenant's granted (upstream group, resource) pairs, by tenant id.
 pub type Grants = HashMap<String, BTreeSet<(String, String)>>;
 
 /// `ingressclasses.networking.k8s.io` -> ("networking.k8s.io", "ingressclasses"), if grantable.
+/// A core kind is written with an empty group, as RBAC and admission name it: `nodes.`; plain
+/// `nodes` is accepted too.
 pub fn parse_kind(s: &str) -> Option<(String, String)> {
-    let (resource, group) = s.split_once('.')?;
+    let (resource, group) = s.split_once('.').unwrap_or((s, ""));
     GRANTABLE
         .iter()
         .find(|(g, r)| *g == group && *r == resource)
@@ -74,15 +83,29 @@ pub fn grant_role(t: &TenantId, granted: &BTreeSet<(String, String)>) -> Option<
     if granted.is_empty() {
         return None;
     }
-    let rules: Vec<Value> = granted
-        .iter()
-        .map(|(g, r)| json!({"apiGroups": [g], "resources": [r, format!("{r}/status")], "verbs": ["*"]}))
-        .collect();
+    let rules: Vec<Value> = granted.iter().flat_map(|(g, r)| kind_rules(g, r)).collect();
     Some(json!({
         "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
         "metadata": {"name": grant_role_name(t), "labels": {"paddock.io/managed-for": t.as_str()}},
         "rules": rules,
     }))
+}
+
+/// The upstream RBAC rules of one granted kind: every verb on it and its status; a CSR's
+/// `approval` too, and the right to approve and sign for every signer, which the apiserver's
+/// CertificateApproval and CertificateSigning admission checks per signer name.
+fn kind_rules(g: &str, r: &str) -> Vec<Value> {
+    let mut resources = vec![r.to_owned(), format!("{r}/status")];
+    let mut extra = Vec::new();
+    if (g, r) == ("certificates.k8s.io", "certificatesigningrequests") {
+        resources.push(format!("{r}/approval"));
+        extra.push(
+            json!({"apiGroups": [g], "resources": ["signers"], "verbs": ["approve", "sign"]}),
+        );
+    }
+    let mut rules = vec![json!({"apiGroups": [g], "resources": resources, "verbs": ["*"]})];
+    rules.extend(extra);
+    rules
 }
 
 /// The upstream group paddock asserts, beside the caller's own, on a request of a granted
@@ -135,13 +158,24 @@ mod tests {
             "ingressclasses",
             "clusterroles.rbac.authorization.k8s.io",
             "namespaces.",
+            "namespaces",
             "nodes.core",
+            "signers.certificates.k8s.io",
             "tokenreviews.authentication.k8s.io",
             "INGRESSCLASSES.networking.k8s.io",
         ] {
             assert_eq!(parse_kind(bad), None, "{bad}");
         }
         assert!(validate(&["storageclasses.storage.k8s.io".into()]).is_ok());
+        assert_eq!(parse_kind("nodes."), Some(("".into(), "nodes".into())));
+        assert_eq!(parse_kind("nodes"), Some(("".into(), "nodes".into())));
+        assert_eq!(
+            parse_kind("certificatesigningrequests.certificates.k8s.io"),
+            Some((
+                "certificates.k8s.io".into(),
+                "certificatesigningrequests".into()
+            ))
+        );
         let e = validate(&["clusterroles.rbac.authorization.k8s.io".into()]).unwrap_err();
         assert!(e.contains("cannot be granted") && e.contains("ingressclasses.networking.k8s.io"));
     }
@@ -159,6 +193,29 @@ mod tests {
             role["rules"][0]["resources"],
             json!(["runtimeclasses", "runtimeclasses/status"])
         );
+        // A CSR grant: the approval subresource and the signers it must approve and sign for.
+        let role = grant_role(
+            &t,
+            &granted(&["certificatesigningrequests.certificates.k8s.io".into()]),
+        )
+        .unwrap();
+        assert_eq!(
+            role["rules"][0]["resources"],
+            json!([
+                "certificatesigningrequests",
+                "certificatesigningrequests/status",
+                "certificatesigningrequests/approval"
+            ])
+        );
+        assert_eq!(role["rules"][1]["resources"], json!(["signers"]));
+        assert_eq!(role["rules"][1]["verbs"], json!(["approve", "sign"]));
+        let role = grant_role(&t, &granted(&["nodes.".into()])).unwrap();
+        assert_eq!(role["rules"][0]["apiGroups"], json!([""]));
+        assert_eq!(
+            role["rules"][0]["resources"],
+            json!(["nodes", "nodes/status"])
+        );
+        assert!(guard_exemption().contains("'nodes.'"));
         let b = grant_binding(&t);
         assert_eq!(b["subjects"][0]["name"], "paddock:platform-grant:foofoo");
         assert!(guard_exemption().contains("'ingressclasses.networking.k8s.io'"));

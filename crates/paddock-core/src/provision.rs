@@ -113,7 +113,10 @@ pub fn cluster_scope_role() -> Value {
             {"apiGroups": ["authorization.k8s.io"], "resources": ["selfsubjectaccessreviews", "selfsubjectrulesreviews"], "verbs": ["create"]},
             // A tenant admin's SubjectAccessReview (about a tenant identity: paddock-core maps
             // its user and groups into the tenant) is asked as the admin's shadow.
-            {"apiGroups": ["authorization.k8s.io"], "resources": ["subjectaccessreviews"], "verbs": ["create"]}
+            {"apiGroups": ["authorization.k8s.io"], "resources": ["subjectaccessreviews"], "verbs": ["create"]},
+            // A tenant admin's TokenReview, asked as the admin's shadow: the answer is confined
+            // to the tenant's own tokens on the way down (rules/reviews.rs).
+            {"apiGroups": ["authentication.k8s.io"], "resources": ["tokenreviews"], "verbs": ["create"]}
         ]
     })
 }

@@ -27,6 +27,84 @@ fn runtime_class(name: &str) -> String {
     )
 }
 
+/// An unschedulable Node with no kubelet behind it, as the conformance Node lifecycle test makes.
+fn fake_node(name: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: Node\nmetadata: {{name: {name}}}\nspec: {{unschedulable: true}}\n"
+    )
+}
+
+/// A CSR for a signer of the test's own (nothing signs it), as the conformance CSR test makes.
+fn csr(name: &str) -> Result<String> {
+    use base64::Engine as _;
+    let key = rcgen::KeyPair::generate()?;
+    let mut params = rcgen::CertificateParams::new(vec!["e2e.example.com".to_owned()])?;
+    params
+        .distinguished_name
+        .push(rcgen::DnType::CommonName, "e2e.example.com");
+    let pem = params.serialize_request(&key)?.pem()?;
+    let request = base64::engine::general_purpose::STANDARD.encode(pem);
+    Ok(format!(
+        "apiVersion: certificates.k8s.io/v1\nkind: CertificateSigningRequest\nmetadata: {{name: {name}}}\nspec: {{request: {request}, signerName: example.com/e2e, usages: [digital signature, server auth]}}\n"
+    ))
+}
+
+/// The riskiest grants (docs/security.md "Platform grants"): Nodes and CSRs. The granted
+/// tenant's admin creates, labels and deletes a fake Node and creates, approves and deletes a
+/// CSR, as the conformance tests do (directly first); the other tenant is refused both. The
+/// failed checks, each (what, detail).
+fn nodes_and_csrs(up: &Kubectl, kg: &Kubectl, kp: &Kubectl) -> Result<Vec<(String, String)>> {
+    let mut failed = Vec::new();
+    let mut expect = |what: &str, ok: bool, r: &std::result::Result<String, String>| {
+        if !ok {
+            failed.push((what.to_owned(), format!("{r:?}")));
+        }
+    };
+    let refused =
+        |r: &std::result::Result<String, String>, why: &str| matches!(r, Err(e) if e.contains(why));
+    for (who, k, n) in [("direct", up, "direct"), ("granted", kg, "granted")] {
+        let node = format!("{n}-node");
+        let r = step(k, &["create", "-f", "-"], Some(&fake_node(&node)))?;
+        expect(&format!("{who}: create a Node"), r.is_ok(), &r);
+        let r = step(k, &["label", "node", &node, "team=platform"], None)?;
+        expect(&format!("{who}: label the Node"), r.is_ok(), &r);
+        let name = format!("{n}-csr");
+        let r = step(k, &["create", "-f", "-"], Some(&csr(&name)?))?;
+        expect(&format!("{who}: create a CSR"), r.is_ok(), &r);
+        let r = step(k, &["certificate", "approve", &name], None)?;
+        expect(&format!("{who}: approve the CSR"), r.is_ok(), &r);
+        if who == "granted" {
+            let r = step(kp, &["create", "-f", "-"], Some(&fake_node("plain-node")))?;
+            expect(
+                "other tenant: create a Node refused",
+                refused(&r, "shared read-only"),
+                &r,
+            );
+            let r = step(
+                kp,
+                &["label", "node", &node, "team=other", "--overwrite"],
+                None,
+            )?;
+            expect(
+                "other tenant: label the granted tenant's Node refused",
+                refused(&r, "shared read-only"),
+                &r,
+            );
+            let r = step(kp, &["certificate", "approve", &name], None)?;
+            expect(
+                "other tenant: approve the CSR refused",
+                refused(&r, "orbidden"),
+                &r,
+            );
+        }
+        let r = step(k, &["delete", "node", &node], None)?;
+        expect(&format!("{who}: delete the Node"), r.is_ok(), &r);
+        let r = step(k, &["delete", "csr", &name], None)?;
+        expect(&format!("{who}: delete the CSR"), r.is_ok(), &r);
+    }
+    Ok(failed)
+}
+
 fn storage_class(name: &str) -> String {
     format!(
         "apiVersion: storage.k8s.io/v1\nkind: StorageClass\nmetadata: {{name: {name}}}\nprovisioner: example.com/none\n"
@@ -142,7 +220,7 @@ fn run(cp: &ControlPlane, paddock: &Paddock) -> Result<()> {
         "policy",
         GRANTED,
         "--patch",
-        r#"{"platformKinds":["ingressclasses.networking.k8s.io","runtimeclasses.node.k8s.io"]}"#,
+        r#"{"platformKinds":["ingressclasses.networking.k8s.io","runtimeclasses.node.k8s.io","nodes.","certificatesigningrequests.certificates.k8s.io"]}"#,
     ])?;
     check(
         "the policy shows the grant",
@@ -216,6 +294,9 @@ fn run(cp: &ControlPlane, paddock: &Paddock) -> Result<()> {
         r.is_ok(),
         format!("{r:?}"),
     );
+    for (what, detail) in nodes_and_csrs(&up, &kg, &kp)? {
+        check(&what, false, detail);
+    }
     // Upstream, the rights belong to the grant group, which paddock asserts only on requests of
     // the granted kinds by the tenant's admins: the admins' cluster identity alone has none.
     let can_i = |t: &str, grant_group: bool| -> Result<String> {

@@ -65,7 +65,8 @@ pub enum ExternalNamePolicy {
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct SchedulingPolicy {
     /// Priority classes the tenant's pods may name. Absent: any class whose name does not
-    /// start with `system-`; a list: only those.
+    /// start with `system-`; a list: only those; `["*"]`: every class, the platform's
+    /// `system-cluster-critical` and `system-node-critical` included.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub allowed_priority_classes: Option<Vec<String>>,
     /// Labels every pod of the tenant gets as its `nodeSelector` (the tenant's node pool);

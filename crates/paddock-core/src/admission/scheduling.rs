@@ -130,7 +130,8 @@ fn check_pod(req: &AdmissionRequest, ctx: &TenantContext<'_>) -> Result<(), Stri
     }
     if let Some(pc) = spec["priorityClassName"].as_str().filter(|p| !p.is_empty()) {
         let allowed = match &s.allowed_priority_classes {
-            Some(list) => list.iter().any(|a| a == pc),
+            // `*`: every class, the platform's `system-*` ones included (a platform setting).
+            Some(list) => list.iter().any(|a| a == pc || a == "*"),
             None => !pc.starts_with("system-"),
         };
         if !allowed {

@@ -130,6 +130,20 @@ fn system_priority_classes_and_blanket_tolerations_are_refused() {
     let mut only = p.clone();
     only.scheduling.allowed_priority_classes = Some(vec!["gold".into()]);
     assert!(denied(&run(Phase::Validating, &ok, &only, None)).contains("allowed: gold"));
+    // `*` lifts the default's `system-*` exclusion (a platform setting).
+    let mut every = p.clone();
+    every.scheduling.allowed_priority_classes = Some(vec!["*".into()]);
+    let critical = request(
+        "pods",
+        "",
+        "CREATE",
+        json!({"metadata": {"name": "p"}, "spec": {"priorityClassName": "system-cluster-critical"}}),
+    );
+    assert!(!denied(&run(Phase::Validating, &critical, &p, None)).is_empty());
+    assert_eq!(
+        run(Phase::Validating, &critical, &every, None),
+        Outcome::Allow
+    );
     let blanket = request(
         "pods",
         "",

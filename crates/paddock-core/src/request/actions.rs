@@ -73,6 +73,9 @@ impl Identity {
                 // A SubjectAccessReview is cluster-scoped: only the shadow of an admin (or of
                 // a holder of a tenant ClusterRoleBinding granting it) may create one.
                 "subjectaccessreviews" if authorization => Identity::Shadow,
+                // A TokenReview likewise: only the shadow holds `create tokenreviews`
+                // upstream, so only paddock, which confines the answer, can ask one.
+                "tokenreviews" if !authorization => Identity::Shadow,
                 _ => Identity::Real,
             }
         } else if info.scope == Scope::Cluster {

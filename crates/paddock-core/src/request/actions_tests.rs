@@ -81,6 +81,12 @@ fn identity_real_shadow_or_by_review_body() {
     assert_eq!(planned("POST", sar, None).identity, Identity::Shadow);
     let lsar = "/apis/authorization.k8s.io/v1/namespaces/a/localsubjectaccessreviews";
     assert_eq!(planned("POST", lsar, None).identity, Identity::Real);
+    // A TokenReview as the shadow (only it holds `create tokenreviews` upstream); a
+    // SelfSubjectReview as the caller.
+    let tr = "/apis/authentication.k8s.io/v1/tokenreviews";
+    assert_eq!(planned("POST", tr, None).identity, Identity::Shadow);
+    let ssr = "/apis/authentication.k8s.io/v1/selfsubjectreviews";
+    assert_eq!(planned("POST", ssr, None).identity, Identity::Real);
 }
 
 #[test]

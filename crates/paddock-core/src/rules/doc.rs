@@ -109,7 +109,7 @@ pub fn describe(h: Holds) -> (&'static str, &'static str, &'static str) {
         ),
         Holds::ReviewIdentity { writable: true } => (
             "review identity",
-            "user/groups mapped (`system:authenticated`, and `system:serviceaccounts` for a service account, kept: every such identity carries them); tenant users get their upstream groups and extra; reserved extra 403",
+            "user/groups mapped (`system:authenticated` and `system:serviceaccounts` kept: the platform's bindings to them are what every such identity of the tenant's cluster holds; no tenant binding names them); tenant users get their upstream groups and extra; reserved extra 403",
             "mapped, additions removed",
         ),
         Holds::ReviewIdentity { writable: false } => (
@@ -126,6 +126,11 @@ pub fn describe(h: Holds) -> (&'static str, &'static str, &'static str) {
             "user info",
             "—",
             "user and groups mapped, `paddock:tenant:*` and the extra removed",
+        ),
+        Holds::TokenReviewStatus => (
+            "token review status",
+            "—",
+            "kept (user info mapped) for a token of the tenant's own; any other token is `authenticated: false`",
         ),
         Holds::FreeText => ("free text", "—", "`text_down`"),
         Holds::PriorityLevelRef => (

@@ -16,7 +16,7 @@ mod meta;
 mod policy;
 mod rbac;
 mod refs;
-mod reviews;
+pub(crate) mod reviews;
 mod selectors;
 pub(crate) mod walk;
 

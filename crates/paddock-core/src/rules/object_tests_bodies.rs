@@ -83,16 +83,47 @@ fn access_reviews() {
         v["spec"]["groups"],
         json!(["system:authenticated", "paddock:tenant:foofoo"])
     );
-    let e = up(json!({"apiVersion":"authorization.k8s.io/v1","kind":"SubjectAccessReview","spec":{"user":"alice","groups":["system:serviceaccounts"]}})).unwrap_err();
-    assert_eq!(e.http_code(), 403);
+    // The conformance test's LocalSubjectAccessReview: user `e2e` (not a service account) with
+    // a service account's groups. `system:serviceaccounts` is every service account of the
+    // tenant's cluster: kept as it is (no tenant binding can name it); the namespace's group
+    // is mapped; the user gets the groups every tenant user carries.
+    let v = up(json!({"apiVersion":"authorization.k8s.io/v1","kind":"LocalSubjectAccessReview","metadata":{"namespace":"web"},"spec":{"user":"e2e","groups":["system:authenticated","system:serviceaccounts","system:serviceaccounts:web"],"resourceAttributes":{"namespace":"web","verb":"list","resource":"configmaps"}}})).unwrap();
+    assert_eq!(v["spec"]["user"], "paddock:foofoo:e2e");
+    assert_eq!(
+        v["spec"]["groups"],
+        json!([
+            "system:authenticated",
+            "system:serviceaccounts",
+            "system:serviceaccounts:foofoo-web",
+            "paddock:tenant:foofoo"
+        ])
+    );
+    let v = up(json!({"apiVersion":"authorization.k8s.io/v1","kind":"SubjectAccessReview","spec":{"groups":["system:serviceaccounts"],"resourceAttributes":{"namespace":"web","verb":"get","resource":"secrets"}}})).unwrap();
+    assert_eq!(v["spec"]["groups"], json!(["system:serviceaccounts"]));
+    assert_eq!(v["spec"]["resourceAttributes"]["namespace"], "foofoo-web");
+    // Every other system group stays refused, and so do other tenants' identities.
+    for bad in [
+        "system:nodes",
+        "system:unauthenticated",
+        "system:serviceaccounts:",
+        "paddock:tenant:barbar",
+        "paddock:barbar:dev",
+    ] {
+        let e = up(json!({"apiVersion":"authorization.k8s.io/v1","kind":"SubjectAccessReview","spec":{"user":"alice","groups":[bad]}})).unwrap_err();
+        assert!(matches!(e.http_code(), 400 | 403 | 422), "{bad}: {e:?}");
+    }
+    // Down: the group is shown back as the tenant wrote it.
+    let (_, v) = down(
+        json!({"apiVersion":"authorization.k8s.io/v1","kind":"LocalSubjectAccessReview","metadata":{"namespace":"foofoo-web"},"spec":{"user":"paddock:foofoo:e2e","groups":["system:authenticated","system:serviceaccounts","system:serviceaccounts:foofoo-web","paddock:tenant:foofoo"],"extra":{"paddock.io/tenant":["foofoo"]}},"status":{"allowed":false}}),
+    );
+    assert_eq!(v["spec"]["user"], "e2e");
+    assert_eq!(
+        v["spec"]["groups"],
+        json!(["system:serviceaccounts", "system:serviceaccounts:web"])
+    );
     let e = up(json!({"apiVersion":"authorization.k8s.io/v1","kind":"SubjectAccessReview","spec":{"user":"system:admin"}})).unwrap_err();
     assert_eq!(e.http_code(), 403);
     let e = up(json!({"apiVersion":"authorization.k8s.io/v1","kind":"SubjectAccessReview","spec":{"groups":["system:masters"]}})).unwrap_err();
-    assert_eq!(e.http_code(), 403);
-    let e = up(
-        json!({"apiVersion":"authentication.k8s.io/v1","kind":"TokenReview","spec":{"token":"x"}}),
-    )
-    .unwrap_err();
     assert_eq!(e.http_code(), 403);
 }
 
@@ -402,4 +433,47 @@ fn shared_objects_labelled_for_a_tenant_are_hidden() {
     let (d, _) =
         down(json!({"apiVersion":"v1","kind":"Node","metadata":{"name":"n","labels":{"x":"y"}}}));
     assert_eq!(d, Disposition::Keep);
+}
+
+#[test]
+fn token_reviews_authenticate_only_the_tenants_own_tokens() {
+    use crate::rules::reviews::FOREIGN_TOKEN_ERROR;
+    // Up: the token goes as it is.
+    let r = json!({"apiVersion":"authentication.k8s.io/v1","kind":"TokenReview","metadata":{},"spec":{"token":"abc.def.ghi","audiences":["api"]}});
+    assert_eq!(up(r.clone()).unwrap(), r);
+    // Down, a token of one of the tenant's service accounts: the identity in its names.
+    let (d, v) = down(
+        json!({"apiVersion":"authentication.k8s.io/v1","kind":"TokenReview","metadata":{},"spec":{"token":"t"},
+               "status":{"authenticated":true,"audiences":["api"],"user":{"username":"system:serviceaccount:foofoo-web:robot","uid":"u1",
+               "groups":["system:serviceaccounts","system:serviceaccounts:foofoo-web","system:authenticated"],
+               "extra":{"authentication.kubernetes.io/pod-name":["p"]}}}}),
+    );
+    assert_eq!(d, Disposition::Keep);
+    assert_eq!(
+        v["status"],
+        json!({"authenticated":true,"audiences":["api"],"user":{"username":"system:serviceaccount:web:robot","uid":"u1",
+               "groups":["system:serviceaccounts","system:serviceaccounts:web","system:authenticated"],
+               "extra":{"authentication.kubernetes.io/pod-name":["p"]}}})
+    );
+    // Another tenant's, the platform's, a shadow identity's: not authenticated, nothing shown.
+    for user in [
+        "system:serviceaccount:barbar-web:robot",
+        "system:serviceaccount:kube-system:default",
+        "system:admin",
+        "paddock:barbar:alice",
+        "paddock:cluster:foofoo:paddock:foofoo:admin",
+    ] {
+        let (d, v) = down(
+            json!({"apiVersion":"authentication.k8s.io/v1","kind":"TokenReview","metadata":{},
+            "status":{"authenticated":true,"audiences":["api"],"user":{"username":user,"groups":["system:masters"]}}}),
+        );
+        assert_eq!(d, Disposition::Keep);
+        assert_eq!(v["status"], json!({"error": FOREIGN_TOKEN_ERROR}), "{user}");
+    }
+    // An invalid token: upstream's error (which may name platform objects) is not shown.
+    let (_, v) = down(
+        json!({"apiVersion":"authentication.k8s.io/v1","kind":"TokenReview","metadata":{},
+        "status":{"error":"serviceaccounts \"plat-sa\" not found"}}),
+    );
+    assert_eq!(v["status"], json!({"error": FOREIGN_TOKEN_ERROR}));
 }

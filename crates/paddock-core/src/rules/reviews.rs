@@ -65,28 +65,37 @@ pub(crate) fn resource_attributes_down(ctx: &TenantContext, ra: &mut Value) {
     }
 }
 
+/// Groups a (Local)SubjectAccessReview may name as they are, whoever the user is.
+///
+/// `system:authenticated` is every caller's. `system:serviceaccounts` is, in the tenant's
+/// cluster, every service account of that cluster: a tenant cannot bind it (RBAC subjects
+/// refuse it, `map_group_up`), so the only rights it carries are the platform's bindings to
+/// it, which every service account of every tenant really holds upstream (paddock
+/// impersonates tenant service accounts with it). Asked as it is, it answers exactly what a
+/// tenant service account gets through it, and it can reveal nothing of another tenant: no
+/// tenant binding names it, and the review's namespace and other subjects are the tenant's.
+/// The conformance SubjectReview test asks a LocalSubjectAccessReview for user `e2e` with the
+/// groups of a service account, this one among them.
+pub(crate) fn universal_review_group(g: &str) -> bool {
+    g == "system:authenticated" || g == "system:serviceaccounts"
+}
+
 /// The user, groups and extra of a (Local)SubjectAccessReview's spec.
 pub(crate) fn identity_up(t: &TenantId, spec: &mut Value) -> Result<(), TranslateError> {
     let Value::Object(spec) = spec else {
         return Ok(());
     };
     let mut tenant_user = false;
-    let mut service_account = false;
     if let Some(Value::String(u)) = spec.get_mut("user") {
-        service_account = u.starts_with("system:serviceaccount:");
-        tenant_user = !service_account;
+        tenant_user = !u.starts_with("system:serviceaccount:");
         *u = map_user_up(t, u)?;
     }
     if let Some(Value::Array(gs)) = spec.get_mut("groups") {
         for g in gs.iter_mut() {
             if let Value::String(s) = g {
-                // Groups every tenant identity (every service account) really carries upstream,
-                // as `kubectl --as-group` accepts them (impersonate.rs): asking with them asks
-                // about the identity as it is. Alone, without a user, the second would ask about
-                // every service account of the cluster.
-                let universal = s == "system:authenticated"
-                    || (service_account && s == "system:serviceaccounts");
-                if !universal {
+                // Groups every tenant identity (every service account) really carries upstream:
+                // asking with them asks about the identity as it is (`universal_review_group`).
+                if !universal_review_group(s) {
                     *s = map_group_up(t, s)?;
                 }
             }
@@ -127,7 +136,15 @@ pub(crate) fn identity_down(t: &TenantId, spec: &mut Value) {
         *u = map_user_down(t, u).unwrap_or_else(|| REDACTED.to_owned());
     }
     if let Some(gs) = spec.get_mut("groups") {
-        map_or_drop(gs, &|s| map_group_down(t, s));
+        // `system:serviceaccounts` went up as it is (`identity_up`); `system:authenticated`
+        // may have been added there, so it is not shown back.
+        map_or_drop(gs, &|s| {
+            if s == "system:serviceaccounts" {
+                Some(s.to_owned())
+            } else {
+                map_group_down(t, s)
+            }
+        });
     }
     let mut drop_extra = false;
     if let Some(Value::Object(extra)) = spec.get_mut("extra") {
@@ -199,4 +216,39 @@ fn map_or_drop(list: &mut Value, f: &dyn Fn(&str) -> Option<String>) {
             _ => false,
         });
     }
+}
+
+/// The error of a TokenReview answered `authenticated: false` because the token is not one of
+/// the tenant's cluster (it may be another tenant's or the platform's: the answer says no more
+/// than a cluster says of a token it did not issue).
+pub const FOREIGN_TOKEN_ERROR: &str = "invalid bearer token: not a credential of this cluster (paddock: only tokens of this cluster's own service accounts are reviewed)";
+
+/// A TokenReview's `status` (JSON, or lifted from protobuf with `authenticated` as 0/1): a
+/// token that authenticates upstream as one of the tenant's own identities (a service account
+/// in one of its namespaces) keeps its answer, the user info mapped into the tenant's names.
+/// Any other answer becomes `authenticated: false` with no user and paddock's error: a tenant
+/// learns nothing about another tenant's or the platform's tokens, not even that they are
+/// valid.
+pub(crate) fn token_review_status_down(t: &TenantId, status: &mut Value) {
+    let Value::Object(st) = status else { return };
+    let authenticated = st
+        .get("authenticated")
+        .is_some_and(|a| a.as_bool() == Some(true) || a.as_i64() == Some(1));
+    let own = st
+        .get("user")
+        .and_then(|u| u.get("username"))
+        .and_then(Value::as_str)
+        .is_some_and(|u| map_user_down(t, u).is_some());
+    if authenticated && own {
+        if let Some(ui) = st.get_mut("user") {
+            user_info_down(t, ui);
+        }
+        return;
+    }
+    // Absent fields are false and empty, in JSON and in protobuf alike. Upstream's own error
+    // is replaced too: it may name a platform service account ("... has been deleted").
+    st.shift_remove("authenticated");
+    st.shift_remove("user");
+    st.shift_remove("audiences");
+    st.insert("error".into(), Value::String(FOREIGN_TOKEN_ERROR.into()));
 }

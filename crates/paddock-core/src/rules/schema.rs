@@ -76,6 +76,9 @@ pub enum Holds {
     RulesReviewStatus,
     /// An authentication UserInfo (down only).
     UserInfo,
+    /// A TokenReview's status (down only): kept for a token of the tenant's own (mapped into
+    /// its names), `authenticated: false` for any other (rules/reviews.rs).
+    TokenReviewStatus,
     /// Free text that may name upstream objects (down only, through `text_down`).
     FreeText,
     /// A FlowSchema's `priorityLevelConfiguration.name`: a tenant level, prefixed.

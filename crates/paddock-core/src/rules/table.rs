@@ -601,6 +601,11 @@ pub const KINDS: &[KindRules] = &[
     ),
     kind(
         "authentication.k8s.io",
+        "TokenReview",
+        &[f(&[one("status", &[3])], Holds::TokenReviewStatus)],
+    ),
+    kind(
+        "authentication.k8s.io",
         "SelfSubjectReview",
         &[f(
             &[one("status", &[2]), one("userInfo", &[1])],

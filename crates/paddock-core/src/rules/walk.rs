@@ -153,7 +153,9 @@ fn holds_up(
             }
         }
         // Shown to the tenant only: what a tenant writes there the apiserver ignores.
-        Holds::RulesReviewStatus | Holds::UserInfo | Holds::FreeText => Ok(()),
+        Holds::RulesReviewStatus | Holds::UserInfo | Holds::TokenReviewStatus | Holds::FreeText => {
+            Ok(())
+        }
         Holds::Embed(s) => each(v, &mut |e| fields_up(ctx, e, s.fields, mode)),
     }
 }
@@ -224,6 +226,7 @@ fn holds_down(
         Holds::ReviewIdentity { .. } => reviews::identity_down(t, v),
         Holds::RulesReviewStatus => reviews::rules_review_status_down(ctx, v),
         Holds::UserInfo => reviews::user_info_down(t, v),
+        Holds::TokenReviewStatus => reviews::token_review_status_down(t, v),
         Holds::FreeText => {
             if let Value::String(s) = v {
                 *s = text::text_down(ctx, s);

@@ -172,6 +172,13 @@ const USER_INFO: &[F] = &[
     F(3, "groups", Ty::RepStr),
     F(4, "extra", Ty::ExtraMap),
 ];
+// authentication/v1 TokenReviewStatus (`authenticated` is a bool: a varint, lifted as 0 or 1).
+const TOKEN_REVIEW_STATUS: &[F] = &[
+    F(1, "authenticated", Ty::Int),
+    F(2, "user", Ty::Msg(USER_INFO)),
+    F(3, "error", Ty::Str),
+    F(4, "audiences", Ty::RepStr),
+];
 
 fn nodes(fs: &[F]) -> Vec<Node> {
     fs.iter()
@@ -222,6 +229,7 @@ fn leaf(h: Holds) -> Shape {
         Holds::ResourceAttributes => msg(RESOURCE_ATTRIBUTES),
         Holds::ReviewIdentity { .. } => msg(REVIEW_IDENTITY),
         Holds::UserInfo => msg(USER_INFO),
+        Holds::TokenReviewStatus => msg(TOKEN_REVIEW_STATUS),
         Holds::Embed(s) => Shape::Msg(tree(s.fields, &[])),
     }
 }

@@ -346,3 +346,62 @@ fn protobuf_tenant_label_refused() {
         403
     );
 }
+
+#[test]
+fn protobuf_token_review_status() {
+    use crate::rules::reviews::FOREIGN_TOKEN_ERROR;
+    let varint = |num: u32, x: u64| Field {
+        num,
+        val: Wire::Varint(x),
+    };
+    let review = |user: &str| {
+        envelope(
+            "authentication.k8s.io/v1",
+            "TokenReview",
+            vec![
+                m(1, vec![]),
+                m(2, vec![s(1, "tok")]),
+                m(
+                    3,
+                    vec![
+                        varint(1, 1),
+                        m(
+                            2,
+                            vec![
+                                s(1, user),
+                                s(2, "uid-1"),
+                                s(3, "system:serviceaccounts"),
+                                s(3, "system:serviceaccounts:foofoo-web"),
+                            ],
+                        ),
+                        s(4, "api"),
+                    ],
+                ),
+            ],
+        )
+    };
+    let c = ctx();
+    let own = protobuf_down(&c, None, &review("system:serviceaccount:foofoo-web:robot"))
+        .unwrap()
+        .expect("kept");
+    let status = sub(&raw_of(&own), 3);
+    assert!(
+        status
+            .iter()
+            .any(|f| f.num == 1 && f.val == Wire::Varint(1))
+    );
+    let user = sub(&status, 2);
+    assert_eq!(strs(&user, 1), vec!["system:serviceaccount:web:robot"]);
+    assert_eq!(strs(&user, 2), vec!["uid-1"]);
+    assert_eq!(
+        strs(&user, 3),
+        vec!["system:serviceaccounts", "system:serviceaccounts:web"]
+    );
+    assert_eq!(strs(&status, 4), vec!["api"]);
+    let other = protobuf_down(&c, None, &review("system:serviceaccount:barbar-web:robot"))
+        .unwrap()
+        .expect("kept");
+    let status = sub(&raw_of(&other), 3);
+    assert!(status.iter().all(|f| f.num == 3), "{status:?}");
+    assert_eq!(strs(&status, 3), vec![FOREIGN_TOKEN_ERROR]);
+}

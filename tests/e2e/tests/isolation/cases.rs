@@ -273,6 +273,16 @@ pub(crate) fn cases() -> Vec<Case> {
             .attack(step_in(A, "create --validate=false -o jsonpath={.status.allowed} -f -", SAR_VICTIM_SA), OkWithout("true"))
             .control(step_in(A, "create --validate=false -o jsonpath={.status.allowed} -f -", SAR_OWN_SA), OkWith("true"))
             .bypass(step_in(Bypass, "create --validate=false -o yaml -f -", SAR_VICTIM_SA)),
+        // `system:serviceaccounts` is asked as it is (every service account of the tenant's
+        // cluster; no tenant can bind it); the victim's namespace group beside it is still
+        // mapped into the attacker's names. The victim binds its namespace's service accounts,
+        // so a group passed through unmapped would answer "true".
+        case("sar-all-serviceaccounts", "SAR / can-i", "SubjectAccessReview with group system:serviceaccounts and the victim's namespace group")
+            .setup(step(B, "create rolebinding b-sa-group-view -n vault-ns --clusterrole=view --group=system:serviceaccounts:vault-ns"))
+            .setup(step(A, "create rolebinding a-sa-group-view -n web --clusterrole=view --group=system:serviceaccounts:web"))
+            .attack(step_in(A, "create --validate=false -o jsonpath={.status.allowed} -f -", SAR_ALL_SA_VICTIM), OkWithout("true"))
+            .control(step_in(A, "create --validate=false -o jsonpath={.status.allowed} -f -", LSAR_ALL_SA_OWN), OkWith("true"))
+            .bypass(step_in(Bypass, "create --validate=false -o yaml -f -", SAR_ALL_SA_VICTIM)),
         case("can-i-nodes", "MTB-PL1-CC-CPI-1", "kubectl auth can-i update nodes")
             .attack(step(A, "auth can-i update nodes"), Refused)
             .control(step(A, "auth can-i list namespaces"), OkWith("yes")),
@@ -447,6 +457,66 @@ pub(crate) fn cases() -> Vec<Case> {
     ];
     v.extend(admission_policy_cases());
     v.extend(flowcontrol_cases());
+    v.retain(|c| selected(c.id));
+    v
+}
+
+/// TokenReview (issue 13): a tenant's review authenticates only its own service accounts'
+/// tokens; another tenant's or the platform's valid token is `authenticated: false` and names
+/// no one. The tokens are minted upstream when the world is built, so these cases are built
+/// then. The bypass: the tenant identity straight at the apiserver holds no `create
+/// tokenreviews` (only its shadow does, which only paddock asserts).
+pub(crate) fn token_review_cases(a_token: &str, b_token: &str, plat_token: &str) -> Vec<Case> {
+    use Expect::*;
+    use Who::*;
+    let review = |tok: &str| {
+        format!(
+            "apiVersion: authentication.k8s.io/v1\nkind: TokenReview\nspec: {{token: '{tok}'}}\n"
+        )
+    };
+    let own = review(a_token);
+    let mut v = vec![
+        case(
+            "tokenreview-victim-sa",
+            "TokenReview",
+            "TokenReview of the victim's service-account token",
+        )
+        .attack(
+            step_in(A, "create --validate=false -o yaml -f -", &review(b_token)),
+            OkWithout("authenticated: true"),
+        )
+        .control(
+            step_in(A, "create --validate=false -o yaml -f -", &own),
+            OkWith("username: system:serviceaccount:web:robot"),
+        )
+        .bypass(step_in(
+            Bypass,
+            "create --validate=false -o yaml -f -",
+            &review(b_token),
+        )),
+        case(
+            "tokenreview-platform-sa",
+            "TokenReview",
+            "TokenReview of a platform service account's token",
+        )
+        .attack(
+            step_in(
+                A,
+                "create --validate=false -o yaml -f -",
+                &review(plat_token),
+            ),
+            OkWithout("authenticated: true"),
+        )
+        .control(
+            step_in(A, "create --validate=false -o yaml -f -", &own),
+            OkWith("authenticated: true"),
+        )
+        .bypass(step_in(
+            ASaDirect,
+            "create --validate=false -o yaml -f -",
+            &review(plat_token),
+        )),
+    ];
     v.retain(|c| selected(c.id));
     v
 }

@@ -41,6 +41,12 @@ pub(crate) const AGG_ALL_UP: &str = "apiVersion: rbac.authorization.k8s.io/v1\nk
 pub(crate) const SAR_OWN_SA: &str = "apiVersion: authorization.k8s.io/v1\nkind: SubjectAccessReview\nspec: {user: 'system:serviceaccount:web:robot', resourceAttributes: {namespace: web, verb: get, resource: secrets}}\n";
 /// Through paddock the names map into the attacker's tenant; in the bypass they are upstream names.
 pub(crate) const SAR_VICTIM_SA: &str = "apiVersion: authorization.k8s.io/v1\nkind: SubjectAccessReview\nspec: {user: 'system:serviceaccount:bravoo-vault-ns:b-sa', resourceAttributes: {namespace: bravoo-vault-ns, verb: get, resource: secrets}}\n";
+/// The conformance SubjectReview shape (a user with a service account's groups), in the
+/// attacker's namespace, whose service accounts `a-sa-group-view` lets view.
+pub(crate) const LSAR_ALL_SA_OWN: &str = "apiVersion: authorization.k8s.io/v1\nkind: LocalSubjectAccessReview\nmetadata: {namespace: web}\nspec: {user: e2e, groups: ['system:authenticated', 'system:serviceaccounts', 'system:serviceaccounts:web'], resourceAttributes: {namespace: web, verb: list, resource: configmaps}}\n";
+/// The same about the victim's namespace (upstream names), whose service accounts the victim
+/// lets view (`b-sa-group-view`).
+pub(crate) const SAR_ALL_SA_VICTIM: &str = "apiVersion: authorization.k8s.io/v1\nkind: SubjectAccessReview\nspec: {user: e2e, groups: ['system:serviceaccounts', 'system:serviceaccounts:bravoo-vault-ns'], resourceAttributes: {namespace: bravoo-vault-ns, verb: list, resource: configmaps}}\n";
 pub(crate) const SAR_OTHER: &str = "apiVersion: authorization.k8s.io/v1\nkind: SubjectAccessReview\nspec: {user: 'paddock:bravoo:admin', resourceAttributes: {namespace: vault-ns, verb: get, resource: secrets}}\n";
 
 pub(crate) const PLATFORM: &str = r#"
