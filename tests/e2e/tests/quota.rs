@@ -97,15 +97,30 @@ fn tenant_quota_api_view_and_namespace_count() -> Result<()> {
         q["status"]["hard"]["requests.cpu"] == "2" && q["status"]["hard"]["pods"] == "10",
         "{q}"
     );
-    // The usage report (docs/metering.md) carries the same hard and used figures.
-    let usage: Value = serde_json::from_str(&p.cli(&["tenant", "usage", "qtaone", "-o", "json"])?)?;
-    ensure!(
-        usage["quota"]["hard"] == q["status"]["hard"]
-            && usage["quota"]["used"] == q["status"]["used"],
-        "usage report quota {} vs TenantQuota {}",
-        usage["quota"],
-        q["status"]
-    );
+    // The usage report (docs/metering.md) carries the same hard and used figures. The
+    // recount (every 1 s here) may change `used` between two reads while the controllers
+    // write the new namespaces' root CA ConfigMaps, so the figures are compared when the
+    // TenantQuota read before and after the report agree (a steady moment), within a bound.
+    let mut last = String::new();
+    within(
+        Duration::from_secs(60),
+        "usage report = TenantQuota",
+        || {
+            let cli_json =
+                |args: &[&str]| -> Result<Value> { Ok(serde_json::from_str(&p.cli(args)?)?) };
+            let before = cli_json(&["tenant", "quota", "get", "qtaone", "-o", "json"])?;
+            let usage = cli_json(&["tenant", "usage", "qtaone", "-o", "json"])?;
+            let after = cli_json(&["tenant", "quota", "get", "qtaone", "-o", "json"])?;
+            last = format!(
+                "usage report quota {} vs TenantQuota {}",
+                usage["quota"], after["status"]
+            );
+            Ok(before["status"] == after["status"]
+                && usage["quota"]["hard"] == after["status"]["hard"]
+                && usage["quota"]["used"] == after["status"]["used"])
+        },
+    )
+    .with_context(|| last.clone())?;
 
     // --- tenant: discovery, get, describe ---
     let resources = k.run(&["api-resources", "--api-group=paddock.io"])?;
