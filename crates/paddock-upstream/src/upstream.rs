@@ -407,18 +407,23 @@ enum Versions {
     H2,
 }
 
+/// The TLS client configuration for the upstream, with no ALPN: hyper-rustls sets it from the
+/// enabled HTTP versions, and the h2 dialer sets its own.
+fn upstream_tls(cred: &UpstreamCredential) -> Result<rustls::ClientConfig, ServerError> {
+    paddock_pki::upstream_client_config(
+        &cred.ca_pem,
+        cred.client_cert_pem.as_deref(),
+        cred.client_key_pem.as_deref(),
+        Vec::new(),
+    )
+    .map_err(|e| ServerError::Config(format!("upstream TLS: {e}")))
+}
+
 fn connector(
     cred: &UpstreamCredential,
     versions: Versions,
 ) -> Result<HttpsConnector<HttpConnector>, ServerError> {
-    let tls = paddock_pki::upstream_client_config(
-        &cred.ca_pem,
-        cred.client_cert_pem.as_deref(),
-        cred.client_key_pem.as_deref(),
-        // hyper-rustls sets ALPN itself from the enabled HTTP versions.
-        Vec::new(),
-    )
-    .map_err(|e| ServerError::Config(format!("upstream TLS: {e}")))?;
+    let tls = upstream_tls(cred)?;
     let mut http = HttpConnector::new();
     http.enforce_http(false);
     http.set_nodelay(true);
@@ -442,13 +447,7 @@ impl Upstream {
             .timer(hyper_util::rt::TokioTimer::new())
             .build(connector(&cred, Versions::H1)?);
         let watches = Arc::new(WatchPool::new(connector(&cred, Versions::H2)?));
-        let short_tls = paddock_pki::upstream_client_config(
-            &cred.ca_pem,
-            cred.client_cert_pem.as_deref(),
-            cred.client_key_pem.as_deref(),
-            Vec::new(),
-        )
-        .map_err(|e| ServerError::Config(format!("upstream TLS: {e}")))?;
+        let short_tls = upstream_tls(&cred)?;
         let short = Arc::new(crate::short_set::ShortSet::new(
             crate::h2_conn::Dialer::new(&cred.server, short_tls)?,
             Client::builder(TokioExecutor::new())
