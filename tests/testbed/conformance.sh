@@ -230,8 +230,10 @@ start_paddock() {
   [ ${#ADMISSION_ARGS[@]} -gt 0 ] || patch='{'
   if [ "$FULL" = 1 ]; then
     [ "$patch" = '{' ] || patch="$patch,"
-    # and every priority class (SchedulerPreemption's critical pod names system-cluster-critical)
-    patch="$patch\"platformKinds\":[$PLATFORM_KINDS],\"scheduling\":{\"allowedPriorityClasses\":[\"*\"]}"
+    # and every priority class (SchedulerPreemption's critical pod names system-cluster-critical),
+    # and namespaces labelled privileged (SchedulerPredicates' hostPort pods; docs/security.md
+    # "Pod security")
+    patch="$patch\"platformKinds\":[$PLATFORM_KINDS],\"scheduling\":{\"allowedPriorityClasses\":[\"*\"]},\"podSecurity\":\"privileged\""
   fi
   patch="$patch}"
   if [ "$patch" != '{}' ]; then

@@ -40,12 +40,23 @@ pub const NAMESPACE_ADMIN_BINDING: &str = "paddock-tenant-admins";
 pub const NAMESPACE_NETWORK_POLICY: &str = "paddock-tenant-isolation";
 /// Name of the ResourceQuota paddock keeps in each tenant namespace (MTB FNS-2, HI NodePort).
 pub const NAMESPACE_QUOTA: &str = "paddock-tenant-limits";
-/// The pod-security level enforced on every tenant namespace (a locked label).
+/// The pod-security level stamped on a tenant namespace that asks for none (a locked label).
+/// A tenant's policy may raise it (`restricted`) or let the tenant's namespaces choose
+/// `privileged` (crate::admission::policy::PodSecurityLevel).
 pub const POD_SECURITY_LEVEL: &str = "baseline";
-/// Levels a tenant namespace may carry: the platform's, or stricter.
-pub const PERMITTED_POD_SECURITY_LEVELS: &[&str] = &[POD_SECURITY_LEVEL, "restricted"];
 /// The pod-security enforce label.
 pub const PSA_ENFORCE_LABEL: &str = "pod-security.kubernetes.io/enforce";
+
+/// Whether the reconciler keeps a tenant namespace's enforce label as it is: any known level,
+/// `privileged` included. Who may write which level is decided where the label is written: the
+/// request path's lock and the admission guard (a tenant's policy), and a policy change raises
+/// the namespaces below the new level. A namespace without the label, or with an unknown
+/// value, is set up with [`POD_SECURITY_LEVEL`].
+pub fn keeps_namespace_level(label: Option<&str>) -> bool {
+    label
+        .and_then(crate::admission::policy::PodSecurityLevel::parse)
+        .is_some()
+}
 /// Tenant ids refused because their identities would collide with paddock's own
 /// (`paddock:tenant:<tid>` is the tenant marker group).
 pub const RESERVED_TENANT_IDS: &[&str] = &["tenant"];
@@ -173,10 +184,14 @@ pub fn guard_policies(admission_webhook: bool) -> Vec<(String, Value)> {
     // protobuf): paddock sets it before the tenant gets any right inside the namespace (the
     // admins' RoleBinding is written after the label). Any other value, and any later change
     // or removal, is refused, except a stricter level (`restricted`), which only limits the
-    // tenant further (the e2e framework labels its test namespaces that way).
+    // tenant further (the e2e framework labels its test namespaces that way), and
+    // `privileged` on a request carrying the tenant's own privileged group, which paddock
+    // asserts only for a tenant whose policy allows it (`podSecurity: privileged`).
+    let privileged_group = crate::admission::podsecurity::PRIVILEGED_GROUP_PREFIX;
     let psa = format!(
         "((request.operation == 'CREATE' && !('{PSA_ENFORCE_LABEL}' in variables.newLabels)) || \
-           ('{PSA_ENFORCE_LABEL}' in variables.newLabels && variables.newLabels['{PSA_ENFORCE_LABEL}'] in ['{POD_SECURITY_LEVEL}', 'restricted'])) && \
+           ('{PSA_ENFORCE_LABEL}' in variables.newLabels && (variables.newLabels['{PSA_ENFORCE_LABEL}'] in ['{POD_SECURITY_LEVEL}', 'restricted'] || \
+             (variables.newLabels['{PSA_ENFORCE_LABEL}'] == 'privileged' && ('{privileged_group}' + variables.tid) in request.userInfo.groups)))) && \
           (!('{PSA_ENFORCE_LABEL}-version' in variables.newLabels) || variables.newLabels['{PSA_ENFORCE_LABEL}-version'] == 'latest')"
     );
     let tid_vars = guard_tid_vars();
@@ -233,7 +248,7 @@ pub fn guard_policies(admission_webhook: bool) -> Vec<(String, Value)> {
         {
             let mut v = vec![json!(
             {"expression": psa,
-             "message": "paddock: the pod-security.kubernetes.io/enforce label of a tenant namespace is locked to the platform's level"})];
+             "message": "paddock: the pod-security.kubernetes.io/enforce label of a tenant namespace is locked to the tenant's level (policy pod-security: baseline or restricted; privileged only for a tenant whose policy has podSecurity: privileged)"})];
             v.extend(
                 crate::billing::guard_validations()
                     .as_array()

@@ -4,6 +4,7 @@
 
 use std::time::Duration;
 
+use paddock_core::admission::policy::PodSecurityLevel;
 use paddock_core::{TENANT_LABEL, TenantId};
 use serde_json::{Value, json};
 
@@ -153,7 +154,8 @@ pub async fn set_up_namespace(
     upstream_ns: &str,
     mirrors: impl std::future::Future<Output = Result<(), ServerError>>,
 ) -> Result<(), ServerError> {
-    // Keep a stricter level the tenant chose; anything else becomes the platform's level.
+    // Keep the level the tenant chose (its lock and the guard decided it may); a namespace
+    // without one gets the platform's level.
     let current = upjson::call(
         up,
         http::Method::GET,
@@ -163,7 +165,7 @@ pub async fn set_up_namespace(
     )
     .await?;
     let level = match current.body["metadata"]["labels"][PSA_ENFORCE_LABEL].as_str() {
-        Some(l) if PERMITTED_POD_SECURITY_LEVELS.contains(&l) => l.to_string(),
+        Some(l) if keeps_namespace_level(Some(l)) => l.to_string(),
         _ => POD_SECURITY_LEVEL.to_string(),
     };
     upjson::apply(
@@ -196,25 +198,28 @@ pub async fn set_up_namespace(
     Ok(())
 }
 
-/// A tenant's namespace body on its way up (create or update): a pod-security enforce label
-/// weaker than the platform's level (or none) is set to the platform's level, in JSON and
-/// protobuf bodies; a stricter one is kept. The admission guard refuses anything else, so a
-/// body paddock could not rewrite is refused rather than let through.
-pub fn lock_namespace_labels(body: Vec<u8>, content_type: &str) -> Result<Vec<u8>, ServerError> {
+/// A tenant's namespace body on its way up (create or update), for a tenant at pod-security
+/// level `level`: an enforce label the tenant may not carry (weaker than its level, unknown, or
+/// none) is set to the level it gets unasked (`PodSecurityLevel::stamped`: baseline at least),
+/// in JSON and protobuf bodies; a permitted one is kept. The admission guard refuses anything
+/// else, so a body paddock could not rewrite is refused rather than let through.
+pub fn lock_namespace_labels(
+    body: Vec<u8>,
+    content_type: &str,
+    level: PodSecurityLevel,
+) -> Result<Vec<u8>, ServerError> {
+    let stamped = level.stamped().as_str();
     if content_type.starts_with("application/vnd.kubernetes.protobuf") {
         // Typed clients (kubectl create namespace, client-go, the e2e framework) send protobuf:
         // hold the label there too rather than have the guard refuse the namespace.
         let current = paddock_core::protobuf::protobuf_label(&body, PSA_ENFORCE_LABEL)?;
-        if current
-            .as_deref()
-            .is_some_and(|l| PERMITTED_POD_SECURITY_LEVELS.contains(&l))
-        {
+        if current.as_deref().is_some_and(|l| level.permits(l)) {
             return Ok(body);
         }
         return Ok(paddock_core::protobuf::set_protobuf_label(
             &body,
             PSA_ENFORCE_LABEL,
-            POD_SECURITY_LEVEL,
+            stamped,
         )?);
     }
     if !content_type.starts_with("application/json") {
@@ -233,12 +238,9 @@ pub fn lock_namespace_labels(body: Vec<u8>, content_type: &str) -> Result<Vec<u8
         let keep = l
             .get(PSA_ENFORCE_LABEL)
             .and_then(Value::as_str)
-            .is_some_and(|v| PERMITTED_POD_SECURITY_LEVELS.contains(&v));
+            .is_some_and(|v| level.permits(v));
         if !keep {
-            l.insert(
-                PSA_ENFORCE_LABEL.into(),
-                Value::String(POD_SECURITY_LEVEL.into()),
-            );
+            l.insert(PSA_ENFORCE_LABEL.into(), Value::String(stamped.into()));
         }
         l.insert(
             format!("{PSA_ENFORCE_LABEL}-version"),
@@ -355,5 +357,58 @@ pub async fn delete_tenant_objects(
             )));
         }
         tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    /// The enforce label `lock_namespace_labels` sends for a namespace asking for `asked`.
+    fn locked(asked: Option<&str>, level: PodSecurityLevel) -> String {
+        let mut ns =
+            json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "acme01-x"}});
+        if let Some(a) = asked {
+            ns["metadata"]["labels"] = json!({PSA_ENFORCE_LABEL: a});
+        }
+        let body = serde_json::to_vec(&ns).unwrap();
+        let out = lock_namespace_labels(body, "application/json", level).unwrap();
+        let v: Value = serde_json::from_slice(&out).unwrap();
+        assert_eq!(
+            v["metadata"]["labels"][format!("{PSA_ENFORCE_LABEL}-version")],
+            "latest"
+        );
+        v["metadata"]["labels"][PSA_ENFORCE_LABEL]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    }
+
+    #[test]
+    fn the_lock_follows_the_tenant_level() {
+        use PodSecurityLevel::*;
+        for (asked, level, sent) in [
+            (Some("privileged"), Baseline, "baseline"),
+            (Some("privileged"), Privileged, "privileged"),
+            (Some("baseline"), Privileged, "baseline"),
+            (Some("restricted"), Baseline, "restricted"),
+            (Some("baseline"), Restricted, "restricted"),
+            (Some("nonsense"), Privileged, "baseline"),
+            (None, Privileged, "baseline"),
+            (None, Restricted, "restricted"),
+        ] {
+            assert_eq!(locked(asked, level), sent, "{asked:?} at {level:?}");
+        }
+    }
+
+    #[test]
+    fn the_reconciler_keeps_every_known_level_only() {
+        for l in ["privileged", "baseline", "restricted"] {
+            assert!(keeps_namespace_level(Some(l)), "{l}");
+        }
+        for l in [None, Some(""), Some("Privileged"), Some("none")] {
+            assert!(!keeps_namespace_level(l), "{l:?}");
+        }
     }
 }

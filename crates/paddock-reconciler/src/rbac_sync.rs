@@ -375,11 +375,11 @@ pub(crate) async fn reconcile_tenant(
         };
         // A namespace that missed its setup (created while paddock was down, or by a request
         // paddock did not recognise): the whole setup, mirrors included.
-        // (A stricter level the tenant chose counts as set up: it is kept.)
+        // (A level the tenant chose counts as set up: it is kept.)
         let level = n["metadata"]["labels"][crate::provision::PSA_ENFORCE_LABEL].as_str();
         let existing = view.mirrors.get(ns).unwrap_or(&none);
         let mirrors = reconcile_mirrors(up, t, ns, &view.crbs, existing);
-        if !level.is_some_and(|l| crate::provision::PERMITTED_POD_SECURITY_LEVELS.contains(&l)) {
+        if !crate::provision::keeps_namespace_level(level) {
             crate::provision::set_up_namespace(up, t, ns, mirrors).await?;
         } else {
             mirrors.await?;

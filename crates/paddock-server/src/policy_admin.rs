@@ -139,7 +139,9 @@ pub async fn set_policy(
         if current.is_some_and(|c| c >= level) || name.is_empty() {
             continue;
         }
-        let patch = json!({"metadata": {"labels": {PSA_ENFORCE_LABEL: level.as_str()}}});
+        // Raised to the level a namespace gets unasked: a `privileged` policy lowers nothing,
+        // and a policy that no longer allows `privileged` raises such namespaces to baseline.
+        let patch = json!({"metadata": {"labels": {PSA_ENFORCE_LABEL: level.stamped().as_str()}}});
         let a = upjson::call(
             &home.upstream,
             Method::PATCH,

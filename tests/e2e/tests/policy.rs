@@ -538,14 +538,45 @@ fn webhook_callers(
     Ok(())
 }
 
-/// poolaa moves to `restricted`: its namespaces follow, a root pod is refused there (and
-/// allowed in alphaa's baseline), and the label cannot be lowered.
+/// poolaa gets `privileged` and labels `web` so; then it moves to `restricted`: its
+/// namespaces follow (`web` from privileged), a root pod is refused there (and allowed in
+/// alphaa's baseline), and the label cannot be lowered.
 fn pod_security(
     paddock: &Paddock,
     kp: &Kubectl,
     ka: &Kubectl,
     failures: &mut Vec<String>,
 ) -> Result<()> {
+    paddock.cli(&[
+        "tenant",
+        "policy",
+        P,
+        "--patch",
+        r#"{"podSecurity":"privileged"}"#,
+    ])?;
+    // The replica's store cache sees the new policy a moment after the admin API answered.
+    let privileged = wait_until(
+        "poolaa (podSecurity: privileged) to label its namespace privileged",
+        Duration::from_secs(30),
+        || {
+            let (_, o) = kp.run_raw(
+                &split(
+                    "label namespace web --overwrite pod-security.kubernetes.io/enforce=privileged",
+                ),
+                None,
+                &BTreeMap::new(),
+                None,
+            )?;
+            Ok(o.success())
+        },
+    );
+    println!(
+        "| poolaa at pod-security privileged: label its namespace privileged | {} | | | |",
+        if privileged.is_ok() { "ok" } else { "FAILED" }
+    );
+    if let Err(e) = privileged {
+        failures.push(format!("pod security privileged: {e}"));
+    }
     paddock.cli(&[
         "tenant",
         "policy",

@@ -1,5 +1,6 @@
 //! Pod-security level per tenant: every namespace of the tenant is enforced at the tenant's
-//! level (baseline by default, restricted as an option) or stricter.
+//! level (baseline by default, restricted as an option, privileged as a platform admin's
+//! setting) or stricter.
 
 use serde_json::{Value, json};
 
@@ -12,6 +13,18 @@ use super::{
 pub const ENFORCE_LABEL: &str = "pod-security.kubernetes.io/enforce";
 /// The policy name in refusals.
 pub const POLICY: &str = "pod-security";
+/// `<prefix><tid>`: the upstream group paddock asserts, beside the caller's own, on a
+/// namespace write of a tenant whose policy is `privileged` (`privileged_group`); the
+/// admission guard lets only a request carrying the writer's own tenant's group label a
+/// namespace `privileged`. Nothing else can carry it: a tenant's own groups are mapped into
+/// `paddock:<tid>:...` (a tenant id is 6 characters, this segment is not), and no binding
+/// names it.
+pub const PRIVILEGED_GROUP_PREFIX: &str = "paddock:pod-security-privileged:";
+
+/// Tenant `t`'s privileged group ([`PRIVILEGED_GROUP_PREFIX`]).
+pub fn privileged_group(t: &crate::tenant::TenantId) -> String {
+    format!("{PRIVILEGED_GROUP_PREFIX}{}", t.as_str())
+}
 
 const NAMESPACE_WRITES: &[Rule] = &[Rule {
     api_groups: &[""],
@@ -38,27 +51,31 @@ impl Handler for NamespacePodSecurity {
     fn rules(&self) -> &'static [Rule] {
         NAMESPACE_WRITES
     }
-    /// Raises a permitted level weaker than the tenant's (as paddock's own lock raises a label
-    /// below the platform's), and sets the label on a new namespace without one. Anything else
-    /// (`privileged`, an unknown value, removing the label) is left for the validating step
-    /// and the guard to refuse: a tenant asking for less than it may gets a refusal.
+    /// Raises a level of the platform's (baseline or stricter) weaker than the tenant's (as
+    /// paddock's own lock raises a label below the platform's), and sets the label on a new
+    /// namespace without one (the tenant's level, baseline at least: `stamped`). Anything else
+    /// (`privileged` where the tenant may not, an unknown value, removing the label) is left
+    /// for the validating step and the guard to refuse: a tenant asking for less than it may
+    /// gets a refusal.
     fn admit(&self, req: &AdmissionRequest, ctx: &TenantContext<'_>) -> Verdict {
         let want = ctx.policy.pod_security;
         let labels = &req.object["metadata"]["labels"];
         let raise = match labels[ENFORCE_LABEL].as_str() {
             None => req.operation == "CREATE",
-            Some(v) => PodSecurityLevel::parse(v).is_some_and(|l| l < want),
+            Some(v) => PodSecurityLevel::parse(v)
+                .is_some_and(|l| l >= PodSecurityLevel::Baseline && l < want),
         };
         if !raise {
             return Verdict::Allow;
         }
+        let level = want.stamped().as_str();
         Verdict::Patch(vec![if labels.is_object() {
             PatchOp::add(
                 format!("/metadata/labels/{}", pointer_token(ENFORCE_LABEL)),
-                json!(want.as_str()),
+                json!(level),
             )
         } else {
-            PatchOp::add("/metadata/labels", json!({ENFORCE_LABEL: want.as_str()}))
+            PatchOp::add("/metadata/labels", json!({ENFORCE_LABEL: level}))
         }])
     }
 }

@@ -105,10 +105,15 @@ pub struct IngressPolicy {
     pub allowed_domains: Vec<String>,
 }
 
-/// Pod Security Standards level.
+/// Pod Security Standards level, weakest first (the derived order compares strictness).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum PodSecurityLevel {
+    /// No pod restriction at all: host ports, host network/PID/IPC, hostPath volumes,
+    /// privileged containers on nodes other tenants share (docs/security.md "Pod security").
+    /// A platform admin's per-tenant setting, never the default: the tenant may then label a
+    /// namespace `privileged`; a namespace without a label still gets [`Self::stamped`].
+    Privileged,
     /// The platform's floor.
     #[default]
     Baseline,
@@ -119,18 +124,35 @@ pub enum PodSecurityLevel {
 impl PodSecurityLevel {
     pub fn as_str(self) -> &'static str {
         match self {
+            PodSecurityLevel::Privileged => "privileged",
             PodSecurityLevel::Baseline => "baseline",
             PodSecurityLevel::Restricted => "restricted",
         }
     }
 
-    /// A label value's level (`privileged` and anything unknown: None).
+    /// A label value's level (anything unknown: None).
     pub fn parse(s: &str) -> Option<PodSecurityLevel> {
         match s {
+            "privileged" => Some(PodSecurityLevel::Privileged),
             "baseline" => Some(PodSecurityLevel::Baseline),
             "restricted" => Some(PodSecurityLevel::Restricted),
             _ => None,
         }
+    }
+
+    /// Whether a namespace of a tenant at this level may carry enforce label `label`: a known
+    /// level at least as strict as the tenant's.
+    pub fn permits(self, label: &str) -> bool {
+        PodSecurityLevel::parse(label).is_some_and(|l| l >= self)
+    }
+
+    /// The level a tenant namespace gets when it asks for none (or for one the tenant may not
+    /// have): the tenant's level, but never below the platform's floor. `privileged` is only
+    /// ever a namespace's explicit choice, so a tenant with the setting opts in namespace by
+    /// namespace and an unlabelled namespace (a chart's, the four default ones) stays at
+    /// baseline.
+    pub fn stamped(self) -> PodSecurityLevel {
+        self.max(PodSecurityLevel::Baseline)
     }
 }
 
@@ -203,7 +225,7 @@ mod tests {
     #[test]
     fn unknown_fields_and_bad_values_are_refused() {
         assert!(TenantPolicy::from_json(&json!({"services": {"allowNodeport": true}})).is_err());
-        assert!(TenantPolicy::from_json(&json!({"podSecurity": "privileged"})).is_err());
+        assert!(TenantPolicy::from_json(&json!({"podSecurity": "none"})).is_err());
         let blanket = json!({"scheduling": {"tolerations": [{"operator": "Exists"}]}});
         assert!(
             TenantPolicy::from_json(&blanket)
@@ -216,5 +238,34 @@ mod tests {
         .unwrap();
         assert!(p.services.allow_node_port);
         assert_eq!(p.scheduling.node_selector["pool"], "a");
+    }
+
+    #[test]
+    fn privileged_is_a_setting_below_the_floor_and_never_stamped() {
+        use PodSecurityLevel::*;
+        let p = TenantPolicy::from_json(&json!({"podSecurity": "privileged"})).unwrap();
+        assert_eq!(p.pod_security, Privileged);
+        assert!(Privileged < Baseline && Baseline < Restricted);
+        for (level, label, ok) in [
+            (Privileged, "privileged", true),
+            (Privileged, "baseline", true),
+            (Privileged, "restricted", true),
+            (Privileged, "Privileged", false),
+            (Privileged, "", false),
+            (Baseline, "privileged", false),
+            (Baseline, "baseline", true),
+            (Baseline, "restricted", true),
+            (Restricted, "baseline", false),
+            (Restricted, "restricted", true),
+        ] {
+            assert_eq!(level.permits(label), ok, "{level:?} {label:?}");
+        }
+        assert_eq!(Privileged.stamped(), Baseline);
+        assert_eq!(Baseline.stamped(), Baseline);
+        assert_eq!(Restricted.stamped(), Restricted);
+        assert_eq!(
+            PodSecurityLevel::parse("privileged").map(|l| l.as_str()),
+            Some("privileged")
+        );
     }
 }

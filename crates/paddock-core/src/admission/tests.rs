@@ -501,6 +501,36 @@ fn namespaces_are_raised_to_the_tenant_level() {
     );
     assert!(denied(&run(Phase::Validating, &ns, &p, None)).contains("restricted"));
 }
+
+#[test]
+fn a_privileged_tenant_may_choose_privileged_and_still_gets_baseline_unasked() {
+    let mut p = TenantPolicy::default();
+    p.pod_security = PodSecurityLevel::Privileged;
+    let mut ns = request(
+        "namespaces",
+        "",
+        "UPDATE",
+        json!({"metadata": {"name": "acme01-x", "labels": {ENFORCE: "privileged"}}}),
+    );
+    ns.namespace = String::new();
+    assert_eq!(run(Phase::Mutating, &ns, &p, None), Outcome::Allow);
+    assert_eq!(run(Phase::Validating, &ns, &p, None), Outcome::Allow);
+    // An unknown level is refused for every tenant.
+    ns.object["metadata"]["labels"][ENFORCE] = json!("anything");
+    assert!(denied(&run(Phase::Validating, &ns, &p, None)).contains("privileged"));
+    // A new namespace without the label: the platform's floor, not privileged.
+    let mut new = request(
+        "namespaces",
+        "",
+        "CREATE",
+        json!({"metadata": {"name": "acme01-y", "labels": {"team": "a"}}}),
+    );
+    new.namespace = String::new();
+    let Outcome::Patch(ops) = run(Phase::Mutating, &new, &p, None) else {
+        panic!()
+    };
+    assert_eq!(ops[0].value, json!("baseline"));
+}
 const ENFORCE: &str = "pod-security.kubernetes.io/enforce";
 
 #[test]

@@ -126,6 +126,11 @@ pub struct Actions {
     pub lock_namespace_labels: bool,
     /// A namespace created: counted against the tenant's quota before it is sent.
     pub admit_namespace_quota: bool,
+    /// A namespace written (create, update, patch, apply; not a subresource): for a tenant
+    /// whose policy allows `privileged` pod security, sent with the tenant's privileged group,
+    /// which the admission guard requires of a namespace labelled `privileged`
+    /// (crate::admission::podsecurity::privileged_group).
+    pub namespace_write: bool,
     /// An access review: the body is normalised for the tenant's cluster before it is sent,
     /// and a successful answer is answered again for the tenant (`reviews`).
     pub self_review: bool,
@@ -152,6 +157,9 @@ impl Actions {
             fan_out: cluster_wide,
             lock_namespace_labels: namespaces && whole_write,
             admit_namespace_quota: namespaces && whole_write && verb == Verb::Create,
+            namespace_write: namespaces
+                && matches!(verb, Verb::Create | Verb::Update | Verb::Patch)
+                && subresource.is_none(),
             self_review: info.upstream_group == "authorization.k8s.io"
                 && matches!(
                     info.resource.as_str(),

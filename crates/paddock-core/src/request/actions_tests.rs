@@ -100,6 +100,12 @@ fn actions_of_namespace_writes() {
     // Server-side apply may create the namespace: bound after, but its body is a patch.
     let apply = planned("PATCH", "/api/v1/namespaces/a", None).actions;
     assert!(!apply.lock_namespace_labels && apply.bind_namespace);
+    // Every write of a namespace's labels may carry the privileged group; a read or a
+    // delete does not need it.
+    assert!(create.namespace_write && update.namespace_write && apply.namespace_write);
+    let read = planned("GET", "/api/v1/namespaces/a", None).actions;
+    let delete = planned("DELETE", "/api/v1/namespaces/a", None).actions;
+    assert!(!read.namespace_write && !delete.namespace_write);
     let status = planned("PUT", "/api/v1/namespaces/a/status", None).actions;
     assert_eq!(status, Actions::default());
     let pod = planned("POST", "/api/v1/namespaces/a/pods", None).actions;

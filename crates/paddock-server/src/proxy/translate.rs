@@ -7,6 +7,7 @@ use std::future::Future;
 use bytes::Bytes;
 use http::header::{self, HeaderMap};
 use http::{Method, Request, Uri};
+use paddock_core::admission::policy::PodSecurityLevel;
 use paddock_core::{Plan, TenantId};
 
 use super::{Job, Outbound, Planned, Sent, SentWith, Step, pipeline_layer};
@@ -26,6 +27,8 @@ pub trait Translating: Send + Sync + 'static {
     fn upstream_uri(&self, path_and_query: &str) -> Result<Uri, ServerError>;
     /// The largest request body read.
     fn max_body_bytes(&self) -> usize;
+    /// The tenant's pod-security level (its policy, or the configured default).
+    fn pod_security(&self, tenant: &TenantId) -> PodSecurityLevel;
     /// Admits a namespace's creation under the tenant's quota (or refuses it).
     fn admit_namespace_create(
         &self,
@@ -52,6 +55,11 @@ impl Translating for AppState {
     }
     fn max_body_bytes(&self) -> usize {
         self.config.max_body_bytes
+    }
+    fn pod_security(&self, tenant: &TenantId) -> PodSecurityLevel {
+        let record = self.cache.tenant(tenant.as_str());
+        let policy = record.as_ref().and_then(|r| r.policy.as_ref());
+        policy.unwrap_or(&self.config.default_policy).pod_security
     }
     async fn admit_namespace_create(
         &self,
@@ -148,6 +156,11 @@ where
         let g = paddock_core::platform_grant::grant_group(&c.tenant);
         headers.append("impersonate-group", crate::outbound::header_value(&g)?);
     }
+    if plan.actions.namespace_write && state.pod_security(&c.tenant) == PodSecurityLevel::Privileged
+    {
+        let g = paddock_core::admission::podsecurity::privileged_group(&c.tenant);
+        headers.append("impersonate-group", crate::outbound::header_value(&g)?);
+    }
     let mut request = up
         .body(up_body)
         .map_err(|e| ServerError::Internal(format!("building upstream request: {e}")))?;
@@ -183,7 +196,8 @@ async fn translated_body<P: Translating>(
     let (mut translated, up_ct) =
         paddock_core::translate_request_body(ctx, plan, content_type, raw)?;
     if plan.actions.lock_namespace_labels {
-        translated = crate::provision::lock_namespace_labels(translated, &up_ct)?;
+        let level = state.pod_security(&ctx.tenant);
+        translated = crate::provision::lock_namespace_labels(translated, &up_ct, level)?;
     }
     if plan.actions.admit_namespace_quota {
         let dry_run = plan.upstream_path_and_query.contains("dryRun=");

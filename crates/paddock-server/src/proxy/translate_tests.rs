@@ -13,10 +13,11 @@ use crate::proxy::{Step, step_fn};
 use super::*;
 use crate::proxy::test_support::{job, json_answer, sent};
 
-/// Bodies up to 1 KiB; records namespace admissions.
+/// Bodies up to 1 KiB; records namespace admissions; the tenant at `level`.
 #[derive(Default)]
 struct Fake {
     admitted: Mutex<Vec<String>>,
+    level: PodSecurityLevel,
 }
 
 impl Translating for Fake {
@@ -27,6 +28,9 @@ impl Translating for Fake {
     }
     fn max_body_bytes(&self) -> usize {
         1024
+    }
+    fn pod_security(&self, _: &TenantId) -> PodSecurityLevel {
+        self.level
     }
     async fn admit_namespace_create(
         &self,
@@ -188,4 +192,70 @@ async fn a_body_naming_another_namespace_is_refused_and_never_sent() {
     let status = r.err().unwrap().into_response().status();
     assert!(status.is_client_error(), "{status}");
     assert!(kept.lock().unwrap().is_none());
+}
+
+const ENFORCE: &str = "pod-security.kubernetes.io/enforce";
+const PRIVILEGED_NS: &str = r#"{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"dev","labels":{"pod-security.kubernetes.io/enforce":"privileged"}}}"#;
+
+/// The enforce label and the privileged groups a namespace write was sent with.
+async fn sent_namespace(
+    fake: Fake,
+    method: &str,
+    uri: &str,
+    body: &'static str,
+) -> (String, Vec<String>) {
+    let fake = Arc::new(fake);
+    let mut req = request(method, body);
+    if method == "PATCH" {
+        let ct = http::HeaderValue::from_static("application/merge-patch+json");
+        req.headers_mut().insert(header::CONTENT_TYPE, ct);
+    }
+    let (r, kept) = translate(&fake, method, uri, req).await;
+    r.unwrap();
+    let (parts, body) = kept.lock().unwrap().take().unwrap();
+    let label = if body.is_empty() {
+        String::new()
+    } else {
+        let v: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        v["metadata"]["labels"][ENFORCE]
+            .as_str()
+            .unwrap_or("")
+            .to_owned()
+    };
+    let groups = header_values(&parts, "impersonate-group")
+        .into_iter()
+        .filter(|g| g.starts_with(paddock_core::admission::podsecurity::PRIVILEGED_GROUP_PREFIX))
+        .map(str::to_owned)
+        .collect();
+    (label, groups)
+}
+
+#[tokio::test]
+async fn privileged_is_held_at_baseline_for_a_tenant_without_the_setting() {
+    let (label, groups) =
+        sent_namespace(Fake::default(), "POST", "/api/v1/namespaces", PRIVILEGED_NS).await;
+    assert_eq!(label, "baseline");
+    assert!(groups.is_empty(), "{groups:?}");
+}
+
+#[tokio::test]
+async fn a_privileged_tenant_keeps_its_label_and_asserts_its_own_group() {
+    let privileged = || Fake {
+        level: PodSecurityLevel::Privileged,
+        ..Fake::default()
+    };
+    let (label, groups) =
+        sent_namespace(privileged(), "POST", "/api/v1/namespaces", PRIVILEGED_NS).await;
+    assert_eq!(label, "privileged");
+    assert_eq!(groups, ["paddock:pod-security-privileged:foofoo"]);
+    // Unasked, a namespace still gets the platform's floor.
+    let plain = r#"{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"dev"}}"#;
+    let (label, _) = sent_namespace(privileged(), "POST", "/api/v1/namespaces", plain).await;
+    assert_eq!(label, "baseline");
+    // A label patch carries the group too; a read does not.
+    let patch = r#"{"metadata":{"labels":{"pod-security.kubernetes.io/enforce":"privileged"}}}"#;
+    let (_, groups) = sent_namespace(privileged(), "PATCH", "/api/v1/namespaces/dev", patch).await;
+    assert_eq!(groups.len(), 1, "{groups:?}");
+    let (_, groups) = sent_namespace(privileged(), "GET", "/api/v1/namespaces/dev", "").await;
+    assert!(groups.is_empty(), "{groups:?}");
 }

@@ -457,6 +457,7 @@ pub(crate) fn cases() -> Vec<Case> {
     ];
     v.extend(admission_policy_cases());
     v.extend(flowcontrol_cases());
+    v.extend(pod_security_setting_cases());
     v.retain(|c| selected(c.id));
     v
 }

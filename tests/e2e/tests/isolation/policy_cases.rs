@@ -149,3 +149,36 @@ pub(crate) fn flowcontrol_cases() -> Vec<Case> {
             .control(step(A, "get prioritylevelconfiguration global-default -o name"), OkWith("prioritylevelconfiguration.flowcontrol.apiserver.k8s.io/global-default")),
     ]
 }
+
+/// A hostPort pod (what the conformance test SchedulerPredicates "same hostPort" creates).
+fn host_port_pod(name: &str) -> String {
+    pod(name, PLAIN, "ports: [{containerPort: 80, hostPort: 80}]")
+}
+
+/// The privileged pod-security setting (issue 13): bravoo's policy has `podSecurity:
+/// privileged` (set when the world is built), alphaa's has not. Only a tenant with the
+/// setting may label a namespace `privileged` and run host-exposing pods there, and only in
+/// the namespaces that ask; the guard lifts its lock only for a request carrying the writer's
+/// own tenant's privileged group (paddock asserts it). The bypass runs are the attacker's
+/// cluster shadow (upstream RBAC lets it write its namespaces, so only the guard stands in the
+/// way) with the victim's privileged group added.
+pub(crate) fn pod_security_setting_cases() -> Vec<Case> {
+    use Expect::*;
+    use Who::*;
+    let forged = format!("{SHADOW} --as-group=paddock:pod-security-privileged:bravoo");
+    vec![
+        case("psa-privileged-setting-label", "pod-security setting", "label one's namespace privileged without the setting (the victim has it)")
+            .setup(step(B, "create namespace b-host"))
+            .attack(step(A, "label namespace web pod-security.kubernetes.io/enforce=privileged --overwrite"), RefusedWith("pod-security"))
+            .control(step(B, "label namespace b-host pod-security.kubernetes.io/enforce=privileged --overwrite"), Ok)
+            .bypass(step(Bypass, &format!("label namespace alphaa-web pod-security.kubernetes.io/enforce=privileged --overwrite {forged}"))),
+        case("psa-privileged-setting-hostport", "pod-security setting", "a hostPort pod without the setting (the victim runs one in its privileged namespace)")
+            .attack(step_in(A, "create -n web -f -", &host_port_pod("hport-a")), RefusedWith("hostPort"))
+            .control(step_in(B, "create -n b-host -f -", &host_port_pod("hport-b")), Ok)
+            .bypass(step_in(Bypass, &format!("create {forged} -f -"), "apiVersion: v1\nkind: Namespace\nmetadata: {name: alphaa-hostns, labels: {paddock.io/tenant: alphaa, pod-security.kubernetes.io/enforce: privileged}}\n")),
+        case("psa-privileged-setting-unasked", "pod-security setting", "with the setting, a namespace that asks for no level stays at baseline")
+            .setup(step(B, "create namespace b-plain"))
+            .attack(step_in(B, "create -n b-plain -f -", &host_port_pod("hport-b2")), RefusedWith("hostPort"))
+            .control(step(B, "get namespace b-host -o jsonpath={.metadata.labels.pod-security\\.kubernetes\\.io/enforce}"), OkWith("privileged")),
+    ]
+}

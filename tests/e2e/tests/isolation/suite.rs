@@ -89,6 +89,14 @@ pub(crate) fn run_suite(
     let up = arena.up.clone();
     let ka = paddock.kubectl_tenant(A)?;
     let kb = paddock.kubectl_tenant(B)?;
+    // The victim may run privileged pods (pod_security_setting_cases); the attacker may not.
+    paddock.cli(&[
+        "tenant",
+        "policy",
+        B,
+        "--patch",
+        r#"{"podSecurity":"privileged"}"#,
+    ])?;
 
     // ---- the world ---------------------------------------------------------------------------
     for (_, k) in &arena.bypass_at {
