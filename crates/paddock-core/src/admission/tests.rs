@@ -504,8 +504,10 @@ fn namespaces_are_raised_to_the_tenant_level() {
 
 #[test]
 fn a_privileged_tenant_may_choose_privileged_and_still_gets_baseline_unasked() {
-    let mut p = TenantPolicy::default();
-    p.pod_security = PodSecurityLevel::Privileged;
+    let p = TenantPolicy {
+        pod_security: PodSecurityLevel::Privileged,
+        ..TenantPolicy::default()
+    };
     let mut ns = request(
         "namespaces",
         "",
