@@ -38,15 +38,17 @@
 //! the budget applies again: the overshoot drains as the lone tenant's requests end.
 //!
 //! **Pacing: heavy tenants yield to light ones** ([`FairQueue::with_pace`]). Every tenant's
-//! use is metered as *seat time* (seats × time held, as APF charges width × duration) against
-//! a pace of `pace` % of one seat, with GCRA's arithmetic (a theoretical arrival time that
-//! each admission moves forward by its estimated seat time ÷ pace). A tenant within its pace
-//! (at most [`PACE_SLACK`] ahead of it) is *light*; one ahead of it is *heavy*. While a light
-//! tenant is active, a heavy tenant's next request waits until it is back within its pace:
-//! its admissions are spread at the pace instead of arriving in bursts, and what it keeps
-//! busy upstream is bounded by the pace. Heavy tenants among themselves are not paced (the
-//! budget and the virtual times share the replica among them, work-conserving); a heavy
-//! tenant's debt is capped at [`PACE_MEMORY`], so past use costs it at most that much wait.
+//! use is metered as *seat time* (seats × time held, as APF charges width × duration). A
+//! tenant whose seat time over the last second or so (an exponential average) is under half
+//! the pace (`pace` % of one seat) is *light*; others are *heavy*. While a light tenant is
+//! active, a heavy tenant's requests are admitted at the pace with GCRA's arithmetic (a
+//! theoretical arrival time that each admission moves forward by its estimated seat time ÷
+//! pace, corrected at its end; a request may start at most [`PACE_SLACK`] early): its
+//! admissions are spread out instead of arriving in bursts, and what it keeps busy upstream
+//! is bounded by the pace. A light tenant is never held back. Heavy tenants among themselves
+//! are not paced (the budget and the virtual times share the replica among them,
+//! work-conserving); a heavy tenant's schedule runs at most [`PACE_MEMORY`] ahead, so past
+//! use costs it at most that much wait when a light tenant appears.
 //!
 //! The caller does the waiting (tokio in paddock-server); this type only decides. It holds no
 //! clock: `now` is the caller's monotonic time since any fixed origin, and a wait's deadline is
@@ -93,9 +95,12 @@ const FIRST_ESTIMATE_NS: u64 = 100_000;
 /// How long after its last request a tenant still counts as active: for the lone-tenant rule
 /// and for pacing (a light tenant making a request every few hundred ms is active throughout).
 pub const ACTIVE_WINDOW: Duration = Duration::from_secs(1);
-/// How far ahead of its pace a tenant may run and still count as light (GCRA's tolerance):
-/// the burst a light tenant may make without being paced.
+/// How early a paced tenant's request may start against its schedule (GCRA's tolerance).
 pub const PACE_SLACK: Duration = Duration::from_millis(20);
+/// A tenant is light while its recent seat time (exponential average over this long, in
+/// seat-seconds per second) is under `LIGHT_SHARE` of the pace.
+const USE_WINDOW_SECS: f64 = 1.0;
+const LIGHT_SHARE: f64 = 0.5;
 /// The most a tenant may be ahead of its pace: past heavy use (alone, or while only heavy
 /// tenants were active) costs it at most this much wait when a light tenant appears.
 pub const PACE_MEMORY: Duration = Duration::from_millis(100);
@@ -111,6 +116,18 @@ struct Recent {
     tat: Duration,
     /// Running mean of how long one request holds its seats, in ns.
     hold: u64,
+    /// Seat time used by ended requests, in seat-seconds, decaying over [`USE_WINDOW_SECS`]
+    /// from `used_at`.
+    used: f64,
+    used_at: Duration,
+}
+
+impl Recent {
+    /// The recent seat time at `now` (seat-seconds per [`USE_WINDOW_SECS`]).
+    fn use_at(&self, now: Duration) -> f64 {
+        let age = now.saturating_sub(self.used_at).as_secs_f64();
+        self.used * (-age / USE_WINDOW_SECS).exp()
+    }
 }
 
 #[derive(Debug, Default)]
@@ -401,6 +418,8 @@ impl<K: Eq + Hash + Clone> FairQueue<K> {
                     seen: now,
                     tat: now,
                     hold: 0,
+                    used: 0.0,
+                    used_at: now,
                 };
                 self.recent.insert(tenant.clone(), r);
             }
@@ -420,20 +439,26 @@ impl<K: Eq + Hash + Clone> FairQueue<K> {
                 .any(|(k, r)| k != tenant && now.saturating_sub(r.seen) < ACTIVE_WINDOW)
     }
 
+    /// Whether a tenant is light: its recent seat time is under half its pace.
+    fn is_light(&self, r: &Recent, now: Duration) -> bool {
+        r.use_at(now) < f64::from(self.pace) / 100.0 * LIGHT_SHARE * USE_WINDOW_SECS
+    }
+
     /// Whether heavy tenants are paced now: pacing is on and a light tenant is active.
     fn pacing_applies(&self, now: Duration) -> bool {
         self.pace > 0
             && self
                 .recent
                 .iter()
-                .any(|(k, r)| r.tat <= now + PACE_SLACK && self.is_active(k, r, now))
+                .any(|(k, r)| self.is_light(r, now) && self.is_active(k, r, now))
     }
 
-    /// Whether `tenant` is within its pace (light): at most [`PACE_SLACK`] ahead of it.
+    /// Whether `tenant` may go while pacing applies: it is light, or its schedule allows it
+    /// (at most [`PACE_SLACK`] early).
     fn within_pace(&self, tenant: &K, now: Duration) -> bool {
         self.recent
             .get(tenant)
-            .is_none_or(|r| r.tat <= now + PACE_SLACK)
+            .is_none_or(|r| self.is_light(r, now) || r.tat <= now + PACE_SLACK)
     }
 
     /// The schedule time (ns) that `seat_ns` of seat time takes at the pace.
@@ -474,6 +499,8 @@ impl<K: Eq + Hash + Clone> FairQueue<K> {
             self.paced_ns(g.paced.saturating_sub(used)),
         );
         if let Some(r) = self.recent.get_mut(&g.tenant) {
+            r.used = r.use_at(now) + used as f64 / 1e9;
+            r.used_at = now;
             r.tat = (r.tat + Duration::from_nanos(more))
                 .saturating_sub(Duration::from_nanos(less))
                 .min(now + PACE_MEMORY);
@@ -495,7 +522,7 @@ impl<K: Eq + Hash + Clone> FairQueue<K> {
             .iter()
             .filter(|(_, f)| !f.waiting.is_empty())
             .filter_map(|(k, _)| self.recent.get(k))
-            .filter(|r| r.tat > now + PACE_SLACK)
+            .filter(|r| r.tat > now + PACE_SLACK && !self.is_light(r, now))
             .map(|r| r.tat - PACE_SLACK)
             .min()
     }

@@ -54,69 +54,81 @@ fn the_budget_applies_until_the_other_tenant_is_idle_for_the_window() {
     // Without the rule, a lone tenant is held to the budget (the queue of sessions 8-9).
     let mut capped = FairQueue::new(1, LEASE);
     admitted(capped.arrive(&"a", 1, t(0)));
-    queued(capped.arrive(&"a", 1, t(5000)));
+    queued(capped.arrive(&"a", 1, t(500)));
     assert_eq!(q.held_by(&"a"), 3);
     let _ = a1;
 }
 
+/// "a" alone runs 10 requests held 100 ms each from `at`: one seat-second, twice the half
+/// of a pace of 100 % under which a tenant is light. Returns when they end.
+fn make_heavy(q: &mut FairQueue<&'static str>, k: &'static str, at: u64) -> u64 {
+    let held: Vec<Ticket> = (0..10).map(|_| admitted(q.arrive(&k, 1, t(at)))).collect();
+    for x in held {
+        q.release(x, MS, t(at + 100));
+    }
+    at + 100
+}
+
 #[test]
 fn while_a_light_tenant_is_active_a_heavy_one_is_paced() {
-    // Pace: one seat. A request's first estimate holds its seat 5 ms.
+    // Pace: one seat.
     let mut q = FairQueue::new(16, LEASE).with_pace(100);
-    // "a" alone floods: never paced (nobody light to yield to), its pace runs ahead.
-    let a: Vec<Ticket> = (0..10).map(|_| admitted(q.arrive(&"a", 1, t(0)))).collect();
-    assert_eq!(q.next_due(t(0)), None);
+    // "a" alone floods: never paced (nobody light to yield to); its schedule runs ahead, at
+    // most PACE_MEMORY (100 ms) past now.
+    let now = make_heavy(&mut q, "a", 0);
+    assert_eq!(q.next_due(t(now)), None);
     // "b" arrives, light: admitted at once, and from now on "a" yields to it.
-    let b = admitted(q.arrive(&"b", 1, t(1)));
-    let a11 = queued(q.arrive(&"a", 1, t(1)));
-    // "a" ran 50 ms ahead of its pace (10 × 5 ms): it may go again 20 ms (the slack) before.
-    assert_eq!(q.next_due(t(1)), Some(t(30)));
-    assert_eq!(q.poke(t(29)), vec![]);
-    assert_eq!(q.poke(t(30)), vec![("a", a11)]);
-    // Each admission moves "a" 5 ms further: the next one waits again.
-    let a12 = queued(q.arrive(&"a", 1, t(30)));
-    assert_eq!(q.next_due(t(30)), Some(t(35)));
-    assert_eq!(q.poke(t(35)), vec![("a", a12)]);
+    let b = admitted(q.arrive(&"b", 1, t(now)));
+    let a1 = queued(q.arrive(&"a", 1, t(now)));
+    // "a" may go again 20 ms (PACE_SLACK) before its schedule: at 180 ms.
+    assert_eq!(q.next_due(t(now)), Some(t(180)));
+    assert_eq!(q.poke(t(179)), vec![]);
+    assert_eq!(q.poke(t(180)), vec![("a", a1)]);
+    // Each admission moves "a" on by its mean hold (100 ms) × seats: the next one waits.
+    let a2 = queued(q.arrive(&"a", 1, t(180)));
+    assert_eq!(q.next_due(t(180)), Some(t(260)));
+    assert_eq!(q.poke(t(260)), vec![("a", a2)]);
     // The seats were never short: only the pace held "a" back.
-    assert_eq!(q.load(), (13, 0));
-    for x in a.into_iter().chain([b, a11, a12]) {
-        q.release(x, MS, t(40));
+    assert_eq!(q.load(), (3, 0));
+    for x in [b, a1, a2] {
+        q.release(x, MS, t(270));
     }
     assert_eq!(q.load(), (0, 0));
 }
 
 #[test]
-fn a_light_tenant_may_burst_within_the_slack() {
-    let mut q = FairQueue::new(16, LEASE).with_pace(100);
-    for _ in 0..10 {
-        admitted(q.arrive(&"a", 1, t(0)));
+fn a_light_tenant_is_never_held_back() {
+    let mut q = FairQueue::new(32, LEASE).with_pace(100);
+    let now = make_heavy(&mut q, "a", 0);
+    // "b" makes 10 requests at once: none waits although "a" is heavy and paced.
+    let b: Vec<Ticket> = (0..10)
+        .map(|_| admitted(q.arrive(&"b", 1, t(now))))
+        .collect();
+    queued(q.arrive(&"a", 1, t(now)));
+    // Held 100 ms each, they make "b" heavy too: nobody light to yield to, so neither is
+    // paced.
+    for x in b {
+        q.release(x, MS, t(now + 100));
     }
-    // "b" makes 5 requests at once: 5 × 5 ms brings it 25 ms ahead, the fifth starting
-    // within the 20 ms slack; none waits although "a" is heavy.
-    for _ in 0..5 {
-        admitted(q.arrive(&"b", 1, t(0)));
-    }
-    // Now both are heavy: nobody light to yield to, so neither is paced.
-    admitted(q.arrive(&"a", 1, t(0)));
-    admitted(q.arrive(&"b", 1, t(0)));
+    admitted(q.arrive(&"b", 1, t(now + 100)));
+    assert_eq!(q.load(), (2, 0), "a's waiting request went too");
 }
 
 #[test]
 fn heavy_tenants_among_themselves_share_the_budget_unpaced() {
     let mut q = FairQueue::new(32, LEASE).with_pace(100);
-    for _ in 0..10 {
-        admitted(q.arrive(&"a", 1, t(0)));
-        admitted(q.arrive(&"c", 1, t(0)));
-    }
-    // Both ran 50 ms ahead of the pace: neither is light, so neither yields.
+    make_heavy(&mut q, "a", 0);
+    let now = make_heavy(&mut q, "c", 0);
     assert_eq!(
-        q.next_due(t(1)),
+        q.next_due(t(now)),
         None,
         "no light tenant active: nobody is paced"
     );
-    admitted(q.arrive(&"a", 1, t(1)));
-    admitted(q.arrive(&"c", 1, t(1)));
-    assert_eq!(q.load(), (22, 0));
+    for _ in 0..2 {
+        admitted(q.arrive(&"a", 1, t(now)));
+        admitted(q.arrive(&"c", 1, t(now)));
+    }
+    assert_eq!(q.load(), (4, 0));
 }
 
 #[test]
@@ -127,17 +139,17 @@ fn the_pace_is_settled_by_the_seat_time_really_used() {
     // "b" makes one quick request: light, and active for the window.
     let b = admitted(q.arrive(&"b", 1, t(0)));
     assert_eq!(q.release(b, MS, t(1)), vec![]);
-    // "a"'s request held its 5 seats 40 ms: 200 seat-ms, 175 more than charged, which puts
-    // "a" as far ahead as it may be (PACE_MEMORY past now).
-    assert_eq!(q.release(a, MS, t(40)), vec![]);
-    let next = queued(q.arrive(&"a", 1, t(40)));
-    assert_eq!(q.next_due(t(40)), Some(t(120)));
-    assert_eq!(q.poke(t(120)), vec![("a", next)]);
-    // Its mean hold is now 40 ms: a 1-seat request moves it 40 ms on.
-    let after = queued(q.arrive(&"a", 1, t(120)));
-    assert_eq!(q.next_due(t(120)), Some(t(160)));
-    assert_eq!(q.poke(t(159)), vec![]);
-    assert_eq!(q.poke(t(160)), vec![("a", after)]);
+    // "a"'s request held its 5 seats 200 ms: a seat-second (heavy), far more than charged,
+    // which puts its schedule as far ahead as it may be (PACE_MEMORY past now).
+    assert_eq!(q.release(a, MS, t(200)), vec![]);
+    let next = queued(q.arrive(&"a", 1, t(200)));
+    assert_eq!(q.next_due(t(200)), Some(t(280)));
+    assert_eq!(q.poke(t(280)), vec![("a", next)]);
+    // Its mean hold is now 200 ms: a 1-seat request moves it on by that, up to the cap.
+    let after = queued(q.arrive(&"a", 1, t(280)));
+    assert_eq!(q.next_due(t(280)), Some(t(360)));
+    assert_eq!(q.poke(t(359)), vec![]);
+    assert_eq!(q.poke(t(360)), vec![("a", after)]);
 }
 
 #[test]
