@@ -65,8 +65,9 @@ impl Default for FairQueueConfig {
     }
 }
 
-/// The default pace of a heavy tenant while a light one is active, in percent of one seat.
-pub const DEFAULT_PACE: u32 = 100;
+/// The default pace of a heavy tenant while a light one is active, in percent of one seat:
+/// half a seat (performance.md "Session 10": B's p99 with A 1.33x at 50, 1.88x at 100).
+pub const DEFAULT_PACE: u32 = 50;
 
 /// The queue's metrics: two gauges and three counters, no labels (docs/fairshare.md).
 #[derive(Clone, Default)]
