@@ -31,6 +31,25 @@
 //! thus keeps all but the reserve, and a request heavier than that still runs once its
 //! tenant holds nothing else.
 //!
+//! **Alone, a tenant is not held to the budget** ([`FairQueue::unbounded_when_alone`]). The
+//! budget shares the replica among tenants; a tenant with nobody to share with (no other
+//! tenant holds seats, waits, or made a request within [`ACTIVE_WINDOW`]) is admitted at once
+//! whatever the seats in use (its own `maxInflight` bounds it). Once another tenant is active
+//! the budget applies again: the overshoot drains as the lone tenant's requests end.
+//!
+//! **Pacing: heavy tenants yield to light ones** ([`FairQueue::with_pace`]). Every tenant's
+//! use is metered as *seat time* (seats × time held, as APF charges width × duration). A
+//! tenant whose seat time over the last second or so (an exponential average) is under half
+//! the pace (`pace` % of one seat) is *light*; others are *heavy*. While a light tenant is
+//! active, a heavy tenant's requests are admitted at the pace with GCRA's arithmetic (a
+//! theoretical arrival time that each admission moves forward by its estimated seat time ÷
+//! pace, corrected at its end; a request may start at most [`PACE_SLACK`] early): its
+//! admissions are spread out instead of arriving in bursts, and what it keeps busy upstream
+//! is bounded by the pace. A light tenant is never held back. Heavy tenants among themselves
+//! are not paced (the budget and the virtual times share the replica among them,
+//! work-conserving); a heavy tenant's schedule runs at most [`PACE_MEMORY`] ahead, so past
+//! use costs it at most that much wait when a light tenant appears.
+//!
 //! The caller does the waiting (tokio in paddock-server); this type only decides. It holds no
 //! clock: `now` is the caller's monotonic time since any fixed origin, and a wait's deadline is
 //! the caller's, who then [`FairQueue::cancel`]s the ticket.
@@ -73,6 +92,44 @@ pub enum Cancelled<K> {
 /// The estimate of a request's work before a tenant has a running mean: about one small GET.
 const FIRST_ESTIMATE_NS: u64 = 100_000;
 
+/// How long after its last request a tenant still counts as active: for the lone-tenant rule
+/// and for pacing (a light tenant making a request every few hundred ms is active throughout).
+pub const ACTIVE_WINDOW: Duration = Duration::from_secs(1);
+/// How early a paced tenant's request may start against its schedule (GCRA's tolerance).
+pub const PACE_SLACK: Duration = Duration::from_millis(20);
+/// A tenant is light while its recent seat time (exponential average over this long, in
+/// seat-seconds per second) is under `LIGHT_SHARE` of the pace.
+const USE_WINDOW_SECS: f64 = 1.0;
+const LIGHT_SHARE: f64 = 0.5;
+/// The most a tenant may be ahead of its pace: past heavy use (alone, or while only heavy
+/// tenants were active) costs it at most this much wait when a light tenant appears.
+pub const PACE_MEMORY: Duration = Duration::from_millis(100);
+/// The estimate of how long a request holds its seats before a tenant has a running mean.
+const FIRST_HOLD_NS: u64 = 5_000_000;
+
+/// What the queue remembers of a tenant between its requests: when it last arrived, and its
+/// pace (docs: "Pacing" above).
+#[derive(Debug, Clone, Copy)]
+struct Recent {
+    seen: Duration,
+    /// GCRA's theoretical arrival time: how far the tenant's seat time has run ahead of its pace.
+    tat: Duration,
+    /// Running mean of how long one request holds its seats, in ns.
+    hold: u64,
+    /// Seat time used by ended requests, in seat-seconds, decaying over [`USE_WINDOW_SECS`]
+    /// from `used_at`.
+    used: f64,
+    used_at: Duration,
+}
+
+impl Recent {
+    /// The recent seat time at `now` (seat-seconds per [`USE_WINDOW_SECS`]).
+    fn use_at(&self, now: Duration) -> f64 {
+        let age = now.saturating_sub(self.used_at).as_secs_f64();
+        self.used * (-age / USE_WINDOW_SECS).exp()
+    }
+}
+
 #[derive(Debug, Default)]
 struct Flow {
     /// Seats held by this tenant's admitted, unrevoked requests.
@@ -109,6 +166,8 @@ struct Grant<K> {
     seats: u32,
     since: Duration,
     estimate: u64,
+    /// Seat time charged to the tenant's pace at admission (seats × its mean hold), in ns.
+    paced: u64,
     revoked: bool,
 }
 
@@ -128,6 +187,13 @@ pub struct FairQueue<K> {
     floor: u64,
     next: u64,
     revoked: u64,
+    /// A tenant alone is admitted past the budget ([`FairQueue::unbounded_when_alone`]).
+    alone_unbounded: bool,
+    /// Percent of one seat a heavy tenant is paced to while a light one is active (0: off).
+    pace: u32,
+    /// Tenants seen recently (within [`ACTIVE_WINDOW`], or still ahead of their pace).
+    recent: HashMap<K, Recent>,
+    last_prune: Duration,
 }
 
 impl<K: Eq + Hash + Clone> FairQueue<K> {
@@ -143,7 +209,24 @@ impl<K: Eq + Hash + Clone> FairQueue<K> {
             floor: 0,
             next: 0,
             revoked: 0,
+            alone_unbounded: false,
+            pace: 0,
+            recent: HashMap::new(),
+            last_prune: Duration::ZERO,
         }
+    }
+
+    /// A tenant with no other tenant active is admitted at once, past the budget.
+    pub fn unbounded_when_alone(mut self) -> Self {
+        self.alone_unbounded = true;
+        self
+    }
+
+    /// While a light tenant is active, heavy tenants are paced to `percent` % of one seat's
+    /// time (0: no pacing).
+    pub fn with_pace(mut self, percent: u32) -> Self {
+        self.pace = percent;
+        self
     }
 
     /// Keeps the last `reserve` seats for light tenants (at most all but one: a busy tenant
@@ -165,6 +248,7 @@ impl<K: Eq + Hash + Clone> FairQueue<K> {
         let seats = self.weight(seats);
         let ticket = Ticket(self.next);
         self.next += 1;
+        self.note(tenant, now);
         if !self.flows.contains_key(tenant) {
             let floor = self.raise_floor();
             let flow = Flow {
@@ -196,6 +280,7 @@ impl<K: Eq + Hash + Clone> FairQueue<K> {
         if !g.revoked {
             self.in_use = self.in_use.saturating_sub(g.seats);
         }
+        self.settle_pace(&g, now);
         if let Some(f) = self.flows.get_mut(&g.tenant) {
             let work = u64::try_from(work.as_nanos()).unwrap_or(u64::MAX);
             f.pending = f.pending.saturating_sub(g.estimate);
@@ -269,24 +354,30 @@ impl<K: Eq + Hash + Clone> FairQueue<K> {
 
     /// Admits waiting requests while the next one fits, revoking expired leases to make it
     /// fit. The next one is the head of the waiting tenant with the lowest virtual time (ties:
-    /// the older head). When it does not fit, nobody behind it is admitted either, so a heavy
-    /// request is not starved by light ones.
+    /// the older head) among those not held back by their pace. When it does not fit, nobody
+    /// behind it is admitted either, so a heavy request is not starved by light ones. A tenant
+    /// alone (with [`FairQueue::unbounded_when_alone`]) is admitted whatever the seats in use.
     fn dispatch(&mut self, now: Duration) -> Vec<(K, Ticket)> {
         let mut admitted = Vec::new();
         loop {
+            let paced = self.pacing_applies(now);
             let next = self
                 .flows
                 .iter()
+                .filter(|(k, _)| !paced || self.within_pace(k, now))
                 .filter_map(|(k, f)| f.waiting.front().map(|(t, s)| (f.key(), *t, *s, k)))
                 .min_by_key(|(key, ticket, _, _)| (*key, *ticket))
                 .map(|(_, t, s, k)| (k.clone(), t, s));
             let Some((tenant, ticket, seats)) = next else {
                 break;
             };
-            while self.in_use + seats > self.room(&tenant, seats) && self.revoke_one(now) {}
-            if self.in_use + seats > self.room(&tenant, seats) {
-                break;
+            if !(self.alone_unbounded && self.alone(&tenant, now)) {
+                while self.in_use + seats > self.room(&tenant, seats) && self.revoke_one(now) {}
+                if self.in_use + seats > self.room(&tenant, seats) {
+                    break;
+                }
             }
+            let paced = self.charge_pace(&tenant, seats, now);
             self.in_use += seats;
             let Some(f) = self.flows.get_mut(&tenant) else {
                 break;
@@ -301,12 +392,139 @@ impl<K: Eq + Hash + Clone> FairQueue<K> {
                 seats,
                 since: now,
                 estimate,
+                paced,
                 revoked: false,
             };
             self.grants.insert(ticket, grant);
             admitted.push((tenant, ticket));
         }
         admitted
+    }
+
+    /// Records that `tenant` made a request at `now`; now and then forgets the tenants that
+    /// are neither active nor ahead of their pace.
+    fn note(&mut self, tenant: &K, now: Duration) {
+        if now.saturating_sub(self.last_prune) >= ACTIVE_WINDOW {
+            let flows = &self.flows;
+            self.recent.retain(|k, r| {
+                flows.contains_key(k) || now.saturating_sub(r.seen) < ACTIVE_WINDOW || r.tat > now
+            });
+            self.last_prune = now;
+        }
+        match self.recent.get_mut(tenant) {
+            Some(r) => r.seen = now,
+            None => {
+                let r = Recent {
+                    seen: now,
+                    tat: now,
+                    hold: 0,
+                    used: 0.0,
+                    used_at: now,
+                };
+                self.recent.insert(tenant.clone(), r);
+            }
+        }
+    }
+
+    fn is_active(&self, tenant: &K, r: &Recent, now: Duration) -> bool {
+        now.saturating_sub(r.seen) < ACTIVE_WINDOW || self.flows.contains_key(tenant)
+    }
+
+    /// Whether no other tenant than `tenant` holds seats, waits, or was active recently.
+    fn alone(&self, tenant: &K, now: Duration) -> bool {
+        !self.flows.keys().any(|k| k != tenant)
+            && !self
+                .recent
+                .iter()
+                .any(|(k, r)| k != tenant && now.saturating_sub(r.seen) < ACTIVE_WINDOW)
+    }
+
+    /// Whether a tenant is light: its recent seat time is under half its pace.
+    fn is_light(&self, r: &Recent, now: Duration) -> bool {
+        r.use_at(now) < f64::from(self.pace) / 100.0 * LIGHT_SHARE * USE_WINDOW_SECS
+    }
+
+    /// Whether heavy tenants are paced now: pacing is on and a light tenant is active.
+    fn pacing_applies(&self, now: Duration) -> bool {
+        self.pace > 0
+            && self
+                .recent
+                .iter()
+                .any(|(k, r)| self.is_light(r, now) && self.is_active(k, r, now))
+    }
+
+    /// Whether `tenant` may go while pacing applies: it is light, or its schedule allows it
+    /// (at most [`PACE_SLACK`] early).
+    fn within_pace(&self, tenant: &K, now: Duration) -> bool {
+        self.recent
+            .get(tenant)
+            .is_none_or(|r| self.is_light(r, now) || r.tat <= now + PACE_SLACK)
+    }
+
+    /// The schedule time (ns) that `seat_ns` of seat time takes at the pace.
+    fn paced_ns(&self, seat_ns: u64) -> u64 {
+        seat_ns.saturating_mul(100) / u64::from(self.pace.max(1))
+    }
+
+    /// Moves `tenant`'s pace forward by the estimated seat time of a request of `seats`
+    /// admitted at `now` (at most [`PACE_MEMORY`] ahead); returns that seat time, in ns.
+    fn charge_pace(&mut self, tenant: &K, seats: u32, now: Duration) -> u64 {
+        if self.pace == 0 {
+            return 0;
+        }
+        let Some(hold) = self.recent.get(tenant).map(|r| r.hold) else {
+            return 0;
+        };
+        let hold = if hold == 0 { FIRST_HOLD_NS } else { hold };
+        let seat_ns = u64::from(seats).saturating_mul(hold);
+        let ahead = Duration::from_nanos(self.paced_ns(seat_ns));
+        if let Some(r) = self.recent.get_mut(tenant) {
+            r.tat = (r.tat.max(now) + ahead).min(now + PACE_MEMORY);
+        }
+        seat_ns
+    }
+
+    /// At a request's end, corrects its tenant's pace by the seat time it really used (time
+    /// held, at most a lease, × seats) against the estimate charged, and updates the tenant's
+    /// mean hold.
+    fn settle_pace(&mut self, g: &Grant<K>, now: Duration) {
+        if self.pace == 0 {
+            return;
+        }
+        let held = now.saturating_sub(g.since).min(self.lease);
+        let held_ns = u64::try_from(held.as_nanos()).unwrap_or(u64::MAX);
+        let used = u64::from(g.seats).saturating_mul(held_ns);
+        let (more, less) = (
+            self.paced_ns(used.saturating_sub(g.paced)),
+            self.paced_ns(g.paced.saturating_sub(used)),
+        );
+        if let Some(r) = self.recent.get_mut(&g.tenant) {
+            r.used = r.use_at(now) + used as f64 / 1e9;
+            r.used_at = now;
+            r.tat = (r.tat + Duration::from_nanos(more))
+                .saturating_sub(Duration::from_nanos(less))
+                .min(now + PACE_MEMORY);
+            r.hold = if r.hold == 0 {
+                held_ns.max(1)
+            } else {
+                (r.hold / 8 * 7).saturating_add(held_ns / 8).max(1)
+            };
+        }
+    }
+
+    /// When a tenant held back by its pace may go next (the caller wakes the queue then with
+    /// [`FairQueue::poke`]); `None` when nobody waits for their pace.
+    pub fn next_due(&self, now: Duration) -> Option<Duration> {
+        if !self.pacing_applies(now) {
+            return None;
+        }
+        self.flows
+            .iter()
+            .filter(|(_, f)| !f.waiting.is_empty())
+            .filter_map(|(k, _)| self.recent.get(k))
+            .filter(|r| r.tat > now + PACE_SLACK && !self.is_light(r, now))
+            .map(|r| r.tat - PACE_SLACK)
+            .min()
     }
 
     /// The seats a request of `tenant` weighing `seats` may bring the queue's use up to: the
@@ -346,3 +564,7 @@ impl<K: Eq + Hash + Clone> FairQueue<K> {
 #[cfg(test)]
 #[path = "fair_queue_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "fair_queue_pace_tests.rs"]
+mod pace_tests;

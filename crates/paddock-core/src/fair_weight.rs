@@ -66,6 +66,29 @@ pub fn seats(
     seats
 }
 
+/// The work seats a watch open takes until its answer starts: a watch that begins with the
+/// collection's current objects (no `resourceVersion`, `resourceVersion=0`, or
+/// `sendInitialEvents=true`) weighs as a LIST of it ([`seats`]): the apiserver sends those
+/// objects as initial events; a watch from a known version (a reflector after its LIST)
+/// weighs 1.
+pub fn watch_seats(path: &str, query: Option<&str>, max_list: u32, max_inflight: u32) -> u32 {
+    let param = |name: &str| {
+        query.and_then(|q| {
+            form_urlencoded::parse(q.as_bytes())
+                .find(|(k, _)| k == name)
+                .map(|(_, v)| v.into_owned())
+        })
+    };
+    let initial = match param("resourceVersion").as_deref() {
+        None | Some("") | Some("0") => true,
+        Some(_) => param("sendInitialEvents").as_deref() == Some("true"),
+    };
+    if !initial {
+        return 1;
+    }
+    seats(RequestClass::Read, path, query, max_list, max_inflight)
+}
+
 /// How long a refusal for `limit` waits before it is answered: rate limits wait
 /// `min(Retry-After, 1 s)` (holding no seat, only a timer); other refusals are answered at
 /// once (a seat or a watch frees when another request ends, not with time).
@@ -130,6 +153,39 @@ mod tests {
         assert_eq!(seats(RequestClass::Read, list, None, 500, 4), 2);
         assert_eq!(seats(RequestClass::Read, list, None, 500, 1), 1);
         assert_eq!(seats(RequestClass::Read, list, None, 500, 0), 5);
+    }
+
+    #[test]
+    fn a_watch_with_initial_events_weighs_as_a_list() {
+        let list = "/api/v1/namespaces/default/configmaps";
+        assert_eq!(watch_seats(list, Some("watch=true"), 500, 64), 5);
+        assert_eq!(
+            watch_seats(list, Some("watch=1&resourceVersion=0"), 500, 64),
+            5
+        );
+        assert_eq!(
+            watch_seats(list, Some("watch=1&resourceVersion=42"), 500, 64),
+            1
+        );
+        assert_eq!(
+            watch_seats(
+                list,
+                Some("watch=1&resourceVersion=42&sendInitialEvents=true"),
+                500,
+                64
+            ),
+            5
+        );
+        // One object's watch (a field selector is still a collection path: weighed by it).
+        assert_eq!(
+            watch_seats(
+                "/api/v1/namespaces/default/configmaps/x",
+                Some("watch=1"),
+                500,
+                64
+            ),
+            1
+        );
     }
 
     #[test]

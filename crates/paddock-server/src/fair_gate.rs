@@ -2,7 +2,7 @@
 
 use http::{Method, Request, Uri, header};
 use paddock_core::TenantId;
-use paddock_core::fair_weight::seats;
+use paddock_core::fair_weight::{seats, watch_seats};
 use paddock_core::fairshare::{RequestClass, clamp_list_limit, classify};
 
 use crate::error::ServerError;
@@ -38,13 +38,11 @@ pub fn admit_request<B>(
         *req.uri_mut() = Uri::from_parts(parts)
             .map_err(|e| ServerError::BadRequest(format!("request URI: {e}")))?;
     }
-    let seats = seats(
-        class,
-        req.uri().path(),
-        req.uri().query(),
-        limits.max_list,
-        limits.max_inflight,
-    );
+    let (path, query) = (req.uri().path(), req.uri().query());
+    let seats = match class {
+        RequestClass::Watch => watch_seats(path, query, limits.max_list, limits.max_inflight),
+        _ => seats(class, path, query, limits.max_list, limits.max_inflight),
+    };
     let r = state.limiter.admit_weighted(tenant, &limits, class, seats);
     if let Err(ServerError::TooManyRequests { limit, .. }) = &r {
         state.metrics.limit_refused(limit);

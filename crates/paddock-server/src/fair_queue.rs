@@ -7,7 +7,7 @@
 use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
@@ -20,7 +20,7 @@ use parking_lot::Mutex;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
-use tokio::sync::oneshot;
+use tokio::sync::{Notify, oneshot};
 
 use crate::body::ResBody;
 use crate::error::{BoxError, ServerError};
@@ -44,6 +44,9 @@ pub struct FairQueueConfig {
     /// The last seats, kept for light tenants: those holding no more than this many
     /// (`fair_queue_reserve`; 0, the default, turns it off: docs/fairshare.md).
     pub reserve: u32,
+    /// While a light tenant is active, heavy tenants are paced to this percent of one seat's
+    /// time (`fair_queue_pace`; 0 turns pacing off; docs/fairshare.md "Pacing").
+    pub pace: u32,
 }
 
 /// On, with 8 seats per core: the queue is work-conserving (a lone tenant may use every
@@ -57,9 +60,14 @@ impl Default for FairQueueConfig {
             timeout: Duration::from_secs(15),
             lease: Duration::from_secs(1),
             reserve: 0,
+            pace: DEFAULT_PACE,
         }
     }
 }
+
+/// The default pace of a heavy tenant while a light one is active, in percent of one seat:
+/// half a seat (performance.md "Session 10": B's p99 with A 1.33x at 50, 1.88x at 100).
+pub const DEFAULT_PACE: u32 = 50;
 
 /// The queue's metrics: two gauges and three counters, no labels (docs/fairshare.md).
 #[derive(Clone, Default)]
@@ -109,6 +117,10 @@ struct Shared {
     waiters: HashMap<Ticket, oneshot::Sender<()>>,
     metrics: QueueMetrics,
     revoked_seen: u64,
+    /// When the pacer task will next poke the queue (None: it waits to be told, or has not
+    /// been started).
+    pacer_at: Option<Duration>,
+    pacer_started: bool,
 }
 
 impl Shared {
@@ -139,23 +151,60 @@ pub struct WorkQueue {
     shared: Mutex<Shared>,
     timeout: Duration,
     lease: Duration,
-    /// The origin of the `now` the core's decisions take.
-    epoch: Instant,
+    /// The origin of the `now` the core's decisions take (tokio's clock: the same as the
+    /// system's monotonic clock, but pausable in tests).
+    epoch: tokio::time::Instant,
+    /// Wakes the pacer task: a tenant held back by its pace may go earlier than it sleeps.
+    pacer: Arc<Notify>,
+}
+
+impl Drop for WorkQueue {
+    fn drop(&mut self) {
+        // The pacer holds only a weak reference: woken, it finds the queue gone and ends.
+        self.pacer.notify_one();
+    }
 }
 
 impl WorkQueue {
     pub fn new(config: FairQueueConfig, metrics: QueueMetrics) -> Arc<Self> {
         Arc::new(WorkQueue {
             shared: Mutex::new(Shared {
-                queue: FairQueue::new(config.seats, config.lease).with_reserve(config.reserve),
+                queue: FairQueue::new(config.seats, config.lease)
+                    .with_reserve(config.reserve)
+                    .unbounded_when_alone()
+                    .with_pace(config.pace),
                 waiters: HashMap::new(),
                 metrics,
                 revoked_seen: 0,
+                pacer_at: None,
+                pacer_started: false,
             }),
             timeout: config.timeout,
             lease: config.lease,
-            epoch: Instant::now(),
+            epoch: tokio::time::Instant::now(),
+            pacer: Arc::new(Notify::new()),
         })
+    }
+
+    /// Makes sure the pacer task pokes the queue when the next tenant held back by its pace
+    /// may go (called under the lock after every change). One task and one timer for the
+    /// whole queue: the waiting requests themselves only wait for their admission.
+    fn schedule(self: &Arc<Self>, s: &mut Shared, now: Duration) {
+        let Some(due) = s.queue.next_due(now) else {
+            return;
+        };
+        if s.pacer_at.is_some_and(|at| at <= due) {
+            return;
+        }
+        if !s.pacer_started {
+            let Ok(rt) = tokio::runtime::Handle::try_current() else {
+                return; // no runtime: the waits' own pokes (every lease) still admit them
+            };
+            s.pacer_started = true;
+            rt.spawn(pace(Arc::downgrade(self), self.pacer.clone()));
+        }
+        s.pacer_at = Some(due);
+        self.pacer.notify_one();
     }
 
     fn now(&self) -> Duration {
@@ -175,6 +224,9 @@ impl WorkQueue {
         let (arrival, others) = s.queue.arrive(tenant, seats, now);
         s.wake(others);
         s.publish();
+        if matches!(arrival, Arrival::Queued(_)) {
+            self.schedule(&mut s, now);
+        }
         let asked = Asked {
             queue: self.clone(),
             tenant: tenant.clone(),
@@ -196,21 +248,23 @@ impl WorkQueue {
         }
     }
 
-    fn release(&self, ticket: Ticket, work: Duration) {
+    fn release(self: &Arc<Self>, ticket: Ticket, work: Duration) {
         let now = self.now();
         let mut s = self.shared.lock();
         let admitted = s.queue.release(ticket, work, now);
         s.wake(admitted);
         s.publish();
+        self.schedule(&mut s, now);
     }
 
-    /// Lets the queue revoke expired leases for the requests waiting.
-    fn poke(&self) {
+    /// Lets the queue revoke expired leases, and admit paced tenants whose time has come.
+    fn poke(self: &Arc<Self>) {
         let now = self.now();
         let mut s = self.shared.lock();
         let admitted = s.queue.poke(now);
         s.wake(admitted);
         s.publish();
+        self.schedule(&mut s, now);
     }
 
     /// Gives up a waiting ticket; true when it had been admitted meanwhile (the seats are
@@ -228,6 +282,36 @@ impl WorkQueue {
         };
         s.publish();
         admitted
+    }
+}
+
+/// The pacer: sleeps until the next tenant held back by its pace may go, pokes the queue,
+/// and waits to be told when nobody is held back. Ends when the queue is dropped.
+async fn pace(queue: Weak<WorkQueue>, told: Arc<Notify>) {
+    loop {
+        let notified = told.notified();
+        tokio::pin!(notified);
+        notified.as_mut().enable();
+        let due = {
+            let Some(q) = queue.upgrade() else { return };
+            let now = q.now();
+            let mut s = q.shared.lock();
+            let due = s.queue.next_due(now);
+            s.pacer_at = due;
+            due.map(|at| q.epoch + at)
+        };
+        match due {
+            Some(at) => {
+                tokio::select! {
+                    () = tokio::time::sleep_until(at) => {
+                        let Some(q) = queue.upgrade() else { return };
+                        q.poke();
+                    }
+                    () = &mut notified => {}
+                }
+            }
+            None => notified.await,
+        }
     }
 }
 
@@ -411,6 +495,7 @@ mod tests {
                 timeout,
                 lease: Duration::from_secs(60),
                 reserve: 0,
+                pace: 0,
             },
             QueueMetrics::default(),
         )
@@ -418,22 +503,77 @@ mod tests {
 
     #[tokio::test]
     async fn a_waiting_tenant_gets_the_next_seat_before_the_flood() {
-        let q = queue(2, Duration::from_secs(60));
+        let q = queue(3, Duration::from_secs(60));
         let (a, b) = (tid("noisya"), tid("quietb"));
-        let first = q.acquire(&a, 1).await.unwrap();
+        // B holds a seat throughout: A is not alone, so the budget applies to it.
+        let b_first = q.acquire(&b, 1).await.unwrap();
+        let mut first = q.acquire(&a, 1).await.unwrap();
+        // A has done some work: it is behind B, which has done none, in the line.
+        first.timed(|| std::thread::sleep(Duration::from_millis(1)));
         let second = q.acquire(&a, 1).await.unwrap();
         let mut flood: Vec<SeatWait> = (0..5).map(|_| q.acquire(&a, 1)).collect();
         let quiet = tokio::spawn(q.acquire(&b, 1));
         tokio::task::yield_now().await;
-        assert_eq!(q.load(), (2, 6));
+        assert_eq!(q.load(), (3, 6));
         drop(first);
         let held = quiet.await.unwrap().unwrap();
-        assert_eq!(q.load(), (2, 5));
+        assert_eq!(q.load(), (3, 5));
         // The flood's waits resolve one by one as seats free.
         drop(held);
         let next = (&mut flood[0]).await.unwrap();
-        drop((next, second));
+        drop((next, second, b_first));
         drop(flood);
+        assert_eq!(q.load(), (0, 0));
+    }
+
+    #[tokio::test]
+    async fn a_lone_tenant_is_admitted_past_the_budget() {
+        let q = queue(2, Duration::from_secs(60));
+        let a = tid("noisya");
+        let mut held = Vec::new();
+        for _ in 0..5 {
+            held.push(q.acquire(&a, 1).await.unwrap());
+        }
+        assert_eq!(q.load(), (5, 0));
+        drop(held);
+        assert_eq!(q.load(), (0, 0));
+    }
+
+    /// Paused time: it moves only when every task waits on a timer, so the steps below
+    /// take no time and the pacer's sleep is what moves it.
+    #[tokio::test(start_paused = true)]
+    async fn the_pacer_admits_a_paced_tenant_without_any_release() {
+        let q = WorkQueue::new(
+            FairQueueConfig {
+                seats: 64,
+                timeout: Duration::from_secs(60),
+                lease: Duration::from_secs(60),
+                reserve: 0,
+                pace: 100,
+            },
+            QueueMetrics::default(),
+        );
+        let (a, b) = (tid("noisya"), tid("quietb"));
+        // A alone holds 30 seats for 200 ms: 6 seat-seconds, far over its pace of one seat.
+        let mut held = Vec::new();
+        for _ in 0..30 {
+            held.push(q.acquire(&a, 1).await.unwrap());
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        drop(held);
+        // B, light, becomes active: A's next request waits for its pace, with seats to
+        // spare and no request ending; only the pacer's timer admits it.
+        let quiet = q.acquire(&b, 1).await.unwrap();
+        let t0 = tokio::time::Instant::now();
+        let wait = q.acquire(&a, 1);
+        assert!(matches!(wait, SeatWait::Waiting(_)), "A was not paced");
+        let next = tokio::time::timeout(Duration::from_secs(30), wait)
+            .await
+            .expect("the pacer never admitted A")
+            .unwrap();
+        // A's schedule was PACE_MEMORY (100 ms) ahead; it may start PACE_SLACK (20 ms) early.
+        assert_eq!(t0.elapsed(), Duration::from_millis(80));
+        drop((next, quiet));
         assert_eq!(q.load(), (0, 0));
     }
 
@@ -445,6 +585,7 @@ mod tests {
                 timeout: Duration::from_secs(60),
                 lease: Duration::from_millis(50),
                 reserve: 0,
+                pace: 0,
             },
             QueueMetrics::default(),
         );
@@ -482,8 +623,8 @@ mod tests {
     #[tokio::test]
     async fn a_dropped_wait_gives_back_its_place_or_its_seats() {
         let q = queue(1, Duration::from_secs(60));
-        let a = tid("noisya");
-        let held = q.acquire(&a, 1).await.unwrap();
+        let (a, b) = (tid("noisya"), tid("quietb"));
+        let held = q.acquire(&b, 1).await.unwrap();
         drop(q.acquire(&a, 1));
         assert_eq!(q.load(), (1, 0));
         // Admitted but never polled again: dropping the wait releases the seat.

@@ -52,13 +52,23 @@ pub struct Permit {
     slot: Slot,
     /// Units of the counter held: a LIST's seats (`fair_weight::seats`), otherwise 1.
     units: u32,
+    /// What the request asks of the replica's fair work queue (`fair_queue.rs`): its
+    /// in-flight seats, or for a watch the weight of its initial events
+    /// (`fair_weight::watch_seats`); 0 for a connection.
+    work: u32,
 }
 
 impl Permit {
-    /// The in-flight seats held (none for a watch or a connection): what the request asks of
-    /// the replica's fair work queue (`fair_queue.rs`).
+    /// The work seats the request takes in the replica's fair work queue (none for a
+    /// connection).
     pub fn work_seats(&self) -> Option<u32> {
-        matches!(self.slot, Slot::InFlight).then_some(self.units)
+        (self.work > 0).then_some(self.work)
+    }
+
+    /// Whether the request is a watch: it holds its work seats only until its answer's
+    /// headers (its start, where the apiserver's work for it is), not for its life.
+    pub fn is_watch(&self) -> bool {
+        matches!(self.slot, Slot::Watch)
     }
 }
 
@@ -131,7 +141,8 @@ impl Limiter {
 
     /// [`Limiter::admit`] for a request that takes `seats` in-flight seats (a LIST: APF-style
     /// weight, `paddock_core::fair_weight::seats`); watches and long-running requests take one
-    /// slot of their own kind whatever `seats` says.
+    /// slot of their own kind whatever `seats` says (for a watch, `seats` is what it asks of
+    /// the work queue until its headers: `fair_weight::watch_seats`).
     pub fn admit_weighted(
         &self,
         tenant: &TenantId,
@@ -151,6 +162,7 @@ impl Limiter {
                     gauge: gauge.clone(),
                     slot: Slot::InFlight,
                     units: seats,
+                    work: seats,
                 })
             }
             RequestClass::Watch => {
@@ -163,6 +175,7 @@ impl Limiter {
                     gauge: gauge.clone(),
                     slot: Slot::Watch,
                     units: 1,
+                    work: seats,
                 })
             }
             RequestClass::LongRunning => None,
@@ -208,6 +221,7 @@ impl Limiter {
             gauge,
             slot: Slot::Connection,
             units: 1,
+            work: 0,
         })
     }
 

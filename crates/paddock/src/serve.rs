@@ -110,6 +110,10 @@ pub struct ServeArgs {
     /// requests do not wait behind a flood (default 0: off).
     #[arg(long, env = "PADDOCK_FAIR_QUEUE_RESERVE")]
     pub fair_queue_reserve: Option<u32>,
+    /// While a light tenant is active, heavy tenants are paced to this percent of one work
+    /// seat's time (seats x time held); 0 turns pacing off (docs/fairshare.md "Pacing").
+    #[arg(long, env = "PADDOCK_FAIR_QUEUE_PACE")]
+    pub fair_queue_pace: Option<u32>,
     /// Per-tenant default: reads and watch opens per second, per replica (0 = no limit).
     #[arg(long, env = "PADDOCK_TENANT_READ_QPS")]
     pub tenant_read_qps: Option<u32>,
@@ -259,6 +263,7 @@ struct FileConfig {
     fair_queue_timeout: Option<String>,
     fair_queue_lease: Option<String>,
     fair_queue_reserve: Option<u32>,
+    fair_queue_pace: Option<u32>,
     tenant_read_qps: Option<u32>,
     tenant_read_burst: Option<u32>,
     tenant_write_qps: Option<u32>,
@@ -613,6 +618,10 @@ fn fair_queue(args: &ServeArgs, file: &FileConfig) -> Result<FairQueueConfig> {
             .fair_queue_reserve
             .or(file.fair_queue_reserve)
             .unwrap_or(d.reserve),
+        pace: args
+            .fair_queue_pace
+            .or(file.fair_queue_pace)
+            .unwrap_or(d.pace),
     })
 }
 

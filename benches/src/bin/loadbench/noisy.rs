@@ -413,9 +413,7 @@ fn section(t: &Target, m: &Measured, secs: u64, b_rate: u32, a_workers: usize) -
     let alone_secs = (secs / 2).max(5);
     let mut out = String::new();
     let pace = match t.a_rate {
-        Some(r) => format!(
-            "paced at {r:.0} requests/s in all (what paddock let through in the paddock run)"
-        ),
+        Some(r) => format!("paced at {r:.0} requests/s in all"),
         None => "unbounded".into(),
     };
     let _ = writeln!(
@@ -481,11 +479,11 @@ fn section(t: &Target, m: &Measured, secs: u64, b_rate: u32, a_workers: usize) -
 
 /// What [`run`] measured.
 pub struct Outcome {
-    /// Through paddock: B's p99 with A / alone, and B's errors with A.
-    pub ratio: f64,
-    pub errors: usize,
-    /// The same straight at the apiserver (A paced at the rate paddock let through).
-    pub direct: Option<(f64, usize)>,
+    /// Through paddock: B's p99 with A / alone, and B's errors with A (None: not run, a
+    /// sweep of the direct reference only).
+    pub through: Option<(f64, usize)>,
+    /// The same straight at the apiserver: A's rate (paced), B's p99 ratio, B's errors.
+    pub direct: Vec<(f64, f64, usize)>,
     pub report: String,
 }
 
@@ -536,18 +534,62 @@ pub struct Creds<'a> {
     pub b: &'a Cred,
 }
 
-/// Runs the benchmark through paddock and, with `direct`, then straight at the apiserver.
-#[allow(clippy::too_many_arguments)]
+/// How the benchmark runs: its phases' length, the two tenants' loads, and the direct
+/// reference.
+pub struct Shape {
+    pub secs: u64,
+    pub b_rate: u32,
+    pub a_workers: usize,
+    /// Then run straight at the apiserver, A paced at paddock's admitted rate.
+    pub direct: bool,
+    /// Run only straight at the apiserver, once per rate of A (requests per second in all):
+    /// what rate of A's work the apiserver itself tolerates beside B.
+    pub direct_rates: Vec<f64>,
+}
+
+/// The target straight at the apiserver: the upstream admin impersonating the tenants'
+/// upstream identities, A paced at `rate`.
+fn straight(creds: &Creds<'_>, rate: f64) -> Result<Target> {
+    Ok(Target {
+        name: "straight at the apiserver (no paddock)",
+        a: Api::new(creds.admin, Proto::H2)?.with_headers(creds.a.impersonation_headers()?),
+        b_cred: creds.admin.clone(),
+        b_headers: creds.b.impersonation_headers()?,
+        a_ns: format!("{NOISY}-default"),
+        b_ns: format!("{QUIET}-default"),
+        a_rate: Some(rate),
+        padmin: None,
+    })
+}
+
+/// Runs the benchmark through paddock and, with `direct`, then straight at the apiserver;
+/// or, with `direct_rates`, only straight at the apiserver at each rate.
 pub async fn run(
     admin: &Api,
     padmin: &Api,
     creds: Creds<'_>,
     procs: Procs,
-    secs: u64,
-    b_rate: u32,
-    a_workers: usize,
-    direct: bool,
+    shape: &Shape,
 ) -> Result<Outcome> {
+    let (secs, b_rate, a_workers) = (shape.secs, shape.b_rate, shape.a_workers);
+    if !shape.direct_rates.is_empty() {
+        set_up(admin, &Api::new(creds.b, Proto::H2)?).await?;
+        let mut outcome = Outcome {
+            through: None,
+            direct: Vec::new(),
+            report: String::new(),
+        };
+        for rate in &shape.direct_rates {
+            let target = straight(&creds, *rate)?;
+            let d = measure(admin, &target, procs, secs, b_rate, a_workers).await;
+            outcome
+                .report
+                .push_str(&section(&target, &d, secs, b_rate, a_workers));
+            outcome.direct.push((*rate, d.ratio(), d.with.errors));
+            tokio::time::sleep(Duration::from_secs(2)).await;
+        }
+        return Ok(outcome);
+    }
     let through = Target {
         name: "through paddock",
         a: Api::new(creds.a, Proto::H2)?,
@@ -562,27 +604,18 @@ pub async fn run(
     let m = measure(admin, &through, procs, secs, b_rate, a_workers).await;
     let mut report = section(&through, &m, secs, b_rate, a_workers);
     let mut outcome = Outcome {
-        ratio: m.ratio(),
-        errors: m.with.errors,
-        direct: None,
+        through: Some((m.ratio(), m.with.errors)),
+        direct: Vec::new(),
         report: String::new(),
     };
-    if direct {
+    if shape.direct {
         // Separate connections for A and B, as through paddock.
-        let straight = Target {
-            name: "straight at the apiserver (no paddock)",
-            a: Api::new(creds.admin, Proto::H2)?.with_headers(creds.a.impersonation_headers()?),
-            b_cred: creds.admin.clone(),
-            b_headers: creds.b.impersonation_headers()?,
-            a_ns: format!("{NOISY}-default"),
-            b_ns: format!("{QUIET}-default"),
-            a_rate: Some(m.a_admitted_rate(secs)),
-            padmin: None,
-        };
+        let rate = m.a_admitted_rate(secs);
+        let target = straight(&creds, rate)?;
         tokio::time::sleep(Duration::from_secs(2)).await;
-        let d = measure(admin, &straight, procs, secs, b_rate, a_workers).await;
-        report.push_str(&section(&straight, &d, secs, b_rate, a_workers));
-        outcome.direct = Some((d.ratio(), d.with.errors));
+        let d = measure(admin, &target, procs, secs, b_rate, a_workers).await;
+        report.push_str(&section(&target, &d, secs, b_rate, a_workers));
+        outcome.direct.push((rate, d.ratio(), d.with.errors));
     }
     outcome.report = report;
     Ok(outcome)

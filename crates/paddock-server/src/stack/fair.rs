@@ -90,7 +90,8 @@ where
         let (permit, wait) = match tenant.map(|t| (self.admit.admit(&t, &mut req), t)) {
             Some((Err(e), _)) => return refused(e),
             Some((Ok(p), t)) => {
-                // A request holding in-flight seats takes as many of the replica's work seats.
+                // A request holding in-flight seats takes as many of the replica's work
+                // seats; a watch, the weight of its start (`Permit::work_seats`).
                 let seats = p.as_ref().and_then(Permit::work_seats);
                 let wait = seats
                     .zip(self.admit.work_queue())
@@ -99,12 +100,14 @@ where
             }
             None => (None, None),
         };
+        let until_headers = permit.as_ref().is_some_and(Permit::is_watch);
         // The inner future does nothing until polled, which is after the seats are held.
         FairShareFuture::Admitted {
             inner: self.inner.call(req),
             permit,
             wait,
             seat: None,
+            until_headers,
         }
     }
 }
@@ -134,7 +137,7 @@ pin_project_lite::pin_project! {
     /// body holding the permit and the seats; or the refusal, perhaps tarpitted.
     #[project = FairShareProj]
     pub enum FairShareFuture<F> {
-        Admitted { #[pin] inner: F, permit: Option<Permit>, wait: Option<SeatWait>, seat: Option<Seat> },
+        Admitted { #[pin] inner: F, permit: Option<Permit>, wait: Option<SeatWait>, seat: Option<Seat>, until_headers: bool },
         Tarpit { #[pin] sleep: tokio::time::Sleep, error: Option<ServerError> },
         Refused { error: Option<ServerError> },
     }
@@ -162,6 +165,7 @@ where
                 permit,
                 wait,
                 seat,
+                until_headers,
             } => {
                 if let Some(w) = wait {
                     // A wait past the queue's timeout is a 429; the permit drops with it.
@@ -173,9 +177,11 @@ where
                     Some(s) => ready!(s.timed(|| inner.poll(cx)))?,
                     None => ready!(inner.poll(cx))?,
                 };
+                // A watch's seats end with its start (dropped here); anything else holds them
+                // until its answer's last byte.
                 let resp = match seat.take() {
-                    Some(s) => resp.map(|b| crate::fair_queue::seated(b, s)),
-                    None => resp,
+                    Some(s) if !*until_headers => resp.map(|b| crate::fair_queue::seated(b, s)),
+                    _ => resp,
                 };
                 Poll::Ready(Ok(match permit.take() {
                     None => resp,
