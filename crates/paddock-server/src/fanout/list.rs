@@ -17,33 +17,68 @@ async fn fetch_part(
     accept: &str,
 ) -> Result<ListPart, ServerError> {
     let (state, p) = (&part.state, &part.plan);
+    let (mut status, mut content_type, mut raw) =
+        fetch_raw(ctx, part, user, groups, accept).await?;
+    if matches!(status, StatusCode::FORBIDDEN | StatusCode::NOT_FOUND) {
+        let binding = if status == StatusCode::FORBIDDEN {
+            admins_binding(state, ctx, p, groups).await
+        } else {
+            AdminsBinding::NotAsked
+        };
+        if binding == AdminsBinding::Missing || namespace_going(state, ctx, p).await {
+            // Deleted (or started terminating, its RoleBindings going first) after the
+            // namespaces were listed: a cluster admin's list would simply not show it any
+            // more. Or created a moment ago and not yet bound for the tenant's admins (the
+            // create's follow-up binds it before answering): it holds nothing of the tenant's
+            // yet.
+            return Ok(empty_part(p)?);
+        }
+        if binding == AdminsBinding::Present {
+            // Bound, yet refused: the binding was written a moment ago and the apiserver's
+            // authorizer has not seen it yet (its RBAC cache lags the write). Ask once more
+            // after that settles; the second answer stands, whatever it is.
+            tokio::time::sleep(RBAC_CACHE_SETTLE).await;
+            (status, content_type, raw) = fetch_raw(ctx, part, user, groups, accept).await?;
+        }
+    }
+    let doc = rewrite_whole(ctx, p, status, &content_type, &raw)?;
+    Ok(ListPart {
+        status,
+        content_type,
+        doc,
+    })
+}
+
+/// How long a tenant admin's refused part waits before it is asked again when the
+/// namespace's admins' RoleBinding exists (the apiserver's RBAC cache catching up with it).
+const RBAC_CACHE_SETTLE: std::time::Duration = std::time::Duration::from_millis(750);
+
+/// One namespace's list as upstream answered it: status, content type, body.
+async fn fetch_raw(
+    ctx: &TenantContext,
+    part: &Part,
+    user: &str,
+    groups: &[String],
+    accept: &str,
+) -> Result<(StatusCode, String, Bytes), ServerError> {
+    let (state, p) = (&part.state, &part.plan);
     let (resp, _) = send_one(state, p, &ctx.tenant, user, groups, accept, false)
         .await
         .map_err(|e| part.unreachable(ctx, e))?;
     let status = resp.status();
     let content_type = content_type_of(&resp);
     let raw = collect_limited(resp.into_body(), MAX_NAMESPACE_LIST_BYTES).await?;
-    if matches!(status, StatusCode::FORBIDDEN | StatusCode::NOT_FOUND)
-        && (namespace_going(state, ctx, p).await
-            || (status == StatusCode::FORBIDDEN && namespace_unbound(state, ctx, p, groups).await))
-    {
-        // Deleted (or started terminating, its RoleBindings going first) after the namespaces
-        // were listed: a cluster admin's list would simply not show it any more. Or created
-        // a moment ago and not yet bound for the tenant's admins (the create's follow-up binds
-        // it before answering): it holds nothing of the tenant's yet.
-        let table = matches!(p.response, ResponseKind::Table);
-        let doc = serde_json::to_vec(&empty_list(p, table))
-            .map_err(|e| ServerError::Internal(e.to_string()))?;
-        return Ok(ListPart {
-            status: StatusCode::OK,
-            content_type: "application/json".into(),
-            doc,
-        });
-    }
-    let doc = rewrite_whole(ctx, p, status, &content_type, &raw)?;
+    Ok((status, content_type, raw))
+}
+
+/// The empty list a namespace that is gone, or not yet the tenant's, contributes.
+fn empty_part(p: &Plan) -> Result<ListPart, ServerError> {
+    let table = matches!(p.response, ResponseKind::Table);
+    let doc = serde_json::to_vec(&empty_list(p, table))
+        .map_err(|e| ServerError::Internal(e.to_string()))?;
     Ok(ListPart {
-        status,
-        content_type,
+        status: StatusCode::OK,
+        content_type: "application/json".into(),
         doc,
     })
 }
@@ -211,31 +246,43 @@ pub(super) async fn namespace_going(state: &AppState, ctx: &TenantContext, p: &P
     }
 }
 
-/// For a tenant admin's 403: is the part's namespace one whose admins' RoleBinding is not in
-/// place yet (created by a parallel request, listed before its follow-up bound it)? Asked as
-/// paddock itself, for the tenant's own upstream name only.
-pub(super) async fn namespace_unbound(
+/// Where a tenant admin's 403 in one namespace stands with the admins' RoleBinding of it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum AdminsBinding {
+    /// Not a 403, not a tenant admin, not a namespaced part, or upstream did not say.
+    NotAsked,
+    /// Not in place yet: the namespace was created by a parallel request and listed before
+    /// its follow-up bound it.
+    Missing,
+    /// In place: a refusal can only be the apiserver's authorizer lagging behind it.
+    Present,
+}
+
+/// For a tenant admin's 403: is the part's namespace's admins' RoleBinding in place? Asked
+/// as paddock itself, for the tenant's own upstream name only.
+pub(super) async fn admins_binding(
     state: &AppState,
     ctx: &TenantContext,
     p: &Plan,
     groups: &[String],
-) -> bool {
+) -> AdminsBinding {
     let Some(ns) = p.namespace() else {
-        return false;
+        return AdminsBinding::NotAsked;
     };
     if !groups
         .iter()
         .any(|g| g == paddock_core::identity::TENANT_ADMIN_GROUP)
     {
-        return false;
+        return AdminsBinding::NotAsked;
     }
     let path = format!(
         "/apis/rbac.authorization.k8s.io/v1/namespaces/{}/rolebindings/{}",
         ctx.tenant.upstream_name(ns),
         paddock_core::provision::NAMESPACE_ADMIN_BINDING
     );
-    matches!(
-        crate::upjson::call(&state.upstream, Method::GET, &path, None, None).await,
-        Ok(a) if a.status == StatusCode::NOT_FOUND
-    )
+    match crate::upjson::call(&state.upstream, Method::GET, &path, None, None).await {
+        Ok(a) if a.status == StatusCode::NOT_FOUND => AdminsBinding::Missing,
+        Ok(a) if a.status.is_success() => AdminsBinding::Present,
+        _ => AdminsBinding::NotAsked,
+    }
 }
