@@ -646,7 +646,10 @@ fn whole_body_path_is_the_streaming_rewriter() {
                 &mut whole,
             )
             .map(|()| whole);
-            let g = Fixture { status, ..f.clone() };
+            let g = Fixture {
+                status,
+                ..f.clone()
+            };
             let want = rewrite(&ctx, &g, &body, body.len());
             assert_eq!(
                 format!("{got:?}"),

@@ -214,9 +214,13 @@ impl ChunkRewriter for Buffered {
         let body = std::mem::take(&mut self.buf);
         match self.what {
             Whole::Error { json } => error_body_down(&self.ctx, &body, json, out),
-            Whole::Object => {
-                object_whole_down(&self.ctx, self.resource.as_ref(), self.cluster_wide, &body, out)
-            }
+            Whole::Object => object_whole_down(
+                &self.ctx,
+                self.resource.as_ref(),
+                self.cluster_wide,
+                &body,
+                out,
+            ),
             Whole::Discovery => {
                 out.extend_from_slice(&discovery_down(&self.ctx.tenant, &self.ctx.catalog, &body)?);
                 Ok(())
