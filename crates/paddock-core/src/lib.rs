@@ -64,7 +64,7 @@ pub use response::{discovery, framer, list, openapi, openapi_pb, splice, table, 
 pub use rules::object;
 pub use wire::{body, dupkeys, patch, protobuf};
 
-pub use response::{ChunkRewriter, etag, response_rewriter};
+pub use response::{ChunkRewriter, etag, response_rewriter, rewrite_whole_into};
 
 pub use body::translate_request_body;
 pub use catalog::{Catalog, Policy, ResourceInfo, Scope};

@@ -624,3 +624,58 @@ fn other_tenants_object_is_not_found_and_odd_bodies_are_handled() {
     rw.feed(b"\x82\x01x", &mut out).unwrap();
     assert_eq!(out, b"\x82\x01x");
 }
+
+/// The server's whole-body path (`rewrite_whole_into`, which skips the boxed rewriter for
+/// objects) answers exactly what the streaming rewriter answers, on every captured body, as
+/// the fixture's own status and as a 200, and on a pod moved to another tenant (not found).
+#[test]
+fn whole_body_path_is_the_streaming_rewriter() {
+    let ctx = ctx();
+    let mut objects = 0;
+    for f in fixtures() {
+        let body = read(&f.name);
+        let p = plan_for(&ctx, &f);
+        for status in [f.status, 200] {
+            let mut whole = Vec::new();
+            let got = paddock_core::rewrite_whole_into(
+                &ctx,
+                &p,
+                status,
+                &f.content_type,
+                &body,
+                &mut whole,
+            )
+            .map(|()| whole);
+            let g = Fixture {
+                status,
+                ..f.clone()
+            };
+            let want = rewrite(&ctx, &g, &body, body.len());
+            assert_eq!(
+                format!("{got:?}"),
+                format!("{want:?}"),
+                "whole-body path differs on {} as {status}",
+                f.name
+            );
+        }
+        objects += usize::from(matches!(f.kind, ResponseKind::Object));
+    }
+    assert!(objects >= 10, "only {objects} object fixtures");
+    let f = fixtures()
+        .into_iter()
+        .find(|f| f.name == "object_pod")
+        .unwrap();
+    let other = String::from_utf8(read("object_pod"))
+        .unwrap()
+        .replace("foofoo-", "barbar-");
+    let mut out = Vec::new();
+    let r = paddock_core::rewrite_whole_into(
+        &ctx,
+        &plan_for(&ctx, &f),
+        200,
+        "application/json",
+        other.as_bytes(),
+        &mut out,
+    );
+    assert!(matches!(r, Err(TranslateError::NotFound(_))), "{r:?}");
+}

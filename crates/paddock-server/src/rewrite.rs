@@ -40,10 +40,8 @@ pub fn rewrite_whole(
     content_type: &str,
     raw: &[u8],
 ) -> Result<Vec<u8>, ServerError> {
-    let mut rw = paddock_core::response_rewriter(ctx, plan, status.as_u16(), content_type);
     let mut doc = Vec::with_capacity(raw.len() + raw.len() / 8);
-    rw.feed(raw, &mut doc)?;
-    rw.finish(&mut doc)?;
+    paddock_core::rewrite_whole_into(ctx, plan, status.as_u16(), content_type, raw, &mut doc)?;
     Ok(doc)
 }
 

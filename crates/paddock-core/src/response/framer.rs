@@ -13,6 +13,10 @@
 
 use std::borrow::Cow;
 
+#[path = "framer_blocks.rs"]
+mod blocks;
+use blocks::Blocks;
+
 /// Default cap on one framed value (a list item, a watch event, a non-streamed list member).
 /// etcd refuses objects above 1.5 MiB, so anything this large is not a Kubernetes object and we
 /// refuse it rather than buffer without bound.
@@ -67,6 +71,13 @@ impl ValueScan {
     /// past its last byte. Returns `Ok(false)` when more input is needed; `*pos == buf.len()`.
     #[inline]
     pub(crate) fn scan(&mut self, buf: &[u8], pos: &mut usize) -> Result<bool, FrameError> {
+        self.scan_with(buf, pos, true)
+    }
+
+    /// [`Self::scan`]; with `blocks` false, the byte loop alone (the reference the 64-byte
+    /// block path is tested against).
+    #[inline]
+    fn scan_with(&mut self, buf: &[u8], pos: &mut usize, blocks: bool) -> Result<bool, FrameError> {
         let mut i = *pos;
         let len = buf.len();
         if !self.started {
@@ -110,6 +121,19 @@ impl ValueScan {
             }
             self.esc = false;
             i += 1;
+        }
+        if blocks && self.depth > 0 {
+            match self.scan_blocks(buf, &mut i) {
+                Blocks::Ended => {
+                    *pos = i;
+                    return Ok(true);
+                }
+                Blocks::Starved => {
+                    *pos = len;
+                    return Ok(false);
+                }
+                Blocks::Bytes => {}
+            }
         }
         loop {
             if self.in_str {

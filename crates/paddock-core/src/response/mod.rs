@@ -214,33 +214,13 @@ impl ChunkRewriter for Buffered {
         let body = std::mem::take(&mut self.buf);
         match self.what {
             Whole::Error { json } => error_body_down(&self.ctx, &body, json, out),
-            Whole::Object => {
-                // Objects of the simple built-in kinds (a GET of a pod or a ConfigMap, the
-                // answer to a write) take the list items' splice path; the rest a DOM.
-                match Splicer::new(&self.ctx.tenant).object(&body, None, out) {
-                    Fast::Keep => return Ok(()),
-                    Fast::Drop => {
-                        return Err(TranslateError::NotFound(
-                            "the server could not find the requested resource".into(),
-                        ));
-                    }
-                    Fast::Fallback => {}
-                }
-                let mut v: Value = serde_json::from_slice(&body)
-                    .map_err(|e| TranslateError::Upstream(format!("upstream object: {e}")))?;
-                let scope = TableScope {
-                    resource: self.resource.clone(),
-                    cluster_wide: self.cluster_wide,
-                };
-                if any_down(&self.ctx, &scope, &mut v)? == Disposition::Drop {
-                    // A single object outside the tenant: as far as the tenant knows, it does
-                    // not exist.
-                    return Err(TranslateError::NotFound(
-                        "the server could not find the requested resource".into(),
-                    ));
-                }
-                write_value(out, &v)
-            }
+            Whole::Object => object_whole_down(
+                &self.ctx,
+                self.resource.as_ref(),
+                self.cluster_wide,
+                &body,
+                out,
+            ),
             Whole::Discovery => {
                 out.extend_from_slice(&discovery_down(&self.ctx.tenant, &self.ctx.catalog, &body)?);
                 Ok(())
@@ -251,6 +231,62 @@ impl ChunkRewriter for Buffered {
             }
         }
     }
+}
+
+/// A whole upstream answer held in memory (the server's short answers): the same bytes as
+/// [`response_rewriter`] fed `raw` at once and finished, but an object (a GET of one object,
+/// the answer to a write) is rewritten straight from `raw`: no boxed rewriter, no copy of the
+/// body, no clone of the plan's resource unless the DOM path runs.
+pub fn rewrite_whole_into(
+    ctx: &TenantContext,
+    plan: &Plan,
+    status: u16,
+    content_type: &str,
+    raw: &[u8],
+    out: &mut Vec<u8>,
+) -> Result<(), TranslateError> {
+    let object = matches!(plan.response, ResponseKind::Object | ResponseKind::Status);
+    // The cases `response_rewriter` answers with `Buffered(Whole::Object)`.
+    if object && (200..300).contains(&status) && status != 204 && is_json(content_type) {
+        if raw.len() > MAX_BUFFERED {
+            return Err(TranslateError::Upstream(format!(
+                "upstream response exceeds {MAX_BUFFERED} bytes"
+            )));
+        }
+        return object_whole_down(ctx, plan.resource.as_ref(), plan.cluster_wide, raw, out);
+    }
+    let mut rw = response_rewriter(ctx, plan, status, content_type);
+    rw.feed(raw, out)?;
+    rw.finish(out)
+}
+
+/// One whole object (or a Status, a List or a Table a write or GET answered with). Objects of
+/// the simple built-in kinds take the list items' splice path; the rest a DOM.
+fn object_whole_down(
+    ctx: &TenantContext,
+    resource: Option<&ResourceInfo>,
+    cluster_wide: bool,
+    body: &[u8],
+    out: &mut Vec<u8>,
+) -> Result<(), TranslateError> {
+    // A single object outside the tenant: as far as the tenant knows, it does not exist.
+    let not_found =
+        || TranslateError::NotFound("the server could not find the requested resource".into());
+    match Splicer::new(&ctx.tenant).object(body, None, out) {
+        Fast::Keep => return Ok(()),
+        Fast::Drop => return Err(not_found()),
+        Fast::Fallback => {}
+    }
+    let mut v: Value = serde_json::from_slice(body)
+        .map_err(|e| TranslateError::Upstream(format!("upstream object: {e}")))?;
+    let scope = TableScope {
+        resource: resource.cloned(),
+        cluster_wide,
+    };
+    if any_down(ctx, &scope, &mut v)? == Disposition::Drop {
+        return Err(not_found());
+    }
+    write_value(out, &v)
 }
 
 fn write_value(out: &mut Vec<u8>, v: &Value) -> Result<(), TranslateError> {
