@@ -31,7 +31,7 @@ async fn fetch_part(
             // more. Or created a moment ago and not yet bound for the tenant's admins (the
             // create's follow-up binds it before answering): it holds nothing of the tenant's
             // yet.
-            return Ok(empty_part(p)?);
+            return empty_part(p);
         }
         if binding == AdminsBinding::Present {
             // Bound, yet refused: the binding was written a moment ago and the apiserver's
