@@ -2,26 +2,8 @@
 
 use super::*;
 
-const MS: Duration = Duration::from_millis(1);
-const LEASE: Duration = Duration::from_secs(1);
-
-fn t(ms: u64) -> Duration {
-    Duration::from_millis(ms)
-}
-
-fn admitted(a: (Arrival, Vec<(&'static str, Ticket)>)) -> Ticket {
-    match a.0 {
-        Arrival::Admitted(t) => t,
-        Arrival::Queued(_) => panic!("waits, expected to be admitted"),
-    }
-}
-
-fn queued(a: (Arrival, Vec<(&'static str, Ticket)>)) -> Ticket {
-    match a.0 {
-        Arrival::Queued(t) => t,
-        Arrival::Admitted(_) => panic!("admitted, expected to wait"),
-    }
-}
+// The time and arrival helpers are the queue tests' own.
+use super::tests::{LEASE, MS, admitted, queued, t};
 
 #[test]
 fn a_lone_tenant_is_not_held_to_the_budget() {

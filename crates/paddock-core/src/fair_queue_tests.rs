@@ -1,20 +1,20 @@
 use super::*;
 
-const MS: Duration = Duration::from_millis(1);
-const LEASE: Duration = Duration::from_secs(1);
+pub(super) const MS: Duration = Duration::from_millis(1);
+pub(super) const LEASE: Duration = Duration::from_secs(1);
 
-fn t(ms: u64) -> Duration {
+pub(super) fn t(ms: u64) -> Duration {
     Duration::from_millis(ms)
 }
 
-fn admitted(a: (Arrival, Vec<(&'static str, Ticket)>)) -> Ticket {
+pub(super) fn admitted(a: (Arrival, Vec<(&'static str, Ticket)>)) -> Ticket {
     match a.0 {
         Arrival::Admitted(t) => t,
         Arrival::Queued(_) => panic!("waits, expected to be admitted"),
     }
 }
 
-fn queued(a: (Arrival, Vec<(&'static str, Ticket)>)) -> Ticket {
+pub(super) fn queued(a: (Arrival, Vec<(&'static str, Ticket)>)) -> Ticket {
     match a.0 {
         Arrival::Queued(t) => t,
         Arrival::Admitted(_) => panic!("admitted, expected to wait"),
