@@ -171,6 +171,19 @@ mod tests {
     }
 
     #[test]
+    fn a_part_without_resource_version_does_not_lower_it() {
+        // A namespace gone or not yet bound contributes an empty part without one.
+        let v = merged(
+            false,
+            &[
+                r#"{"kind":"ConfigMapList","apiVersion":"v1","metadata":{},"items":[]}"#,
+                r#"{"kind":"ConfigMapList","apiVersion":"v1","metadata":{"resourceVersion":"120"},"items":[]}"#,
+            ],
+        );
+        assert_eq!(v["metadata"], serde_json::json!({"resourceVersion": "120"}));
+    }
+
+    #[test]
     fn merges_table_rows_under_the_first_column_definitions() {
         let v = merged(
             true,

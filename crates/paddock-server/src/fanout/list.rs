@@ -103,9 +103,8 @@ pub(super) async fn serve_list(
     let table = matches!(plan.response, ResponseKind::Table);
     if parts.is_empty() {
         let mut empty = empty_list(plan, table);
-        if let Some(rv) = caller.merged_version {
-            empty["metadata"]["resourceVersion"] = Value::String(rv);
-        }
+        let rv = caller.merged_version.unwrap_or_else(|| "0".to_string());
+        empty["metadata"]["resourceVersion"] = Value::String(rv);
         let body = serde_json::to_vec(&empty).map_err(|e| ServerError::Internal(e.to_string()))?;
         return Ok(json_response(body, "application/json"));
     }
@@ -211,10 +210,15 @@ fn json_response(body: Vec<u8>, content_type: &str) -> Response<ResBody> {
     r
 }
 
+/// The list a namespace that is gone, or not yet the tenant's, contributes. It carries no
+/// resourceVersion: the merged list takes the smallest of its parts', and a "0" from a part
+/// that holds nothing would make the whole list's "0", from which clients cannot watch
+/// (client-go's RetryWatcher refuses it: conformance Deployment lifecycle, ResourceQuota
+/// status).
 fn empty_list(plan: &Plan, table: bool) -> Value {
     if table {
         return serde_json::json!({
-            "kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": {"resourceVersion": "0"},
+            "kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": {},
             "columnDefinitions": [{"name": "Name", "type": "string", "format": "name", "description": "Name", "priority": 0}],
             "rows": []
         });
@@ -230,7 +234,7 @@ fn empty_list(plan: &Plan, table: bool) -> Value {
         ),
         None => ("v1".to_string(), "List".to_string()),
     };
-    serde_json::json!({"kind": kind, "apiVersion": api_version, "metadata": {"resourceVersion": "0"}, "items": []})
+    serde_json::json!({"kind": kind, "apiVersion": api_version, "metadata": {}, "items": []})
 }
 
 /// Is the namespace of this part gone or terminating upstream (asked as paddock itself)?
