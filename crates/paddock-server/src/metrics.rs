@@ -110,6 +110,11 @@ impl Metrics {
             "Upstream failures by kind",
             upstream_errors.clone(),
         );
+        registry.register(
+            "upstream_refused_retries",
+            "Requests sent again on a new upstream connection because the upstream refused them unprocessed (GOAWAY, REFUSED_STREAM)",
+            paddock_upstream::short_set::REFUSED_RETRIES.clone(),
+        );
         let upstream_up = Gauge::default();
         registry.register(
             "upstream_up",

@@ -165,6 +165,18 @@ pub async fn exchange(
     Ok(Response::from_parts(parts, body))
 }
 
+/// Whether the upstream certainly did not process the request that failed with `e`, so that
+/// sending it again (on another connection) cannot apply it twice, whatever its method:
+/// RFC 9113 §6.8 (a GOAWAY's last stream id is below the stream's: h2 fails exactly those
+/// streams, and every stream opened after the GOAWAY, with the peer's GOAWAY error) and §8.7
+/// (`REFUSED_STREAM`). kube-apiserver sends such GOAWAYs on shutdown and, with
+/// `--goaway-chance`, at random to rebalance clients; Go's HTTP/2 client retries these requests
+/// transparently, so a client of a real cluster never sees them.
+pub fn not_processed(e: &h2::Error) -> bool {
+    (e.is_go_away() && e.is_remote())
+        || (e.is_reset() && e.is_remote() && e.reason() == Some(h2::Reason::REFUSED_STREAM))
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
@@ -241,5 +253,65 @@ mod tests {
         assert!(resp.body().is_end_stream());
         let got = resp.into_body().collect().await.unwrap().to_bytes();
         assert!(got.is_empty());
+    }
+
+    /// An in-process HTTP/2 server (no TLS: plumbing only) that treats every stream with
+    /// `fate`, and the client's connection to it.
+    async fn refusing(fate: Fate) -> h2::client::SendRequest<Bytes> {
+        let (ours, theirs) = tokio::io::duplex(64 * 1024);
+        tokio::spawn(async move {
+            let mut conn = h2::server::handshake(theirs).await.unwrap();
+            if let Fate::GoAwayFirst = fate {
+                // Before any stream: its GOAWAY says no stream was processed.
+                conn.abrupt_shutdown(h2::Reason::NO_ERROR);
+            }
+            while let Some(Ok((_req, mut respond))) = conn.accept().await {
+                match fate {
+                    Fate::Refuse => respond.send_reset(h2::Reason::REFUSED_STREAM),
+                    Fate::Fail => respond.send_reset(h2::Reason::INTERNAL_ERROR),
+                    Fate::Drop => return,
+                    Fate::GoAwayFirst => {}
+                }
+            }
+        });
+        let (send, conn) = h2::client::Builder::new()
+            .handshake::<_, Bytes>(ours)
+            .await
+            .unwrap();
+        tokio::spawn(drive(conn));
+        send
+    }
+
+    #[derive(Clone, Copy)]
+    enum Fate {
+        GoAwayFirst,
+        Refuse,
+        Fail,
+        Drop,
+    }
+
+    #[tokio::test]
+    async fn only_streams_the_upstream_never_processed_count_as_safe_to_send_again() {
+        for (fate, safe) in [
+            (Fate::GoAwayFirst, true),
+            (Fate::Refuse, true),
+            (Fate::Fail, false),
+            (Fate::Drop, false),
+        ] {
+            let send = refusing(fate).await;
+            let head = Request::post("https://upstream.test/api/v1/namespaces")
+                .body(())
+                .unwrap();
+            let outcome = tokio::time::timeout(Duration::from_secs(10), async {
+                let send = send.ready().await?;
+                exchange(send, head, Bytes::from_static(b"{}")).await
+            })
+            .await
+            .expect("the exchange hung");
+            let Err(e) = outcome else {
+                panic!("the server answered nothing, yet the exchange succeeded")
+            };
+            assert_eq!(not_processed(&e), safe, "{e:?}");
+        }
     }
 }

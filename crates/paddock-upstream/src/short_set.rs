@@ -19,7 +19,7 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use crate::answer_body::AnswerBody;
 use crate::body::UpBody;
 use crate::error::ServerError;
-use crate::h2_conn::{Dialed, Dialer, exchange};
+use crate::h2_conn::{Dialed, Dialer, exchange, not_processed};
 
 /// Upstream HTTP/2 connections for short requests.
 pub const SHORT_CONNECTIONS: usize = 8;
@@ -96,8 +96,13 @@ impl ShortSet {
             );
         }
         // A connection found closed before the request went out is forgotten and the request
-        // tried once more on a new one (hyper's pool did the same).
+        // tried on a new one (hyper's pool did the same). So is a request the upstream refused
+        // unprocessed because the connection was going away (a GOAWAY racing the stream's
+        // opening); it is sent from a copy of its head, kept until the last attempt. Go's
+        // HTTP/2 client retries both the same way (with a backoff; here a new connection is
+        // dialled instead).
         let mut closed: Option<u64> = None;
+        let mut retries_left = MAX_RETRIES;
         loop {
             let Some(live) = self.connection(slot, closed).await? else {
                 let (parts, ()) = head.into_parts();
@@ -106,16 +111,27 @@ impl ShortSet {
             };
             match live.send.ready().await {
                 Ok(send) => {
-                    return exchange(send, head, body)
-                        .await
-                        .map_err(|e| ServerError::UpstreamUnreachable(e.to_string()));
+                    let attempt = if retries_left == 0 {
+                        std::mem::take(&mut head)
+                    } else {
+                        copy_head(&head)
+                    };
+                    match exchange(send, attempt, body.clone()).await {
+                        Ok(resp) => return Ok(resp),
+                        Err(e) if retries_left > 0 && not_processed(&e) => {
+                            tracing::debug!(error = %e, "upstream refused the stream unprocessed (GOAWAY); sending it again on a new connection");
+                            REFUSED_RETRIES.inc();
+                        }
+                        Err(e) => return Err(ServerError::UpstreamUnreachable(e.to_string())),
+                    }
                 }
-                Err(e) if closed.is_none() => {
+                Err(e) if retries_left > 0 => {
                     tracing::debug!(error = %e, "upstream short connection closed; dialling again");
-                    closed = Some(live.id);
                 }
                 Err(e) => return Err(ServerError::UpstreamUnreachable(e.to_string())),
             }
+            retries_left -= 1;
+            closed = Some(live.id);
         }
     }
 
@@ -159,6 +175,27 @@ impl ShortSet {
             }
         }
     }
+}
+
+/// How many times one request is sent again on a new connection (connection found closed, or
+/// the stream refused unprocessed) before its failure is the answer.
+const MAX_RETRIES: u8 = 2;
+
+/// Requests sent again because the upstream refused them unprocessed (GOAWAY or
+/// REFUSED_STREAM): `paddock_upstream_refused_retries_total` on `/metrics`. One counter for the
+/// process (all upstream clusters), like the other connection-level counters.
+pub static REFUSED_RETRIES: std::sync::LazyLock<prometheus_client::metrics::counter::Counter> =
+    std::sync::LazyLock::new(Default::default);
+
+/// A copy of a request head (method, URI, version, headers; no extensions: nothing upstream
+/// reads them), for the one retry of a refused request.
+fn copy_head(head: &Request<()>) -> Request<()> {
+    let mut copy = Request::new(());
+    *copy.method_mut() = head.method().clone();
+    *copy.uri_mut() = head.uri().clone();
+    *copy.version_mut() = head.version();
+    *copy.headers_mut() = head.headers().clone();
+    copy
 }
 
 /// The slot's connection unless it is the one found `closed` (then forgotten).

@@ -212,6 +212,11 @@ impl Apiserver {
         self.pid
     }
 
+    /// Adds flags for the next [`Apiserver::start`] (e.g. `--goaway-chance`).
+    pub fn add_args(&mut self, args: &[&str]) {
+        self.argv.extend(args.iter().map(|a| (*a).to_owned()));
+    }
+
     /// SIGSTOP: the process keeps its sockets but answers nothing (a hung apiserver).
     pub fn freeze(&self) {
         process::signal(self.pid, "STOP");
