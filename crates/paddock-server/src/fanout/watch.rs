@@ -28,19 +28,7 @@ struct WatchShared {
 }
 
 /// Opens one namespace's watch; a refusal comes back as the rewritten Status.
-async fn open_part(
-    sh: &WatchShared,
-    part: &Part,
-) -> Result<
-    Result<
-        (
-            Response<crate::body::AnswerBody>,
-            crate::upstream::StreamSlot,
-        ),
-        ListPart,
-    >,
-    ServerError,
-> {
+async fn open_part(sh: &WatchShared, part: &Part) -> Result<Opened, ServerError> {
     let p = &part.plan;
     let (resp, slot) = send_one(
         &part.state,
@@ -68,6 +56,41 @@ async fn open_part(
         doc,
     }))
 }
+
+/// Opens one namespace's watch as the fan-out starts. A tenant admin's 403 in a namespace
+/// whose admins' RoleBinding is missing (created a moment ago by another request, its
+/// follow-up still binding it) or present (the apiserver's RBAC cache not yet caught up) is
+/// asked again, as the watch of a namespace created later is: a cluster admin's watch is never
+/// refused there. Leaving the namespace out instead (as a list may, the namespace holding
+/// nothing yet) would lose the events that follow. Any other refusal stands at once.
+async fn open_first_part(sh: &WatchShared, part: &Part) -> Result<Opened, ServerError> {
+    let mut attempt = 1;
+    loop {
+        let opened = open_part(sh, part).await?;
+        let refused_admin = match &opened {
+            Err(refusal) if refusal.status == StatusCode::FORBIDDEN => {
+                super::list::admins_binding(&part.state, &sh.ctx, &part.plan, &sh.groups).await
+                    != super::list::AdminsBinding::NotAsked
+            }
+            _ => false,
+        };
+        if !refused_admin || attempt >= NEW_NAMESPACE_WATCH_ATTEMPTS {
+            return Ok(opened);
+        }
+        tracing::debug!(attempt, namespace = ?part.plan.namespace(), "cluster-wide watch: a tenant admin refused in a namespace being bound; asking again");
+        attempt += 1;
+        tokio::time::sleep(NEW_NAMESPACE_WATCH_BACKOFF).await;
+    }
+}
+
+/// A namespace's watch opened, or the refusal rewritten for the tenant.
+type Opened = Result<
+    (
+        Response<crate::body::AnswerBody>,
+        crate::upstream::StreamSlot,
+    ),
+    ListPart,
+>;
 
 /// Forwards one namespace's events, rewritten, until it ends, the client goes, or the whole
 /// fan-out ends. Its end ends the whole fan-out (see [`WatchShared::end`]).
@@ -161,7 +184,7 @@ pub(super) async fn serve_watch(
     let opened: Vec<_> = futures_util::stream::iter(parts)
         .map(|p| {
             let sh = sh.clone();
-            async move { open_part(&sh, &p).await.map(|r| (p, r)) }
+            async move { open_first_part(&sh, &p).await.map(|r| (p, r)) }
         })
         .buffered(FANOUT_CONCURRENCY)
         .collect()
