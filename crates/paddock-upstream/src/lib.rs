@@ -8,6 +8,7 @@
 //! `short_set` <- `upstream` <- `upjson`.
 
 pub mod answer_body;
+pub mod bearer;
 pub mod body;
 pub mod error;
 pub mod h2_conn;

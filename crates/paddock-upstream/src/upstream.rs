@@ -24,7 +24,7 @@ use std::time::Duration;
 
 use base64::Engine;
 use bytes::Bytes;
-use http::{HeaderValue, Request, Response, Uri};
+use http::{Request, Response, Uri};
 use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
@@ -48,6 +48,8 @@ pub struct UpstreamCredential {
     pub client_key_pem: Option<Vec<u8>>,
     /// Bearer token, if any.
     pub token: Option<String>,
+    /// The file `token` was read from, re-read as it rotates (the kubeconfig's `tokenFile`).
+    pub token_file: Option<std::path::PathBuf>,
 }
 
 impl std::fmt::Debug for UpstreamCredential {
@@ -188,19 +190,18 @@ impl UpstreamCredential {
             .unwrap_or(&default_user);
         let ca_pem = data_or_file(&cluster.value.ca_data, &cluster.value.ca_file, base, "certificate-authority")?
             .ok_or_else(|| ServerError::Config("upstream_kubeconfig: the cluster has no certificate-authority; paddock never talks to an unverified upstream".into()))?;
-        let token = match (&user.value.token, &user.value.token_file) {
-            (Some(t), _) => Some(t.clone()),
-            (None, Some(f)) => Some(
-                std::fs::read_to_string(base.join(f))
-                    .map_err(|e| {
-                        ServerError::Config(format!(
-                            "upstream_kubeconfig: cannot read tokenFile {f}: {e}"
-                        ))
-                    })?
-                    .trim()
-                    .to_string(),
-            ),
-            _ => None,
+        let (token, token_file) = match (&user.value.token, &user.value.token_file) {
+            (Some(t), _) => (Some(t.clone()), None),
+            (None, Some(f)) => {
+                let file = base.join(f);
+                let token = std::fs::read_to_string(&file).map_err(|e| {
+                    ServerError::Config(format!(
+                        "upstream_kubeconfig: cannot read tokenFile {f}: {e}"
+                    ))
+                })?;
+                (Some(token.trim().to_string()), Some(file))
+            }
+            _ => (None, None),
         };
         let server = cluster.value.server.trim_end_matches('/').to_string();
         if !server.starts_with("https://") {
@@ -224,6 +225,7 @@ impl UpstreamCredential {
                 "client-key",
             )?,
             token,
+            token_file,
         })
     }
 }
@@ -232,6 +234,8 @@ impl UpstreamCredential {
 #[derive(Clone)]
 pub struct Upstream {
     cred: UpstreamCredential,
+    /// The `Authorization` header, when the credential is a token.
+    bearer: Option<Arc<crate::bearer::Bearer>>,
     /// Bound on short requests, from sending to the end of the answer (`upstream_timeout`).
     timeout: Duration,
     /// Short requests: a few HTTP/2 connections, one tenant always on the same one.
@@ -459,8 +463,16 @@ impl Upstream {
             .pool_idle_timeout(Duration::from_secs(30))
             .http1_preserve_header_case(false)
             .build(long_conn);
+        let bearer = match &cred.token {
+            Some(t) => Some(Arc::new(crate::bearer::Bearer::new(
+                t,
+                cred.token_file.clone(),
+            )?)),
+            None => None,
+        };
         Ok(Upstream {
             cred,
+            bearer,
             timeout,
             short,
             bulk,
@@ -482,10 +494,9 @@ impl Upstream {
     }
 
     fn authorize(&self, req: &mut Request<UpBody>) -> Result<(), ServerError> {
-        if let Some(token) = &self.cred.token {
-            let v = HeaderValue::from_str(&format!("Bearer {token}"))
-                .map_err(|_| ServerError::Config("upstream token has invalid characters".into()))?;
-            req.headers_mut().insert(http::header::AUTHORIZATION, v);
+        if let Some(bearer) = &self.bearer {
+            req.headers_mut()
+                .insert(http::header::AUTHORIZATION, bearer.value());
         }
         Ok(())
     }

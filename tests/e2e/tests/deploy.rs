@@ -106,6 +106,31 @@ fn sa_kubeconfig(cp: &ControlPlane, ns: &str, sa: &str) -> Result<PathBuf> {
     Ok(path)
 }
 
+/// A kubeconfig for ServiceAccount `sa` in `ns` whose token paddock reads from a file (as
+/// the chart's in-cluster kubeconfig does: `tokenFile`); the file, and the token in it.
+fn sa_token_file_kubeconfig(
+    cp: &ControlPlane,
+    ns: &str,
+    sa: &str,
+) -> Result<(PathBuf, PathBuf, String)> {
+    let token = admin(cp)?.run(&["create", "token", sa, "-n", ns, "--duration=2h"])?;
+    let token = token.trim().to_owned();
+    let file = cp.dir().join(format!("{sa}.token"));
+    std::fs::write(&file, &token)?;
+    let path = cp.dir().join(format!("{sa}-file.kubeconfig"));
+    let ca = cp.dir().join("pki").join("ca.crt");
+    std::fs::write(
+        &path,
+        format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: t\n  cluster:\n    server: {}\n    certificate-authority: {}\nusers:\n- name: {sa}\n  user:\n    tokenFile: {}\ncontexts:\n- name: t\n  context: {{cluster: t, user: {sa}}}\ncurrent-context: t\n",
+            cp.apiserver_url()?,
+            ca.display(),
+            file.display()
+        ),
+    )?;
+    Ok((path, file, token))
+}
+
 /// A ServiceAccount bound to a ClusterRole with `rules`.
 fn service_account(cp: &ControlPlane, name: &str, rules: &Value) -> Result<PathBuf> {
     let objects = serde_json::json!({"apiVersion": "v1", "kind": "List", "items": [
@@ -180,6 +205,11 @@ fn config_is_paddocks(docs: &[Value]) -> Result<()> {
         "the chart's paddock.toml was not accepted up to its files: {last}"
     );
     Ok(())
+}
+
+/// The re-read interval of paddock's token file, plus slack for a loaded machine.
+fn bearer_reread_bound() -> Duration {
+    paddock_upstream::bearer::TOKEN_FILE_REREAD + Duration::from_secs(30)
 }
 
 #[test]
@@ -273,8 +303,11 @@ fn chart_and_self_check() -> Result<()> {
         "{last}\n--- stderr:\n{stderr}"
     );
 
-    // Exactly the chart's ClusterRole: paddock starts, provisions a tenant and serves it.
-    let least = service_account(&cp, "paddock-least", &declared)?;
+    // Exactly the chart's ClusterRole: paddock starts, provisions a tenant and serves it. Its
+    // token is read from a file, as in a pod.
+    service_account(&cp, "paddock-least", &declared)?;
+    let (least, token_file, old_token) =
+        sa_token_file_kubeconfig(&cp, "paddock-system", "paddock-least")?;
     let p = Paddock::start_with_args(
         &cp,
         StoreKind::Embedded,
@@ -285,6 +318,62 @@ fn chart_and_self_check() -> Result<()> {
     let t = p.kubectl_tenant("leastt")?;
     t.run(&["create", "configmap", "c", "--from-literal=a=b"])?;
     t.run(&["get", "configmap", "c"])?;
+
+    // The token rotates (the kubelet replaces the projected token file) and the old one stops
+    // working: paddock follows the file within a minute (client-go's re-read interval), without
+    // a restart. Here the new token is another ServiceAccount's with the same ClusterRole, and
+    // the old ServiceAccount is deleted, which invalidates its tokens.
+    service_account(&cp, "paddock-least2", &declared)?;
+    let (_, file2, _) = sa_token_file_kubeconfig(&cp, "paddock-system", "paddock-least2")?;
+    let staged = token_file.with_extension("staged");
+    std::fs::copy(&file2, &staged)?;
+    std::fs::rename(&staged, &token_file)?;
+    let rotated = std::time::Instant::now();
+    admin(&cp)?.run(&[
+        "delete",
+        "serviceaccount",
+        "paddock-least",
+        "-n",
+        "paddock-system",
+    ])?;
+    // The control: the old token is refused straight at the apiserver before paddock is judged.
+    let old_kubeconfig = cp.dir().join("paddock-least-old.kubeconfig");
+    std::fs::write(
+        &old_kubeconfig,
+        std::fs::read_to_string(&least)?.replace(
+            &format!("tokenFile: {}", token_file.display()),
+            &format!("token: {old_token}"),
+        ),
+    )?;
+    let old = Kubectl::new(&old_kubeconfig)?;
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        match old.run(&["get", "namespaces"]) {
+            Err(e) if format!("{e:#}").contains("Unauthorized") => break,
+            _ if std::time::Instant::now() > deadline => {
+                bail!("the deleted ServiceAccount's token still accepted after 30 s")
+            }
+            _ => std::thread::sleep(Duration::from_millis(200)),
+        }
+    }
+    let refused_after = rotated.elapsed();
+    let mut worked_after = None;
+    while rotated.elapsed() < bearer_reread_bound() {
+        if t.run(&["get", "configmap", "c"]).is_ok() {
+            worked_after = Some(rotated.elapsed());
+            break;
+        }
+        std::thread::sleep(Duration::from_secs(1));
+    }
+    let worked_after = worked_after.with_context(|| {
+        format!(
+            "tenant requests still failing {:?} after the upstream token file rotated",
+            bearer_reread_bound()
+        )
+    })?;
+    eprintln!(
+        "token file rotated: the old token refused directly {refused_after:?} after, tenant requests through paddock work {worked_after:?} after"
+    );
     // The usage report with exactly these rights counts every kind but secrets (paddock holds
     // no `list` on secrets: docs/metering.md).
     let usage: Value = serde_json::from_str(&p.cli(&["tenant", "usage", "leastt", "-o", "json"])?)?;

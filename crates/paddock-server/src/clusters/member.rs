@@ -29,6 +29,7 @@ pub fn credential(rec: &ClusterRecord) -> UpstreamCredential {
         client_cert_pem: rec.client_cert_pem.clone().map(String::into_bytes),
         client_key_pem: rec.client_key_pem.clone().map(String::into_bytes),
         token: rec.token.clone(),
+        token_file: None,
     }
 }
 
