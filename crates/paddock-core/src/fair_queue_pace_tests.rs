@@ -163,3 +163,26 @@ fn forgotten_tenants_leave_the_recent_map() {
     );
     q.release(x, MS, t(5001));
 }
+
+#[test]
+fn a_heavy_tenant_yields_only_while_a_light_one_is_active() {
+    let mut q = FairQueue::new(16, LEASE).with_pace(100);
+    // Unknown to the queue: nothing to yield for.
+    assert!(!q.yields(&"a", t(0)));
+    // "a" alone, heavy: nobody light to yield to.
+    let now = make_heavy(&mut q, "a", 0);
+    assert!(!q.yields(&"a", t(now)));
+    // "b" arrives, light: "a" yields, "b" does not.
+    let b = admitted(q.arrive(&"b", 1, t(now)));
+    assert!(q.yields(&"a", t(now)));
+    assert!(!q.yields(&"b", t(now)));
+    q.release(b, MS, t(now + 3));
+    // "b" idle past ACTIVE_WINDOW: "a" is alone again.
+    assert!(q.yields(&"a", t(now + 500)));
+    assert!(!q.yields(&"a", t(now + 1_100)));
+    // With pacing off, nobody is light or heavy: nobody yields.
+    let mut off = FairQueue::new(16, LEASE);
+    let now = make_heavy(&mut off, "a", 0);
+    admitted(off.arrive(&"b", 1, t(now)));
+    assert!(!off.yields(&"a", t(now)));
+}
