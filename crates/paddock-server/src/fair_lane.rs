@@ -244,7 +244,10 @@ impl Body for LaneBody {
         this.done = true;
         match ended {
             Ok(()) => Poll::Ready(None),
-            Err(e) => Poll::Ready(Some(Err(Box::new(e)))),
+            Err(e) => {
+                let e: BoxError = Box::new(e);
+                Poll::Ready(Some(Err(e)))
+            }
         }
     }
 

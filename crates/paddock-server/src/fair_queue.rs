@@ -75,8 +75,9 @@ impl Default for FairQueueConfig {
 }
 
 /// The default pace of a heavy tenant while a light one is active, in percent of one seat:
-/// half a seat (performance.md "Session 10": B's p99 with A 1.33x at 50, 1.88x at 100).
-pub const DEFAULT_PACE: u32 = 50;
+/// a quarter of a seat (performance.md "Session 11": the lead's quiet sweep gave B's p99
+/// with A 1.10-1.24x at 25, 1.16-1.31x at 35, 1.25-1.37x at 50; "Session 10": 1.88x at 100).
+pub const DEFAULT_PACE: u32 = 25;
 
 /// The queue's metrics: two gauges and three counters, no labels (docs/fairshare.md).
 #[derive(Clone, Default)]
