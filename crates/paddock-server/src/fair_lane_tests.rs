@@ -32,7 +32,10 @@ async fn an_offloaded_answer_arrives_whole_its_work_on_the_lane_its_io_on_main()
         let mut trailers = HeaderMap::new();
         trailers.insert("x-end", "yes".parse().unwrap());
         let frames: Vec<Result<Frame<Bytes>, BoxError>> = vec![
-            Ok(Frame::data(Bytes::from(format!("{}|{}|", polled_on.0, polled_on.1)))),
+            Ok(Frame::data(Bytes::from(format!(
+                "{}|{}|",
+                polled_on.0, polled_on.1
+            )))),
             Ok(Frame::data(Bytes::from(spawned_on))),
             Ok(Frame::trailers(trailers)),
         ];
@@ -48,10 +51,20 @@ async fn an_offloaded_answer_arrives_whole_its_work_on_the_lane_its_io_on_main()
     assert_eq!(collected.trailers().unwrap()["x-end"], "yes");
     let text = String::from_utf8(collected.to_bytes().to_vec()).unwrap();
     let parts: Vec<&str> = text.split('|').collect();
-    assert_eq!(parts[0], "paddock-lane", "the request was not polled on the lane");
+    assert_eq!(
+        parts[0], "paddock-lane",
+        "the request was not polled on the lane"
+    );
     let lane_nice: i32 = parts[1].parse().unwrap();
-    assert_eq!(lane_nice, (main_nice + LANE_NICE).min(19), "the lane's priority");
-    assert_eq!(parts[2], main_thread, "a spawned task left the main runtime");
+    assert_eq!(
+        lane_nice,
+        (main_nice + LANE_NICE).min(19),
+        "the lane's priority"
+    );
+    assert_eq!(
+        parts[2], main_thread,
+        "a spawned task left the main runtime"
+    );
 }
 
 #[tokio::test]

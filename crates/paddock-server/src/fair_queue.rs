@@ -69,14 +69,15 @@ impl Default for FairQueueConfig {
             lease: Duration::from_secs(1),
             reserve: 0,
             pace: DEFAULT_PACE,
-            yield_lane: true,
+            // Off until a quiet A/B says it helps (performance.md "Session 11").
+            yield_lane: false,
         }
     }
 }
 
 /// The default pace of a heavy tenant while a light one is active, in percent of one seat:
-/// a quarter of a seat (performance.md "Session 11": the lead's quiet sweep gave B's p99
-/// with A 1.10-1.24x at 25, 1.16-1.31x at 35, 1.25-1.37x at 50; "Session 10": 1.88x at 100).
+/// a quarter of a seat (performance.md "Session 11": in the lead's quiet sweep B's p99 with
+/// A was within 1.2x of alone in 3 of 3 runs at 25, 2 of 3 at 35, 0 of 2 at 50).
 pub const DEFAULT_PACE: u32 = 25;
 
 /// The queue's metrics: two gauges and three counters, no labels (docs/fairshare.md).

@@ -115,7 +115,7 @@ pub struct ServeArgs {
     #[arg(long, env = "PADDOCK_FAIR_QUEUE_PACE")]
     pub fair_queue_pace: Option<u32>,
     /// While a light tenant is active, serve heavy tenants' requests on threads of a lower
-    /// OS priority (true, the default, or false; docs/fairshare.md "Yield lane").
+    /// OS priority (true, or false, the default; docs/fairshare.md "Yield lane").
     #[arg(long, env = "PADDOCK_FAIR_QUEUE_YIELD")]
     pub fair_queue_yield: Option<bool>,
     /// Per-tenant default: reads and watch opens per second, per replica (0 = no limit).

@@ -285,7 +285,10 @@ mod tests {
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
         drop(held);
-        let light = queue.acquire(&TenantId::parse("quietb").unwrap(), 1).await.unwrap();
+        let light = queue
+            .acquire(&TenantId::parse("quietb").unwrap(), 1)
+            .await
+            .unwrap();
         assert_eq!(run(svc.clone()).await, "paddock-lane");
         drop(light);
         assert_eq!(queue.load(), (0, 0), "the lane's request kept its seats");
