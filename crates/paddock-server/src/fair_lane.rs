@@ -256,7 +256,7 @@ impl Body for LaneBody {
     }
 
     fn size_hint(&self) -> SizeHint {
-        self.hint.clone()
+        self.hint
     }
 }
 
