@@ -40,7 +40,8 @@
 //! **Pacing: heavy tenants yield to light ones** ([`FairQueue::with_pace`]). Every tenant's
 //! use is metered as *seat time* (seats × time held, as APF charges width × duration). A
 //! tenant whose seat time over the last second or so (an exponential average) is under half
-//! the pace (`pace` % of one seat) is *light*; others are *heavy*. While a light tenant is
+//! the pace (`pace` % of one seat), or under a quarter of the busiest active tenant's, is
+//! *light*; others are *heavy*. While a light tenant is
 //! active, a heavy tenant's requests are admitted at the pace with GCRA's arithmetic (a
 //! theoretical arrival time that each admission moves forward by its estimated seat time ÷
 //! pace, corrected at its end; a request may start at most [`PACE_SLACK`] early): its
@@ -49,6 +50,11 @@
 //! are not paced (the budget and the virtual times share the replica among them,
 //! work-conserving); a heavy tenant's schedule runs at most [`PACE_MEMORY`] ahead, so past
 //! use costs it at most that much wait when a light tenant appears.
+//!
+//! **Yielding: heavy tenants' CPU work at a lower priority** ([`FairQueue::yields`]). The
+//! same condition decides where the caller runs a request: a heavy tenant's request, while
+//! a light tenant is active, is served on threads of a lower OS priority, so that the light
+//! tenants' requests are not delayed behind its work on the replica's cores.
 //!
 //! The caller does the waiting (tokio in paddock-server); this type only decides. It holds no
 //! clock: `now` is the caller's monotonic time since any fixed origin, and a wait's deadline is
@@ -101,6 +107,14 @@ pub const PACE_SLACK: Duration = Duration::from_millis(20);
 /// seat-seconds per second) is under `LIGHT_SHARE` of the pace.
 const USE_WINDOW_SECS: f64 = 1.0;
 const LIGHT_SHARE: f64 = 0.5;
+/// A tenant is also light while its recent seat time is under this share of the busiest
+/// active tenant's. Seat time includes the wait for the apiserver, which a flood lengthens:
+/// a tenant making 20 small GETs a second, light on its own (0.06 of a seat), held each GET
+/// 36 ms beside an unpaced flood on a loaded machine (0.7 of a seat), crossed the pace's
+/// line, and as nobody was light any more the flood stayed unpaced for the whole minute
+/// (performance.md "Session 11"). Beside the flood it is still light. (Its cost: of two busy
+/// tenants more than fourfold apart, the smaller counts as light: docs/fairshare.md.)
+const RELATIVE_LIGHT: f64 = 0.25;
 /// The most a tenant may be ahead of its pace: past heavy use (alone, or while only heavy
 /// tenants were active) costs it at most this much wait when a light tenant appears.
 pub const PACE_MEMORY: Duration = Duration::from_millis(100);
@@ -360,11 +374,12 @@ impl<K: Eq + Hash + Clone> FairQueue<K> {
     fn dispatch(&mut self, now: Duration) -> Vec<(K, Ticket)> {
         let mut admitted = Vec::new();
         loop {
-            let paced = self.pacing_applies(now);
+            let line = self.light_line(now);
+            let paced = self.pacing_applies(now, line);
             let next = self
                 .flows
                 .iter()
-                .filter(|(k, _)| !paced || self.within_pace(k, now))
+                .filter(|(k, _)| !paced || self.within_pace(k, now, line))
                 .filter_map(|(k, f)| f.waiting.front().map(|(t, s)| (f.key(), *t, *s, k)))
                 .min_by_key(|(key, ticket, _, _)| (*key, *ticket))
                 .map(|(_, t, s, k)| (k.clone(), t, s));
@@ -439,26 +454,38 @@ impl<K: Eq + Hash + Clone> FairQueue<K> {
                 .any(|(k, r)| k != tenant && now.saturating_sub(r.seen) < ACTIVE_WINDOW)
     }
 
-    /// Whether a tenant is light: its recent seat time is under half its pace.
-    fn is_light(&self, r: &Recent, now: Duration) -> bool {
-        r.use_at(now) < f64::from(self.pace) / 100.0 * LIGHT_SHARE * USE_WINDOW_SECS
+    /// The recent seat time under which a tenant is light at `now`: half the pace, or a
+    /// quarter of the busiest active tenant's ([`RELATIVE_LIGHT`]), whichever is higher.
+    fn light_line(&self, now: Duration) -> f64 {
+        let busiest = self
+            .recent
+            .iter()
+            .filter(|(k, r)| self.is_active(k, r, now))
+            .map(|(_, r)| r.use_at(now))
+            .fold(0.0, f64::max);
+        (f64::from(self.pace) / 100.0 * LIGHT_SHARE * USE_WINDOW_SECS).max(RELATIVE_LIGHT * busiest)
+    }
+
+    /// Whether a tenant is light: its recent seat time is under the `line` ([`Self::light_line`]).
+    fn is_light(r: &Recent, now: Duration, line: f64) -> bool {
+        r.use_at(now) < line
     }
 
     /// Whether heavy tenants are paced now: pacing is on and a light tenant is active.
-    fn pacing_applies(&self, now: Duration) -> bool {
+    fn pacing_applies(&self, now: Duration, line: f64) -> bool {
         self.pace > 0
             && self
                 .recent
                 .iter()
-                .any(|(k, r)| self.is_light(r, now) && self.is_active(k, r, now))
+                .any(|(k, r)| Self::is_light(r, now, line) && self.is_active(k, r, now))
     }
 
     /// Whether `tenant` may go while pacing applies: it is light, or its schedule allows it
     /// (at most [`PACE_SLACK`] early).
-    fn within_pace(&self, tenant: &K, now: Duration) -> bool {
+    fn within_pace(&self, tenant: &K, now: Duration, line: f64) -> bool {
         self.recent
             .get(tenant)
-            .is_none_or(|r| self.is_light(r, now) || r.tat <= now + PACE_SLACK)
+            .is_none_or(|r| Self::is_light(r, now, line) || r.tat <= now + PACE_SLACK)
     }
 
     /// The schedule time (ns) that `seat_ns` of seat time takes at the pace.
@@ -512,17 +539,29 @@ impl<K: Eq + Hash + Clone> FairQueue<K> {
         }
     }
 
+    /// Whether a request of `tenant` arriving at `now` should yield the replica's CPU to
+    /// light tenants (served on the low-priority yield lane, docs/fairshare.md "Yield
+    /// lane"): pacing applies (a light tenant is active) and `tenant` is heavy. Never for a
+    /// tenant alone, a light tenant, one the queue has not seen, or with pacing off.
+    pub fn yields(&self, tenant: &K, now: Duration) -> bool {
+        let line = self.light_line(now);
+        self.recent
+            .get(tenant)
+            .is_some_and(|r| !Self::is_light(r, now, line) && self.pacing_applies(now, line))
+    }
+
     /// When a tenant held back by its pace may go next (the caller wakes the queue then with
     /// [`FairQueue::poke`]); `None` when nobody waits for their pace.
     pub fn next_due(&self, now: Duration) -> Option<Duration> {
-        if !self.pacing_applies(now) {
+        let line = self.light_line(now);
+        if !self.pacing_applies(now, line) {
             return None;
         }
         self.flows
             .iter()
             .filter(|(_, f)| !f.waiting.is_empty())
             .filter_map(|(k, _)| self.recent.get(k))
-            .filter(|r| r.tat > now + PACE_SLACK && !self.is_light(r, now))
+            .filter(|r| r.tat > now + PACE_SLACK && !Self::is_light(r, now, line))
             .map(|r| r.tat - PACE_SLACK)
             .min()
     }

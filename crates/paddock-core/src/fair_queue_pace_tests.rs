@@ -163,3 +163,70 @@ fn forgotten_tenants_leave_the_recent_map() {
     );
     q.release(x, MS, t(5001));
 }
+
+#[test]
+fn a_heavy_tenant_yields_only_while_a_light_one_is_active() {
+    let mut q = FairQueue::new(16, LEASE).with_pace(100);
+    // Unknown to the queue: nothing to yield for.
+    assert!(!q.yields(&"a", t(0)));
+    // "a" alone, heavy: nobody light to yield to.
+    let now = make_heavy(&mut q, "a", 0);
+    assert!(!q.yields(&"a", t(now)));
+    // "b" arrives, light: "a" yields, "b" does not.
+    let b = admitted(q.arrive(&"b", 1, t(now)));
+    assert!(q.yields(&"a", t(now)));
+    assert!(!q.yields(&"b", t(now)));
+    q.release(b, MS, t(now + 3));
+    // "b" idle past ACTIVE_WINDOW: "a" is alone again.
+    assert!(q.yields(&"a", t(now + 500)));
+    assert!(!q.yields(&"a", t(now + 1_100)));
+    // With pacing off, nobody is light or heavy: nobody yields.
+    let mut off = FairQueue::new(16, LEASE);
+    let now = make_heavy(&mut off, "a", 0);
+    admitted(off.arrive(&"b", 1, t(now)));
+    assert!(!off.yields(&"a", t(now)));
+}
+
+#[test]
+fn a_light_tenant_slowed_by_a_flood_stays_light_beside_it() {
+    // Pace 25: the line is at 0.125 of a seat.
+    let mut q = FairQueue::new(64, LEASE).with_pace(25);
+    // "b" makes one GET every 50 ms, each held 36 ms (the flood slows the upstream down):
+    // 0.7 of a seat, over the pace's line.
+    let mut at = 0;
+    while at < 2_000 {
+        let x = admitted(q.arrive(&"b", 1, t(at)));
+        q.release(x, MS, t(at + 36));
+        at += 50;
+    }
+    // Alone it is heavy by the line, and nobody is paced (nobody light).
+    assert!(!q.yields(&"b", t(at)));
+    // "a" floods: 40 seats held 100 ms, 4 seat-seconds: "b" uses under a quarter of it,
+    // so "b" is light beside "a" and "a" is paced (yields; its next request waits).
+    let held: Vec<Ticket> = (0..40)
+        .map(|_| admitted(q.arrive(&"a", 1, t(at))))
+        .collect();
+    for x in held {
+        q.release(x, MS, t(at + 100));
+    }
+    at += 100;
+    let b = admitted(q.arrive(&"b", 1, t(at)));
+    assert!(
+        q.yields(&"a", t(at)),
+        "the flood is not paced beside the slowed light tenant"
+    );
+    assert!(!q.yields(&"b", t(at)));
+    queued(q.arrive(&"a", 1, t(at)));
+    // Two equally busy tenants are both heavy: neither is paced for the other.
+    let mut even = FairQueue::new(64, LEASE).with_pace(25);
+    for k in ["a", "b"] {
+        let held: Vec<Ticket> = (0..10)
+            .map(|_| admitted(even.arrive(&k, 1, t(0))))
+            .collect();
+        for x in held {
+            even.release(x, MS, t(100));
+        }
+    }
+    assert!(!even.yields(&"a", t(100)) && !even.yields(&"b", t(100)));
+    let _ = b;
+}

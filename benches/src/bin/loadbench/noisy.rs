@@ -429,10 +429,13 @@ fn section(t: &Target, m: &Measured, secs: u64, b_rate: u32, a_workers: usize) -
     let _ = writeln!(out, "{}", m.with.line("with A"));
     let _ = writeln!(out, "{}", m.after.line("alone (after)"));
     let _ = writeln!(out, "{}", m.alone.line("alone (both)"));
+    let (lo, hi) = crate::stats::p99_ratio_interval(&m.with.lat_ms, &m.alone.lat_ms, 400);
     let _ = writeln!(
         out,
-        "\nB's p99 with A / alone (both): {}.",
-        crate::stats::ratio(m.ratio())
+        "\nB's p99 with A / alone (both): {} (95 % bootstrap interval {}-{}: how much this run's ratio owes to its few slowest samples).",
+        crate::stats::ratio(m.ratio()),
+        crate::stats::ratio(lo),
+        crate::stats::ratio(hi),
     );
     let mut by_kind: BTreeMap<&str, Vec<String>> = BTreeMap::new();
     let mut refused = 0;
