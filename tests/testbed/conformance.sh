@@ -25,7 +25,8 @@
 #            (a stopped run is not lost); without a complete cache, --mode both|paddock takes
 #            that partial list. --direct-log FILE: the pass list of a (partial) direct run's
 #            ginkgo log instead (e.g. target/conformance/logs/e2e-direct.log). With --full, an
-#            explicit --focus selects among the direct passes (an extended regexp on their names).
+#            explicit --focus selects among the direct passes (an extended regexp on their names);
+#            a direct run with one updates the cached list for the tests it ran only.
 # Exit status: 0 if every test that passes directly also passes through paddock (mode both), or
 # if every test passed (single mode); 1 otherwise; 2 on usage or setup errors.
 # Skipped always: AdmissionWebhook, CustomResourceConversionWebhook, CustomResourceFieldSelectors,
@@ -58,7 +59,7 @@ while [ $# -gt 0 ]; do
     --report) REPORT="${2:?}"; shift 2 ;;
     --keep) KEEP=1; shift ;;
     --tenant-setup) TENANT_SETUP="$(cd "$(dirname "${2:?}")" && pwd)/$(basename "$2")"; shift 2 ;;
-    -h|--help) sed -n '2,32p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,33p' "$0"; exit 0 ;;
     *) echo "conformance.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -146,15 +147,29 @@ run_suite_parallel() { # run_suite_parallel NAME KUBECONFIG FOCUS
   echo "$((SECONDS - t0))" > "$TB/reports/$name.seconds"
 }
 
-# The names of the tests that passed in a JSON report, one a line (the baseline cache).
-passed_names() { # passed_names REPORT.json
-  python3 - "$1" <<'PY'
+# The names of the tests that passed in a JSON report, one a line (the baseline cache); with
+# --ran, the names of every test that ran (passed or not).
+passed_names() { # passed_names REPORT.json [--ran]
+  python3 - "$1" "${2:-}" <<'PY'
 import json, sys
+ran = sys.argv[2] == "--ran"
 for suite in json.load(open(sys.argv[1])):
     for sp in suite.get("SpecReports") or []:
-        if sp.get("LeafNodeType") == "It" and sp.get("State") == "passed":
+        if sp.get("LeafNodeType") == "It" and (sp.get("State") == "passed" or (ran and sp.get("State") != "skipped")):
             print((" ".join(sp.get("ContainerHierarchyTexts") or []) + " " + sp.get("LeafNodeText", "")).strip())
 PY
+}
+
+# A direct run of part of the suite (an explicit --focus or --skip) updates the complete
+# baseline for the tests it ran only: their old entries go, their passes come in; the others
+# keep theirs. Without a complete baseline it writes none (a part is not the whole).
+update_baseline() { # update_baseline REPORT.json
+  [ -s "$BASELINE" ] || { log "direct run of a part of the suite: no complete baseline to update"; return 0; }
+  passed_names "$1" --ran > "$TB/reports/direct.ran"
+  { echo "# direct passes of conformance.sh --full; updated $(date -u '+%Y-%m-%d %H:%M UTC') by a run of $(wc -l < "$TB/reports/direct.ran") tests (focus $FOCUS, skip $SKIP)"
+    grep -v '^#' "$BASELINE" | grep -vxF -f "$TB/reports/direct.ran"
+    passed_names "$1"; } > "$BASELINE.tmp" && mv -f "$BASELINE.tmp" "$BASELINE"
+  log "direct run of a part of the suite: baseline updated for the $(wc -l < "$TB/reports/direct.ran") tests it ran ($(grep -vc '^#' "$BASELINE") passes in all)"
 }
 
 # The names of the tests a ginkgo -v log shows passed so far, one a line: each finished spec
@@ -257,7 +272,11 @@ elif [ "$FULL" = 1 ] && [ "$MODE" != direct ] && [ "$REFRESH" = 0 ] && [ -s "$PA
   grep -v '^#' "$PARTIAL" > "$TB/reports/direct.passed"
 elif [ "$MODE" != paddock ]; then
   run_suite direct "$ADMIN_KUBECONFIG"
-  if [ "$FULL" = 1 ] && [ -s "$TB/reports/direct.json" ]; then
+  if [ "$FULL" = 1 ] && [ -s "$TB/reports/direct.json" ] && { [ "$FOCUS" != '\[Conformance\]' ] || [ -n "$SKIP_EXTRA" ]; }; then
+    update_baseline "$TB/reports/direct.json"
+    if [ -s "$BASELINE" ]; then grep -v '^#' "$BASELINE" > "$TB/reports/direct.passed"
+    else passed_names "$TB/reports/direct.json" > "$TB/reports/direct.passed"; fi
+  elif [ "$FULL" = 1 ] && [ -s "$TB/reports/direct.json" ]; then
     { echo "# direct passes of conformance.sh --full, $(date -u '+%Y-%m-%d %H:%M UTC'), focus $FOCUS, skip $SKIP"
       passed_names "$TB/reports/direct.json"; } > "$BASELINE.tmp" && mv -f "$BASELINE.tmp" "$BASELINE"
     rm -f "$PARTIAL"

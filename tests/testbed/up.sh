@@ -379,6 +379,9 @@ spec:
   - ports: [80, 8080]
     target: {address: 127.0.0.1, port: $P_WEB}
 EOF
+# The pod stages: kwok's defaults, except that a Job's pod running `sleep N` completes after N s
+# (kwok-pod-stages.yaml says why).
+cat "$HERE/kwok-pod-stages.yaml" >> "$DIR/kwok.yaml"
 start kwok env PATH="$S/bin" "$PADDOCK_KWOK_BIN/kwok" \
   --config="$DIR/kwok.yaml" --kubeconfig="$DIR/admin.kubeconfig" \
   --manage-all-nodes=true --node-ip=127.0.0.1 --cidr=10.0.0.1/24 --node-lease-duration-seconds=40 \
