@@ -396,13 +396,32 @@ struct ListPart {
 }
 
 fn status_response(part: ListPart) -> Response<ResBody> {
+    let retry_after = retry_after_seconds(part.status, &part.doc);
     let mut r = Response::new(crate::body::full(part.doc));
     *r.status_mut() = part.status;
     r.headers_mut().insert(
         header::CONTENT_TYPE,
         http::HeaderValue::from_static("application/json"),
     );
+    if let Some(secs) = retry_after {
+        // The part's own answer carried it as a header too; client-go retries a 429 (or a
+        // 5xx) only when the header is there (e.g. a CRD's storage still initializing on one
+        // cluster of a spanning tenant: `429 storage is (re)initializing`).
+        r.headers_mut()
+            .insert(header::RETRY_AFTER, http::HeaderValue::from(secs));
+    }
     r
+}
+
+/// `details.retryAfterSeconds` of a refusal that asks to be retried (429, 503, 504).
+fn retry_after_seconds(status: StatusCode, doc: &[u8]) -> Option<u64> {
+    if !matches!(status.as_u16(), 429 | 503 | 504) {
+        return None;
+    }
+    let v: Value = serde_json::from_slice(doc).ok()?;
+    v["details"]["retryAfterSeconds"]
+        .as_u64()
+        .filter(|s| *s > 0)
 }
 
 struct ChannelStream {
@@ -418,5 +437,28 @@ impl ChannelStream {
                 .await
                 .map(|item| (item.map(http_body::Frame::data), rx))
         })
+    }
+}
+
+#[cfg(test)]
+mod status_tests {
+    use super::*;
+
+    #[test]
+    fn a_refusal_that_asks_for_a_retry_keeps_its_retry_after() {
+        let doc = br#"{"kind":"Status","code":429,"reason":"TooManyRequests","message":"storage is (re)initializing","details":{"retryAfterSeconds":1}}"#;
+        assert_eq!(
+            retry_after_seconds(StatusCode::TOO_MANY_REQUESTS, doc),
+            Some(1)
+        );
+        assert_eq!(retry_after_seconds(StatusCode::FORBIDDEN, doc), None);
+        assert_eq!(
+            retry_after_seconds(StatusCode::TOO_MANY_REQUESTS, br#"{"kind":"Status"}"#),
+            None
+        );
+        assert_eq!(
+            retry_after_seconds(StatusCode::SERVICE_UNAVAILABLE, b"\x0a\x02"),
+            None
+        );
     }
 }
