@@ -21,6 +21,8 @@ pub mod fair_gate;
 pub mod fair_queue;
 pub mod fanout;
 pub mod front;
+pub mod front_streams;
+pub mod front_write;
 pub mod health;
 pub mod impersonate;
 pub mod limits;
