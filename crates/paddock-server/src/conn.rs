@@ -16,6 +16,7 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use paddock_core::TenantId;
 use paddock_pki::PeerCert;
+use paddock_upstream::coalesce::Coalescing;
 use parking_lot::Mutex;
 use tokio::net::TcpStream;
 use tokio::sync::Notify;
@@ -25,7 +26,6 @@ use tokio_rustls::TlsAcceptor;
 use crate::config::MAX_HEADER_BYTES_CEILING;
 use crate::error::ServerError;
 use crate::front_streams::{StreamExec, Streams};
-use crate::front_write::Coalescing;
 use crate::state::AppState;
 
 /// What the connection is doing: requests whose response is still being sent, and when the

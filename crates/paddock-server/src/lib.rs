@@ -22,7 +22,6 @@ pub mod fair_queue;
 pub mod fanout;
 pub mod front;
 pub mod front_streams;
-pub mod front_write;
 pub mod health;
 pub mod impersonate;
 pub mod limits;

@@ -1,19 +1,22 @@
-//! Fewer TLS records and writes on a front HTTP/2 connection.
+//! Fewer TLS records and writes on an HTTP/2 connection (the front connections of clients and
+//! the short upstream connections).
 //!
 //! The h2 crate copies a frame into its 16 KB write buffer only when the payload is small
 //! (256 bytes when the transport says it writes vectored, as tokio-rustls does; 1 KB
 //! otherwise); a larger DATA payload is chained behind the buffer, and the buffer must be
 //! written out and flushed before the next frame is encoded. A small GET's answer (a few
 //! hundred bytes) was therefore one TLS record and one `sendmsg` per response, however many
-//! responses were ready at once (session 9's profile: rustls writes 9.7 % of a small GET).
+//! responses were ready at once (session 9's profile: rustls writes 9.7 % of a small GET);
+//! upstream, likewise one per request with a body (a create).
 //!
 //! [`Coalescing`] tells h2 that it does not write vectored, so that payloads up to 1 KB are
 //! copied into h2's buffer and many small answers leave in one record and one write. The cost
 //! of that choice, a large DATA frame written as two calls (its 9-byte head from the buffer,
 //! then the payload), is taken back here: a short write is held and sent together with the
 //! next one, as one vectored write to rustls, which seals both into the same record run.
-//! Flush and shutdown send what is held first. HTTP/1.1 connections pass straight through
-//! (hyper's HTTP/1.1 writer already gathers a response's head and body).
+//! Flush and shutdown send what is held first (h2 flushes after every batch of frames). On
+//! HTTP/1.1 connections it is off, a plain pass-through (hyper's HTTP/1.1 writer already
+//! gathers a response's head and body).
 
 use std::io::{self, IoSlice};
 use std::pin::Pin;
