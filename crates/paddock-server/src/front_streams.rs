@@ -95,21 +95,29 @@ impl Streams {
 
     /// Drives the connection future `conn` and its streams until `conn` ends. Streams go
     /// first, so that the connection's poll flushes what they queued in the same pass.
-    pub async fn serve<C: Future>(&mut self, mut conn: Pin<&mut C>) -> C::Output {
-        std::future::poll_fn(|cx| {
-            loop {
-                self.poll_running(cx);
-                if let Poll::Ready(out) = conn.as_mut().poll(cx) {
-                    return Poll::Ready(out);
-                }
-                // The connection accepted new streams (or a stream started an upgrade):
-                // start them now, in this pass.
-                if !self.take_queued() {
-                    return Poll::Pending;
-                }
+    pub fn serve<'a, C: Future>(&'a mut self, conn: Pin<&'a mut C>) -> Serve<'a, C> {
+        Serve {
+            streams: self,
+            conn,
+        }
+    }
+
+    fn poll_serve<C: Future>(
+        &mut self,
+        cx: &mut Context<'_>,
+        mut conn: Pin<&mut C>,
+    ) -> Poll<C::Output> {
+        loop {
+            self.poll_running(cx);
+            if let Poll::Ready(out) = conn.as_mut().poll(cx) {
+                return Poll::Ready(out);
             }
-        })
-        .await
+            // The connection accepted new streams (or a stream started an upgrade): start
+            // them now, in this pass.
+            if !self.take_queued() {
+                return Poll::Pending;
+            }
+        }
     }
 
     /// After the connection ended: lets the streams still in progress finish (they end as
@@ -126,6 +134,22 @@ impl Streams {
                 "streams of a closed connection dropped"
             );
         }
+    }
+}
+
+/// The future of [`Streams::serve`] (a plain struct: an `async fn` here made the connection
+/// task's future fail the `Send` check through a higher-ranked lifetime).
+pub struct Serve<'a, C> {
+    streams: &'a mut Streams,
+    conn: Pin<&'a mut C>,
+}
+
+impl<C: Future> Future for Serve<'_, C> {
+    type Output = C::Output;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<C::Output> {
+        let this = &mut *self;
+        this.streams.poll_serve(cx, this.conn.as_mut())
     }
 }
 
