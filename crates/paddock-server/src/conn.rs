@@ -170,7 +170,9 @@ pub async fn serve_connection(
         close: Notify::new(),
     });
     let max_header_bytes = cfg.max_header_bytes;
+    let (mut streams, exec) = Streams::new();
     let svc = {
+        let exec = exec.clone();
         let state = state.clone();
         let activity = activity.clone();
         let refused = refused.clone();
@@ -179,6 +181,13 @@ pub async fn serve_connection(
             let peer = peer.clone();
             let activity = activity.clone();
             let refused = refused.clone();
+            if !crate::front_streams::answers_small(
+                req.method(),
+                req.uri().path(),
+                req.uri().query(),
+            ) {
+                exec.spawn_next();
+            }
             // Boxed once, here: the request's whole state machine (the stack's layers and the
             // tenant pipeline's steps, about 14 KB in a debug build) is otherwise copied each
             // time hyper and tokio move it into the stream's task (docs/performance.md,
@@ -207,7 +216,6 @@ pub async fn serve_connection(
             })
         })
     };
-    let (mut streams, exec) = Streams::new();
     let builder = http_builder(&cfg, refused.is_none(), exec);
     let conn =
         builder.serve_connection_with_upgrades(TokioIo::new(Coalescing::new(tls_stream, h2)), svc);

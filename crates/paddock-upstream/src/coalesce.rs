@@ -11,9 +11,10 @@
 //!
 //! [`Coalescing`] tells h2 that it does not write vectored, so that payloads up to 1 KB are
 //! copied into h2's buffer and many small answers leave in one record and one write. The cost
-//! of that choice, a large DATA frame written as two calls (its 9-byte head from the buffer,
-//! then the payload), is taken back here: a short write is held and sent together with the
-//! next one, as one vectored write to rustls, which seals both into the same record run.
+//! of that choice, a large DATA frame written as two calls (h2's buffer with the frame's
+//! head, then the payload), is taken back here: a write that fits is held and sent together
+//! with the next one, as one vectored write to rustls, so there is never more than one
+//! write per chained frame, as before.
 //! Flush and shutdown send what is held first (h2 flushes after every batch of frames). On
 //! HTTP/1.1 connections it is off, a plain pass-through (hyper's HTTP/1.1 writer already
 //! gathers a response's head and body).
@@ -24,8 +25,10 @@ use std::task::{Context, Poll, ready};
 
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
-/// Writes shorter than this are held until the next write, flush or shutdown.
-const HOLD_BELOW: usize = 1024;
+/// Writes are held, up to this many bytes in all, until the next write that does not fit,
+/// a flush or a shutdown: one TLS record's worth, so that h2's buffer of small frames and the
+/// large payload chained behind it (two calls when not vectored) leave in one write.
+const HOLD_BELOW: usize = 16 * 1024;
 
 /// A transport that holds short writes back to send them with the next one (see the module).
 pub struct Coalescing<T> {
@@ -213,15 +216,26 @@ mod tests {
         w.write_all(b"fgh").await.unwrap();
         assert!(w.inner.calls.is_empty(), "short writes are held");
         w.flush().await.unwrap();
-        w.write_all(&[b'z'; 2000]).await.unwrap();
+        w.write_all(&[b'z'; 20000]).await.unwrap();
         w.write_all(b"tail").await.unwrap();
         w.shutdown().await.unwrap();
         let sent: Vec<u8> = w.inner.calls.concat();
         let mut want = b"abcdefgh".to_vec();
-        want.extend([b'z'; 2000]);
+        want.extend([b'z'; 20000]);
         want.extend(b"tail");
         assert_eq!(sent, want, "every byte once, in order");
         assert!(w.held.is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_write_too_large_to_hold_leaves_with_what_was_held() {
+        let mut w = Coalescing::new(recorder(usize::MAX), true);
+        w.write_all(&[1u8; 9000]).await.unwrap();
+        w.write_all(&[2u8; HOLD_BELOW]).await.unwrap();
+        assert_eq!(w.inner.calls.len(), 1, "held bytes and the large write in one call");
+        assert_eq!(w.inner.calls[0].len(), 9000 + HOLD_BELOW);
+        w.flush().await.unwrap();
+        assert_eq!(w.inner.calls.len(), 1, "nothing left to send");
     }
 
     #[tokio::test]
