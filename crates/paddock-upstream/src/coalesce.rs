@@ -232,7 +232,11 @@ mod tests {
         let mut w = Coalescing::new(recorder(usize::MAX), true);
         w.write_all(&[1u8; 9000]).await.unwrap();
         w.write_all(&[2u8; HOLD_BELOW]).await.unwrap();
-        assert_eq!(w.inner.calls.len(), 1, "held bytes and the large write in one call");
+        assert_eq!(
+            w.inner.calls.len(),
+            1,
+            "held bytes and the large write in one call"
+        );
         assert_eq!(w.inner.calls[0].len(), 9000 + HOLD_BELOW);
         w.flush().await.unwrap();
         assert_eq!(w.inner.calls.len(), 1, "nothing left to send");
