@@ -12,10 +12,11 @@ use std::time::Duration;
 use http::{HeaderMap, Request};
 use hyper::body::Incoming;
 use hyper::service::service_fn;
-use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use paddock_core::TenantId;
 use paddock_pki::PeerCert;
+use paddock_upstream::coalesce::Coalescing;
 use parking_lot::Mutex;
 use tokio::net::TcpStream;
 use tokio::sync::Notify;
@@ -24,6 +25,7 @@ use tokio_rustls::TlsAcceptor;
 
 use crate::config::MAX_HEADER_BYTES_CEILING;
 use crate::error::ServerError;
+use crate::front_streams::{StreamExec, Streams};
 use crate::state::AppState;
 
 /// What the connection is doing: requests whose response is still being sent, and when the
@@ -108,12 +110,13 @@ fn tenant_permit(
 }
 
 /// HTTP/1.1 and HTTP/2 with the connection limits of `cfg` (keep-alive off for a refused
-/// connection).
+/// connection); HTTP/2 streams go to `exec`, served in the connection's task (`front_streams`).
 fn http_builder(
     cfg: &crate::config::ConnectionConfig,
     keep_alive: bool,
-) -> auto::Builder<TokioExecutor> {
-    let mut builder = auto::Builder::new(TokioExecutor::new());
+    exec: StreamExec,
+) -> auto::Builder<StreamExec> {
+    let mut builder = auto::Builder::new(exec);
     builder
         .http1()
         .timer(TokioTimer::new())
@@ -159,6 +162,7 @@ pub async fn serve_connection(
         .and_then(|certs| certs.first())
         .and_then(|der| paddock_pki::parse_peer_cert(der.as_ref()).ok())
         .map(Arc::new);
+    let h2 = tls_stream.get_ref().1.alpn_protocol() == Some(b"h2".as_slice());
     let (permit, refused) = tenant_permit(&state, peer.as_ref());
     let activity = Arc::new(Activity {
         busy: AtomicUsize::new(0),
@@ -166,7 +170,9 @@ pub async fn serve_connection(
         close: Notify::new(),
     });
     let max_header_bytes = cfg.max_header_bytes;
+    let (mut streams, exec) = Streams::new();
     let svc = {
+        let exec = exec.clone();
         let state = state.clone();
         let activity = activity.clone();
         let refused = refused.clone();
@@ -175,6 +181,13 @@ pub async fn serve_connection(
             let peer = peer.clone();
             let activity = activity.clone();
             let refused = refused.clone();
+            if !crate::front_streams::answers_small(
+                req.method(),
+                req.uri().path(),
+                req.uri().query(),
+            ) {
+                exec.spawn_next();
+            }
             // Boxed once, here: the request's whole state machine (the stack's layers and the
             // tenant pipeline's steps, about 14 KB in a debug build) is otherwise copied each
             // time hyper and tokio move it into the stream's task (docs/performance.md,
@@ -203,9 +216,11 @@ pub async fn serve_connection(
             })
         })
     };
-    let builder = http_builder(&cfg, refused.is_none());
-    let conn = builder.serve_connection_with_upgrades(TokioIo::new(tls_stream), svc);
-    tokio::pin!(conn);
+    let builder = http_builder(&cfg, refused.is_none(), exec);
+    let conn =
+        builder.serve_connection_with_upgrades(TokioIo::new(Coalescing::new(tls_stream, h2)), svc);
+    // Boxed so that it can be dropped (closing the connection) before its streams are let go.
+    let mut conn = Box::pin(conn);
     // Once closing, the connection gets until `stop_by` to finish what it is sending: the
     // shutdown grace at shutdown; [`CLOSE_GRACE`] when idle or refused (nothing is in flight;
     // an HTTP/2 graceful close waits for the peer to answer a PING, which a silent client
@@ -215,7 +230,7 @@ pub async fn serve_connection(
         let idle_at = activity.idle_deadline(cfg.idle_timeout);
         let hard_stop = stop_by.unwrap_or_else(|| Instant::now() + cfg.idle_timeout);
         tokio::select! {
-            r = conn.as_mut() => {
+            r = streams.serve(conn.as_mut()) => {
                 if let Err(e) = r {
                     tracing::debug!(%remote, error = %e, "connection ended with an error");
                 }
@@ -242,6 +257,8 @@ pub async fn serve_connection(
             }
         }
     }
+    drop(conn);
+    streams.finish(CLOSE_GRACE).await;
     drop(permit);
 }
 

@@ -22,6 +22,7 @@ pub mod fair_lane;
 pub mod fair_queue;
 pub mod fanout;
 pub mod front;
+pub mod front_streams;
 pub mod health;
 pub mod impersonate;
 pub mod limits;
