@@ -23,6 +23,7 @@ const MIN_REFRESH_INTERVAL: Duration = Duration::from_secs(1);
 pub struct CatalogCache {
     current: ArcSwapOption<Catalog>,
     synced: AtomicBool,
+    /// When the last discovery read started.
     refresh_lock: Mutex<Option<Instant>>,
     /// Ids of existing tenants, handed to every catalog (messages are scrubbed of other
     /// tenants' names only, not of platform names that merely look like one).
@@ -77,15 +78,32 @@ impl CatalogCache {
         }
     }
 
-    /// Re-reads discovery unless it was read less than a second ago. Returns the catalog in
-    /// force afterwards.
+    /// Re-reads discovery, at most once per second: a read that started after this call
+    /// began is used as it is; otherwise the call waits out the rest of the second since the
+    /// last read started, then reads. Returns the catalog in force afterwards.
+    ///
+    /// A request for a kind the catalog lacks (a CRD created a moment ago) therefore always
+    /// sees discovery read after it missed: reusing any read of the last second, as before,
+    /// could reuse one that started just before the CRD was established (conformance "custom
+    /// resource defaulting", a 404 for its new CR in session 11's complete run). Calls that
+    /// queue behind one read share the next.
     pub async fn refresh(&self, upstream: &Upstream) -> Result<Arc<Catalog>, ServerError> {
+        let since = Instant::now();
         let mut last = self.refresh_lock.lock().await;
-        if let (Some(at), Some(cur)) = (*last, self.get())
-            && at.elapsed() < MIN_REFRESH_INTERVAL
-        {
-            return Ok(cur);
+        let current = self.get();
+        match refresh_plan(*last, current.is_some(), since, Instant::now()) {
+            RefreshPlan::Reuse => {
+                if let Some(cur) = current {
+                    return Ok(cur);
+                }
+            }
+            RefreshPlan::ReadAfter(wait) => {
+                if !wait.is_zero() {
+                    tokio::time::sleep(wait).await;
+                }
+            }
         }
+        let started = Instant::now();
         let core = fetch(upstream, "/api").await?;
         let apis = fetch(upstream, "/apis").await?;
         let known = self.known_tenants.lock().clone();
@@ -97,8 +115,32 @@ impl CatalogCache {
         );
         self.current.store(Some(catalog.clone()));
         self.synced.store(true, Ordering::Release);
-        *last = Some(Instant::now());
+        *last = Some(started);
         Ok(catalog)
+    }
+}
+
+/// What a call to [`CatalogCache::refresh`] made at `since` does, under the lock at `now`.
+#[derive(Debug, PartialEq, Eq)]
+enum RefreshPlan {
+    /// A read that started after the call began: its catalog is fresh enough.
+    Reuse,
+    /// Read discovery after waiting this long (the rest of the second since the last read).
+    ReadAfter(Duration),
+}
+
+fn refresh_plan(
+    last_started: Option<Instant>,
+    have_catalog: bool,
+    since: Instant,
+    now: Instant,
+) -> RefreshPlan {
+    match last_started {
+        Some(started) if have_catalog && started >= since => RefreshPlan::Reuse,
+        Some(started) => RefreshPlan::ReadAfter(
+            MIN_REFRESH_INTERVAL.saturating_sub(now.saturating_duration_since(started)),
+        ),
+        None => RefreshPlan::ReadAfter(Duration::ZERO),
     }
 }
 
@@ -119,4 +161,40 @@ async fn fetch(upstream: &Upstream, path: &str) -> Result<Bytes, ServerError> {
         )));
     }
     Ok(body)
+}
+
+#[cfg(test)]
+mod refresh_tests {
+    use super::*;
+
+    #[test]
+    fn a_refresh_reads_discovery_started_after_it_was_asked_at_most_once_a_second() {
+        let t0 = Instant::now();
+        let ms = Duration::from_millis;
+        // Never read: read at once.
+        assert_eq!(
+            refresh_plan(None, false, t0, t0),
+            RefreshPlan::ReadAfter(Duration::ZERO)
+        );
+        // A read that started before the call (a CRD established since may be missing from
+        // it): read again, once the second since that read started is over.
+        assert_eq!(
+            refresh_plan(Some(t0), true, t0 + ms(300), t0 + ms(400)),
+            RefreshPlan::ReadAfter(ms(600))
+        );
+        assert_eq!(
+            refresh_plan(Some(t0), true, t0 + ms(1500), t0 + ms(1500)),
+            RefreshPlan::ReadAfter(Duration::ZERO)
+        );
+        // Queued behind a read that started after the call: share it.
+        assert_eq!(
+            refresh_plan(Some(t0 + ms(100)), true, t0 + ms(50), t0 + ms(900)),
+            RefreshPlan::Reuse
+        );
+        // ... unless that read failed (no catalog yet).
+        assert_eq!(
+            refresh_plan(Some(t0 + ms(100)), false, t0 + ms(50), t0 + ms(900)),
+            RefreshPlan::ReadAfter(ms(200))
+        );
+    }
 }
