@@ -251,7 +251,14 @@ async fn two_replicas_see_each_others_writes() {
             .is_some_and(|t| t.phase == TenantPhase::Suspended)
     })
     .await;
-    assert!(rx.has_changed().unwrap(), "subscribe() bumps on changes");
+    // The cache's map and its change signal are updated one after the other: the signal may
+    // follow the map by a moment, so it is awaited (bounded), not sampled.
+    assert!(
+        tokio::time::timeout(Duration::from_secs(1), rx.changed())
+            .await
+            .is_ok_and(|r| r.is_ok()),
+        "subscribe() bumps on changes"
+    );
     assert_eq!(a.get_tenant("foofoo").await.unwrap(), Some(t2.clone()));
     let err = a.put_tenant(&tenant("nonexi")).await.unwrap_err();
     assert!(matches!(err, StoreError::NotFound(_)), "{err}");
