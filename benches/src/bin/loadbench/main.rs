@@ -86,6 +86,11 @@ struct Args {
     /// (per second in all, paced), e.g. `40,80,120`: which rate the apiserver tolerates.
     #[arg(long, value_delimiter = ',')]
     noisy_direct_rates: Vec<f64>,
+    /// Noisy neighbour: the three phases through paddock this many times in a row; the
+    /// goal's figure is then B's p99 over all repetitions' samples with A against all alone
+    /// (one run's p99 is its 12 slowest GETs: a wide interval).
+    #[arg(long, default_value_t = 1)]
+    noisy_repeat: usize,
     /// paddock's `--fair-queue-pace` (percent of one seat; 0: off; default: paddock's own).
     #[arg(long)]
     fair_queue_pace: Option<u32>,
@@ -411,6 +416,7 @@ async fn run(mut args: Args) -> Result<()> {
             a_workers: args.noisy_a_workers,
             direct: args.noisy_direct,
             direct_rates: args.noisy_direct_rates.clone(),
+            repeat: args.noisy_repeat,
         };
         match noisy::run(&admin, &padmin, creds, procs, &shape).await {
             Ok(o) => {

@@ -254,6 +254,66 @@ async fn noisy_worker(
     }
 }
 
+/// B's samples of several repetitions together: with A, and alone (before and after).
+struct Pooled {
+    with: Vec<f64>,
+    alone: Vec<f64>,
+    with_errors: usize,
+}
+
+impl Pooled {
+    fn of(runs: &[Measured]) -> Pooled {
+        Pooled {
+            with: runs.iter().flat_map(|m| m.with.lat_ms.iter().copied()).collect(),
+            alone: runs.iter().flat_map(|m| m.alone.lat_ms.iter().copied()).collect(),
+            with_errors: runs.iter().map(|m| m.with.errors).sum(),
+        }
+    }
+
+    fn ratio(&self) -> f64 {
+        pct(&self.with, 99.0) / pct(&self.alone, 99.0)
+    }
+
+    /// One line per repetition, then the pooled figure with its bootstrap interval.
+    fn section(&self, runs: &[Measured], secs: u64) -> String {
+        let mut out = format!(
+            "### Noisy neighbour through paddock, {} repetitions pooled\n\n| repetition | B alone p99 ms | B with A p99 ms | ratio (95 % interval) | A sent/s | A admitted/s | B errors |\n|---|---|---|---|---|---|---|\n",
+            runs.len()
+        );
+        for (i, m) in runs.iter().enumerate() {
+            let (lo, hi) = crate::stats::p99_ratio_interval(&m.with.lat_ms, &m.alone.lat_ms, 400);
+            let sent: u64 = m.a_counts.values().sum();
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} | {} ({}-{}) | {:.0} | {:.0} | {} |",
+                i + 1,
+                ms(pct(&m.alone.lat_ms, 99.0)),
+                ms(pct(&m.with.lat_ms, 99.0)),
+                crate::stats::ratio(m.ratio()),
+                crate::stats::ratio(lo),
+                crate::stats::ratio(hi),
+                sent as f64 / secs.max(1) as f64,
+                m.a_admitted_rate(secs),
+                m.with.errors,
+            );
+        }
+        let (lo, hi) = crate::stats::p99_ratio_interval(&self.with, &self.alone, 400);
+        let _ = writeln!(
+            out,
+            "| pooled ({} with A, {} alone) | {} | {} | **{}** ({}-{}) | | | {} |\n",
+            self.with.len(),
+            self.alone.len(),
+            ms(pct(&self.alone, 99.0)),
+            ms(pct(&self.with, 99.0)),
+            crate::stats::ratio(self.ratio()),
+            crate::stats::ratio(lo),
+            crate::stats::ratio(hi),
+            self.with_errors,
+        );
+        out
+    }
+}
+
 /// The figures of one target.
 struct Measured {
     before: Phase,
@@ -548,6 +608,9 @@ pub struct Shape {
     /// Run only straight at the apiserver, once per rate of A (requests per second in all):
     /// what rate of A's work the apiserver itself tolerates beside B.
     pub direct_rates: Vec<f64>,
+    /// Through paddock, the three phases this many times in a row (at least 1); with more
+    /// than one, the goal's figure is the ratio of B's pooled samples.
+    pub repeat: usize,
 }
 
 /// The target straight at the apiserver: the upstream admin impersonating the tenants'
@@ -604,12 +667,28 @@ pub async fn run(
         padmin: Some(padmin.clone()),
     };
     set_up(admin, &Api::new(creds.b, Proto::H2)?).await?;
-    let m = measure(admin, &through, procs, secs, b_rate, a_workers).await;
-    let mut report = section(&through, &m, secs, b_rate, a_workers);
+    let mut runs = Vec::new();
+    let mut report = String::new();
+    for i in 0..shape.repeat.max(1) {
+        if i > 0 {
+            tokio::time::sleep(Duration::from_secs(2)).await;
+            eprintln!("  [through paddock] repetition {} of {}", i + 1, shape.repeat);
+        }
+        let m = measure(admin, &through, procs, secs, b_rate, a_workers).await;
+        report.push_str(&section(&through, &m, secs, b_rate, a_workers));
+        runs.push(m);
+    }
+    let pooled = Pooled::of(&runs);
+    if runs.len() > 1 {
+        report.push_str(&pooled.section(&runs, secs));
+    }
     let mut outcome = Outcome {
-        through: Some((m.ratio(), m.with.errors)),
+        through: Some((pooled.ratio(), pooled.with_errors)),
         direct: Vec::new(),
         report: String::new(),
+    };
+    let Some(m) = runs.last() else {
+        anyhow::bail!("no repetition ran");
     };
     if shape.direct {
         // Separate connections for A and B, as through paddock.
