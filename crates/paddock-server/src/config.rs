@@ -90,6 +90,10 @@ pub struct ServerConfig {
     pub cert_reload_interval: Duration,
     /// How long in-flight requests may take to finish at shutdown.
     pub shutdown_grace: Duration,
+    /// Per-core serving: threads, each with a single-threaded runtime of its own, that serve
+    /// the client connections (round robin) and their own upstream connections for short
+    /// requests (`serve_threads`); 0 (the default) serves on the main runtime.
+    pub serve_threads: usize,
     /// API Priority and Fairness: the concurrency shares of the `paddock-tenants` priority
     /// level paddock keeps upstream for its tenants' requests; 0 leaves APF alone (tenants then
     /// fall into `global-default` like any other user).
@@ -228,6 +232,13 @@ impl ServerConfig {
 
     /// Checks what can be checked before starting; errors name the offending setting.
     pub fn validate(&self) -> Result<(), String> {
+        if self.serve_threads > paddock_upstream::serving::MAX_SERVING_THREADS {
+            return Err(format!(
+                "serve_threads: at most {} (got {})",
+                paddock_upstream::serving::MAX_SERVING_THREADS,
+                self.serve_threads
+            ));
+        }
         for (key, path) in [
             ("certs_dir (ca.crt)", self.ca_cert()),
             ("certs_dir (ca.key)", self.ca_key()),
@@ -437,6 +448,7 @@ mod tests {
             max_body_bytes: 1,
             cert_reload_interval: Duration::from_secs(5),
             shutdown_grace: Duration::from_secs(1),
+            serve_threads: 0,
             upstream_timeout: Duration::from_secs(60),
             shutdown_delay: Duration::from_secs(0),
             tenant_priority_shares: 0,

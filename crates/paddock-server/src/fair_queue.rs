@@ -175,6 +175,9 @@ pub struct WorkQueue {
     pacer: Arc<Notify>,
     /// Where heavy tenants' requests run while a light tenant is active (None: off).
     lane: Option<YieldLane>,
+    /// The runtime the queue was made on (the main one), where the pacer task is spawned:
+    /// not on a per-core serving thread (`serve_threads`), whichever request comes first.
+    runtime: Option<tokio::runtime::Handle>,
 }
 
 impl Drop for WorkQueue {
@@ -206,6 +209,7 @@ impl WorkQueue {
             lane: (config.yield_lane && config.pace > 0)
                 .then(|| YieldLane::start(cores()))
                 .flatten(),
+            runtime: tokio::runtime::Handle::try_current().ok(),
         })
     }
 
@@ -233,7 +237,11 @@ impl WorkQueue {
             return;
         }
         if !s.pacer_started {
-            let Ok(rt) = tokio::runtime::Handle::try_current() else {
+            let Some(rt) = self
+                .runtime
+                .clone()
+                .or_else(|| tokio::runtime::Handle::try_current().ok())
+            else {
                 return; // no runtime: the waits' own pokes (every lease) still admit them
             };
             s.pacer_started = true;

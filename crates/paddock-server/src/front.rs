@@ -8,11 +8,12 @@ use std::time::{Duration, SystemTime};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use arc_swap::ArcSwap;
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Notify;
 use tokio_rustls::TlsAcceptor;
 
 use crate::error::ServerError;
+use crate::serve_threads::ServeThreads;
 use crate::state::AppState;
 
 /// Serving TLS configuration that is re-read from disk when the files change.
@@ -71,6 +72,8 @@ impl ReloadingTls {
 }
 
 /// Accepts connections until shutdown, then drains in-flight requests for the grace period.
+/// With `serve_threads` set, connections are served on per-core threads (`serve_threads`),
+/// round robin; the accept loop stays here.
 pub async fn serve(
     state: Arc<AppState>,
     listener: TcpListener,
@@ -78,6 +81,10 @@ pub async fn serve(
 ) -> Result<(), ServerError> {
     let open = Arc::new(OpenConnections::default());
     let shutdown = state.shutdown.clone();
+    let mut per_core = match state.config.serve_threads {
+        0 => None,
+        n => Some(ServeThreads::start(n, tokio::runtime::Handle::current())?),
+    };
     loop {
         let (tcp, remote) = tokio::select! {
             r = listener.accept() => match r {
@@ -94,9 +101,30 @@ pub async fn serve(
         let acceptor = tls.acceptor();
         let state = state.clone();
         let open_guard = open.enter();
-        tokio::spawn(async move {
+        let Some(threads) = per_core.as_mut() else {
+            tokio::spawn(async move {
+                let _open = open_guard;
+                crate::conn::serve_connection(state, acceptor, tcp, remote).await;
+            });
+            continue;
+        };
+        // The socket leaves this runtime's reactor and joins the serving thread's, so that
+        // its readiness is seen by the thread that serves it.
+        let tcp = match tcp.into_std() {
+            Ok(t) => t,
+            Err(e) => {
+                tracing::warn!(%remote, error = %e, "cannot hand the connection to a serving thread");
+                continue;
+            }
+        };
+        threads.spawn(async move {
             let _open = open_guard;
-            crate::conn::serve_connection(state, acceptor, tcp, remote).await;
+            match TcpStream::from_std(tcp) {
+                Ok(tcp) => crate::conn::serve_connection(state, acceptor, tcp, remote).await,
+                Err(e) => {
+                    tracing::warn!(%remote, error = %e, "serving thread cannot take the connection")
+                }
+            }
         });
     }
     tracing::info!("shutting down: draining in-flight requests");
@@ -104,8 +132,14 @@ pub async fn serve(
         _ = open.drained() => tracing::info!("all connections drained"),
         _ = tokio::time::sleep(state.config.shutdown_grace) => tracing::warn!("grace period over; closing remaining connections"),
     }
+    if let Some(threads) = per_core {
+        threads.stop(SERVE_THREADS_STOP).await;
+    }
     Ok(())
 }
+
+/// How long the end of the serving threads is waited for, after the drain.
+const SERVE_THREADS_STOP: Duration = Duration::from_secs(2);
 
 /// Counts the connections being served, so that shutdown can wait for them to finish.
 #[derive(Default)]

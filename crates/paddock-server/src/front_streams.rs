@@ -55,7 +55,8 @@ where
 {
     fn execute(&self, fut: F) {
         if self.spawn_next.swap(false, Ordering::Relaxed) {
-            tokio::spawn(fut);
+            // On a per-core serving thread, on the main runtime (`serve_threads`).
+            crate::serve_threads::spawn_heavy(fut);
             return;
         }
         // hyper calls this only while the connection (or one of its streams) is being polled,

@@ -40,6 +40,7 @@ pub mod quota_api;
 pub mod reviews;
 pub mod rewrite;
 pub mod router;
+pub mod serve_threads;
 pub mod stack;
 pub mod startup;
 pub mod state;

@@ -4,8 +4,16 @@
 //! window: a noisy tenant's frames queue ahead of everyone else's. With the tenants hashed
 //! onto [`SHORT_CONNECTIONS`] connections, a tenant shares its connection with about 1/N of
 //! the others; N is fixed, so paddock still opens few connections upstream.
+//!
+//! In the per-core serving mode (`crate::serving`) each serving thread has a set of its own,
+//! dialled from that thread, so the connection's driving task (`h2_conn`, spawned on the
+//! runtime that dials) runs on the same thread as the client connections that use it: a
+//! small request's two halves then need no wake-up across threads. Other threads share one
+//! set. That is up to [`SHORT_CONNECTIONS`] connections per serving thread, opened as
+//! tenants arrive on it.
 
 use std::hash::{DefaultHasher, Hash, Hasher};
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use bytes::Bytes;
@@ -20,6 +28,7 @@ use crate::answer_body::AnswerBody;
 use crate::body::UpBody;
 use crate::error::ServerError;
 use crate::h2_conn::{Dialed, Dialer, exchange, not_processed};
+use crate::serving::MAX_SERVING_THREADS;
 
 /// Upstream HTTP/2 connections for short requests.
 pub const SHORT_CONNECTIONS: usize = 8;
@@ -35,7 +44,10 @@ pub type Fallback = Client<HttpsConnector<HttpConnector>, UpBody>;
 /// requests pick theirs by tenant.
 pub struct ShortSet {
     dialer: Dialer,
-    slots: Vec<Slot>,
+    /// The set of every thread that is not a serving thread.
+    shared: Box<[Slot]>,
+    /// Each serving thread's own set, by its index (`crate::serving`), made on first use.
+    per_thread: Box<[OnceLock<Box<[Slot]>>]>,
     /// Set when the upstream answered ALPN without `h2`: every request then goes through
     /// `fallback`.
     not_h2: AtomicBool,
@@ -65,20 +77,31 @@ impl ShortSet {
     pub fn new(dialer: Dialer, fallback: Fallback) -> Self {
         ShortSet {
             dialer,
-            slots: (0..SHORT_CONNECTIONS).map(|_| Slot::default()).collect(),
+            shared: slots(),
+            per_thread: (0..MAX_SERVING_THREADS).map(|_| OnceLock::new()).collect(),
             not_h2: AtomicBool::new(false),
             fallback,
         }
     }
 
+    /// The calling thread's set: its own on a serving thread, the shared one elsewhere.
+    fn slots(&self) -> &[Slot] {
+        match crate::serving::current().and_then(|i| self.per_thread.get(i)) {
+            Some(own) => own.get_or_init(slots),
+            None => &self.shared,
+        }
+    }
+
     /// Sends `req` on the connection of its tenant: chosen by the tenant group among its
-    /// `Impersonate-Group` headers; paddock's own requests (no tenant) use the first.
+    /// `Impersonate-Group` headers; paddock's own requests (no tenant) use the first. On a
+    /// serving thread, among that thread's own connections.
     pub async fn send(&self, req: Request<UpBody>) -> Result<Response<AnswerBody>, ServerError> {
         if self.not_h2.load(Ordering::Relaxed) {
             return self.send_fallback(req).await;
         }
-        let i = tenant_of(&req).map_or(0, |t| shard(t, self.slots.len()));
-        let slot = &self.slots[i.min(self.slots.len().saturating_sub(1))];
+        let slots = self.slots();
+        let i = tenant_of(&req).map_or(0, |t| shard(t, slots.len()));
+        let slot = &slots[i.min(slots.len().saturating_sub(1))];
         let (parts, body) = req.into_parts();
         let body = if body.is_end_stream() {
             Bytes::new()
@@ -177,6 +200,11 @@ impl ShortSet {
     }
 }
 
+/// An empty set of [`SHORT_CONNECTIONS`] slots.
+fn slots() -> Box<[Slot]> {
+    (0..SHORT_CONNECTIONS).map(|_| Slot::default()).collect()
+}
+
 /// How many times one request is sent again on a new connection (connection found closed, or
 /// the stream refused unprocessed) before its failure is the answer.
 const MAX_RETRIES: u8 = 2;
@@ -247,6 +275,141 @@ mod tests {
         assert_eq!(tenant_of(&r), Some("acme01"));
         assert_eq!(tenant_of(&req(&[])), None);
         assert_eq!(tenant_of(&req(&["system:masters"])), None);
+    }
+
+    /// A set whose dialer reaches nothing (port 1): a request dials only where no
+    /// connection was put in its slot.
+    fn unreachable_set() -> ShortSet {
+        paddock_pki::install_crypto_provider();
+        let tls = rustls::ClientConfig::builder()
+            .with_root_certificates(rustls::RootCertStore::empty())
+            .with_no_client_auth();
+        let fallback = Client::builder(hyper_util::rt::TokioExecutor::new()).build(
+            hyper_rustls::HttpsConnectorBuilder::new()
+                .with_tls_config(tls.clone())
+                .https_only()
+                .enable_http1()
+                .build(),
+        );
+        ShortSet::new(Dialer::new("https://127.0.0.1:1", tls).unwrap(), fallback)
+    }
+
+    /// The address of the set the calling thread uses.
+    fn set_of(set: &ShortSet) -> usize {
+        set.slots().as_ptr() as usize
+    }
+
+    #[test]
+    fn each_serving_thread_has_a_set_of_its_own() {
+        let set = std::sync::Arc::new(unreachable_set());
+        let on = |index: Option<usize>| {
+            let set = set.clone();
+            std::thread::spawn(move || {
+                if let Some(i) = index {
+                    crate::serving::enter(i);
+                }
+                (set_of(&set), set_of(&set))
+            })
+            .join()
+            .unwrap()
+        };
+        let (a, a_again) = on(Some(0));
+        let (b, _) = on(Some(1));
+        let (shared, _) = on(None);
+        let (shared_again, _) = on(None);
+        let (a_later, _) = on(Some(0));
+        assert_eq!(a, a_again, "one thread, one set");
+        assert_eq!(
+            a, a_later,
+            "the same index finds the same set on a later thread"
+        );
+        assert_ne!(a, b, "two serving threads, two sets");
+        assert_ne!(a, shared);
+        assert_ne!(b, shared);
+        assert_eq!(
+            shared, shared_again,
+            "threads that do not serve share one set"
+        );
+        assert_eq!(set.slots().len(), SHORT_CONNECTIONS);
+    }
+
+    /// An in-process HTTP/2 server (no TLS) answering every request with `x-conn: name`, and
+    /// a connection to it, driven on the calling thread's runtime as a dialled one is.
+    async fn fake_connection(name: &'static str) -> h2::client::SendRequest<Bytes> {
+        let (ours, theirs) = tokio::io::duplex(64 * 1024);
+        tokio::spawn(async move {
+            let mut conn = h2::server::handshake(theirs).await.unwrap();
+            while let Some(Ok((_req, mut respond))) = conn.accept().await {
+                let resp = Response::builder().header("x-conn", name).body(()).unwrap();
+                let _ = respond.send_response(resp, true);
+            }
+        });
+        let (send, conn) = h2::client::handshake(ours).await.unwrap();
+        tokio::spawn(async move {
+            let _ = conn.await;
+        });
+        send
+    }
+
+    #[test]
+    fn a_serving_threads_requests_use_its_own_connections() {
+        let set = std::sync::Arc::new(unreachable_set());
+        let tenant = ["paddock:tenant:acme01"];
+        // Serving thread 0, on a current_thread runtime as in per-core mode: its slots get
+        // live connections; its requests are answered on them, and its connections stay its own.
+        let set0 = set.clone();
+        let thread0 = std::thread::spawn(move || {
+            crate::serving::enter(0);
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            rt.block_on(async {
+                for slot in set0.slots() {
+                    let send = fake_connection("zero").await;
+                    *slot.live.lock() = Some(Live {
+                        id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+                        send,
+                    });
+                }
+                let a = set0.send(req(&tenant)).await.unwrap();
+                let b = set0.send(req(&tenant)).await.unwrap();
+                assert_eq!(a.headers()["x-conn"], "zero");
+                assert_eq!(b.headers()["x-conn"], "zero");
+                let i = shard("acme01", SHORT_CONNECTIONS);
+                current(&set0.slots()[i], None).unwrap().id
+            })
+        });
+        let used0 = thread0.join().unwrap();
+        // Serving thread 1 has none of them: its request dials (and fails: nothing listens).
+        let set1 = set.clone();
+        let thread1 = std::thread::spawn(move || {
+            crate::serving::enter(1);
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            rt.block_on(async {
+                let i = shard("acme01", SHORT_CONNECTIONS);
+                assert!(current(&set1.slots()[i], None).is_none());
+                set1.send(req(&tenant)).await.is_err()
+            })
+        });
+        assert!(
+            thread1.join().unwrap(),
+            "thread 1 must not reach thread 0's connection"
+        );
+        // Neither has the shared set of the other threads.
+        let i = shard("acme01", SHORT_CONNECTIONS);
+        assert!(current(&set.shared[i], None).is_none());
+        // Thread 0's connection is still in its slot (thread 1 forgot nothing of it).
+        let again = std::thread::spawn(move || {
+            crate::serving::enter(0);
+            current(&set.slots()[i], None).map(|l| l.id)
+        })
+        .join()
+        .unwrap();
+        assert_eq!(again, Some(used0));
     }
 
     #[test]

@@ -196,6 +196,13 @@ pub struct ServeArgs {
     /// about a quarter less CPU per request (docs/performance.md).
     #[arg(long, env = "PADDOCK_WORKER_THREADS", value_parser = clap::value_parser!(u16).range(1..=1024))]
     pub worker_threads: Option<u16>,
+    /// Per-core serving (default 0: off): this many threads, each with a single-threaded
+    /// runtime, serve the client connections (round robin) and their own upstream HTTP/2
+    /// connections for short requests, so that a small request is handled in one thread
+    /// end to end; lists, watches and background work stay on the worker threads
+    /// (docs/architecture.md "Per-core serving").
+    #[arg(long, env = "PADDOCK_SERVE_THREADS", value_parser = clap::value_parser!(u16).range(0..=256))]
+    pub serve_threads: Option<u16>,
 
     // ---- Upstream faults and draining ----
     /// Longest wait for the upstream's answer to a short request, e.g. 60s (then 504).
@@ -251,6 +258,7 @@ struct FileConfig {
     max_body_bytes: Option<usize>,
     log_format: Option<String>,
     shutdown_grace: Option<String>,
+    serve_threads: Option<u16>,
     tenant_priority_shares: Option<u32>,
     access_log: Option<bool>,
 
@@ -426,6 +434,7 @@ pub fn resolve(args: &ServeArgs) -> Result<(ServerConfig, LogFormat)> {
         max_body_bytes: args.max_body_bytes.or(file.max_body_bytes).unwrap_or(3 * 1024 * 1024),
         cert_reload_interval: Duration::from_secs(5),
         shutdown_grace: dur("shutdown_grace", args.shutdown_grace.clone().or(file.shutdown_grace), "10s")?,
+        serve_threads: usize::from(args.serve_threads.or(file.serve_threads).unwrap_or(0)),
         tenant_priority_shares: args
             .tenant_priority_shares
             .or(file.tenant_priority_shares)
@@ -775,6 +784,15 @@ mod tests {
         assert_eq!(file.cluster_domain.as_deref(), Some("corp.local"));
         let bad = "[default_policy]\nservices = { allowNodeport = true }\n";
         assert!(toml::from_str::<FileConfig>(bad).is_err());
+    }
+
+    #[test]
+    fn serve_threads_off_by_default_and_from_the_file() {
+        let file: FileConfig =
+            toml::from_str("serve_threads = 3\n").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(file.serve_threads, Some(3));
+        assert_eq!(FileConfig::default().serve_threads, None);
+        assert_eq!(ServeArgs::default().serve_threads, None);
     }
 
     #[test]
