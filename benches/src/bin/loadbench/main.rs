@@ -160,6 +160,9 @@ struct Args {
     /// paddock's `--worker-threads` (default: paddock's own, one per CPU).
     #[arg(long)]
     paddock_worker_threads: Option<u16>,
+    /// paddock's `--serve-threads` (per-core serving; default: paddock's own, off).
+    #[arg(long)]
+    paddock_serve_threads: Option<u16>,
     /// Leave out the floor (HAProxy as a bare L7 hop, measured alongside direct and paddock
     /// in the load part).
     #[arg(long)]
@@ -291,6 +294,10 @@ async fn run(mut args: Args) -> Result<()> {
         .paddock_worker_threads
         .map(|n| vec!["--worker-threads".to_owned(), n.to_string()])
         .unwrap_or_default();
+    if let Some(n) = args.paddock_serve_threads {
+        paddock_args.extend(["--serve-threads".to_owned(), n.to_string()]);
+        report.notes.push(format!("paddock --serve-threads {n}"));
+    }
     // The set-up raises the namespace quota of the `paddock-default` template upstream (as the
     // platform admin) for its 2,000+ pods; the template sync's drift repair would put it back
     // within a minute (docs/templates.md), so it runs hourly here.

@@ -264,8 +264,14 @@ struct Pooled {
 impl Pooled {
     fn of(runs: &[Measured]) -> Pooled {
         Pooled {
-            with: runs.iter().flat_map(|m| m.with.lat_ms.iter().copied()).collect(),
-            alone: runs.iter().flat_map(|m| m.alone.lat_ms.iter().copied()).collect(),
+            with: runs
+                .iter()
+                .flat_map(|m| m.with.lat_ms.iter().copied())
+                .collect(),
+            alone: runs
+                .iter()
+                .flat_map(|m| m.alone.lat_ms.iter().copied())
+                .collect(),
             with_errors: runs.iter().map(|m| m.with.errors).sum(),
         }
     }
@@ -672,7 +678,11 @@ pub async fn run(
     for i in 0..shape.repeat.max(1) {
         if i > 0 {
             tokio::time::sleep(Duration::from_secs(2)).await;
-            eprintln!("  [through paddock] repetition {} of {}", i + 1, shape.repeat);
+            eprintln!(
+                "  [through paddock] repetition {} of {}",
+                i + 1,
+                shape.repeat
+            );
         }
         let m = measure(admin, &through, procs, secs, b_rate, a_workers).await;
         report.push_str(&section(&through, &m, secs, b_rate, a_workers));
