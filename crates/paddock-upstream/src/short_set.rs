@@ -351,6 +351,24 @@ mod tests {
         send
     }
 
+    /// Runs `work` on a new thread marked as serving thread `index`, on a current_thread
+    /// runtime of its own as in per-core mode; returns its result.
+    fn on_serving_thread<T: Send + 'static>(
+        index: usize,
+        work: impl std::future::Future<Output = T> + Send + 'static,
+    ) -> T {
+        std::thread::spawn(move || {
+            crate::serving::enter(index);
+            tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap()
+                .block_on(work)
+        })
+        .join()
+        .unwrap()
+    }
+
     #[test]
     fn a_serving_threads_requests_use_its_own_connections() {
         let set = std::sync::Arc::new(unreachable_set());
@@ -358,47 +376,29 @@ mod tests {
         // Serving thread 0, on a current_thread runtime as in per-core mode: its slots get
         // live connections; its requests are answered on them, and its connections stay its own.
         let set0 = set.clone();
-        let thread0 = std::thread::spawn(move || {
-            crate::serving::enter(0);
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .unwrap();
-            rt.block_on(async {
-                for slot in set0.slots() {
-                    let send = fake_connection("zero").await;
-                    *slot.live.lock() = Some(Live {
-                        id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
-                        send,
-                    });
-                }
-                let a = set0.send(req(&tenant)).await.unwrap();
-                let b = set0.send(req(&tenant)).await.unwrap();
-                assert_eq!(a.headers()["x-conn"], "zero");
-                assert_eq!(b.headers()["x-conn"], "zero");
-                let i = shard("acme01", SHORT_CONNECTIONS);
-                current(&set0.slots()[i], None).unwrap().id
-            })
+        let used0 = on_serving_thread(0, async move {
+            for slot in set0.slots() {
+                let send = fake_connection("zero").await;
+                *slot.live.lock() = Some(Live {
+                    id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+                    send,
+                });
+            }
+            let a = set0.send(req(&tenant)).await.unwrap();
+            let b = set0.send(req(&tenant)).await.unwrap();
+            assert_eq!(a.headers()["x-conn"], "zero");
+            assert_eq!(b.headers()["x-conn"], "zero");
+            let i = shard("acme01", SHORT_CONNECTIONS);
+            current(&set0.slots()[i], None).unwrap().id
         });
-        let used0 = thread0.join().unwrap();
         // Serving thread 1 has none of them: its request dials (and fails: nothing listens).
         let set1 = set.clone();
-        let thread1 = std::thread::spawn(move || {
-            crate::serving::enter(1);
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .unwrap();
-            rt.block_on(async {
-                let i = shard("acme01", SHORT_CONNECTIONS);
-                assert!(current(&set1.slots()[i], None).is_none());
-                set1.send(req(&tenant)).await.is_err()
-            })
+        let refused = on_serving_thread(1, async move {
+            let i = shard("acme01", SHORT_CONNECTIONS);
+            assert!(current(&set1.slots()[i], None).is_none());
+            set1.send(req(&tenant)).await.is_err()
         });
-        assert!(
-            thread1.join().unwrap(),
-            "thread 1 must not reach thread 0's connection"
-        );
+        assert!(refused, "thread 1 must not reach thread 0's connection");
         // Neither has the shared set of the other threads.
         let i = shard("acme01", SHORT_CONNECTIONS);
         assert!(current(&set.shared[i], None).is_none());
