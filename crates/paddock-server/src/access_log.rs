@@ -98,12 +98,9 @@ fn json_line(out: &mut Vec<u8>, e: &Entry<'_>) {
     json_string(out, e.verb);
     out.extend_from_slice(b",\"resource\":");
     json_string(out, e.path);
-    let _ = writeln!(
-        out,
-        ",\"status\":{},\"latency_ms\":{:.3}}}",
-        e.status,
-        e.latency.as_secs_f64() * 1000.0
-    );
+    let _ = write!(out, ",\"status\":{},\"latency_ms\":", e.status);
+    push_millis(out, e.latency);
+    out.extend_from_slice(b"}\n");
 }
 
 fn text_line(out: &mut Vec<u8>, e: &Entry<'_>) {
@@ -120,38 +117,84 @@ fn text_line(out: &mut Vec<u8>, e: &Entry<'_>) {
     );
 }
 
-/// RFC 3339 in UTC with microseconds, e.g. `2026-11-21T08:41:07.123456Z`.
+/// RFC 3339 in UTC with microseconds, e.g. `2026-11-21T08:41:07.123456Z`. The date and time
+/// to the second are formatted once a second per thread; a line adds only the microseconds.
 fn timestamp(out: &mut Vec<u8>) {
-    let now = time::OffsetDateTime::now_utc();
-    let _ = write!(
-        out,
-        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:06}Z",
-        now.year(),
-        u8::from(now.month()),
-        now.day(),
-        now.hour(),
-        now.minute(),
-        now.second(),
-        now.microsecond()
-    );
+    thread_local! {
+        static SECOND: std::cell::RefCell<(u64, Vec<u8>)> = const {
+            std::cell::RefCell::new((u64::MAX, Vec::new()))
+        };
+    }
+    let since_epoch = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    let secs = since_epoch.as_secs();
+    SECOND.with_borrow_mut(|(cached, text)| {
+        if *cached != secs {
+            text.clear();
+            let t = time::OffsetDateTime::UNIX_EPOCH + Duration::from_secs(secs);
+            let _ = write!(
+                text,
+                "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}",
+                t.year(),
+                u8::from(t.month()),
+                t.day(),
+                t.hour(),
+                t.minute(),
+                t.second(),
+            );
+            *cached = secs;
+        }
+        out.extend_from_slice(text);
+    });
+    out.push(b'.');
+    push_padded(out, since_epoch.subsec_micros(), 6);
+    out.push(b'Z');
 }
 
-/// A JSON string literal (the path and user come from the client).
+/// `n` in decimal, zero-padded to `width` digits.
+fn push_padded(out: &mut Vec<u8>, n: u32, width: usize) {
+    let mut digits = [b'0'; 10];
+    let mut rest = n;
+    let mut i = digits.len();
+    while rest > 0 {
+        i -= 1;
+        digits[i] = b'0' + (rest % 10) as u8;
+        rest /= 10;
+    }
+    let start = i.min(digits.len() - width);
+    out.extend_from_slice(&digits[start..]);
+}
+
+/// A latency in milliseconds with three decimals (microseconds, rounded).
+fn push_millis(out: &mut Vec<u8>, latency: Duration) {
+    let micros = (latency.as_nanos() + 500) / 1000;
+    let _ = write!(out, "{}.", micros / 1000);
+    push_padded(out, (micros % 1000) as u32, 3);
+}
+
+/// A JSON string literal (the path and user come from the client): runs of bytes that need
+/// no escape are copied whole.
 fn json_string(out: &mut Vec<u8>, s: &str) {
     out.push(b'"');
-    for c in s.chars() {
-        match c {
-            '"' => out.extend_from_slice(b"\\\""),
-            '\\' => out.extend_from_slice(b"\\\\"),
-            c if (c as u32) < 0x20 => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
-            }
-            c => {
-                let mut b = [0u8; 4];
-                out.extend_from_slice(c.encode_utf8(&mut b).as_bytes());
-            }
+    let bytes = s.as_bytes();
+    let mut run = 0;
+    for (i, &b) in bytes.iter().enumerate() {
+        let escape: &[u8] = match b {
+            b'"' => b"\\\"",
+            b'\\' => b"\\\\",
+            0..0x20 => b"",
+            _ => continue,
+        };
+        out.extend_from_slice(&bytes[run..i]);
+        if escape.is_empty() {
+            let _ = write!(out, "\\u{b:04x}");
+        } else {
+            out.extend_from_slice(escape);
         }
+        run = i + 1;
     }
+    out.extend_from_slice(&bytes[run..]);
     out.push(b'"');
 }
 
@@ -190,6 +233,49 @@ mod tests {
                 .as_str()
                 .is_some_and(|t| t.ends_with('Z') && t.len() == 27)
         );
+    }
+
+    #[test]
+    fn strings_escape_quotes_backslashes_and_control_characters_only() {
+        let mut out = Vec::new();
+        json_string(&mut out, "a\"b\\c\u{1}d\u{7f}é/ü");
+        assert_eq!(out, "\"a\\\"b\\\\c\\u0001d\u{7f}é/ü\"".as_bytes());
+        let mut out = Vec::new();
+        json_string(&mut out, "");
+        assert_eq!(out, b"\"\"");
+    }
+
+    #[test]
+    fn latencies_have_three_rounded_decimals() {
+        let millis = |d: Duration| {
+            let mut out = Vec::new();
+            push_millis(&mut out, d);
+            String::from_utf8(out).expect("utf-8")
+        };
+        assert_eq!(millis(Duration::from_micros(1500)), "1.500");
+        assert_eq!(millis(Duration::ZERO), "0.000");
+        assert_eq!(millis(Duration::from_nanos(1_234_567)), "1.235");
+        assert_eq!(millis(Duration::from_nanos(999_999_600)), "1000.000");
+        assert_eq!(millis(Duration::from_secs(12)), "12000.000");
+    }
+
+    #[test]
+    fn timestamps_are_rfc3339_utc_with_microseconds() {
+        for _ in 0..3 {
+            let before = time::OffsetDateTime::now_utc();
+            let mut out = Vec::new();
+            timestamp(&mut out);
+            let after = time::OffsetDateTime::now_utc();
+            let text = String::from_utf8(out).expect("utf-8");
+            assert_eq!(text.len(), 27, "{text}");
+            let t =
+                time::OffsetDateTime::parse(&text, &time::format_description::well_known::Rfc3339)
+                    .expect("RFC 3339");
+            assert!(
+                before - Duration::from_micros(1) <= t && t <= after,
+                "{text}"
+            );
+        }
     }
 
     #[test]

@@ -188,10 +188,10 @@ pub async fn serve_connection(
             ) {
                 exec.spawn_next();
             }
-            // Boxed once, here: the request's whole state machine (the stack's layers and the
-            // tenant pipeline's steps, about 14 KB in a debug build) is otherwise copied each
-            // time hyper and tokio move it into the stream's task (docs/performance.md,
-            // session 9); a box is moved as a pointer.
+            // Boxed once, here: the request's state machine is otherwise copied each time hyper
+            // and tokio move it into the stream's task (docs/performance.md, session 9); a box
+            // is moved as a pointer. (The tenant pipeline's own state, about 12 KB, is boxed
+            // apart where it starts: `stack::serve`.)
             Box::pin(async move {
                 let busy = activity.begin();
                 let resp = if let Some((message, retry_after)) = refused {

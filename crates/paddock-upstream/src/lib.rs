@@ -4,7 +4,7 @@
 //! [`limit`]), small JSON calls as paddock itself ([`upjson`]), and the error type of the
 //! server crates with its one mapping to a Kubernetes `Status` ([`error`]).
 //!
-//! Module layers (no cycles): `coalesce` (a leaf); `answer_body` <- `body` <- `error` <-
+//! Module layers (no cycles): `coalesce` and `rare` (leaves); `answer_body` <- `body` <- `error` <-
 //! `limit`, `h2_conn` <- `short_set` <- `upstream` <- `upjson`.
 
 pub mod answer_body;
@@ -14,6 +14,7 @@ pub mod coalesce;
 pub mod error;
 pub mod h2_conn;
 pub mod limit;
+pub mod rare;
 pub mod serving;
 pub mod short_set;
 pub mod upjson;

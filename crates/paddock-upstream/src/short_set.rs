@@ -182,7 +182,9 @@ impl ShortSet {
         if let Some(live) = current(slot, closed) {
             return Ok(Some(live));
         }
-        match self.dialer.dial().await? {
+        // Boxed: the dial's future (TCP, TLS and HTTP/2 handshakes, about 4 KB) would otherwise
+        // be part of every short request's.
+        match crate::rare::boxed(|| self.dialer.dial()).await? {
             Dialed::H2(send) => {
                 let live = Live {
                     id: NEXT_ID.fetch_add(1, Ordering::Relaxed),

@@ -11,6 +11,7 @@ use super::{Job, Planned, Step, pipeline_layer};
 use crate::body::ResBody;
 use crate::error::ServerError;
 use crate::state::AppState;
+use paddock_upstream::rare::boxed;
 
 pipeline_layer!(FanOutLayer, FanOut);
 
@@ -54,7 +55,7 @@ where
         // The request's body (none: a read) is not needed. Boxed: a large future on a rare
         // branch, kept out of every other request's.
         let job = planned.job;
-        Box::pin(self.state.clone().fan_out(job)).await
+        boxed(|| self.state.clone().fan_out(job)).await
     }
 }
 

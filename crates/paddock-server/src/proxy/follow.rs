@@ -14,6 +14,7 @@ use crate::body::ResBody;
 use crate::error::ServerError;
 use crate::rewrite::{content_type_of, rewrite_whole};
 use crate::state::AppState;
+use paddock_upstream::rare::boxed;
 
 pipeline_layer!(FollowUpLayer, FollowUps);
 
@@ -98,7 +99,7 @@ async fn follow_ups<P: FollowingUp>(state: &P, sent: Sent) -> Result<FollowedUp,
     let status = sent.resp.status();
     let actions = sent.job.plan.actions;
     if status == StatusCode::FORBIDDEN
-        && let Some(answer) = Box::pin(state.absent_namespace(&sent.job)).await?
+        && let Some(answer) = boxed(|| state.absent_namespace(&sent.job)).await?
     {
         // Rights in a namespace come from RoleBindings inside it: in a namespace that does
         // not exist a cluster admin gets an empty list or a NotFound, not a refusal.
@@ -131,15 +132,15 @@ async fn follow_ups<P: FollowingUp>(state: &P, sent: Sent) -> Result<FollowedUp,
     if actions.sync_rbac {
         // A ClusterRoleBinding or CRD changed: its namespaced mirrors (and the tenant's
         // custom-resources role) follow before the answer, so the change is usable at once.
-        Box::pin(state.sync_rbac(&sent.job.caller.tenant)).await;
+        boxed(|| state.sync_rbac(&sent.job.caller.tenant)).await;
     }
     if actions.self_review {
-        return Box::pin(state.self_review(sent))
+        return boxed(|| state.self_review(sent))
             .await
             .map(FollowedUp::Answered);
     }
     if actions.bind_namespace {
-        return Box::pin(state.bind_namespace(sent))
+        return boxed(|| state.bind_namespace(sent))
             .await
             .map(FollowedUp::Answered);
     }

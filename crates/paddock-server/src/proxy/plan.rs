@@ -14,6 +14,7 @@ use crate::body::ResBody;
 use crate::error::ServerError;
 use crate::metrics::{method_verb, verb_name};
 use crate::state::AppState;
+use paddock_upstream::rare::boxed;
 
 /// What planning asks of the replica (its state; a fake in the unit tests).
 pub trait Planning: Send + Sync + 'static {
@@ -50,9 +51,8 @@ impl Planning for AppState {
         {
             return Ok(None);
         }
-        let acting =
-            crate::impersonate::acting_identity(self, &c.tenant, &c.user, &c.groups, headers);
-        Box::pin(acting).await
+        boxed(|| crate::impersonate::acting_identity(self, &c.tenant, &c.user, &c.groups, headers))
+            .await
     }
     async fn catalog(&self) -> Result<Arc<Catalog>, ServerError> {
         AppState::catalog(self).await
@@ -179,12 +179,12 @@ async fn plan_request<P: Planning>(
         Err(e) if e.http_code() == 404 => {
             // Maybe a CRD the tenant has just created: re-read discovery once and retry.
             // (Boxed, as the branch below: rare, and kept out of every request's future.)
-            ctx.catalog = Box::pin(state.refreshed()).await?;
+            ctx.catalog = boxed(|| state.refreshed()).await?;
             paddock_core::plan(&ctx, parse()?)?
         }
         Err(e) if e.http_code() == 403 => {
             let parsed = parse()?;
-            let absent = Box::pin(state.shared_object_absent(&ctx, &parsed, caller)).await?;
+            let absent = boxed(|| state.shared_object_absent(&ctx, &parsed, caller)).await?;
             return absent.map(Err).ok_or_else(|| e.into());
         }
         Err(e) => return Err(e.into()),

@@ -16,6 +16,7 @@ use crate::clusters::span_write::Replay;
 use crate::error::ServerError;
 use crate::state::AppState;
 use crate::upstream::{Route, StreamSlot};
+use paddock_upstream::rare::boxed;
 
 /// Upstream's answer to a request: its headers, the body still to read.
 pub type Answer = Result<Response<AnswerBody>, ServerError>;
@@ -95,7 +96,7 @@ impl<P: Sending> Step<Outbound> for Send<P> {
         if let Some(r) = replay.filter(|_| resp.status().is_success()) {
             // The home accepted it: the tenant's other clusters get it before the answer
             // (a tenant spanning clusters; rare, so boxed).
-            Box::pin(state.clone().replay(r)).await;
+            boxed(|| state.clone().replay(r)).await;
         }
         Ok(Sent {
             job: out.job,

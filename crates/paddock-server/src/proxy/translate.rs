@@ -18,6 +18,7 @@ use crate::limit::collect_limited;
 use crate::outbound::{add_impersonation_as, copy_request_headers, header_value};
 use crate::rewrite::parts_content_type;
 use crate::state::AppState;
+use paddock_upstream::rare::boxed;
 
 pipeline_layer!(TranslateLayer, Translate);
 
@@ -202,7 +203,7 @@ async fn translated_body<P: Translating>(
     if plan.actions.admit_namespace_quota {
         let dry_run = plan.upstream_path_and_query.contains("dryRun=");
         // A namespace create only: boxed, out of every other write's future.
-        Box::pin(state.admit_namespace_create(&ctx.tenant, &translated, &up_ct, dry_run)).await?;
+        boxed(|| state.admit_namespace_create(&ctx.tenant, &translated, &up_ct, dry_run)).await?;
     }
     if plan.actions.self_review {
         translated = crate::reviews::normalize_self_review(ctx, plan, translated);

@@ -35,6 +35,7 @@ use crate::limits::Permit;
 use crate::state::AppState;
 use access::{AccessLogLayer, Done, Observe};
 use fair::{Admit, FairShareLayer};
+use paddock_upstream::rare::boxed;
 use refuse::RefuseLayer;
 
 /// The authenticated caller, in the request's extensions for the layers that need it.
@@ -60,7 +61,9 @@ pub fn serve(
         RefuseLayer::new(state.config.max_body_bytes).layer(
             FairShareLayer::new(state.clone()).layer(tower::service_fn({
                 let state = state.clone();
-                move |req| gateway(state.clone(), req)
+                // Boxed where it is made: the layers' futures then hold a pointer, not the
+                // pipeline's state (about 12 KB), which each layer's `call` would move again.
+                move |req| boxed(|| gateway(state.clone(), req))
             })),
         ),
     );
@@ -108,9 +111,9 @@ async fn gateway(
     // tenant's requests and have large futures of their own: boxed, so that the state machine
     // of every tenant request (the pipeline's steps, unboxed) does not carry theirs.
     match &*caller {
-        Caller::Admin { .. } => Box::pin(crate::admin::serve_admin(state, &caller, req)).await,
+        Caller::Admin { .. } => boxed(|| crate::admin::serve_admin(state, &caller, req)).await,
         Caller::Tenant { tenant, .. } if is_paddock_group(req.uri().path()) => {
-            Box::pin(crate::admin::serve_tenant_self(state, tenant, req)).await
+            boxed(|| crate::admin::serve_tenant_self(state, tenant, req)).await
         }
         Caller::Tenant {
             tenant,
@@ -123,7 +126,7 @@ async fn gateway(
             let mut req = req;
             let (routed, after) = match crate::clusters::span::spanning_clusters(state, tenant) {
                 Some(cs) => {
-                    Box::pin(crate::clusters::span::route(state, tenant, &cs, &mut req)).await?
+                    boxed(|| crate::clusters::span::route(state, tenant, &cs, &mut req)).await?
                 }
                 None => (
                     crate::clusters::route(state, tenant)?,
@@ -135,7 +138,7 @@ async fn gateway(
                 .as_ref()
                 .map_or(http::StatusCode::INTERNAL_SERVER_ERROR, |r| r.0.status());
             if !matches!(after, crate::clusters::span::After::Nothing) {
-                Box::pin(after.answered(state, tenant, status)).await;
+                boxed(|| after.answered(state, tenant, status)).await;
             }
             let (mut resp, verb) = served?;
             resp.extensions_mut().insert(Answered { verb });
