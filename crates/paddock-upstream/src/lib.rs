@@ -5,7 +5,7 @@
 //! server crates with its one mapping to a Kubernetes `Status` ([`error`]).
 //!
 //! Module layers (no cycles): `coalesce` (a leaf); `answer_body` <- `body` <- `error` <-
-//! `limit`, `h2_conn` <- `short_set` <- `upstream` <- `upjson`.
+//! `limit`, `lean_h2` <- `h2_conn` <- `short_set` <- `upstream` <- `upjson`.
 
 pub mod answer_body;
 pub mod bearer;
@@ -13,6 +13,7 @@ pub mod body;
 pub mod coalesce;
 pub mod error;
 pub mod h2_conn;
+pub mod lean_h2;
 pub mod limit;
 pub mod serving;
 pub mod short_set;
