@@ -222,3 +222,6 @@ impl Drop for RecvStream {
     }
 }
 
+
+#[cfg(test)]
+mod tests;

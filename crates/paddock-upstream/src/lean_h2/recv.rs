@@ -39,7 +39,7 @@ pub(super) struct Fields {
 pub(super) fn decode(d: &mut Decoder, block: &Bytes, max_list: usize) -> Result<Fields, ConnError> {
     let mut f = Fields {
         status: None,
-        headers: HeaderMap::new(),
+        headers: HeaderMap::with_capacity(16),
         bad: None,
     };
     let got = d.decode(block, max_list, |name, value| match name {
@@ -49,10 +49,10 @@ pub(super) fn decode(d: &mut Decoder, block: &Bytes, max_list: usize) -> Result<
                 Err(_) => f.bad = Some("bad :status".into()),
             }
         }
-        Name::Pseudo(p) => f.bad = Some(format!("pseudo-header {:?}", String::from_utf8_lossy(p))),
+        Name::Pseudo(p) => f.bad = Some(format!("pseudo-header {:?}", String::from_utf8_lossy(&p))),
         Name::Header(h) => match HeaderValue::from_maybe_shared(value) {
             Ok(v) => {
-                f.headers.append(h.clone(), v);
+                f.headers.append(h, v);
             }
             Err(_) => f.bad = Some(format!("invalid value of {h}")),
         },

@@ -82,7 +82,7 @@ impl Decoder {
         &mut self,
         block: &Bytes,
         max_list: usize,
-        mut emit: impl FnMut(&Name, Bytes),
+        mut emit: impl FnMut(Name, Bytes),
     ) -> Result<(), HpackError> {
         let mut pos = 0;
         let mut list = 0usize;
@@ -105,7 +105,7 @@ impl Decoder {
             let (name, value) = self.field(block, &mut pos)?;
             list += entry_size(name.len(), value.len());
             if list <= max_list {
-                emit(&name, value);
+                emit(name, value);
             }
         }
         if list > max_list {

@@ -140,7 +140,7 @@ fn size_updates_evict_and_are_bounded() {
     // Size update to 0 empties the table; the index then refers to nothing.
     decode(&mut d, "20");
     assert_eq!(d.table_size(), 0);
-    let mut sink = |_: &Name, _: Bytes| {};
+    let mut sink = |_: Name, _: Bytes| {};
     assert_eq!(d.decode(&hex("be"), 1 << 20, &mut sink), Err(HpackError::BadIndex(62)));
     // Above what was advertised, or after a field: errors.
     assert_eq!(
@@ -153,7 +153,7 @@ fn size_updates_evict_and_are_bounded() {
 #[test]
 fn malformed_blocks_are_errors_not_panics() {
     let mut d = Decoder::new(4096);
-    let mut sink = |_: &Name, _: Bytes| {};
+    let mut sink = |_: Name, _: Bytes| {};
     for block in ["80", "ff", "0f", "4005 6162", "00 8aff", "00 01 41 ff ff ff ff ff ff ff ff 0f"] {
         assert!(d.decode(&hex(block), 1 << 20, &mut sink).is_err(), "{block}");
     }
