@@ -79,17 +79,54 @@ impl FrameError {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Frame {
     /// `flow` is the whole payload's length (padding included), what flow control counts.
-    Data { stream: u32, end: bool, data: Bytes, flow: usize },
-    Headers { stream: u32, end_stream: bool, end_headers: bool, block: Bytes },
-    Continuation { stream: u32, end_headers: bool, block: Bytes },
-    Priority { stream: u32 },
-    RstStream { stream: u32, code: u32 },
-    Settings { ack: bool, params: Vec<(u16, u32)> },
-    PushPromise { stream: u32 },
-    Ping { ack: bool, payload: [u8; 8] },
-    GoAway { last: u32, code: u32, debug: Bytes },
-    WindowUpdate { stream: u32, increment: u32 },
-    Unknown { kind: u8, stream: u32 },
+    Data {
+        stream: u32,
+        end: bool,
+        data: Bytes,
+        flow: usize,
+    },
+    Headers {
+        stream: u32,
+        end_stream: bool,
+        end_headers: bool,
+        block: Bytes,
+    },
+    Continuation {
+        stream: u32,
+        end_headers: bool,
+        block: Bytes,
+    },
+    Priority {
+        stream: u32,
+    },
+    RstStream {
+        stream: u32,
+        code: u32,
+    },
+    Settings {
+        ack: bool,
+        params: Vec<(u16, u32)>,
+    },
+    PushPromise {
+        stream: u32,
+    },
+    Ping {
+        ack: bool,
+        payload: [u8; 8],
+    },
+    GoAway {
+        last: u32,
+        code: u32,
+        debug: Bytes,
+    },
+    WindowUpdate {
+        stream: u32,
+        increment: u32,
+    },
+    Unknown {
+        kind: u8,
+        stream: u32,
+    },
 }
 
 /// Takes the next whole frame off `buf` (`None`: more bytes are needed). Frames longer than
@@ -115,11 +152,19 @@ pub fn next(buf: &mut BytesMut, max: usize) -> Result<Option<Frame>, FrameError>
 }
 
 fn need_stream(kind: u8, stream: u32) -> Result<(), FrameError> {
-    if stream == 0 { Err(FrameError::BadStream(kind)) } else { Ok(()) }
+    if stream == 0 {
+        Err(FrameError::BadStream(kind))
+    } else {
+        Ok(())
+    }
 }
 
 fn need_zero(kind: u8, stream: u32) -> Result<(), FrameError> {
-    if stream != 0 { Err(FrameError::BadStream(kind)) } else { Ok(()) }
+    if stream != 0 {
+        Err(FrameError::BadStream(kind))
+    } else {
+        Ok(())
+    }
 }
 
 fn u32_at(p: &[u8], at: usize) -> u32 {
@@ -147,13 +192,22 @@ fn unpad(flags: u8, mut payload: Bytes) -> Result<Bytes, FrameError> {
 pub fn decode(kind: u8, flags: u8, stream: u32, payload: Bytes) -> Result<Frame, FrameError> {
     let len = payload.len();
     let exact = |n: usize| {
-        if len == n { Ok(()) } else { Err(FrameError::BadLength { kind, len }) }
+        if len == n {
+            Ok(())
+        } else {
+            Err(FrameError::BadLength { kind, len })
+        }
     };
     Ok(match kind {
         DATA => {
             need_stream(kind, stream)?;
             let data = unpad(flags, payload)?;
-            Frame::Data { stream, end: flags & END_STREAM != 0, data, flow: len }
+            Frame::Data {
+                stream,
+                end: flags & END_STREAM != 0,
+                data,
+                flow: len,
+            }
         }
         HEADERS => {
             need_stream(kind, stream)?;
@@ -165,11 +219,20 @@ pub fn decode(kind: u8, flags: u8, stream: u32, payload: Bytes) -> Result<Frame,
                 block.advance(5);
             }
             let end_stream = flags & END_STREAM != 0;
-            Frame::Headers { stream, end_stream, end_headers: flags & END_HEADERS != 0, block }
+            Frame::Headers {
+                stream,
+                end_stream,
+                end_headers: flags & END_HEADERS != 0,
+                block,
+            }
         }
         CONTINUATION => {
             need_stream(kind, stream)?;
-            Frame::Continuation { stream, end_headers: flags & END_HEADERS != 0, block: payload }
+            Frame::Continuation {
+                stream,
+                end_headers: flags & END_HEADERS != 0,
+                block: payload,
+            }
         }
         PRIORITY => {
             need_stream(kind, stream)?;
@@ -179,7 +242,10 @@ pub fn decode(kind: u8, flags: u8, stream: u32, payload: Bytes) -> Result<Frame,
         RST_STREAM => {
             need_stream(kind, stream)?;
             exact(4)?;
-            Frame::RstStream { stream, code: u32_at(&payload, 0) }
+            Frame::RstStream {
+                stream,
+                code: u32_at(&payload, 0),
+            }
         }
         SETTINGS => settings(flags, stream, &payload)?,
         PUSH_PROMISE => Frame::PushPromise { stream },
@@ -188,7 +254,10 @@ pub fn decode(kind: u8, flags: u8, stream: u32, payload: Bytes) -> Result<Frame,
             exact(8)?;
             let mut p = [0u8; 8];
             p.copy_from_slice(&payload);
-            Frame::Ping { ack: flags & ACK != 0, payload: p }
+            Frame::Ping {
+                ack: flags & ACK != 0,
+                payload: p,
+            }
         }
         GOAWAY => {
             need_zero(kind, stream)?;
@@ -196,7 +265,11 @@ pub fn decode(kind: u8, flags: u8, stream: u32, payload: Bytes) -> Result<Frame,
                 return Err(FrameError::BadLength { kind, len });
             }
             let last = u32_at(&payload, 0) & MAX_WINDOW;
-            Frame::GoAway { last, code: u32_at(&payload, 4), debug: payload.slice(8..) }
+            Frame::GoAway {
+                last,
+                code: u32_at(&payload, 4),
+                debug: payload.slice(8..),
+            }
         }
         WINDOW_UPDATE => {
             exact(4)?;
@@ -213,8 +286,11 @@ pub fn decode(kind: u8, flags: u8, stream: u32, payload: Bytes) -> Result<Frame,
 fn settings(flags: u8, stream: u32, payload: &[u8]) -> Result<Frame, FrameError> {
     need_zero(SETTINGS, stream)?;
     let ack = flags & ACK != 0;
-    if (ack && !payload.is_empty()) || payload.len() % 6 != 0 {
-        return Err(FrameError::BadLength { kind: SETTINGS, len: payload.len() });
+    if (ack && !payload.is_empty()) || !payload.len().is_multiple_of(6) {
+        return Err(FrameError::BadLength {
+            kind: SETTINGS,
+            len: payload.len(),
+        });
     }
     let mut params = Vec::with_capacity(payload.len() / 6);
     for p in payload.chunks_exact(6) {
@@ -250,16 +326,34 @@ impl Frame {
     /// Appends the frame (no padding, no priority).
     pub fn encode(&self, out: &mut Vec<u8>) {
         match self {
-            Frame::Data { stream, end, data, .. } => {
-                put_head(out, data.len(), DATA, if *end { END_STREAM } else { 0 }, *stream);
+            Frame::Data {
+                stream, end, data, ..
+            } => {
+                put_head(
+                    out,
+                    data.len(),
+                    DATA,
+                    if *end { END_STREAM } else { 0 },
+                    *stream,
+                );
                 out.extend_from_slice(data);
             }
-            Frame::Headers { stream, end_stream, end_headers, block } => {
-                let flags = u8::from(*end_stream) * END_STREAM | u8::from(*end_headers) * END_HEADERS;
+            Frame::Headers {
+                stream,
+                end_stream,
+                end_headers,
+                block,
+            } => {
+                let flags =
+                    (u8::from(*end_stream) * END_STREAM) | (u8::from(*end_headers) * END_HEADERS);
                 put_head(out, block.len(), HEADERS, flags, *stream);
                 out.extend_from_slice(block);
             }
-            Frame::Continuation { stream, end_headers, block } => {
+            Frame::Continuation {
+                stream,
+                end_headers,
+                block,
+            } => {
                 let flags = u8::from(*end_headers) * END_HEADERS;
                 put_head(out, block.len(), CONTINUATION, flags, *stream);
                 out.extend_from_slice(block);

@@ -60,7 +60,9 @@ pub struct Config {
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum Error {
     /// The peer said GOAWAY and this stream was above its last one, or opened after it.
-    #[error("the upstream is going away (GOAWAY, error code {code}); the request was not processed")]
+    #[error(
+        "the upstream is going away (GOAWAY, error code {code}); the request was not processed"
+    )]
     GoAway { code: u32 },
     /// The peer reset the stream.
     #[error("the upstream reset the stream (error code {0})")]
@@ -102,7 +104,11 @@ where
     Frame::Settings { ack: false, params }.encode(&mut st.out);
     if cfg.conn_window > 65_535 {
         let increment = cfg.conn_window - 65_535;
-        Frame::WindowUpdate { stream: 0, increment }.encode(&mut st.out);
+        Frame::WindowUpdate {
+            stream: 0,
+            increment,
+        }
+        .encode(&mut st.out);
     }
     let shared = Arc::new(Mutex::new(st));
     let send = SendRequest {
@@ -151,7 +157,11 @@ impl SendRequest {
 
     /// Sends `head` with `body` (empty: none), waiting for a stream slot; the answer's head
     /// and its body.
-    pub async fn send(&self, head: Request<()>, body: Bytes) -> Result<(Response<()>, RecvStream), Error> {
+    pub async fn send(
+        &self,
+        head: Request<()>,
+        body: Bytes,
+    ) -> Result<(Response<()>, RecvStream), Error> {
         let id = poll_fn(|cx| {
             let (opened, wake) = {
                 let mut st = self.shared.lock();
@@ -199,7 +209,11 @@ impl RecvStream {
 
     /// The trailers, once the data has ended.
     pub fn take_trailers(&mut self) -> Option<HeaderMap> {
-        self.shared.lock().streams.get_mut(&self.id).and_then(|s| s.trailers.take())
+        self.shared
+            .lock()
+            .streams
+            .get_mut(&self.id)
+            .and_then(|s| s.trailers.take())
     }
 
     /// Whether nothing more will come.
@@ -214,14 +228,17 @@ impl Drop for RecvStream {
             let mut st = self.shared.lock();
             st.drop_stream(self.id);
             let idle = st.handles == 0 && st.streams.is_empty();
-            if st.out.is_empty() && !idle { None } else { st.notify() }
+            if st.out.is_empty() && !idle {
+                None
+            } else {
+                st.notify()
+            }
         };
         if let Some(w) = wake {
             w.wake();
         }
     }
 }
-
 
 #[cfg(test)]
 mod tests;

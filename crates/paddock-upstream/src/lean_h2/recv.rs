@@ -7,8 +7,8 @@ use http::{HeaderMap, HeaderValue, Response, StatusCode, Version};
 
 use super::Error;
 use super::frame::{self, reason};
-use super::hpack::decoder::{Decoder, Name};
 use super::hpack::HpackError;
+use super::hpack::decoder::{Decoder, Name};
 use super::state::State;
 
 const MAX_WINDOW: i64 = (1 << 31) - 1;
@@ -74,8 +74,10 @@ impl State {
     /// Checks that the peer may send a frame of this kind on stream `id`: a stream this side
     /// opened (not an idle one, not a pushed one). Whether it is still open is the caller's.
     fn check_id(&self, id: u32) -> Result<(), ConnError> {
-        if id % 2 == 0 || id >= self.next_id {
-            return Err(protocol(format!("frame on stream {id}, which was never opened")));
+        if id.is_multiple_of(2) || id >= self.next_id {
+            return Err(protocol(format!(
+                "frame on stream {id}, which was never opened"
+            )));
         }
         Ok(())
     }
@@ -126,7 +128,9 @@ impl State {
         } else if !s.got_head {
             match f.status {
                 None => bad("answer without :status"),
-                Some(st) if st.is_informational() && end => bad("informational answer ends the stream"),
+                Some(st) if st.is_informational() && end => {
+                    bad("informational answer ends the stream")
+                }
                 Some(st) if st.is_informational() => return Ok(()),
                 Some(st) => {
                     let mut r = Response::new(());
@@ -152,7 +156,13 @@ impl State {
         Ok(())
     }
 
-    pub(super) fn on_data(&mut self, id: u32, end: bool, data: Bytes, flow: usize) -> Result<(), ConnError> {
+    pub(super) fn on_data(
+        &mut self,
+        id: u32,
+        end: bool,
+        data: Bytes,
+        flow: usize,
+    ) -> Result<(), ConnError> {
         self.check_id(id)?;
         self.recv_window -= flow as i64;
         if self.recv_window < 0 {
@@ -263,7 +273,11 @@ impl State {
                 _ => {}
             }
         }
-        frame::Frame::Settings { ack: true, params: Vec::new() }.encode(&mut self.out);
+        frame::Frame::Settings {
+            ack: true,
+            params: Vec::new(),
+        }
+        .encode(&mut self.out);
         Ok(())
     }
 
@@ -290,7 +304,12 @@ impl State {
     pub(super) fn on_goaway(&mut self, last: u32, code: u32) {
         let last = self.goaway.map_or(last, |(l, _)| l.min(last));
         self.goaway = Some((last, code));
-        let refused: Vec<u32> = self.streams.keys().copied().filter(|id| *id > last).collect();
+        let refused: Vec<u32> = self
+            .streams
+            .keys()
+            .copied()
+            .filter(|id| *id > last)
+            .collect();
         for id in refused {
             let unanswered = self.streams.get(&id).is_some_and(|s| !s.remote_end);
             if unanswered {

@@ -162,7 +162,9 @@ impl State {
             return Some(Error::GoAway { code });
         }
         if self.next_id > MAX_STREAM_ID {
-            return Some(Error::GoAway { code: reason::NO_ERROR });
+            return Some(Error::GoAway {
+                code: reason::NO_ERROR,
+            });
         }
         None
     }
@@ -228,7 +230,11 @@ impl State {
         let mut kind = HEADERS;
         let mut flags = end;
         while let Some(c) = chunks.next() {
-            let last = if chunks.peek().is_none() { END_HEADERS } else { 0 };
+            let last = if chunks.peek().is_none() {
+                END_HEADERS
+            } else {
+                0
+            };
             frame::put_head(&mut self.out, c.len(), kind, flags | last, id);
             self.out.extend_from_slice(c);
             kind = CONTINUATION;
@@ -287,7 +293,11 @@ impl State {
     }
 
     /// The answer's head of stream `id`.
-    pub fn poll_head(&mut self, cx: &mut Context<'_>, id: u32) -> Poll<Result<Response<()>, Error>> {
+    pub fn poll_head(
+        &mut self,
+        cx: &mut Context<'_>,
+        id: u32,
+    ) -> Poll<Result<Response<()>, Error>> {
         let Some(s) = self.streams.get_mut(&id) else {
             return Poll::Ready(Err(Error::Closed("stream forgotten".into())));
         };
@@ -304,7 +314,11 @@ impl State {
     }
 
     /// The next chunk of stream `id`'s answer body; its window is given back at once.
-    pub fn poll_data(&mut self, cx: &mut Context<'_>, id: u32) -> Poll<Option<Result<Bytes, Error>>> {
+    pub fn poll_data(
+        &mut self,
+        cx: &mut Context<'_>,
+        id: u32,
+    ) -> Poll<Option<Result<Bytes, Error>>> {
         let Some(s) = self.streams.get_mut(&id) else {
             return Poll::Ready(None);
         };

@@ -145,19 +145,43 @@ impl<T: AsyncRead + AsyncWrite + Unpin> Task<T> {
             return Err(protocol("a frame inside a header block"));
         }
         match f {
-            Frame::Data { stream, end, data, flow } => self.shared.lock().on_data(stream, end, data, flow),
-            Frame::Headers { stream, end_stream, end_headers: true, block } => {
-                self.deliver(stream, end_stream, &block)
-            }
-            Frame::Headers { stream, end_stream, block, .. } => {
+            Frame::Data {
+                stream,
+                end,
+                data,
+                flow,
+            } => self.shared.lock().on_data(stream, end, data, flow),
+            Frame::Headers {
+                stream,
+                end_stream,
+                end_headers: true,
+                block,
+            } => self.deliver(stream, end_stream, &block),
+            Frame::Headers {
+                stream,
+                end_stream,
+                block,
+                ..
+            } => {
                 let buf = block.to_vec();
-                self.block = Some(Partial { stream, end_stream, buf });
+                self.block = Some(Partial {
+                    stream,
+                    end_stream,
+                    buf,
+                });
                 Ok(())
             }
-            Frame::Continuation { stream, end_headers, block } => self.continuation(stream, end_headers, &block),
+            Frame::Continuation {
+                stream,
+                end_headers,
+                block,
+            } => self.continuation(stream, end_headers, &block),
             Frame::RstStream { stream, code } => self.shared.lock().on_rst(stream, code),
             Frame::Settings { ack: false, params } => self.shared.lock().on_settings(&params),
-            Frame::Ping { ack: false, payload } => {
+            Frame::Ping {
+                ack: false,
+                payload,
+            } => {
                 Frame::Ping { ack: true, payload }.encode(&mut self.shared.lock().out);
                 Ok(())
             }
@@ -171,9 +195,13 @@ impl<T: AsyncRead + AsyncWrite + Unpin> Task<T> {
                 self.shared.lock().on_goaway(last, code);
                 Ok(())
             }
-            Frame::WindowUpdate { stream, increment } => self.shared.lock().on_window_update(stream, increment),
+            Frame::WindowUpdate { stream, increment } => {
+                self.shared.lock().on_window_update(stream, increment)
+            }
             Frame::PushPromise { .. } => Err(protocol("PUSH_PROMISE, though push is disabled")),
-            Frame::Settings { ack: true, .. } | Frame::Priority { .. } | Frame::Unknown { .. } => Ok(()),
+            Frame::Settings { ack: true, .. } | Frame::Priority { .. } | Frame::Unknown { .. } => {
+                Ok(())
+            }
         }
     }
 
@@ -210,7 +238,10 @@ impl<T: AsyncRead + AsyncWrite + Unpin> Task<T> {
                 return Err(End::Lost("a keep-alive ping went unanswered".into()));
             }
             self.ping_sent = true;
-            let ping = Frame::Ping { ack: false, payload: PING_PAYLOAD };
+            let ping = Frame::Ping {
+                ack: false,
+                payload: PING_PAYLOAD,
+            };
             ping.encode(&mut self.shared.lock().out);
             let at = Instant::now() + self.cfg.keepalive_timeout;
             self.keepalive.as_mut().reset(at);
@@ -249,10 +280,16 @@ impl<T: AsyncRead + AsyncWrite + Unpin> Task<T> {
     /// Fails what is left, says GOAWAY when this side ends it, and closes the socket.
     async fn finish(mut self, end: End) {
         let (err, goaway) = match end {
-            End::Done => (Error::Closed("connection closed".into()), Some(reason::NO_ERROR)),
+            End::Done => (
+                Error::Closed("connection closed".into()),
+                Some(reason::NO_ERROR),
+            ),
             End::Fault(e) => {
                 tracing::debug!(error = %e.msg, code = e.code, "upstream short connection: protocol error");
-                (Error::Closed(format!("protocol error: {}", e.msg).into()), Some(e.code))
+                (
+                    Error::Closed(format!("protocol error: {}", e.msg).into()),
+                    Some(e.code),
+                )
             }
             End::Lost(why) => {
                 tracing::debug!(%why, "upstream short connection ended");
@@ -263,7 +300,11 @@ impl<T: AsyncRead + AsyncWrite + Unpin> Task<T> {
             let mut st = self.shared.lock();
             st.fail_all(&err);
             if let Some(code) = goaway {
-                let f = Frame::GoAway { last: 0, code, debug: Bytes::new() };
+                let f = Frame::GoAway {
+                    last: 0,
+                    code,
+                    debug: Bytes::new(),
+                };
                 f.encode(&mut st.out);
             }
             std::mem::take(&mut st.out)

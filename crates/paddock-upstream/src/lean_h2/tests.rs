@@ -44,7 +44,9 @@ async fn read_all(r: &mut RecvStream) -> Result<Vec<u8>, Error> {
 }
 
 async fn within<F: Future>(f: F) -> F::Output {
-    tokio::time::timeout(Duration::from_secs(20), f).await.expect("timed out")
+    tokio::time::timeout(Duration::from_secs(20), f)
+        .await
+        .expect("timed out")
 }
 
 /// An h2 server answering each request with `size` bytes, its path, the length of its
@@ -82,7 +84,8 @@ fn h2_server(io: DuplexStream, size: usize, max: u32, window: u32, peak: Arc<Ato
                     .body(())
                     .unwrap();
                 let mut send = respond.send_response(resp, false).unwrap();
-                send.send_data(Bytes::from(vec![b'x'; size]), false).unwrap();
+                send.send_data(Bytes::from(vec![b'x'; size]), false)
+                    .unwrap();
                 let mut t = HeaderMap::new();
                 t.insert("x-trailer", "done".parse().unwrap());
                 send.send_trailers(t).unwrap();
@@ -125,8 +128,11 @@ async fn an_answer_of_3_mib_flows_through_the_windows() {
 async fn a_body_larger_than_the_peers_windows_and_a_head_larger_than_a_frame_are_sent_whole() {
     let (send, _) = h2_pair(0, 100, 16_384);
     let body = Bytes::from(vec![7u8; 1024 * 1024 + 17]);
-    let mut head = Request::post("https://upstream.test/api/v1/namespaces").body(()).unwrap();
-    head.headers_mut().insert("x-big", "b".repeat(40_000).parse().unwrap());
+    let mut head = Request::post("https://upstream.test/api/v1/namespaces")
+        .body(())
+        .unwrap();
+    head.headers_mut()
+        .insert("x-big", "b".repeat(40_000).parse().unwrap());
     let (resp, _) = within(send.send(head, body)).await.unwrap();
     assert_eq!(resp.headers()["x-got"], (1024 * 1024 + 17).to_string());
     assert_eq!(resp.headers()["x-big"], "40000");
@@ -136,7 +142,9 @@ async fn a_body_larger_than_the_peers_windows_and_a_head_larger_than_a_frame_are
 async fn a_hundred_requests_wait_for_the_peers_ten_slots() {
     let (send, peak) = h2_pair(10, 10, 65_535);
     // The first answer brings the peer's SETTINGS (before them, 100 streams are allowed).
-    within(send.send(get("/first"), Bytes::new())).await.unwrap();
+    within(send.send(get("/first"), Bytes::new()))
+        .await
+        .unwrap();
     let mut all = tokio::task::JoinSet::new();
     for i in 0..100 {
         let send = send.clone();
@@ -152,7 +160,11 @@ async fn a_hundred_requests_wait_for_the_peers_ten_slots() {
         n += 1;
     }
     assert_eq!(n, 100);
-    assert!(peak.load(Ordering::SeqCst) <= 10, "{}", peak.load(Ordering::SeqCst));
+    assert!(
+        peak.load(Ordering::SeqCst) <= 10,
+        "{}",
+        peak.load(Ordering::SeqCst)
+    );
     assert_eq!(send.shared.lock().active, 0);
 }
 
@@ -168,7 +180,10 @@ impl Peer {
         let mut preface = [0u8; 24];
         io.read_exact(&mut preface).await.unwrap();
         assert_eq!(&preface, PREFACE);
-        let mut p = Peer { io, buf: BytesMut::new() };
+        let mut p = Peer {
+            io,
+            buf: BytesMut::new(),
+        };
         p.send(Frame::Settings { ack: false, params }).await;
         p
     }
@@ -232,15 +247,27 @@ async fn a_goaway_fails_only_the_streams_above_its_last_id_as_not_processed() {
     let server = tokio::spawn(async move {
         let mut p = Peer::accept(io, vec![]).await;
         let (a, b) = (p.headers().await, p.headers().await);
-        p.send(Frame::GoAway { last: a, code: 0, debug: Bytes::new() }).await;
-        let end = Frame::Headers { stream: a, end_stream: true, end_headers: true, block: block(OK) };
+        p.send(Frame::GoAway {
+            last: a,
+            code: 0,
+            debug: Bytes::new(),
+        })
+        .await;
+        let end = Frame::Headers {
+            stream: a,
+            end_stream: true,
+            end_headers: true,
+            block: block(OK),
+        };
         p.send(end).await;
         (a, b, p)
     });
     let (s1, s2) = (send.clone(), send.clone());
-    let first = tokio::spawn(async move { s1.send(get("/a"), Bytes::new()).await.map(|r| r.0.status()) });
+    let first =
+        tokio::spawn(async move { s1.send(get("/a"), Bytes::new()).await.map(|r| r.0.status()) });
     tokio::time::sleep(Duration::from_millis(20)).await;
-    let second = tokio::spawn(async move { s2.send(get("/b"), Bytes::new()).await.map(|r| r.0.status()) });
+    let second =
+        tokio::spawn(async move { s2.send(get("/b"), Bytes::new()).await.map(|r| r.0.status()) });
     let (a, b, _peer) = within(server).await.unwrap();
     assert!(a < b);
     assert_eq!(within(first).await.unwrap().unwrap(), 200);
@@ -248,7 +275,10 @@ async fn a_goaway_fails_only_the_streams_above_its_last_id_as_not_processed() {
     assert!(not_processed(&e), "{e:?}");
     let e = send.clone().ready().await.err().unwrap();
     assert!(not_processed(&e), "after GOAWAY: {e:?}");
-    let e = within(send.send(get("/c"), Bytes::new())).await.err().unwrap();
+    let e = within(send.send(get("/c"), Bytes::new()))
+        .await
+        .err()
+        .unwrap();
     assert!(not_processed(&e), "opened after GOAWAY: {e:?}");
 }
 
@@ -262,23 +292,56 @@ async fn a_dropped_answer_is_cancelled_and_its_unread_window_given_back() {
     let server = tokio::spawn(async move {
         let mut p = Peer::accept(io, vec![]).await;
         let id = p.headers().await;
-        p.send(Frame::Headers { stream: id, end_stream: false, end_headers: true, block: block(OK) }).await;
+        p.send(Frame::Headers {
+            stream: id,
+            end_stream: false,
+            end_headers: true,
+            block: block(OK),
+        })
+        .await;
         for n in [16_000, 16_000, 8_000] {
             let data = Bytes::from(vec![0u8; n]);
-            p.send(Frame::Data { stream: id, end: false, data, flow: n }).await;
+            p.send(Frame::Data {
+                stream: id,
+                end: false,
+                data,
+                flow: n,
+            })
+            .await;
         }
         let rst = p.until(|f| matches!(f, Frame::RstStream { .. })).await;
-        assert_eq!(rst, Frame::RstStream { stream: id, code: frame::reason::CANCEL });
-        p.until(|f| matches!(f, Frame::WindowUpdate { stream: 0, .. })).await
+        assert_eq!(
+            rst,
+            Frame::RstStream {
+                stream: id,
+                code: frame::reason::CANCEL
+            }
+        );
+        p.until(|f| matches!(f, Frame::WindowUpdate { stream: 0, .. }))
+            .await
     });
     let (_, body) = within(send.send(get("/a"), Bytes::new())).await.unwrap();
     // Let the data arrive, unread.
-    while send.shared.lock().streams.values().map(|s| s.buffered).sum::<usize>() < 40_000 {
+    while send
+        .shared
+        .lock()
+        .streams
+        .values()
+        .map(|s| s.buffered)
+        .sum::<usize>()
+        < 40_000
+    {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     drop(body);
     let update = within(server).await.unwrap();
-    assert_eq!(update, Frame::WindowUpdate { stream: 0, increment: 40_000 });
+    assert_eq!(
+        update,
+        Frame::WindowUpdate {
+            stream: 0,
+            increment: 40_000
+        }
+    );
 }
 
 #[tokio::test]
@@ -289,19 +352,45 @@ async fn continuation_padding_ping_and_unknown_frames_are_read() {
         let id = p.headers().await;
         // :status 200, then `x-a: b` (literal, new name), split across HEADERS and CONTINUATION.
         let lit: &[u8] = &[0x00, 3, b'x', b'-', b'a', 1, b'b'];
-        p.send(Frame::Unknown { kind: 0xbb, stream: id }).await;
-        p.send(Frame::Headers { stream: id, end_stream: false, end_headers: false, block: block(OK) }).await;
-        p.send(Frame::Continuation { stream: id, end_headers: true, block: Bytes::from_static(lit) }).await;
+        p.send(Frame::Unknown {
+            kind: 0xbb,
+            stream: id,
+        })
+        .await;
+        p.send(Frame::Headers {
+            stream: id,
+            end_stream: false,
+            end_headers: false,
+            block: block(OK),
+        })
+        .await;
+        p.send(Frame::Continuation {
+            stream: id,
+            end_headers: true,
+            block: Bytes::from_static(lit),
+        })
+        .await;
         let mut raw = frame::head(6, frame::DATA, frame::PADDED | frame::END_STREAM, id).to_vec();
         raw.extend_from_slice(&[2, b'h', b'i', b'!', 0, 0]);
         p.send_raw(&raw).await;
-        p.send(Frame::Ping { ack: false, payload: *b"pingpong" }).await;
-        p.until(|f| matches!(f, Frame::Ping { ack: true, .. })).await
+        p.send(Frame::Ping {
+            ack: false,
+            payload: *b"pingpong",
+        })
+        .await;
+        p.until(|f| matches!(f, Frame::Ping { ack: true, .. }))
+            .await
     });
     let (head, mut body) = within(send.send(get("/a"), Bytes::new())).await.unwrap();
     assert_eq!(head.headers()["x-a"], "b");
     assert_eq!(read_all(&mut body).await.unwrap(), b"hi!");
-    assert_eq!(within(server).await.unwrap(), Frame::Ping { ack: true, payload: *b"pingpong" });
+    assert_eq!(
+        within(server).await.unwrap(),
+        Frame::Ping {
+            ack: true,
+            payload: *b"pingpong"
+        }
+    );
     assert_eq!(send.shared.lock().max_concurrent, 5);
 }
 
@@ -315,7 +404,10 @@ async fn protocol_error(raw: Vec<u8>, code: u32) {
         p.send_raw(&raw).await;
         p.until(|f| matches!(f, Frame::GoAway { .. })).await
     });
-    let e = within(send.send(get("/a"), Bytes::new())).await.err().unwrap();
+    let e = within(send.send(get("/a"), Bytes::new()))
+        .await
+        .err()
+        .unwrap();
     assert!(matches!(e, Error::Closed(_)), "{e:?}");
     assert!(!not_processed(&e));
     match within(server).await.unwrap() {
@@ -332,19 +424,39 @@ async fn protocol_errors_close_the_connection_with_goaway() {
     Frame::PushPromise { stream: 1 }.encode(&mut push);
     protocol_error(push, PROTOCOL_ERROR).await;
     let mut cont = Vec::new();
-    Frame::Continuation { stream: 1, end_headers: true, block: block(OK) }.encode(&mut cont);
+    Frame::Continuation {
+        stream: 1,
+        end_headers: true,
+        block: block(OK),
+    }
+    .encode(&mut cont);
     protocol_error(cont, PROTOCOL_ERROR).await;
     let mut idle = Vec::new();
-    Frame::Headers { stream: 7, end_stream: true, end_headers: true, block: block(OK) }.encode(&mut idle);
+    Frame::Headers {
+        stream: 7,
+        end_stream: true,
+        end_headers: true,
+        block: block(OK),
+    }
+    .encode(&mut idle);
     protocol_error(idle, PROTOCOL_ERROR).await;
     let mut bad_index = Vec::new();
-    Frame::Headers { stream: 1, end_stream: true, end_headers: true, block: block(&[0xff, 0x10]) }
-        .encode(&mut bad_index);
+    Frame::Headers {
+        stream: 1,
+        end_stream: true,
+        end_headers: true,
+        block: block(&[0xff, 0x10]),
+    }
+    .encode(&mut bad_index);
     protocol_error(bad_index, COMPRESSION_ERROR).await;
     let mut short_ping = frame::head(3, frame::PING, 0, 0).to_vec();
     short_ping.extend_from_slice(b"abc");
     protocol_error(short_ping, FRAME_SIZE_ERROR).await;
-    protocol_error(frame::head(20_000, frame::DATA, 0, 1).to_vec(), FRAME_SIZE_ERROR).await;
+    protocol_error(
+        frame::head(20_000, frame::DATA, 0, 1).to_vec(),
+        FRAME_SIZE_ERROR,
+    )
+    .await;
 }
 
 #[tokio::test]
@@ -353,14 +465,28 @@ async fn refused_and_reset_streams_are_told_apart() {
     tokio::spawn(async move {
         let mut p = Peer::accept(io, vec![]).await;
         let a = p.headers().await;
-        p.send(Frame::RstStream { stream: a, code: frame::reason::REFUSED_STREAM }).await;
+        p.send(Frame::RstStream {
+            stream: a,
+            code: frame::reason::REFUSED_STREAM,
+        })
+        .await;
         let b = p.headers().await;
-        p.send(Frame::RstStream { stream: b, code: frame::reason::INTERNAL_ERROR }).await;
+        p.send(Frame::RstStream {
+            stream: b,
+            code: frame::reason::INTERNAL_ERROR,
+        })
+        .await;
         let _ = p.next().await;
     });
-    let e = within(send.send(get("/a"), Bytes::new())).await.err().unwrap();
+    let e = within(send.send(get("/a"), Bytes::new()))
+        .await
+        .err()
+        .unwrap();
     assert!(not_processed(&e), "{e:?}");
-    let e = within(send.send(get("/b"), Bytes::new())).await.err().unwrap();
+    let e = within(send.send(get("/b"), Bytes::new()))
+        .await
+        .err()
+        .unwrap();
     assert!(!not_processed(&e), "{e:?}");
     assert_eq!(send.shared.lock().active, 0);
 }
@@ -374,7 +500,9 @@ async fn an_unanswered_keepalive_ping_closes_the_connection() {
     let send = client(ours, c);
     let server = tokio::spawn(async move {
         let mut p = Peer::accept(io, vec![]).await;
-        let ping = p.until(|f| matches!(f, Frame::Ping { ack: false, .. })).await;
+        let ping = p
+            .until(|f| matches!(f, Frame::Ping { ack: false, .. }))
+            .await;
         // Answer the first; ignore the rest.
         if let Frame::Ping { payload, .. } = ping {
             p.send(Frame::Ping { ack: true, payload }).await;

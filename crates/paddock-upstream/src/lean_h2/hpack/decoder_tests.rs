@@ -135,31 +135,54 @@ fn c6_responses_with_huffman() {
 #[test]
 fn size_updates_evict_and_are_bounded() {
     let mut d = Decoder::new(4096);
-    decode(&mut d, "400a 6375 7374 6f6d 2d6b 6579 0c63 7573 746f 6d2d 7661 6c75 65");
+    decode(
+        &mut d,
+        "400a 6375 7374 6f6d 2d6b 6579 0c63 7573 746f 6d2d 7661 6c75 65",
+    );
     assert_eq!(d.table_size(), 54);
     // Size update to 0 empties the table; the index then refers to nothing.
     decode(&mut d, "20");
     assert_eq!(d.table_size(), 0);
     let mut sink = |_: Name, _: Bytes| {};
-    assert_eq!(d.decode(&hex("be"), 1 << 20, &mut sink), Err(HpackError::BadIndex(62)));
+    assert_eq!(
+        d.decode(&hex("be"), 1 << 20, &mut sink),
+        Err(HpackError::BadIndex(62))
+    );
     // Above what was advertised, or after a field: errors.
     assert_eq!(
         d.decode(&hex("3fe2 1f"), 1 << 20, &mut sink),
         Err(HpackError::BadSizeUpdate(4096 + 1))
     );
-    assert_eq!(d.decode(&hex("8220"), 1 << 20, &mut sink), Err(HpackError::LateSizeUpdate));
+    assert_eq!(
+        d.decode(&hex("8220"), 1 << 20, &mut sink),
+        Err(HpackError::LateSizeUpdate)
+    );
 }
 
 #[test]
 fn malformed_blocks_are_errors_not_panics() {
     let mut d = Decoder::new(4096);
     let mut sink = |_: Name, _: Bytes| {};
-    for block in ["80", "ff", "0f", "4005 6162", "00 8aff", "00 01 41 ff ff ff ff ff ff ff ff 0f"] {
-        assert!(d.decode(&hex(block), 1 << 20, &mut sink).is_err(), "{block}");
+    for block in [
+        "80",
+        "ff",
+        "0f",
+        "4005 6162",
+        "00 8aff",
+        "00 01 41 ff ff ff ff ff ff ff ff 0f",
+    ] {
+        assert!(
+            d.decode(&hex(block), 1 << 20, &mut sink).is_err(),
+            "{block}"
+        );
     }
     // A list over the bound is reported, after the table was kept in step.
     assert_eq!(
-        d.decode(&hex("400a 6375 7374 6f6d 2d6b 6579 0c63 7573 746f 6d2d 7661 6c75 65"), 10, &mut sink),
+        d.decode(
+            &hex("400a 6375 7374 6f6d 2d6b 6579 0c63 7573 746f 6d2d 7661 6c75 65"),
+            10,
+            &mut sink
+        ),
         Err(HpackError::TooLarge(10))
     );
     assert_eq!(d.table_size(), 54);

@@ -22,10 +22,13 @@ use super::{entry_size, put_int, put_str};
 /// The largest table used, whatever the peer allows.
 const MAX_TABLE: usize = 4096;
 
+/// A dynamic-table entry: name and value.
+type Entry = (Box<[u8]>, Box<[u8]>);
+
 /// The encoding side of one connection.
 pub struct Encoder {
-    /// Newest first: (name, value).
-    table: VecDeque<(Box<[u8]>, Box<[u8]>)>,
+    /// Newest first.
+    table: VecDeque<Entry>,
     size: usize,
     max: usize,
     /// Smallest and last table size set since the last block, to announce at the next.
@@ -232,7 +235,11 @@ mod tests {
     use super::super::decoder::{Decoder, Name};
     use super::*;
 
-    fn round_trip(e: &mut Encoder, d: &mut Decoder, head: &Request<()>) -> (usize, Vec<(String, String)>) {
+    fn round_trip(
+        e: &mut Encoder,
+        d: &mut Decoder,
+        head: &Request<()>,
+    ) -> (usize, Vec<(String, String)>) {
         let mut out = Vec::new();
         e.encode(head, &mut out);
         let mut got = Vec::new();
@@ -251,7 +258,10 @@ mod tests {
         Request::builder()
             .method(method)
             .uri(format!("https://10.0.0.1:6443{path}"))
-            .header("authorization", "Bearer abcdefghijklmnopqrstuvwxyz0123456789")
+            .header(
+                "authorization",
+                "Bearer abcdefghijklmnopqrstuvwxyz0123456789",
+            )
             .header("impersonate-user", user)
             .header("impersonate-group", "paddock:tenant:acme01")
             .header("impersonate-group", "system:authenticated")
@@ -273,7 +283,10 @@ mod tests {
             (":scheme", "https"),
             (":authority", "10.0.0.1:6443"),
             (":path", "/api/v1/namespaces/a/pods/p"),
-            ("authorization", "Bearer abcdefghijklmnopqrstuvwxyz0123456789"),
+            (
+                "authorization",
+                "Bearer abcdefghijklmnopqrstuvwxyz0123456789",
+            ),
             ("impersonate-user", "alice"),
             ("impersonate-group", "paddock:tenant:acme01"),
             ("impersonate-group", "system:authenticated"),
@@ -284,7 +297,10 @@ mod tests {
         .iter()
         .map(|(n, v)| ((*n).to_owned(), (*v).to_owned()))
         .collect();
-        assert_eq!(got, want, "connection-specific headers dropped, the rest in order");
+        assert_eq!(
+            got, want,
+            "connection-specific headers dropped, the rest in order"
+        );
         let (second, got2) = round_trip(&mut e, &mut d, &a);
         assert_eq!(got2, want);
         assert!(second < first / 3, "{second} bytes again vs {first}");
@@ -303,7 +319,8 @@ mod tests {
             e.set_peer_limit(limit);
             for user in ["alice", "bob", "carol-with-a-long-name"] {
                 n += 1;
-                let (_, got) = round_trip(&mut e, &mut d, &head("POST", "/x", &format!("{user}{n}")));
+                let (_, got) =
+                    round_trip(&mut e, &mut d, &head("POST", "/x", &format!("{user}{n}")));
                 assert_eq!(got[5].1, format!("{user}{n}"));
             }
         }

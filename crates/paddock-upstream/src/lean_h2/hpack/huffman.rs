@@ -79,7 +79,10 @@ fn build() -> Table {
     let steps = (0..nodes.len())
         .map(|state| std::array::from_fn(|nibble| step(&nodes, state, nibble)))
         .collect();
-    let accepting = ones.iter().map(|d| matches!(d, Some(d) if *d <= 7)).collect();
+    let accepting = ones
+        .iter()
+        .map(|d| matches!(d, Some(d) if *d <= 7))
+        .collect();
     Table { steps, accepting }
 }
 
@@ -197,9 +200,15 @@ mod tests {
         // 'a' is 00011 (5 bits): padded with zeros instead of ones.
         assert_eq!(decode(&[0b0001_1000], &mut Vec::new()), Err(HuffmanError));
         // A whole byte of ones as padding (more than 7 bits).
-        assert_eq!(decode(&[0b0001_1111, 0xff], &mut Vec::new()), Err(HuffmanError));
+        assert_eq!(
+            decode(&[0b0001_1111, 0xff], &mut Vec::new()),
+            Err(HuffmanError)
+        );
         // EOS itself (30 ones).
-        assert_eq!(decode(&[0xff, 0xff, 0xff, 0xff], &mut Vec::new()), Err(HuffmanError));
+        assert_eq!(
+            decode(&[0xff, 0xff, 0xff, 0xff], &mut Vec::new()),
+            Err(HuffmanError)
+        );
         assert!(decode(&[0b0001_1111], &mut Vec::new()).is_ok());
     }
 }
