@@ -28,6 +28,8 @@ const DECODER_TABLE: usize = 4096;
 /// A header block being assembled from CONTINUATIONs may not exceed this.
 const MAX_BLOCK_SLACK: usize = 64 * 1024;
 const PING_PAYLOAD: [u8; 8] = *b"paddock!";
+/// A write buffer above this size is shrunk once written.
+const KEEP_WRITE_BUF: usize = 256 * 1024;
 /// How long the last frames (a GOAWAY) get to leave when the connection ends.
 const CLOSE_WRITE: Duration = Duration::from_secs(1);
 
@@ -255,6 +257,10 @@ impl<T: AsyncRead + AsyncWrite + Unpin> Task<T> {
         loop {
             if self.wpos == self.wbuf.len() {
                 self.wbuf.clear();
+                if self.wbuf.capacity() > KEEP_WRITE_BUF {
+                    // After a large request body: do not keep its size for the connection's life.
+                    self.wbuf.shrink_to(KEEP_WRITE_BUF / 4);
+                }
                 self.wpos = 0;
                 std::mem::swap(&mut self.shared.lock().out, &mut self.wbuf);
                 if self.wbuf.is_empty() {
@@ -316,5 +322,16 @@ impl<T: AsyncRead + AsyncWrite + Unpin> Task<T> {
             let _ = self.io.shutdown().await;
         };
         let _ = tokio::time::timeout(CLOSE_WRITE, close).await;
+    }
+}
+
+impl<T> Drop for Task<T> {
+    /// A task dropped without ending (its runtime shut down) still fails its streams, so that
+    /// no request waits for it forever.
+    fn drop(&mut self) {
+        let mut st = self.shared.lock();
+        if st.closed.is_none() {
+            st.fail_all(&Error::Closed("connection task dropped".into()));
+        }
     }
 }
