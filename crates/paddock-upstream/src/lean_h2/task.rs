@@ -237,6 +237,9 @@ impl<T: AsyncRead + AsyncWrite + Unpin> Task<T> {
     fn poll_keepalive(&mut self, cx: &mut Context<'_>) -> Result<(), End> {
         while self.keepalive.as_mut().poll(cx).is_ready() {
             if self.ping_sent {
+                tracing::info!(
+                    "upstream short connection did not answer a keep-alive ping; closed"
+                );
                 return Err(End::Lost("a keep-alive ping went unanswered".into()));
             }
             self.ping_sent = true;
