@@ -1,5 +1,6 @@
 //! The body of an upstream answer: read from hyper's pools (lists, long-running requests,
-//! watches) or from a short connection driven by the h2 crate directly ([`crate::h2_conn`]).
+//! watches) or from a short connection of paddock's lean HTTP/2 client ([`crate::h2_conn`],
+//! [`crate::lean_h2`]).
 
 use std::pin::Pin;
 use std::task::{Context, Poll, ready};
@@ -23,12 +24,12 @@ pub enum AnswerError {
     #[error(transparent)]
     Hyper(#[from] hyper::Error),
     #[error(transparent)]
-    H2(#[from] h2::Error),
+    H2(#[from] crate::lean_h2::Error),
 }
 
 /// An HTTP/2 stream's data, its flow-control window given back as it is read.
 pub struct H2Body {
-    recv: h2::RecvStream,
+    recv: crate::lean_h2::RecvStream,
     /// What Content-Length announced and is not read yet.
     remaining: Option<u64>,
     data_done: bool,
@@ -36,7 +37,7 @@ pub struct H2Body {
 
 impl AnswerBody {
     /// The body of an h2 answer with these headers.
-    pub fn h2(recv: h2::RecvStream, headers: &HeaderMap) -> Self {
+    pub fn h2(recv: crate::lean_h2::RecvStream, headers: &HeaderMap) -> Self {
         let remaining = headers
             .get(http::header::CONTENT_LENGTH)
             .and_then(|v| v.to_str().ok())
@@ -93,9 +94,8 @@ impl H2Body {
         if !self.data_done {
             match ready!(self.recv.poll_data(cx)) {
                 Some(Ok(data)) => {
-                    // The window is given back as soon as the data is taken: what paddock
-                    // holds is bounded by its own readers (RewriteBody, collect_until).
-                    let _ = self.recv.flow_control().release_capacity(data.len());
+                    // The window was given back as the data was taken (`lean_h2`): what
+                    // paddock holds is bounded by its own readers (RewriteBody, collect_until).
                     if let Some(r) = self.remaining.as_mut() {
                         *r = r.saturating_sub(data.len() as u64);
                     }
@@ -105,10 +105,6 @@ impl H2Body {
                 None => self.data_done = true,
             }
         }
-        match ready!(self.recv.poll_trailers(cx)) {
-            Ok(Some(t)) => Poll::Ready(Some(Ok(Frame::trailers(t)))),
-            Ok(None) => Poll::Ready(None),
-            Err(e) => Poll::Ready(Some(Err(e.into()))),
-        }
+        Poll::Ready(self.recv.take_trailers().map(|t| Ok(Frame::trailers(t))))
     }
 }

@@ -1,4 +1,5 @@
-//! One upstream HTTP/2 connection for short requests, driven by the h2 crate directly.
+//! One upstream HTTP/2 connection for short requests, driven by paddock's own lean HTTP/2
+//! client ([`crate::lean_h2`]; the h2 crate until issue 19's lean client).
 //!
 //! Through hyper's client a short request crossed three tasks: the caller's; hyper's dispatch
 //! task, which takes the request off a channel and opens the stream; and a task hyper spawns
@@ -13,13 +14,12 @@ use std::time::Duration;
 use bytes::Bytes;
 use http::{Request, Response, Uri};
 use rustls_pki_types::ServerName;
-use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
 
 use crate::answer_body::AnswerBody;
-use crate::coalesce::Coalescing;
 use crate::error::ServerError;
+use crate::lean_h2;
 
 /// Bound on the TCP connect (the TLS and HTTP/2 handshakes are bounded by the request's
 /// deadline, which the dial runs under).
@@ -47,7 +47,7 @@ pub struct Dialer {
 
 /// A dialled connection.
 pub enum Dialed {
-    H2(h2::client::SendRequest<Bytes>),
+    H2(lean_h2::SendRequest),
     /// The upstream chose HTTP/1.1 (or no ALPN): use hyper's pooled client instead.
     NotH2,
 }
@@ -98,85 +98,45 @@ impl Dialer {
         if tls.get_ref().1.alpn_protocol() != Some(b"h2".as_slice()) {
             return Ok(Dialed::NotH2);
         }
-        let (send, conn) = h2::client::Builder::new()
-            .initial_window_size(STREAM_WINDOW)
-            .initial_connection_window_size(CONNECTION_WINDOW)
-            .max_header_list_size(MAX_HEADER_LIST)
-            .enable_push(false)
-            // Requests with a body (creates) leave in one write per batch, not one each.
-            .handshake::<_, Bytes>(Coalescing::new(tls, true))
-            .await
-            .map_err(|e| self.unreachable("HTTP/2 handshake", e))?;
-        tokio::spawn(drive(conn));
+        let (send, conn) = lean_h2::connect(tls, config());
+        tokio::spawn(conn);
         Ok(Dialed::H2(send))
     }
 }
 
-/// Reads and writes the connection until it ends, or until a keep-alive PING goes
-/// unanswered (dropping the connection closes it; its streams fail, new requests dial anew).
-async fn drive<T>(mut conn: h2::client::Connection<T, Bytes>)
-where
-    T: AsyncRead + AsyncWrite + Unpin,
-{
-    let mut pings = conn.ping_pong();
-    tokio::pin!(conn);
-    loop {
-        let keepalive = async {
-            tokio::time::sleep(KEEPALIVE_INTERVAL).await;
-            match pings.as_mut() {
-                Some(p) => matches!(
-                    tokio::time::timeout(KEEPALIVE_TIMEOUT, p.ping(h2::Ping::opaque())).await,
-                    Ok(Ok(_))
-                ),
-                None => true,
-            }
-        };
-        tokio::select! {
-            ended = conn.as_mut() => {
-                if let Err(e) = ended {
-                    tracing::debug!(error = %e, "upstream short connection ended");
-                }
-                return;
-            }
-            alive = keepalive => {
-                if !alive {
-                    tracing::info!("upstream short connection did not answer a keep-alive ping; closed");
-                    return;
-                }
-            }
-        }
+/// The settings of a short connection.
+pub(crate) fn config() -> lean_h2::Config {
+    lean_h2::Config {
+        stream_window: STREAM_WINDOW,
+        conn_window: CONNECTION_WINDOW,
+        max_header_list: MAX_HEADER_LIST,
+        keepalive_interval: KEEPALIVE_INTERVAL,
+        keepalive_timeout: KEEPALIVE_TIMEOUT,
     }
 }
 
 /// Sends `head` with `body` (empty: none) on a ready connection; the answer's headers.
 pub async fn exchange(
-    mut send: h2::client::SendRequest<Bytes>,
+    send: lean_h2::SendRequest,
     head: Request<()>,
     body: Bytes,
-) -> Result<Response<AnswerBody>, h2::Error> {
-    let end = body.is_empty();
-    let (answer, mut stream) = send.send_request(head, end)?;
-    if !end {
-        // Buffered by h2 and sent as the stream's window allows (bodies here are whole and
-        // bounded by max_body_bytes).
-        stream.send_data(body, true)?;
-    }
-    let resp = answer.await?;
-    let (parts, recv) = resp.into_parts();
+) -> Result<Response<AnswerBody>, lean_h2::Error> {
+    let (resp, recv) = send.send(head, body).await?;
+    let (parts, ()) = resp.into_parts();
     let body = AnswerBody::h2(recv, &parts.headers);
     Ok(Response::from_parts(parts, body))
 }
 
 /// Whether the upstream certainly did not process the request that failed with `e`, so that
 /// sending it again (on another connection) cannot apply it twice, whatever its method:
-/// RFC 9113 §6.8 (a GOAWAY's last stream id is below the stream's: h2 fails exactly those
-/// streams, and every stream opened after the GOAWAY, with the peer's GOAWAY error) and §8.7
-/// (`REFUSED_STREAM`). kube-apiserver sends such GOAWAYs on shutdown and, with
-/// `--goaway-chance`, at random to rebalance clients; Go's HTTP/2 client retries these requests
-/// transparently, so a client of a real cluster never sees them.
-pub fn not_processed(e: &h2::Error) -> bool {
-    (e.is_go_away() && e.is_remote())
-        || (e.is_reset() && e.is_remote() && e.reason() == Some(h2::Reason::REFUSED_STREAM))
+/// RFC 9113 §6.8 (a GOAWAY's last stream id is below the stream's: those streams fail, and
+/// every stream opened after the GOAWAY, with [`lean_h2::Error::GoAway`]) and §8.7
+/// (`REFUSED_STREAM`), or a connection found closed before the stream was opened.
+/// kube-apiserver sends such GOAWAYs on shutdown and, with `--goaway-chance`, at random to
+/// rebalance clients; Go's HTTP/2 client retries these requests transparently, so a client of
+/// a real cluster never sees them.
+pub fn not_processed(e: &lean_h2::Error) -> bool {
+    lean_h2::not_processed(e)
 }
 
 #[cfg(test)]
@@ -213,16 +173,11 @@ mod tests {
         });
     }
 
-    async fn connection(size: usize) -> h2::client::SendRequest<Bytes> {
+    async fn connection(size: usize) -> lean_h2::SendRequest {
         let (ours, theirs) = tokio::io::duplex(64 * 1024);
         serve(theirs, size);
-        let (send, conn) = h2::client::Builder::new()
-            .initial_window_size(STREAM_WINDOW)
-            .initial_connection_window_size(CONNECTION_WINDOW)
-            .handshake::<_, Bytes>(ours)
-            .await
-            .unwrap();
-        tokio::spawn(drive(conn));
+        let (send, conn) = lean_h2::connect(ours, config());
+        tokio::spawn(conn);
         send.ready().await.unwrap()
     }
 
@@ -259,7 +214,7 @@ mod tests {
 
     /// An in-process HTTP/2 server (no TLS: plumbing only) that treats every stream with
     /// `fate`, and the client's connection to it.
-    async fn refusing(fate: Fate) -> h2::client::SendRequest<Bytes> {
+    async fn refusing(fate: Fate) -> lean_h2::SendRequest {
         let (ours, theirs) = tokio::io::duplex(64 * 1024);
         tokio::spawn(async move {
             let mut conn = h2::server::handshake(theirs).await.unwrap();
@@ -276,11 +231,8 @@ mod tests {
                 }
             }
         });
-        let (send, conn) = h2::client::Builder::new()
-            .handshake::<_, Bytes>(ours)
-            .await
-            .unwrap();
-        tokio::spawn(drive(conn));
+        let (send, conn) = lean_h2::connect(ours, config());
+        tokio::spawn(conn);
         send
     }
 

@@ -4,8 +4,8 @@
 //! [`limit`]), small JSON calls as paddock itself ([`upjson`]), and the error type of the
 //! server crates with its one mapping to a Kubernetes `Status` ([`error`]).
 //!
-//! Module layers (no cycles): `coalesce` and `rare` (leaves); `answer_body` <- `body` <- `error` <-
-//! `limit`, `h2_conn` <- `short_set` <- `upstream` <- `upjson`.
+//! Module layers (no cycles): `coalesce`, `rare` and `lean_h2` (leaves); `answer_body` <-
+//! `body` <- `error` <- `limit`, `h2_conn` <- `short_set` <- `upstream` <- `upjson`.
 
 pub mod answer_body;
 pub mod bearer;
@@ -13,6 +13,7 @@ pub mod body;
 pub mod coalesce;
 pub mod error;
 pub mod h2_conn;
+pub mod lean_h2;
 pub mod limit;
 pub mod rare;
 pub mod serving;

@@ -6,7 +6,7 @@
 //! the others; N is fixed, so paddock still opens few connections upstream.
 //!
 //! In the per-core serving mode (`crate::serving`) each serving thread has a set of its own,
-//! dialled from that thread, so the connection's driving task (`h2_conn`, spawned on the
+//! dialled from that thread, so the connection's task (`h2_conn`, `lean_h2`, spawned on the
 //! runtime that dials) runs on the same thread as the client connections that use it: a
 //! small request's two halves then need no wake-up across threads. Other threads share one
 //! set. That is up to [`SHORT_CONNECTIONS`] connections per serving thread, opened as
@@ -67,7 +67,7 @@ struct Live {
     /// Tells connections apart: a request that found its connection closed forgets that
     /// one only, not one another request has dialled since.
     id: u64,
-    send: h2::client::SendRequest<Bytes>,
+    send: crate::lean_h2::SendRequest,
 }
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(0);
@@ -337,7 +337,7 @@ mod tests {
 
     /// An in-process HTTP/2 server (no TLS) answering every request with `x-conn: name`, and
     /// a connection to it, driven on the calling thread's runtime as a dialled one is.
-    async fn fake_connection(name: &'static str) -> h2::client::SendRequest<Bytes> {
+    async fn fake_connection(name: &'static str) -> crate::lean_h2::SendRequest {
         let (ours, theirs) = tokio::io::duplex(64 * 1024);
         tokio::spawn(async move {
             let mut conn = h2::server::handshake(theirs).await.unwrap();
@@ -346,10 +346,8 @@ mod tests {
                 let _ = respond.send_response(resp, true);
             }
         });
-        let (send, conn) = h2::client::handshake(ours).await.unwrap();
-        tokio::spawn(async move {
-            let _ = conn.await;
-        });
+        let (send, conn) = crate::lean_h2::connect(ours, crate::h2_conn::config());
+        tokio::spawn(conn);
         send
     }
 

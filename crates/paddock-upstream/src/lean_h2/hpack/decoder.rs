@@ -1,0 +1,203 @@
+//! The HPACK decoder: the dynamic table, size updates and Huffman-coded literals.
+//!
+//! Entries keep their name as an `http::HeaderName` (made once, when the entry is added), so
+//! that an indexed field (most of an apiserver's answer once its table is warm) costs a
+//! reference-count increment, not a parse and an allocation; values are `Bytes`, sliced from
+//! the header block when not Huffman-coded.
+
+use std::collections::VecDeque;
+use std::sync::LazyLock;
+
+use bytes::Bytes;
+use http::HeaderName;
+
+use super::{HpackError, STATIC_TABLE, entry_size, get_int, huffman};
+
+/// A field's name: a pseudo-header (`:status`...) or a regular header.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Name {
+    Pseudo(Bytes),
+    Header(HeaderName),
+}
+
+impl Name {
+    fn parse(b: Bytes) -> Result<Name, HpackError> {
+        if b.first() == Some(&b':') {
+            return Ok(Name::Pseudo(b));
+        }
+        HeaderName::from_bytes(&b)
+            .map(Name::Header)
+            .map_err(|_| HpackError::BadName(String::from_utf8_lossy(&b).into_owned()))
+    }
+
+    fn len(&self) -> usize {
+        match self {
+            Name::Pseudo(b) => b.len(),
+            Name::Header(h) => h.as_str().len(),
+        }
+    }
+}
+
+static STATIC: LazyLock<Vec<(Name, Bytes)>> = LazyLock::new(|| {
+    STATIC_TABLE
+        .iter()
+        .map(|(n, v)| {
+            let name = match n.strip_prefix(':') {
+                Some(_) => Name::Pseudo(Bytes::from_static(n.as_bytes())),
+                None => Name::Header(HeaderName::from_static(n)),
+            };
+            (name, Bytes::from_static(v.as_bytes()))
+        })
+        .collect()
+});
+
+/// The decoding side of one connection.
+pub struct Decoder {
+    /// Newest first.
+    table: VecDeque<(Name, Bytes)>,
+    size: usize,
+    /// The table's maximum size, as last set by the peer's size update.
+    max: usize,
+    /// What this side advertised (SETTINGS_HEADER_TABLE_SIZE): the bound on `max`.
+    limit: usize,
+    scratch: Vec<u8>,
+}
+
+impl Decoder {
+    /// A decoder whose table may grow up to `limit` bytes.
+    pub fn new(limit: usize) -> Self {
+        Decoder {
+            table: VecDeque::new(),
+            size: 0,
+            max: limit,
+            limit,
+            scratch: Vec::new(),
+        }
+    }
+
+    /// Decodes `block`, calling `emit` with each field. The whole block is decoded (keeping the
+    /// table in step with the peer's) even when its list is larger than `max_list` bytes, which
+    /// is then reported as [`HpackError::TooLarge`].
+    pub fn decode(
+        &mut self,
+        block: &Bytes,
+        max_list: usize,
+        mut emit: impl FnMut(Name, Bytes),
+    ) -> Result<(), HpackError> {
+        let mut pos = 0;
+        let mut list = 0usize;
+        let mut fields = 0usize;
+        while pos < block.len() {
+            let b = block[pos];
+            if b & 0xe0 == 0x20 {
+                if fields > 0 {
+                    return Err(HpackError::LateSizeUpdate);
+                }
+                let size = get_int(block, &mut pos, 5)?;
+                if size > self.limit {
+                    return Err(HpackError::BadSizeUpdate(size));
+                }
+                self.max = size;
+                self.evict(0);
+                continue;
+            }
+            fields += 1;
+            let (name, value) = self.field(block, &mut pos)?;
+            list += entry_size(name.len(), value.len());
+            if list <= max_list {
+                emit(name, value);
+            }
+        }
+        if list > max_list {
+            return Err(HpackError::TooLarge(max_list));
+        }
+        Ok(())
+    }
+
+    /// The field at `*pos` (not a size update), added to the table when it says so.
+    fn field(&mut self, block: &Bytes, pos: &mut usize) -> Result<(Name, Bytes), HpackError> {
+        let b = block[*pos];
+        if b & 0x80 != 0 {
+            let index = get_int(block, pos, 7)?;
+            return self.entry(index);
+        }
+        let (indexing, prefix) = if b & 0xc0 == 0x40 {
+            (true, 6)
+        } else {
+            (false, 4)
+        };
+        let index = get_int(block, pos, prefix)?;
+        let name = if index == 0 {
+            Name::parse(self.string(block, pos)?)?
+        } else {
+            self.entry(index)?.0
+        };
+        let value = self.string(block, pos)?;
+        if indexing {
+            self.insert(name.clone(), value.clone());
+        }
+        Ok((name, value))
+    }
+
+    fn entry(&self, index: usize) -> Result<(Name, Bytes), HpackError> {
+        let found = match index {
+            0 => None,
+            i if i <= STATIC.len() => STATIC.get(i - 1),
+            i => self.table.get(i - STATIC.len() - 1),
+        };
+        found.cloned().ok_or(HpackError::BadIndex(index))
+    }
+
+    /// A string literal at `*pos`: a slice of the block, or its Huffman decoding.
+    fn string(&mut self, block: &Bytes, pos: &mut usize) -> Result<Bytes, HpackError> {
+        let huffman = block.get(*pos).ok_or(HpackError::Truncated)? & 0x80 != 0;
+        let len = get_int(block, pos, 7)?;
+        let end = pos.checked_add(len).ok_or(HpackError::Truncated)?;
+        if end > block.len() {
+            return Err(HpackError::Truncated);
+        }
+        let raw = block.slice(*pos..end);
+        *pos = end;
+        if !huffman {
+            return Ok(raw);
+        }
+        self.scratch.clear();
+        huffman::decode(&raw, &mut self.scratch)?;
+        Ok(Bytes::copy_from_slice(&self.scratch))
+    }
+
+    fn insert(&mut self, name: Name, value: Bytes) {
+        let size = entry_size(name.len(), value.len());
+        if size > self.max {
+            // RFC 7541 §4.4: an entry larger than the table empties it and is not added.
+            self.table.clear();
+            self.size = 0;
+            return;
+        }
+        self.evict(size);
+        self.size += size;
+        self.table.push_front((name, value));
+    }
+
+    /// Evicts the oldest entries until `room` more bytes fit.
+    fn evict(&mut self, room: usize) {
+        while self.size + room > self.max {
+            match self.table.pop_back() {
+                Some((n, v)) => self.size -= entry_size(n.len(), v.len()),
+                None => {
+                    self.size = 0;
+                    return;
+                }
+            }
+        }
+    }
+
+    #[cfg(test)]
+    pub fn table_size(&self) -> usize {
+        self.size
+    }
+}
+
+#[cfg(test)]
+#[path = "decoder_tests.rs"]
+mod tests;
