@@ -11,11 +11,6 @@ mod template_cli;
 use std::path::PathBuf;
 
 use anyhow::Result;
-
-/// mimalloc rather than glibc malloc: a small GET allocates a few dozen short-lived blocks on
-/// one thread and frees them on another; glibc spent 12 % of its CPU there (performance.md).
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use clap::{Parser, Subcommand, ValueEnum};
 
 /// paddock: a multi-tenant gateway for the Kubernetes API.
