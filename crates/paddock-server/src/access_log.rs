@@ -132,16 +132,9 @@ fn timestamp(out: &mut Vec<u8>) {
     SECOND.with_borrow_mut(|(cached, text)| {
         if *cached != secs {
             text.clear();
-            let t = time::OffsetDateTime::UNIX_EPOCH + Duration::from_secs(secs);
-            let _ = write!(
+            push_seconds(
                 text,
-                "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}",
-                t.year(),
-                u8::from(t.month()),
-                t.day(),
-                t.hour(),
-                t.minute(),
-                t.second(),
+                time::OffsetDateTime::UNIX_EPOCH + Duration::from_secs(secs),
             );
             *cached = secs;
         }
@@ -152,8 +145,22 @@ fn timestamp(out: &mut Vec<u8>) {
     out.push(b'Z');
 }
 
+/// `t` in RFC 3339 to the second, without an offset: `2026-11-21T08:41:07`.
+pub(crate) fn push_seconds(out: &mut Vec<u8>, t: time::OffsetDateTime) {
+    let _ = write!(
+        out,
+        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}",
+        t.year(),
+        u8::from(t.month()),
+        t.day(),
+        t.hour(),
+        t.minute(),
+        t.second(),
+    );
+}
+
 /// `n` in decimal, zero-padded to `width` digits.
-fn push_padded(out: &mut Vec<u8>, n: u32, width: usize) {
+pub(crate) fn push_padded(out: &mut Vec<u8>, n: u32, width: usize) {
     let mut digits = [b'0'; 10];
     let mut rest = n;
     let mut i = digits.len();

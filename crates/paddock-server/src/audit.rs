@@ -260,16 +260,12 @@ pub fn attributes(
 /// RFC 3339 with microseconds, UTC (audit timestamps are `MicroTime`).
 pub fn micro_time(t: SystemTime) -> String {
     let t = time::OffsetDateTime::from(t);
-    format!(
-        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:06}Z",
-        t.year(),
-        u8::from(t.month()),
-        t.day(),
-        t.hour(),
-        t.minute(),
-        t.second(),
-        t.microsecond()
-    )
+    let mut out = Vec::with_capacity(27);
+    crate::access_log::push_seconds(&mut out, t);
+    out.push(b'.');
+    crate::access_log::push_padded(&mut out, t.microsecond(), 6);
+    out.push(b'Z');
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// A new audit id (a random-looking UUID v4 form from the clock and a counter: unique per
@@ -489,6 +485,16 @@ pub fn platform_log_path(cfg: &AuditConfig) -> Option<std::path::PathBuf> {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+
+    #[test]
+    fn micro_times_are_rfc3339_utc_with_microseconds() {
+        let t = SystemTime::UNIX_EPOCH + std::time::Duration::from_micros(1_795_779_667_000_042);
+        assert_eq!(micro_time(t), "2026-11-27T11:41:07.000042Z");
+        assert_eq!(
+            micro_time(SystemTime::UNIX_EPOCH),
+            "1970-01-01T00:00:00.000000Z"
+        );
+    }
 
     #[test]
     fn attributes_are_the_tenants_view() {

@@ -5,13 +5,12 @@
 //! reference-count increment, not a parse and an allocation; values are `Bytes`, sliced from
 //! the header block when not Huffman-coded.
 
-use std::collections::VecDeque;
 use std::sync::LazyLock;
 
 use bytes::Bytes;
 use http::HeaderName;
 
-use super::{HpackError, STATIC_TABLE, entry_size, get_int, huffman};
+use super::{DynamicTable, HpackError, STATIC_TABLE, TableEntry, entry_size, get_int, huffman};
 
 /// A field's name: a pseudo-header (`:status`...) or a regular header.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -38,6 +37,12 @@ impl Name {
     }
 }
 
+impl TableEntry for (Name, Bytes) {
+    fn lens(&self) -> (usize, usize) {
+        (self.0.len(), self.1.len())
+    }
+}
+
 static STATIC: LazyLock<Vec<(Name, Bytes)>> = LazyLock::new(|| {
     STATIC_TABLE
         .iter()
@@ -53,11 +58,8 @@ static STATIC: LazyLock<Vec<(Name, Bytes)>> = LazyLock::new(|| {
 
 /// The decoding side of one connection.
 pub struct Decoder {
-    /// Newest first.
-    table: VecDeque<(Name, Bytes)>,
-    size: usize,
-    /// The table's maximum size, as last set by the peer's size update.
-    max: usize,
+    /// Its maximum size as last set by the peer's size update.
+    table: DynamicTable<(Name, Bytes)>,
     /// What this side advertised (SETTINGS_HEADER_TABLE_SIZE): the bound on `max`.
     limit: usize,
     scratch: Vec<u8>,
@@ -67,9 +69,7 @@ impl Decoder {
     /// A decoder whose table may grow up to `limit` bytes.
     pub fn new(limit: usize) -> Self {
         Decoder {
-            table: VecDeque::new(),
-            size: 0,
-            max: limit,
+            table: DynamicTable::new(limit),
             limit,
             scratch: Vec::new(),
         }
@@ -97,8 +97,7 @@ impl Decoder {
                 if size > self.limit {
                     return Err(HpackError::BadSizeUpdate(size));
                 }
-                self.max = size;
-                self.evict(0);
+                self.table.set_max(size);
                 continue;
             }
             fields += 1;
@@ -134,7 +133,7 @@ impl Decoder {
         };
         let value = self.string(block, pos)?;
         if indexing {
-            self.insert(name.clone(), value.clone());
+            self.table.insert((name.clone(), value.clone()));
         }
         Ok((name, value))
     }
@@ -166,35 +165,9 @@ impl Decoder {
         Ok(Bytes::copy_from_slice(&self.scratch))
     }
 
-    fn insert(&mut self, name: Name, value: Bytes) {
-        let size = entry_size(name.len(), value.len());
-        if size > self.max {
-            // RFC 7541 §4.4: an entry larger than the table empties it and is not added.
-            self.table.clear();
-            self.size = 0;
-            return;
-        }
-        self.evict(size);
-        self.size += size;
-        self.table.push_front((name, value));
-    }
-
-    /// Evicts the oldest entries until `room` more bytes fit.
-    fn evict(&mut self, room: usize) {
-        while self.size + room > self.max {
-            match self.table.pop_back() {
-                Some((n, v)) => self.size -= entry_size(n.len(), v.len()),
-                None => {
-                    self.size = 0;
-                    return;
-                }
-            }
-        }
-    }
-
     #[cfg(test)]
     pub fn table_size(&self) -> usize {
-        self.size
+        self.table.size()
     }
 }
 

@@ -13,11 +13,9 @@
 //!   over a third of the table are sent "without indexing" (or "never indexed").
 //! - Lookups are a linear scan of the (few dozen) entries, newest first.
 
-use std::collections::VecDeque;
-
 use http::{HeaderName, Method, Request, header};
 
-use super::{entry_size, put_int, put_str};
+use super::{DynamicTable, TableEntry, put_int, put_str};
 
 /// The largest table used, whatever the peer allows.
 const MAX_TABLE: usize = 4096;
@@ -25,12 +23,15 @@ const MAX_TABLE: usize = 4096;
 /// A dynamic-table entry: name and value.
 type Entry = (Box<[u8]>, Box<[u8]>);
 
+impl TableEntry for Entry {
+    fn lens(&self) -> (usize, usize) {
+        (self.0.len(), self.1.len())
+    }
+}
+
 /// The encoding side of one connection.
 pub struct Encoder {
-    /// Newest first.
-    table: VecDeque<Entry>,
-    size: usize,
-    max: usize,
+    table: DynamicTable<Entry>,
     /// Smallest and last table size set since the last block, to announce at the next.
     update: Option<(usize, usize)>,
 }
@@ -38,9 +39,7 @@ pub struct Encoder {
 impl Default for Encoder {
     fn default() -> Self {
         Encoder {
-            table: VecDeque::new(),
-            size: 0,
-            max: MAX_TABLE,
+            table: DynamicTable::new(MAX_TABLE),
             update: None,
         }
     }
@@ -60,11 +59,10 @@ impl Encoder {
     /// The peer's SETTINGS_HEADER_TABLE_SIZE changed to `limit`.
     pub fn set_peer_limit(&mut self, limit: usize) {
         let max = limit.min(MAX_TABLE);
-        if max == self.max {
+        if max == self.table.max() {
             return;
         }
-        self.max = max;
-        self.evict(0);
+        self.table.set_max(max);
         let least = self.update.map_or(max, |(least, _)| least.min(max));
         self.update = Some((least, max));
     }
@@ -102,7 +100,7 @@ impl Encoder {
                 name: name.as_str().as_bytes(),
                 value: bytes,
                 static_name: static_name(name),
-                index: name != header::CONTENT_LENGTH && bytes.len() <= self.max / 3,
+                index: name != header::CONTENT_LENGTH && bytes.len() <= self.table.max() / 3,
                 sensitive: value.is_sensitive(),
             };
             self.field(out, &f);
@@ -120,14 +118,13 @@ impl Encoder {
         }
         if let Some(i) = self
             .table
-            .iter()
             .position(|(n, v)| **v == *f.value && **n == *f.name)
         {
             return put_int(out, 0x80, 7, 62 + i);
         }
         let name = self.name_index(f);
         self.put_literal(out, 0x40, 6, name, f);
-        self.insert(f.name, f.value);
+        self.table.insert((f.name.into(), f.value.into()));
     }
 
     fn name_index(&self, f: &Field<'_>) -> usize {
@@ -135,7 +132,6 @@ impl Encoder {
             return f.static_name;
         }
         self.table
-            .iter()
             .position(|(n, _)| **n == *f.name)
             .map_or(0, |i| 62 + i)
     }
@@ -146,30 +142,6 @@ impl Encoder {
             put_str(out, f.name);
         }
         put_str(out, f.value);
-    }
-
-    fn insert(&mut self, name: &[u8], value: &[u8]) {
-        let size = entry_size(name.len(), value.len());
-        if size > self.max {
-            self.table.clear();
-            self.size = 0;
-            return;
-        }
-        self.evict(size);
-        self.size += size;
-        self.table.push_front((name.into(), value.into()));
-    }
-
-    fn evict(&mut self, room: usize) {
-        while self.size + room > self.max {
-            match self.table.pop_back() {
-                Some((n, v)) => self.size -= entry_size(n.len(), v.len()),
-                None => {
-                    self.size = 0;
-                    return;
-                }
-            }
-        }
     }
 }
 

@@ -101,6 +101,86 @@ pub fn entry_size(name: usize, value: usize) -> usize {
     name + value + 32
 }
 
+/// A dynamic-table entry: its name's and value's lengths in octets.
+pub trait TableEntry {
+    fn lens(&self) -> (usize, usize);
+}
+
+/// The dynamic table's bookkeeping (RFC 7541 §4), the same on both sides: entries newest
+/// first, their size, eviction from the oldest.
+pub struct DynamicTable<E> {
+    entries: std::collections::VecDeque<E>,
+    size: usize,
+    max: usize,
+}
+
+impl<E: TableEntry> DynamicTable<E> {
+    pub fn new(max: usize) -> Self {
+        DynamicTable {
+            entries: std::collections::VecDeque::new(),
+            size: 0,
+            max,
+        }
+    }
+
+    /// The table's maximum size.
+    pub fn max(&self) -> usize {
+        self.max
+    }
+
+    /// The sum of the entries' sizes.
+    pub fn size(&self) -> usize {
+        self.size
+    }
+
+    /// A new maximum size; the oldest entries are evicted until the table fits.
+    pub fn set_max(&mut self, max: usize) {
+        self.max = max;
+        self.evict(0);
+    }
+
+    /// The entry at `i` (0: the newest).
+    pub fn get(&self, i: usize) -> Option<&E> {
+        self.entries.get(i)
+    }
+
+    /// Where the first entry for which `found` holds is (0: the newest).
+    pub fn position(&self, found: impl FnMut(&E) -> bool) -> Option<usize> {
+        self.entries.iter().position(found)
+    }
+
+    /// Adds `entry` as the newest, evicting the oldest to make room.
+    pub fn insert(&mut self, entry: E) {
+        let (name, value) = entry.lens();
+        let size = entry_size(name, value);
+        if size > self.max {
+            // RFC 7541 §4.4: an entry larger than the table empties it and is not added.
+            self.entries.clear();
+            self.size = 0;
+            return;
+        }
+        self.evict(size);
+        self.size += size;
+        self.entries.push_front(entry);
+    }
+
+    /// Evicts the oldest entries until `room` more bytes fit.
+    fn evict(&mut self, room: usize) {
+        while self.size + room > self.max {
+            match self.entries.pop_back() {
+                Some(e) => {
+                    let (name, value) = e.lens();
+                    self.size -= entry_size(name, value);
+                }
+                None => {
+                    self.size = 0;
+                    return;
+                }
+            }
+        }
+    }
+}
+
 /// Appends `value` as an HPACK integer with an `n`-bit prefix; `first` holds the bits above
 /// the prefix.
 pub fn put_int(out: &mut Vec<u8>, first: u8, n: u32, mut value: usize) {
