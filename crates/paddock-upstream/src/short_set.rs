@@ -121,7 +121,7 @@ impl ShortSet {
         // A connection found closed before the request went out is forgotten and the request
         // tried on a new one (hyper's pool did the same). So is a request the upstream refused
         // unprocessed because the connection was going away (a GOAWAY racing the stream's
-        // opening); it is sent from a copy of its head, kept until the last attempt. Go's
+        // opening); its head is only encoded, so the same one is sent again. Go's
         // HTTP/2 client retries both the same way (with a backoff; here a new connection is
         // dialled instead).
         let mut closed: Option<u64> = None;
@@ -133,21 +133,14 @@ impl ShortSet {
                 return self.send_fallback(req).await;
             };
             match live.send.ready().await {
-                Ok(send) => {
-                    let attempt = if retries_left == 0 {
-                        std::mem::take(&mut head)
-                    } else {
-                        copy_head(&head)
-                    };
-                    match exchange(send, attempt, body.clone()).await {
-                        Ok(resp) => return Ok(resp),
-                        Err(e) if retries_left > 0 && not_processed(&e) => {
-                            tracing::debug!(error = %e, "upstream refused the stream unprocessed (GOAWAY); sending it again on a new connection");
-                            REFUSED_RETRIES.inc();
-                        }
-                        Err(e) => return Err(ServerError::UpstreamUnreachable(e.to_string())),
+                Ok(send) => match exchange(send, &head, body.clone()).await {
+                    Ok(resp) => return Ok(resp),
+                    Err(e) if retries_left > 0 && not_processed(&e) => {
+                        tracing::debug!(error = %e, "upstream refused the stream unprocessed (GOAWAY); sending it again on a new connection");
+                        REFUSED_RETRIES.inc();
                     }
-                }
+                    Err(e) => return Err(ServerError::UpstreamUnreachable(e.to_string())),
+                },
                 Err(e) if retries_left > 0 => {
                     tracing::debug!(error = %e, "upstream short connection closed; dialling again");
                 }
@@ -216,17 +209,6 @@ const MAX_RETRIES: u8 = 2;
 /// process (all upstream clusters), like the other connection-level counters.
 pub static REFUSED_RETRIES: std::sync::LazyLock<prometheus_client::metrics::counter::Counter> =
     std::sync::LazyLock::new(Default::default);
-
-/// A copy of a request head (method, URI, version, headers; no extensions: nothing upstream
-/// reads them), for the one retry of a refused request.
-fn copy_head(head: &Request<()>) -> Request<()> {
-    let mut copy = Request::new(());
-    *copy.method_mut() = head.method().clone();
-    *copy.uri_mut() = head.uri().clone();
-    *copy.version_mut() = head.version();
-    *copy.headers_mut() = head.headers().clone();
-    copy
-}
 
 /// The slot's connection unless it is the one found `closed` (then forgotten).
 fn current(slot: &Slot, closed: Option<u64>) -> Option<Live> {

@@ -159,13 +159,13 @@ impl SendRequest {
     /// and its body.
     pub async fn send(
         &self,
-        head: Request<()>,
+        head: &Request<()>,
         body: Bytes,
     ) -> Result<(Response<()>, RecvStream), Error> {
         let id = poll_fn(|cx| {
             let (opened, wake) = {
                 let mut st = self.shared.lock();
-                match st.poll_open(cx, &head, &body) {
+                match st.poll_open(cx, head, &body) {
                     Poll::Ready(r) => (Poll::Ready(r), st.notify()),
                     Poll::Pending => (Poll::Pending, None),
                 }

@@ -98,11 +98,17 @@ async fn a_goaway_fails_only_the_streams_above_its_last_id_as_not_processed() {
         (a, b, p)
     });
     let (s1, s2) = (send.clone(), send.clone());
-    let first =
-        tokio::spawn(async move { s1.send(get("/a"), Bytes::new()).await.map(|r| r.0.status()) });
+    let first = tokio::spawn(async move {
+        s1.send(&get("/a"), Bytes::new())
+            .await
+            .map(|r| r.0.status())
+    });
     tokio::time::sleep(Duration::from_millis(20)).await;
-    let second =
-        tokio::spawn(async move { s2.send(get("/b"), Bytes::new()).await.map(|r| r.0.status()) });
+    let second = tokio::spawn(async move {
+        s2.send(&get("/b"), Bytes::new())
+            .await
+            .map(|r| r.0.status())
+    });
     let (a, b, _peer) = within(server).await.unwrap();
     assert!(a < b);
     assert_eq!(within(first).await.unwrap().unwrap(), 200);
@@ -110,7 +116,7 @@ async fn a_goaway_fails_only_the_streams_above_its_last_id_as_not_processed() {
     assert!(not_processed(&e), "{e:?}");
     let e = send.clone().ready().await.err().unwrap();
     assert!(not_processed(&e), "after GOAWAY: {e:?}");
-    let e = within(send.send(get("/c"), Bytes::new()))
+    let e = within(send.send(&get("/c"), Bytes::new()))
         .await
         .err()
         .unwrap();
@@ -155,7 +161,7 @@ async fn a_dropped_answer_is_cancelled_and_its_unread_window_given_back() {
         p.until(|f| matches!(f, Frame::WindowUpdate { stream: 0, .. }))
             .await
     });
-    let (_, body) = within(send.send(get("/a"), Bytes::new())).await.unwrap();
+    let (_, body) = within(send.send(&get("/a"), Bytes::new())).await.unwrap();
     // Let the data arrive, unread.
     while send
         .shared
@@ -216,7 +222,7 @@ async fn continuation_padding_ping_and_unknown_frames_are_read() {
         p.until(|f| matches!(f, Frame::Ping { ack: true, .. }))
             .await
     });
-    let (head, mut body) = within(send.send(get("/a"), Bytes::new())).await.unwrap();
+    let (head, mut body) = within(send.send(&get("/a"), Bytes::new())).await.unwrap();
     assert_eq!(head.headers()["x-a"], "b");
     assert_eq!(read_all(&mut body).await.unwrap(), b"hi!");
     assert_eq!(
@@ -239,7 +245,7 @@ async fn protocol_error(raw: Vec<u8>, code: u32) {
         p.send_raw(&raw).await;
         p.until(|f| matches!(f, Frame::GoAway { .. })).await
     });
-    let e = within(send.send(get("/a"), Bytes::new()))
+    let e = within(send.send(&get("/a"), Bytes::new()))
         .await
         .err()
         .unwrap();
@@ -313,12 +319,12 @@ async fn refused_and_reset_streams_are_told_apart() {
         .await;
         let _ = p.next().await;
     });
-    let e = within(send.send(get("/a"), Bytes::new()))
+    let e = within(send.send(&get("/a"), Bytes::new()))
         .await
         .err()
         .unwrap();
     assert!(not_processed(&e), "{e:?}");
-    let e = within(send.send(get("/b"), Bytes::new()))
+    let e = within(send.send(&get("/b"), Bytes::new()))
         .await
         .err()
         .unwrap();

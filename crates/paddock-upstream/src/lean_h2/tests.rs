@@ -105,7 +105,7 @@ fn h2_pair(size: usize, max: u32, window: u32) -> (SendRequest, Arc<AtomicUsize>
 async fn a_small_get_gets_its_head_body_and_trailers_twice() {
     let (send, _) = h2_pair(300, 100, 65_535);
     for path in ["/api/v1/namespaces/a/pods/p", "/api/v1/namespaces/b/pods/q"] {
-        let (head, mut body) = within(send.send(get(path), Bytes::new())).await.unwrap();
+        let (head, mut body) = within(send.send(&get(path), Bytes::new())).await.unwrap();
         assert_eq!(head.status(), 201);
         assert_eq!(head.headers()["x-path"], path);
         assert_eq!(read_all(&mut body).await.unwrap(), vec![b'x'; 300]);
@@ -119,7 +119,7 @@ async fn an_answer_of_3_mib_flows_through_the_windows() {
     let size = 3 * 1024 * 1024;
     let (send, _) = h2_pair(size, 100, 65_535);
     for _ in 0..3 {
-        let (_, mut body) = within(send.send(get("/big"), Bytes::new())).await.unwrap();
+        let (_, mut body) = within(send.send(&get("/big"), Bytes::new())).await.unwrap();
         assert_eq!(within(read_all(&mut body)).await.unwrap().len(), size);
     }
 }
@@ -133,7 +133,7 @@ async fn a_body_larger_than_the_peers_windows_and_a_head_larger_than_a_frame_are
         .unwrap();
     head.headers_mut()
         .insert("x-big", "b".repeat(40_000).parse().unwrap());
-    let (resp, _) = within(send.send(head, body)).await.unwrap();
+    let (resp, _) = within(send.send(&head, body)).await.unwrap();
     assert_eq!(resp.headers()["x-got"], (1024 * 1024 + 17).to_string());
     assert_eq!(resp.headers()["x-big"], "40000");
 }
@@ -142,14 +142,14 @@ async fn a_body_larger_than_the_peers_windows_and_a_head_larger_than_a_frame_are
 async fn a_hundred_requests_wait_for_the_peers_ten_slots() {
     let (send, peak) = h2_pair(10, 10, 65_535);
     // The first answer brings the peer's SETTINGS (before them, 100 streams are allowed).
-    within(send.send(get("/first"), Bytes::new()))
+    within(send.send(&get("/first"), Bytes::new()))
         .await
         .unwrap();
     let mut all = tokio::task::JoinSet::new();
     for i in 0..100 {
         let send = send.clone();
         all.spawn(async move {
-            let (h, mut b) = send.send(get(&format!("/{i}")), Bytes::new()).await?;
+            let (h, mut b) = send.send(&get(&format!("/{i}")), Bytes::new()).await?;
             assert_eq!(h.headers()["x-path"], format!("/{i}").as_str());
             read_all(&mut b).await
         });
