@@ -13,31 +13,31 @@ pub(crate) const FORWARDED_REQUEST_HEADERS: &[HeaderName] =
     &[header::USER_AGENT, header::CONTENT_ENCODING];
 
 /// Extra request headers forwarded only on upgrade requests (exec, attach, port-forward).
-pub(crate) const UPGRADE_HEADERS: &[&str] = &[
-    "connection",
-    "upgrade",
-    "sec-websocket-key",
-    "sec-websocket-version",
-    "sec-websocket-protocol",
-    "sec-websocket-extensions",
-    "x-stream-protocol-version",
+pub(crate) static UPGRADE_HEADERS: [HeaderName; 7] = [
+    HeaderName::from_static("connection"),
+    HeaderName::from_static("upgrade"),
+    HeaderName::from_static("sec-websocket-key"),
+    HeaderName::from_static("sec-websocket-version"),
+    HeaderName::from_static("sec-websocket-protocol"),
+    HeaderName::from_static("sec-websocket-extensions"),
+    HeaderName::from_static("x-stream-protocol-version"),
 ];
 
 /// Response headers copied back to the client.
-pub(crate) const FORWARDED_RESPONSE_HEADERS: &[&str] = &[
-    "content-type",
-    "audit-id",
-    "cache-control",
-    "x-kubernetes-pf-flowschema-uid",
-    "x-kubernetes-pf-prioritylevel-uid",
-    "retry-after",
+pub(crate) static FORWARDED_RESPONSE_HEADERS: [HeaderName; 6] = [
+    HeaderName::from_static("content-type"),
+    HeaderName::from_static("audit-id"),
+    HeaderName::from_static("cache-control"),
+    HeaderName::from_static("x-kubernetes-pf-flowschema-uid"),
+    HeaderName::from_static("x-kubernetes-pf-prioritylevel-uid"),
+    HeaderName::from_static("retry-after"),
 ];
-pub(crate) const UPGRADE_RESPONSE_HEADERS: &[&str] = &[
-    "connection",
-    "upgrade",
-    "sec-websocket-accept",
-    "sec-websocket-protocol",
-    "x-stream-protocol-version",
+pub(crate) static UPGRADE_RESPONSE_HEADERS: [HeaderName; 5] = [
+    HeaderName::from_static("connection"),
+    HeaderName::from_static("upgrade"),
+    HeaderName::from_static("sec-websocket-accept"),
+    HeaderName::from_static("sec-websocket-protocol"),
+    HeaderName::from_static("x-stream-protocol-version"),
 ];
 
 pub(crate) fn header_value(s: &str) -> Result<HeaderValue, ServerError> {
@@ -55,22 +55,18 @@ pub(crate) fn copy_request_headers(from: &HeaderMap, to: &mut HeaderMap, upgrade
         to.insert(header::CONTENT_TYPE, ct.clone());
     }
     if upgrade {
-        for name in UPGRADE_HEADERS {
-            for v in from.get_all(*name) {
-                if let Ok(n) = HeaderName::from_bytes(name.as_bytes()) {
-                    to.append(n, v.clone());
-                }
+        for name in &UPGRADE_HEADERS {
+            for v in from.get_all(name) {
+                to.append(name.clone(), v.clone());
             }
         }
     }
 }
 
-pub(crate) fn copy_response_headers(from: &HeaderMap, to: &mut HeaderMap, names: &[&str]) {
+pub(crate) fn copy_response_headers(from: &HeaderMap, to: &mut HeaderMap, names: &[HeaderName]) {
     for name in names {
-        for v in from.get_all(*name) {
-            if let Ok(n) = HeaderName::from_bytes(name.as_bytes()) {
-                to.append(n, v.clone());
-            }
+        for v in from.get_all(name) {
+            to.append(name.clone(), v.clone());
         }
     }
 }

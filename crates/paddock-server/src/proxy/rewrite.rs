@@ -146,7 +146,7 @@ fn splice_upgrade(sent: Sent) -> Result<Response<ResBody>, ServerError> {
     });
     let mut out = Response::builder().status(resp.status());
     if let Some(h) = out.headers_mut() {
-        copy_response_headers(resp.headers(), h, UPGRADE_RESPONSE_HEADERS);
+        copy_response_headers(resp.headers(), h, &UPGRADE_RESPONSE_HEADERS);
     }
     out.body(empty())
         .map_err(|e| ServerError::Internal(e.to_string()))
@@ -172,7 +172,7 @@ async fn rewrite_response<P: Rewriting>(
     let out_headers = out
         .headers_mut()
         .ok_or_else(|| ServerError::Internal("response builder".into()))?;
-    copy_response_headers(resp.headers(), out_headers, FORWARDED_RESPONSE_HEADERS);
+    copy_response_headers(resp.headers(), out_headers, &FORWARDED_RESPONSE_HEADERS);
 
     let buffered = matches!(
         plan.response,
