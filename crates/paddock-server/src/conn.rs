@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use crate::coalesce::Coalescing;
 use http::{HeaderMap, Request};
 use hyper::body::Incoming;
 use hyper::service::service_fn;
@@ -16,7 +17,6 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use paddock_core::TenantId;
 use paddock_pki::PeerCert;
-use paddock_upstream::coalesce::Coalescing;
 use parking_lot::Mutex;
 use tokio::net::TcpStream;
 use tokio::sync::Notify;

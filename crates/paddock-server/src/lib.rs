@@ -14,6 +14,7 @@ pub mod auth;
 pub mod caller;
 pub mod claims_gc;
 pub mod clusters;
+pub mod coalesce;
 pub mod config;
 pub mod conn;
 pub mod discovery;

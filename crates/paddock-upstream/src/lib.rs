@@ -4,13 +4,12 @@
 //! [`limit`]), small JSON calls as paddock itself ([`upjson`]), and the error type of the
 //! server crates with its one mapping to a Kubernetes `Status` ([`error`]).
 //!
-//! Module layers (no cycles): `coalesce`, `rare` and `lean_h2` (leaves); `answer_body` <-
+//! Module layers (no cycles): `rare` and `lean_h2` (leaves); `answer_body` <-
 //! `body` <- `error` <- `limit`, `h2_conn` <- `short_set` <- `upstream` <- `upjson`.
 
 pub mod answer_body;
 pub mod bearer;
 pub mod body;
-pub mod coalesce;
 pub mod error;
 pub mod h2_conn;
 pub mod lean_h2;

@@ -1,13 +1,13 @@
-//! Fewer TLS records and writes on an HTTP/2 connection (the front connections of clients and
-//! the short upstream connections).
+//! Fewer TLS records and writes on the HTTP/2 front connections of clients (hyper's server,
+//! which writes through the h2 crate). The short upstream connections do without it: their
+//! client (`paddock_upstream::lean_h2`) writes all it has queued in one write per run.
 //!
 //! The h2 crate copies a frame into its 16 KB write buffer only when the payload is small
 //! (256 bytes when the transport says it writes vectored, as tokio-rustls does; 1 KB
 //! otherwise); a larger DATA payload is chained behind the buffer, and the buffer must be
 //! written out and flushed before the next frame is encoded. A small GET's answer (a few
 //! hundred bytes) was therefore one TLS record and one `sendmsg` per response, however many
-//! responses were ready at once (session 9's profile: rustls writes 9.7 % of a small GET);
-//! upstream, likewise one per request with a body (a create).
+//! responses were ready at once (session 9's profile: rustls writes 9.7 % of a small GET).
 //!
 //! [`Coalescing`] tells h2 that it does not write vectored, so that payloads up to 1 KB are
 //! copied into h2's buffer and many small answers leave in one record and one write. The cost
