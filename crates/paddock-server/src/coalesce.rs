@@ -1,6 +1,6 @@
 //! Fewer TLS records and writes on the HTTP/2 front connections of clients (hyper's server,
 //! which writes through the h2 crate). The short upstream connections do without it: their
-//! client (`paddock_upstream::lean_h2`) writes all it has queued in one write per run.
+//! client (`paddock_h2::client`) writes all it has queued in one write per run.
 //!
 //! The h2 crate copies a frame into its 16 KB write buffer only when the payload is small
 //! (256 bytes when the transport says it writes vectored, as tokio-rustls does; 1 KB

@@ -1,6 +1,6 @@
 //! The body of an upstream answer: read from hyper's pools (lists, long-running requests,
 //! watches) or from a short connection of paddock's lean HTTP/2 client ([`crate::h2_conn`],
-//! [`crate::lean_h2`]).
+//! [`paddock_h2::client`]).
 
 use std::pin::Pin;
 use std::task::{Context, Poll, ready};
@@ -24,12 +24,12 @@ pub enum AnswerError {
     #[error(transparent)]
     Hyper(#[from] hyper::Error),
     #[error(transparent)]
-    H2(#[from] crate::lean_h2::Error),
+    H2(#[from] paddock_h2::client::Error),
 }
 
 /// An HTTP/2 stream's data, its flow-control window given back as it is read.
 pub struct H2Body {
-    recv: crate::lean_h2::RecvStream,
+    recv: paddock_h2::client::RecvStream,
     /// What Content-Length announced and is not read yet.
     remaining: Option<u64>,
     data_done: bool,
@@ -37,7 +37,7 @@ pub struct H2Body {
 
 impl AnswerBody {
     /// The body of an h2 answer with these headers.
-    pub fn h2(recv: crate::lean_h2::RecvStream, headers: &HeaderMap) -> Self {
+    pub fn h2(recv: paddock_h2::client::RecvStream, headers: &HeaderMap) -> Self {
         let remaining = headers
             .get(http::header::CONTENT_LENGTH)
             .and_then(|v| v.to_str().ok())
@@ -94,7 +94,7 @@ impl H2Body {
         if !self.data_done {
             match ready!(self.recv.poll_data(cx)) {
                 Some(Ok(data)) => {
-                    // The window was given back as the data was taken (`lean_h2`): what
+                    // The window was given back as the data was taken (`paddock_h2::client`): what
                     // paddock holds is bounded by its own readers (RewriteBody, collect_until).
                     if let Some(r) = self.remaining.as_mut() {
                         *r = r.saturating_sub(data.len() as u64);

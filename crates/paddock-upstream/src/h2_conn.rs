@@ -1,5 +1,5 @@
 //! One upstream HTTP/2 connection for short requests, driven by paddock's own lean HTTP/2
-//! client ([`crate::lean_h2`]; the h2 crate until issue 19's lean client).
+//! client ([`paddock_h2::client`]; the h2 crate until issue 19's lean client).
 //!
 //! Through hyper's client a short request crossed three tasks: the caller's; hyper's dispatch
 //! task, which takes the request off a channel and opens the stream; and a task hyper spawns
@@ -19,7 +19,7 @@ use tokio_rustls::TlsConnector;
 
 use crate::answer_body::AnswerBody;
 use crate::error::ServerError;
-use crate::lean_h2;
+use paddock_h2::client as lean;
 
 /// Bound on the TCP connect (the TLS and HTTP/2 handshakes are bounded by the request's
 /// deadline, which the dial runs under).
@@ -47,7 +47,7 @@ pub struct Dialer {
 
 /// A dialled connection.
 pub enum Dialed {
-    H2(lean_h2::SendRequest),
+    H2(lean::SendRequest),
     /// The upstream chose HTTP/1.1 (or no ALPN): use hyper's pooled client instead.
     NotH2,
 }
@@ -98,15 +98,15 @@ impl Dialer {
         if tls.get_ref().1.alpn_protocol() != Some(b"h2".as_slice()) {
             return Ok(Dialed::NotH2);
         }
-        let (send, conn) = lean_h2::connect(tls, config());
+        let (send, conn) = lean::connect(tls, config());
         tokio::spawn(conn);
         Ok(Dialed::H2(send))
     }
 }
 
 /// The settings of a short connection.
-pub(crate) fn config() -> lean_h2::Config {
-    lean_h2::Config {
+pub(crate) fn config() -> lean::Config {
+    lean::Config {
         stream_window: STREAM_WINDOW,
         conn_window: CONNECTION_WINDOW,
         max_header_list: MAX_HEADER_LIST,
@@ -118,10 +118,10 @@ pub(crate) fn config() -> lean_h2::Config {
 /// Sends `head` with `body` (empty: none) on a ready connection; the answer's headers. The
 /// head is only read (encoded): a retry sends the same one again.
 pub async fn exchange(
-    send: lean_h2::SendRequest,
+    send: lean::SendRequest,
     head: &Request<()>,
     body: Bytes,
-) -> Result<Response<AnswerBody>, lean_h2::Error> {
+) -> Result<Response<AnswerBody>, lean::Error> {
     let (resp, recv) = send.send(head, body).await?;
     let (parts, ()) = resp.into_parts();
     let body = AnswerBody::h2(recv, &parts.headers);
@@ -131,13 +131,13 @@ pub async fn exchange(
 /// Whether the upstream certainly did not process the request that failed with `e`, so that
 /// sending it again (on another connection) cannot apply it twice, whatever its method:
 /// RFC 9113 §6.8 (a GOAWAY's last stream id is below the stream's: those streams fail, and
-/// every stream opened after the GOAWAY, with [`lean_h2::Error::GoAway`]) and §8.7
+/// every stream opened after the GOAWAY, with [`lean::Error::GoAway`]) and §8.7
 /// (`REFUSED_STREAM`), or a connection found closed before the stream was opened.
 /// kube-apiserver sends such GOAWAYs on shutdown and, with `--goaway-chance`, at random to
 /// rebalance clients; Go's HTTP/2 client retries these requests transparently, so a client of
 /// a real cluster never sees them.
-pub fn not_processed(e: &lean_h2::Error) -> bool {
-    lean_h2::not_processed(e)
+pub fn not_processed(e: &lean::Error) -> bool {
+    lean::not_processed(e)
 }
 
 #[cfg(test)]
@@ -174,10 +174,10 @@ mod tests {
         });
     }
 
-    async fn connection(size: usize) -> lean_h2::SendRequest {
+    async fn connection(size: usize) -> lean::SendRequest {
         let (ours, theirs) = tokio::io::duplex(64 * 1024);
         serve(theirs, size);
-        let (send, conn) = lean_h2::connect(ours, config());
+        let (send, conn) = lean::connect(ours, config());
         tokio::spawn(conn);
         send.ready().await.unwrap()
     }
@@ -215,7 +215,7 @@ mod tests {
 
     /// An in-process HTTP/2 server (no TLS: plumbing only) that treats every stream with
     /// `fate`, and the client's connection to it.
-    async fn refusing(fate: Fate) -> lean_h2::SendRequest {
+    async fn refusing(fate: Fate) -> lean::SendRequest {
         let (ours, theirs) = tokio::io::duplex(64 * 1024);
         tokio::spawn(async move {
             let mut conn = h2::server::handshake(theirs).await.unwrap();
@@ -232,7 +232,7 @@ mod tests {
                 }
             }
         });
-        let (send, conn) = lean_h2::connect(ours, config());
+        let (send, conn) = lean::connect(ours, config());
         tokio::spawn(conn);
         send
     }

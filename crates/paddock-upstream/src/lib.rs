@@ -4,7 +4,7 @@
 //! [`limit`]), small JSON calls as paddock itself ([`upjson`]), and the error type of the
 //! server crates with its one mapping to a Kubernetes `Status` ([`error`]).
 //!
-//! Module layers (no cycles): `rare` and `lean_h2` (leaves); `answer_body` <-
+//! Module layers (no cycles): `rare` (a leaf; the HTTP/2 client is `paddock_h2::client`); `answer_body` <-
 //! `body` <- `error` <- `limit`, `h2_conn` <- `short_set` <- `upstream` <- `upjson`.
 
 pub mod answer_body;
@@ -12,7 +12,6 @@ pub mod bearer;
 pub mod body;
 pub mod error;
 pub mod h2_conn;
-pub mod lean_h2;
 pub mod limit;
 pub mod rare;
 pub mod serving;

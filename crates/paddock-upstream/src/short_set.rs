@@ -6,7 +6,7 @@
 //! the others; N is fixed, so paddock still opens few connections upstream.
 //!
 //! In the per-core serving mode (`crate::serving`) each serving thread has a set of its own,
-//! dialled from that thread, so the connection's task (`h2_conn`, `lean_h2`, spawned on the
+//! dialled from that thread, so the connection's task (`h2_conn`, `paddock_h2::client`, spawned on the
 //! runtime that dials) runs on the same thread as the client connections that use it: a
 //! small request's two halves then need no wake-up across threads. Other threads share one
 //! set. That is up to [`SHORT_CONNECTIONS`] connections per serving thread, opened as
@@ -67,7 +67,7 @@ struct Live {
     /// Tells connections apart: a request that found its connection closed forgets that
     /// one only, not one another request has dialled since.
     id: u64,
-    send: crate::lean_h2::SendRequest,
+    send: paddock_h2::client::SendRequest,
 }
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(0);
@@ -319,7 +319,7 @@ mod tests {
 
     /// An in-process HTTP/2 server (no TLS) answering every request with `x-conn: name`, and
     /// a connection to it, driven on the calling thread's runtime as a dialled one is.
-    async fn fake_connection(name: &'static str) -> crate::lean_h2::SendRequest {
+    async fn fake_connection(name: &'static str) -> paddock_h2::client::SendRequest {
         let (ours, theirs) = tokio::io::duplex(64 * 1024);
         tokio::spawn(async move {
             let mut conn = h2::server::handshake(theirs).await.unwrap();
@@ -328,7 +328,7 @@ mod tests {
                 let _ = respond.send_response(resp, true);
             }
         });
-        let (send, conn) = crate::lean_h2::connect(ours, crate::h2_conn::config());
+        let (send, conn) = paddock_h2::client::connect(ours, crate::h2_conn::config());
         tokio::spawn(conn);
         send
     }

@@ -13,8 +13,8 @@ use parking_lot::Mutex;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::time::{Instant, Sleep};
 
-use super::frame::{self, Frame, reason};
-use super::hpack::Decoder;
+use crate::frame::{self, Frame, reason};
+use crate::hpack::Decoder;
 use super::recv::{self, ConnError, protocol};
 use super::state::State;
 use super::{Config, Error};

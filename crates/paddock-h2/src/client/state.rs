@@ -10,8 +10,8 @@ use std::task::{Context, Poll, Waker};
 use bytes::Bytes;
 use http::{HeaderMap, Request, Response};
 
-use super::frame::{self, CONTINUATION, DATA, END_HEADERS, END_STREAM, HEADERS, reason};
-use super::hpack::Encoder;
+use crate::frame::{self, CONTINUATION, DATA, END_HEADERS, END_STREAM, HEADERS, reason};
+use crate::hpack::Encoder;
 use super::{Config, Error};
 
 /// Highest client stream id.

@@ -6,9 +6,9 @@ use bytes::Bytes;
 use http::{HeaderMap, HeaderValue, Response, StatusCode, Version};
 
 use super::Error;
-use super::frame::{self, reason};
-use super::hpack::HpackError;
-use super::hpack::decoder::{Decoder, Name};
+use crate::frame::{self, reason};
+use crate::hpack::HpackError;
+use crate::hpack::decoder::{Decoder, Name};
 use super::state::State;
 
 const MAX_WINDOW: i64 = (1 << 31) - 1;

@@ -9,7 +9,7 @@ use std::time::Duration;
 use bytes::BytesMut;
 use tokio::io::{AsyncReadExt, AsyncWriteExt, DuplexStream};
 
-use super::frame::{self, Frame};
+use crate::frame::{self, Frame};
 use super::*;
 
 fn cfg() -> Config {

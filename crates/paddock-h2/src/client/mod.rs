@@ -22,8 +22,8 @@
 //! `keepalive_timeout`); RST_STREAM; GOAWAY. Not supported: server push (a protocol error),
 //! sending priorities, Huffman-coding of what is sent (`hpack/encoder.rs`).
 
-pub mod frame;
-pub mod hpack;
+
+
 mod recv;
 mod state;
 mod task;
@@ -38,7 +38,7 @@ use http::{HeaderMap, Request, Response};
 use parking_lot::Mutex;
 use tokio::io::{AsyncRead, AsyncWrite};
 
-use frame::{Frame, reason};
+use crate::frame::{self, Frame, reason};
 use state::State;
 
 /// The client connection preface (RFC 9113 §3.4).
