@@ -396,6 +396,48 @@ impl Frame {
     }
 }
 
+/// Reserves a HEADERS frame head in `out` for a header block about to be encoded after it;
+/// [`finish_headers`] fills it in.
+pub fn start_headers(out: &mut Vec<u8>) -> usize {
+    let start = out.len();
+    out.extend_from_slice(&[0; 9]);
+    start
+}
+
+/// Makes the header block encoded since [`start_headers`] a HEADERS frame of stream `id`,
+/// split into CONTINUATIONs past the peer's frame size `max_frame`.
+pub fn finish_headers(
+    out: &mut Vec<u8>,
+    start: usize,
+    id: u32,
+    end_stream: bool,
+    max_frame: usize,
+) {
+    let len = out.len() - start - 9;
+    let end = if end_stream { END_STREAM } else { 0 };
+    if len <= max_frame {
+        let h = head(len, HEADERS, end | END_HEADERS, id);
+        out[start..start + 9].copy_from_slice(&h);
+        return;
+    }
+    let block = out.split_off(start + 9);
+    out.truncate(start);
+    let mut chunks = block.chunks(max_frame).peekable();
+    let mut kind = HEADERS;
+    let mut flags = end;
+    while let Some(c) = chunks.next() {
+        let last = if chunks.peek().is_none() {
+            END_HEADERS
+        } else {
+            0
+        };
+        put_head(out, c.len(), kind, flags | last, id);
+        out.extend_from_slice(c);
+        kind = CONTINUATION;
+        flags = 0;
+    }
+}
+
 #[cfg(test)]
 #[path = "frame_tests.rs"]
 mod tests;

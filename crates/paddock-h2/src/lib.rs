@@ -10,3 +10,5 @@
 pub mod client;
 pub mod frame;
 pub mod hpack;
+pub mod server;
+mod shared;

@@ -22,8 +22,6 @@
 //! `keepalive_timeout`); RST_STREAM; GOAWAY. Not supported: server push (a protocol error),
 //! sending priorities, Huffman-coding of what is sent (`hpack/encoder.rs`).
 
-
-
 mod recv;
 mod state;
 mod task;

@@ -6,10 +6,10 @@ use bytes::Bytes;
 use http::{HeaderMap, HeaderValue, Response, StatusCode, Version};
 
 use super::Error;
+use super::state::State;
 use crate::frame::{self, reason};
 use crate::hpack::HpackError;
 use crate::hpack::decoder::{Decoder, Name};
-use super::state::State;
 
 const MAX_WINDOW: i64 = (1 << 31) - 1;
 

@@ -3,62 +3,22 @@
 //! This file holds what the requests do (open a stream, take its answer, give back window,
 //! drop it); `recv.rs` what the task does with the peer's frames.
 
-use std::collections::{HashMap, VecDeque};
-use std::hash::{BuildHasherDefault, Hasher};
+use std::collections::HashMap;
+use std::hash::BuildHasherDefault;
 use std::task::{Context, Poll, Waker};
 
 use bytes::Bytes;
 use http::{HeaderMap, Request, Response};
 
-use crate::frame::{self, CONTINUATION, DATA, END_HEADERS, END_STREAM, HEADERS, reason};
-use crate::hpack::Encoder;
 use super::{Config, Error};
+use crate::frame::{self, DATA, END_STREAM, reason};
+use crate::hpack::Encoder;
+use crate::shared::{Chunks, IdHasher};
 
 /// Highest client stream id.
 const MAX_STREAM_ID: u32 = (1 << 31) - 1;
 /// Streams allowed at once until the peer's SETTINGS say otherwise.
 const INITIAL_MAX_CONCURRENT: usize = 100;
-
-/// Stream ids are distinct small integers: hashed by a multiplication, not SipHash.
-#[derive(Default)]
-pub(super) struct IdHasher(u64);
-
-impl Hasher for IdHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for b in bytes {
-            self.0 = (self.0 << 8 | u64::from(*b)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-        }
-    }
-    fn write_u32(&mut self, n: u32) {
-        self.0 = u64::from(n).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    }
-}
-
-/// A stream's received DATA not yet read: most answers are one chunk, kept without a queue.
-#[derive(Default)]
-pub(super) struct Chunks {
-    one: Option<Bytes>,
-    more: VecDeque<Bytes>,
-}
-
-impl Chunks {
-    pub fn push(&mut self, b: Bytes) {
-        if self.one.is_none() && self.more.is_empty() {
-            self.one = Some(b);
-        } else {
-            self.more.push_back(b);
-        }
-    }
-    pub fn pop(&mut self) -> Option<Bytes> {
-        self.one.take().or_else(|| self.more.pop_front())
-    }
-    pub fn is_empty(&self) -> bool {
-        self.one.is_none() && self.more.is_empty()
-    }
-}
 
 pub(super) struct Stream {
     /// The answer's head, until the request takes it.
@@ -214,32 +174,9 @@ impl State {
 
     /// HEADERS (and CONTINUATIONs past the peer's frame size) for `head`.
     fn put_headers(&mut self, id: u32, head: &Request<()>, end_stream: bool) {
-        let start = self.out.len();
-        self.out.extend_from_slice(&[0; 9]);
+        let start = frame::start_headers(&mut self.out);
         self.encoder.encode(head, &mut self.out);
-        let len = self.out.len() - start - 9;
-        let end = if end_stream { END_STREAM } else { 0 };
-        if len <= self.peer_max_frame {
-            let h = frame::head(len, HEADERS, end | END_HEADERS, id);
-            self.out[start..start + 9].copy_from_slice(&h);
-            return;
-        }
-        let block = self.out.split_off(start + 9);
-        self.out.truncate(start);
-        let mut chunks = block.chunks(self.peer_max_frame).peekable();
-        let mut kind = HEADERS;
-        let mut flags = end;
-        while let Some(c) = chunks.next() {
-            let last = if chunks.peek().is_none() {
-                END_HEADERS
-            } else {
-                0
-            };
-            frame::put_head(&mut self.out, c.len(), kind, flags | last, id);
-            self.out.extend_from_slice(c);
-            kind = CONTINUATION;
-            flags = 0;
-        }
+        frame::finish_headers(&mut self.out, start, id, end_stream, self.peer_max_frame);
     }
 
     /// Sends as much of stream `id`'s body as the windows allow; remembers it if blocked.

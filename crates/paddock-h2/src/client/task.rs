@@ -13,11 +13,11 @@ use parking_lot::Mutex;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::time::{Instant, Sleep};
 
-use crate::frame::{self, Frame, reason};
-use crate::hpack::Decoder;
 use super::recv::{self, ConnError, protocol};
 use super::state::State;
 use super::{Config, Error};
+use crate::frame::{self, Frame, reason};
+use crate::hpack::Decoder;
 
 /// Reads per run before the task lets others run (it is woken again at once).
 const READS_PER_RUN: usize = 16;

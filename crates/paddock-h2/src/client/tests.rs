@@ -9,8 +9,8 @@ use std::time::Duration;
 use bytes::BytesMut;
 use tokio::io::{AsyncReadExt, AsyncWriteExt, DuplexStream};
 
-use crate::frame::{self, Frame};
 use super::*;
+use crate::frame::{self, Frame};
 
 fn cfg() -> Config {
     Config {

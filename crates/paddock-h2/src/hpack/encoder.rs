@@ -1,4 +1,4 @@
-//! The HPACK encoder of request heads: cheap rather than small.
+//! The HPACK encoder of request and answer heads: cheap rather than small.
 //!
 //! - Strings are never Huffman-coded (the apiserver's decoder takes raw literals as they are;
 //!   coding them costs more CPU here than the bytes saved cost on loopback TLS).
@@ -13,7 +13,7 @@
 //!   over a third of the table are sent "without indexing" (or "never indexed").
 //! - Lookups are a linear scan of the (few dozen) entries, newest first.
 
-use http::{HeaderName, Method, Request, header};
+use http::{HeaderMap, HeaderName, Method, Request, StatusCode, header};
 
 use super::{DynamicTable, TableEntry, put_int, put_str};
 
@@ -69,12 +69,7 @@ impl Encoder {
 
     /// Appends the header block of `head` to `out`.
     pub fn encode(&mut self, head: &Request<()>, out: &mut Vec<u8>) {
-        if let Some((least, last)) = self.update.take() {
-            put_int(out, 0x20, 5, least);
-            if last != least {
-                put_int(out, 0x20, 5, last);
-            }
-        }
+        self.size_update(out);
         match *head.method() {
             Method::GET => out.push(0x82),
             Method::POST => out.push(0x83),
@@ -91,7 +86,37 @@ impl Encoder {
             None | Some("/") | Some("") => out.push(0x84),
             Some(p) => literal(out, 4, p.as_bytes()),
         }
-        for (name, value) in head.headers() {
+        self.headers(head.headers(), out);
+    }
+
+    /// Appends the header block of an answer with `status` and `headers` to `out`.
+    pub fn encode_response(&mut self, status: StatusCode, headers: &HeaderMap, out: &mut Vec<u8>) {
+        self.size_update(out);
+        match status.as_u16() {
+            200 => out.push(0x88),
+            204 => out.push(0x89),
+            206 => out.push(0x8a),
+            304 => out.push(0x8b),
+            400 => out.push(0x8c),
+            404 => out.push(0x8d),
+            500 => out.push(0x8e),
+            _ => literal(out, 8, status.as_str().as_bytes()),
+        }
+        self.headers(headers, out);
+    }
+
+    fn size_update(&mut self, out: &mut Vec<u8>) {
+        if let Some((least, last)) = self.update.take() {
+            put_int(out, 0x20, 5, least);
+            if last != least {
+                put_int(out, 0x20, 5, last);
+            }
+        }
+    }
+
+    /// The regular fields: connection-specific ones left out (RFC 9113 §8.2.2).
+    fn headers(&mut self, headers: &HeaderMap, out: &mut Vec<u8>) {
+        for (name, value) in headers {
             if connection_specific(name) && !(name == header::TE && value == "trailers") {
                 continue;
             }
@@ -100,7 +125,7 @@ impl Encoder {
                 name: name.as_str().as_bytes(),
                 value: bytes,
                 static_name: static_name(name),
-                index: name != header::CONTENT_LENGTH && bytes.len() <= self.table.max() / 3,
+                index: indexable(name) && bytes.len() <= self.table.max() / 3,
                 sensitive: value.is_sensitive(),
             };
             self.field(out, &f);
@@ -161,6 +186,13 @@ fn literal(out: &mut Vec<u8>, name: usize, value: &[u8]) {
     put_str(out, value);
 }
 
+/// Whether a field may go into the dynamic table: not `content-length` and not the
+/// apiserver's `audit-id` (a new value in every answer: indexing it would only push the
+/// repeated fields out of the table).
+fn indexable(name: &HeaderName) -> bool {
+    name != header::CONTENT_LENGTH && name != "audit-id"
+}
+
 /// Headers HTTP/2 forbids (RFC 9113 §8.2.2).
 fn connection_specific(name: &HeaderName) -> bool {
     name == header::CONNECTION
@@ -171,7 +203,7 @@ fn connection_specific(name: &HeaderName) -> bool {
         || name == "proxy-connection"
 }
 
-/// The static table's index of a (common) request header name; 0 for the others.
+/// The static table's index of a (common) header name; 0 for the others.
 fn static_name(name: &HeaderName) -> usize {
     match name.as_str() {
         "accept-charset" => 15,
@@ -185,6 +217,7 @@ fn static_name(name: &HeaderName) -> usize {
         "content-type" => 31,
         "cookie" => 32,
         "date" => 33,
+        "etag" => 34,
         "expect" => 35,
         "from" => 37,
         "host" => 38,
@@ -193,10 +226,15 @@ fn static_name(name: &HeaderName) -> usize {
         "if-none-match" => 41,
         "if-range" => 42,
         "if-unmodified-since" => 43,
+        "last-modified" => 44,
+        "location" => 46,
         "range" => 50,
         "referer" => 51,
+        "retry-after" => 53,
         "user-agent" => 58,
+        "vary" => 59,
         "via" => 60,
+        "www-authenticate" => 61,
         _ => 0,
     }
 }
