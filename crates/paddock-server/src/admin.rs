@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
+use crate::req_body::ReqBody;
 use http::{Method, Request, Response, StatusCode, header};
-use hyper::body::Incoming;
 use paddock_core::TenantId;
 use paddock_core::fairshare::LimitOverrides;
 use paddock_store::{CertRecord, TenantPhase, TenantRecord};
@@ -96,7 +96,7 @@ fn cert_object(c: &CertRecord) -> Value {
     })
 }
 
-fn wants_table(req: &Request<Incoming>) -> bool {
+fn wants_table(req: &Request<ReqBody>) -> bool {
     req.headers()
         .get(header::ACCEPT)
         .and_then(|v| v.to_str().ok())
@@ -166,7 +166,7 @@ fn discovery(path: &str) -> Option<Value> {
 pub async fn serve_admin(
     state: &Arc<AppState>,
     caller: &Caller,
-    req: Request<Incoming>,
+    req: Request<ReqBody>,
 ) -> Result<Response<ResBody>, ServerError> {
     let path = req.uri().path().trim_end_matches('/').to_string();
     let method = req.method().clone();
@@ -262,7 +262,7 @@ fn metrics_response(state: &AppState) -> Response<ResBody> {
 }
 
 /// A request body of at most 1 MiB, parsed as JSON.
-async fn json_body(req: Request<Incoming>) -> Result<Value, ServerError> {
+async fn json_body(req: Request<ReqBody>) -> Result<Value, ServerError> {
     let body = collect_limited(req.into_body(), 1 << 20).await?;
     serde_json::from_slice(&body)
         .map_err(|e| ServerError::BadRequest(format!("the request body is not valid JSON: {e}")))
@@ -462,7 +462,7 @@ async fn issue_certificate(
 pub async fn serve_tenant_self(
     state: &Arc<AppState>,
     tenant: &TenantId,
-    req: Request<Incoming>,
+    req: Request<ReqBody>,
 ) -> Result<Response<ResBody>, ServerError> {
     let path = req.uri().path().trim_end_matches('/');
     let own = format!("{BASE}/tenants/{}", tenant.as_str());

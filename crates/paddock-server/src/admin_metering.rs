@@ -3,8 +3,8 @@
 
 use std::sync::Arc;
 
+use crate::req_body::ReqBody;
 use http::Request;
-use hyper::body::Incoming;
 use paddock_core::billing::BillingKey;
 use paddock_store::{TenantPhase, TenantRecord};
 use serde_json::Value;
@@ -24,7 +24,7 @@ pub async fn usage(state: &Arc<AppState>, id: &str) -> Result<Value, ServerError
 pub async fn patch_billing(
     state: &Arc<AppState>,
     caller: &Caller,
-    req: Request<Incoming>,
+    req: Request<ReqBody>,
     id: &str,
 ) -> Result<TenantRecord, ServerError> {
     let rec = tenant(state, id).await?;

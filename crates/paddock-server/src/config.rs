@@ -94,6 +94,9 @@ pub struct ServerConfig {
     /// the client connections (round robin) and their own upstream connections for short
     /// requests (`serve_threads`); 0 (the default) serves on the main runtime.
     pub serve_threads: usize,
+    /// Which server speaks HTTP/2 to clients: paddock's own (`paddock_h2::server`, the
+    /// default) or hyper's (`front_http2 = "hyper"`); HTTP/1.1 is always hyper's.
+    pub front_http2: FrontHttp2,
     /// API Priority and Fairness: the concurrency shares of the `paddock-tenants` priority
     /// level paddock keeps upstream for its tenants' requests; 0 leaves APF alone (tenants then
     /// fall into `global-default` like any other user).
@@ -180,6 +183,29 @@ pub struct AuditConfig {
     /// The platform stream (refusals of callers of no known tenant); unset = next to
     /// `log_path` (audit_answer.rs).
     pub platform_log_path: Option<PathBuf>,
+}
+
+/// The HTTP/2 server of the client connections (docs/architecture.md "The front connections").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum FrontHttp2 {
+    /// paddock's own (`paddock_h2::server`).
+    #[default]
+    Lean,
+    /// hyper's (the h2 crate's).
+    Hyper,
+}
+
+impl std::str::FromStr for FrontHttp2 {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "lean" => Ok(FrontHttp2::Lean),
+            "hyper" => Ok(FrontHttp2::Hyper),
+            other => Err(format!(
+                "front_http2: \"lean\" or \"hyper\" (got {other:?})"
+            )),
+        }
+    }
 }
 
 /// Bounds on what one client connection may hold (docs/fairshare.md), after kube-apiserver's.
@@ -449,6 +475,7 @@ mod tests {
             cert_reload_interval: Duration::from_secs(5),
             shutdown_grace: Duration::from_secs(1),
             serve_threads: 0,
+            front_http2: FrontHttp2::Lean,
             upstream_timeout: Duration::from_secs(60),
             shutdown_delay: Duration::from_secs(0),
             tenant_priority_shares: 0,

@@ -9,8 +9,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use std::future::Future;
+use std::pin::Pin;
+
 use crate::coalesce::Coalescing;
-use http::{HeaderMap, Request};
+use http::{HeaderMap, Request, Response};
 use hyper::body::Incoming;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioIo, TokioTimer};
@@ -23,10 +26,13 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 use tokio_rustls::TlsAcceptor;
 
-use crate::config::MAX_HEADER_BYTES_CEILING;
+use crate::config::{FrontHttp2, MAX_HEADER_BYTES_CEILING};
 use crate::error::ServerError;
-use crate::front_streams::{StreamExec, Streams};
+use crate::front_streams::{StreamExec, Streams, answers_small};
+use crate::req_body::ReqBody;
 use crate::state::AppState;
+use paddock_h2::server::{Placement, RecvBody};
+use paddock_upstream::body::ResBody;
 
 /// What the connection is doing: requests whose response is still being sent, and when the
 /// last one ended.
@@ -135,6 +141,140 @@ fn http_builder(
     builder
 }
 
+/// What serves a connection's requests, whichever HTTP server reads them: the refusal of a
+/// connection over its tenant's limit, the 431 of an oversized header block, or the router.
+#[derive(Clone)]
+struct Front {
+    state: Arc<AppState>,
+    peer: Option<Arc<PeerCert>>,
+    activity: Arc<Activity>,
+    refused: Option<(String, u64)>,
+}
+
+impl Front {
+    fn answer(
+        &self,
+        req: Request<ReqBody>,
+    ) -> impl Future<Output = Response<ResBody>> + Send + use<> {
+        let Front {
+            state,
+            peer,
+            activity,
+            refused,
+        } = self.clone();
+        async move {
+            let busy = activity.begin();
+            let max_header_bytes = state.config.connections.max_header_bytes;
+            let resp = if let Some((message, retry_after)) = refused {
+                // One answer saying why, then the connection closes.
+                activity.close.notify_one();
+                ServerError::TooManyRequests {
+                    message,
+                    retry_after,
+                    limit: "maxConnections",
+                }
+                .into_response()
+            } else if header_bytes(req.headers()) > max_header_bytes {
+                ServerError::HeadersTooLarge(format!(
+                    "the request's header block ({} bytes) is larger than the limit of {max_header_bytes} bytes",
+                    header_bytes(req.headers())
+                ))
+                .into_response()
+            } else {
+                crate::router::handle(state, peer, req).await
+            };
+            resp.map(|b| crate::limits::hold(b, busy))
+        }
+    }
+}
+
+/// The lean HTTP/2 server's view of [`Front`]: small answers in the connection's task,
+/// the rest spawned (`front_streams::answers_small`, as for hyper's streams).
+impl paddock_h2::server::Service for Front {
+    type Body = ResBody;
+    // Boxed once, here: a box is moved as a pointer (the tenant pipeline's own state is boxed
+    // apart where it starts: `stack::serve`).
+    type Future = Pin<Box<dyn Future<Output = Response<ResBody>> + Send>>;
+
+    fn call(&mut self, req: Request<RecvBody>) -> (Self::Future, Placement) {
+        let placement = if answers_small(req.method(), req.uri().path(), req.uri().query()) {
+            Placement::Inline
+        } else {
+            Placement::Spawn
+        };
+        (Box::pin(self.answer(req.map(ReqBody::from))), placement)
+    }
+
+    fn spawn(&self, work: Pin<Box<dyn Future<Output = ()> + Send>>) {
+        // On a per-core serving thread, on the main runtime (`serve_threads`).
+        crate::serve_threads::spawn_heavy(work);
+    }
+}
+
+/// The lean server's settings: hyper's defaults for windows and streams, the same header and
+/// keep-alive bounds.
+fn lean_config(cfg: &crate::config::ConnectionConfig) -> paddock_h2::server::Config {
+    paddock_h2::server::Config {
+        stream_window: 1 << 20,
+        conn_window: 1 << 20,
+        max_concurrent_streams: 200,
+        max_header_list: u32::try_from(MAX_HEADER_BYTES_CEILING + HYPER_HEADER_SLACK)
+            .unwrap_or(u32::MAX),
+        keepalive_interval: Some(cfg.http2_keepalive),
+        keepalive_timeout: cfg.http2_keepalive,
+    }
+}
+
+/// What a connection's owner does next.
+enum Next {
+    /// Close gracefully (GOAWAY, or no keep-alive), and stop by the deadline now set.
+    Close,
+    /// The deadline passed: drop the connection.
+    Stop,
+}
+
+/// When a connection closes: at shutdown, when refused, when idle. Once closing, it gets
+/// until `stop_by` to finish what it is sending: the shutdown grace at shutdown; [`CLOSE_GRACE`]
+/// when idle or refused (nothing is in flight; an HTTP/2 graceful close waits for the peer to
+/// answer a PING, which a silent client never does).
+struct Lifetime {
+    stop_by: Option<Instant>,
+}
+
+impl Lifetime {
+    async fn next(&mut self, state: &AppState, activity: &Activity) -> Next {
+        let cfg = state.config.connections;
+        loop {
+            let idle_at = activity.idle_deadline(cfg.idle_timeout);
+            let hard_stop = self
+                .stop_by
+                .unwrap_or_else(|| Instant::now() + cfg.idle_timeout);
+            let closing = self.stop_by.is_some();
+            tokio::select! {
+                _ = state.shutdown.cancelled(), if !closing => {
+                    self.stop_by = Some(Instant::now() + state.config.shutdown_grace);
+                    return Next::Close;
+                }
+                _ = activity.close.notified(), if !closing => {
+                    self.stop_by = Some(Instant::now() + CLOSE_GRACE);
+                    return Next::Close;
+                }
+                _ = tokio::time::sleep_until(idle_at), if !closing => {
+                    if activity.idle_deadline(cfg.idle_timeout) <= Instant::now() {
+                        tracing::debug!("closing an idle connection");
+                        self.stop_by = Some(Instant::now() + CLOSE_GRACE);
+                        return Next::Close;
+                    }
+                }
+                _ = tokio::time::sleep_until(hard_stop), if closing => {
+                    tracing::debug!("connection did not close in time; dropping it");
+                    return Next::Stop;
+                }
+            }
+        }
+    }
+}
+
 /// Serves one accepted TCP connection to its end.
 pub async fn serve_connection(
     state: Arc<AppState>,
@@ -169,66 +309,53 @@ pub async fn serve_connection(
         last: Mutex::new(Instant::now()),
         close: Notify::new(),
     });
-    let max_header_bytes = cfg.max_header_bytes;
+    let keep_alive = refused.is_none();
+    let front = Front {
+        state: state.clone(),
+        peer,
+        activity: activity.clone(),
+        refused,
+    };
+    let mut life = Lifetime { stop_by: None };
+    if h2 && state.config.front_http2 == FrontHttp2::Lean {
+        let mut conn = paddock_h2::server::Connection::new(tls_stream, lean_config(&cfg), front);
+        loop {
+            tokio::select! {
+                r = &mut conn => {
+                    if let Err(e) = r {
+                        tracing::debug!(%remote, error = %e, "connection ended with an error");
+                    }
+                    break;
+                }
+                next = life.next(&state, &activity) => match next {
+                    Next::Close => conn.graceful_shutdown(),
+                    Next::Stop => break,
+                },
+            }
+        }
+        drop(conn);
+        drop(permit);
+        return;
+    }
     let (mut streams, exec) = Streams::new();
     let svc = {
         let exec = exec.clone();
-        let state = state.clone();
-        let activity = activity.clone();
-        let refused = refused.clone();
         service_fn(move |req: Request<Incoming>| {
-            let state = state.clone();
-            let peer = peer.clone();
-            let activity = activity.clone();
-            let refused = refused.clone();
-            if !crate::front_streams::answers_small(
-                req.method(),
-                req.uri().path(),
-                req.uri().query(),
-            ) {
+            if !answers_small(req.method(), req.uri().path(), req.uri().query()) {
                 exec.spawn_next();
             }
             // Boxed once, here: the request's state machine is otherwise copied each time hyper
-            // and tokio move it into the stream's task (docs/performance.md, session 9); a box
-            // is moved as a pointer. (The tenant pipeline's own state, about 12 KB, is boxed
-            // apart where it starts: `stack::serve`.)
-            Box::pin(async move {
-                let busy = activity.begin();
-                let resp = if let Some((message, retry_after)) = refused {
-                    // One answer saying why, then the connection closes.
-                    activity.close.notify_one();
-                    ServerError::TooManyRequests {
-                        message,
-                        retry_after,
-                        limit: "maxConnections",
-                    }
-                    .into_response()
-                } else if header_bytes(req.headers()) > max_header_bytes {
-                    ServerError::HeadersTooLarge(format!(
-                        "the request's header block ({} bytes) is larger than the limit of {max_header_bytes} bytes",
-                        header_bytes(req.headers())
-                    ))
-                    .into_response()
-                } else {
-                    crate::router::handle(state, peer, req).await
-                };
-                Ok::<_, Infallible>(resp.map(|b| crate::limits::hold(b, busy)))
-            })
+            // and tokio move it into the stream's task (docs/performance.md, session 9).
+            let answer = front.answer(req.map(ReqBody::from));
+            Box::pin(async move { Ok::<_, Infallible>(answer.await) })
         })
     };
-    let builder = http_builder(&cfg, refused.is_none(), exec);
+    let builder = http_builder(&cfg, keep_alive, exec);
     let conn =
         builder.serve_connection_with_upgrades(TokioIo::new(Coalescing::new(tls_stream, h2)), svc);
     // Boxed so that it can be dropped (closing the connection) before its streams are let go.
     let mut conn = Box::pin(conn);
-    // Once closing, the connection gets until `stop_by` to finish what it is sending: the
-    // shutdown grace at shutdown; [`CLOSE_GRACE`] when idle or refused (nothing is in flight;
-    // an HTTP/2 graceful close waits for the peer to answer a PING, which a silent client
-    // never does).
-    let mut stop_by: Option<Instant> = None;
     loop {
-        let idle_at = activity.idle_deadline(cfg.idle_timeout);
-        let hard_stop = stop_by.unwrap_or_else(|| Instant::now() + cfg.idle_timeout);
         tokio::select! {
             r = streams.serve(conn.as_mut()) => {
                 if let Err(e) = r {
@@ -236,25 +363,10 @@ pub async fn serve_connection(
                 }
                 break;
             }
-            _ = state.shutdown.cancelled(), if stop_by.is_none() => {
-                conn.as_mut().graceful_shutdown();
-                stop_by = Some(Instant::now() + state.config.shutdown_grace);
-            }
-            _ = activity.close.notified(), if stop_by.is_none() => {
-                conn.as_mut().graceful_shutdown();
-                stop_by = Some(Instant::now() + CLOSE_GRACE);
-            }
-            _ = tokio::time::sleep_until(idle_at), if stop_by.is_none() => {
-                if activity.idle_deadline(cfg.idle_timeout) <= Instant::now() {
-                    tracing::debug!(%remote, "closing an idle connection");
-                    conn.as_mut().graceful_shutdown();
-                    stop_by = Some(Instant::now() + CLOSE_GRACE);
-                }
-            }
-            _ = tokio::time::sleep_until(hard_stop), if stop_by.is_some() => {
-                tracing::debug!(%remote, "connection did not close in time; dropping it");
-                break;
-            }
+            next = life.next(&state, &activity) => match next {
+                Next::Close => conn.as_mut().graceful_shutdown(),
+                Next::Stop => break,
+            },
         }
     }
     drop(conn);

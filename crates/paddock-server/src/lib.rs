@@ -38,6 +38,7 @@ pub mod policy_admin;
 pub mod proxy;
 pub mod quota;
 pub mod quota_api;
+pub mod req_body;
 pub mod reviews;
 pub mod rewrite;
 pub mod router;

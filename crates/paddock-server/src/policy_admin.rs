@@ -4,8 +4,8 @@
 
 use std::sync::Arc;
 
+use crate::req_body::ReqBody;
 use http::{Method, Response, StatusCode};
-use hyper::body::Incoming;
 use paddock_core::admission::TenantPolicy;
 use paddock_store::TenantRecord;
 use serde_json::{Value, json};
@@ -45,7 +45,7 @@ pub async fn serve_policy(
     caller: &Caller,
     method: Method,
     id: &str,
-    body: Incoming,
+    body: ReqBody,
 ) -> Result<Response<ResBody>, ServerError> {
     let rec = match method {
         Method::GET => get(state, id).await?,

@@ -3,8 +3,8 @@
 
 use std::sync::Arc;
 
+use crate::req_body::ReqBody;
 use http::{Request, Response, StatusCode, header};
-use hyper::body::Incoming;
 use paddock_pki::PeerCert;
 
 use crate::body::{ResBody, full};
@@ -16,7 +16,7 @@ use crate::state::AppState;
 pub async fn handle(
     state: Arc<AppState>,
     peer: Option<Arc<PeerCert>>,
-    req: Request<Incoming>,
+    req: Request<ReqBody>,
 ) -> Response<ResBody> {
     match req.uri().path() {
         "/healthz" | "/livez" => return text(StatusCode::OK, "ok"),

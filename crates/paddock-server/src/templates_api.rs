@@ -9,8 +9,8 @@
 
 use std::sync::Arc;
 
+use crate::req_body::ReqBody;
 use http::{Method, Response, StatusCode};
-use hyper::body::Incoming;
 use paddock_core::TenantContext;
 use paddock_core::templates::{self as tpl, NamespaceTemplate};
 use serde_json::{Value, json};
@@ -43,7 +43,7 @@ pub async fn serve_templates(
     caller: &Caller,
     method: Method,
     segs: &[&str],
-    body: Incoming,
+    body: ReqBody,
 ) -> Result<Response<ResBody>, ServerError> {
     match (method, segs) {
         (Method::GET, ["namespacetemplates"]) => {
@@ -105,7 +105,7 @@ fn not_found(name: &str) -> ServerError {
     ))
 }
 
-async fn read_json(body: Incoming) -> Result<Value, ServerError> {
+async fn read_json(body: ReqBody) -> Result<Value, ServerError> {
     let raw = collect_limited(body, 3 << 20).await?;
     serde_json::from_slice(&raw)
         .map_err(|e| ServerError::BadRequest(format!("the request body is not valid JSON: {e}")))

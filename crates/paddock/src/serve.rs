@@ -203,6 +203,10 @@ pub struct ServeArgs {
     /// (docs/architecture.md "Per-core serving").
     #[arg(long, env = "PADDOCK_SERVE_THREADS", value_parser = clap::value_parser!(u16).range(0..=256))]
     pub serve_threads: Option<u16>,
+    /// The HTTP/2 server of the client connections: `lean` (default: paddock's own) or
+    /// `hyper` (docs/architecture.md "The front connections").
+    #[arg(long, env = "PADDOCK_FRONT_HTTP2", value_parser = ["lean", "hyper"])]
+    pub front_http2: Option<String>,
 
     // ---- Upstream faults and draining ----
     /// Longest wait for the upstream's answer to a short request, e.g. 60s (then 504).
@@ -259,6 +263,7 @@ struct FileConfig {
     log_format: Option<String>,
     shutdown_grace: Option<String>,
     serve_threads: Option<u16>,
+    front_http2: Option<String>,
     tenant_priority_shares: Option<u32>,
     access_log: Option<bool>,
 
@@ -435,6 +440,14 @@ pub fn resolve(args: &ServeArgs) -> Result<(ServerConfig, LogFormat)> {
         cert_reload_interval: Duration::from_secs(5),
         shutdown_grace: dur("shutdown_grace", args.shutdown_grace.clone().or(file.shutdown_grace), "10s")?,
         serve_threads: usize::from(args.serve_threads.or(file.serve_threads).unwrap_or(0)),
+        front_http2: args
+            .front_http2
+            .clone()
+            .or(file.front_http2)
+            .as_deref()
+            .unwrap_or("lean")
+            .parse()
+            .map_err(|e: String| anyhow::anyhow!(e))?,
         tenant_priority_shares: args
             .tenant_priority_shares
             .or(file.tenant_priority_shares)

@@ -8,9 +8,9 @@
 
 use std::sync::Arc;
 
+use crate::req_body::ReqBody;
 use base64::Engine;
 use http::{Method, Request, Response, StatusCode};
-use hyper::body::Incoming;
 use paddock_core::cluster::{DEFAULT_CLUSTER, Placement, place};
 use paddock_store::ClusterRecord;
 use serde_json::{Value, json};
@@ -28,7 +28,7 @@ pub async fn serve(
     state: &Arc<AppState>,
     method: &Method,
     segs: &[&str],
-    req: Request<Incoming>,
+    req: Request<ReqBody>,
 ) -> Result<Response<ResBody>, ServerError> {
     match (method, segs) {
         (&Method::GET, ["clusters"]) => list(state),
@@ -195,7 +195,7 @@ fn parse_record(obj: &Value) -> Result<ClusterRecord, ServerError> {
 
 async fn create(
     state: &Arc<AppState>,
-    req: Request<Incoming>,
+    req: Request<ReqBody>,
 ) -> Result<Response<ResBody>, ServerError> {
     let body = collect_limited(req.into_body(), 1 << 20).await?;
     let obj: Value = serde_json::from_slice(&body)

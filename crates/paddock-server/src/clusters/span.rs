@@ -8,9 +8,9 @@
 
 use std::sync::{Arc, Weak};
 
+use crate::req_body::ReqBody;
 use bytes::Bytes;
 use http::{Request, StatusCode};
-use hyper::body::Incoming;
 use paddock_core::TenantId;
 use paddock_core::cluster::DEFAULT_CLUSTER;
 use paddock_core::span::{CLUSTER_LABEL, SpanTarget, place_namespace, requested_cluster};
@@ -142,7 +142,7 @@ pub async fn route(
     main: &Arc<AppState>,
     tenant: &TenantId,
     clusters: &[String],
-    req: &mut Request<Incoming>,
+    req: &mut Request<ReqBody>,
 ) -> Result<(Arc<AppState>, After), ServerError> {
     let home = clusters
         .first()
@@ -207,7 +207,7 @@ async fn create_namespace(
     main: &Arc<AppState>,
     tenant: &TenantId,
     clusters: &[String],
-    req: &mut Request<Incoming>,
+    req: &mut Request<ReqBody>,
 ) -> Result<(Arc<AppState>, After), ServerError> {
     // Read through `&mut`: the (drained) body stays in the request, which goes on down the stack.
     let raw = crate::limit::collect_limited(req.body_mut(), main.config.max_body_bytes).await?;

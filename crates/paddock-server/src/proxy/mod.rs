@@ -24,8 +24,8 @@ use std::future::Future;
 use std::sync::Arc;
 
 use crate::body::AnswerBody;
+use crate::req_body::ReqBody;
 use http::{Request, Response};
-use hyper::body::Incoming;
 use paddock_core::identity::As;
 use paddock_core::{Plan, TenantContext, TenantId};
 use tower::Layer;
@@ -60,7 +60,7 @@ pub struct Job {
 }
 
 /// A planned request on its way down the stack.
-pub struct Planned<B = Incoming> {
+pub struct Planned<B = ReqBody> {
     pub job: Arc<Job>,
     pub req: Request<B>,
 }
@@ -106,7 +106,7 @@ pub async fn serve_tenant(
     tenant: &TenantId,
     user: &str,
     groups: &[String],
-    req: Request<Incoming>,
+    req: Request<ReqBody>,
 ) -> Result<(Response<ResBody>, &'static str), ServerError> {
     let caller = TenantUser {
         tenant: tenant.clone(),

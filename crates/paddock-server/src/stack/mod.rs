@@ -23,8 +23,8 @@ use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Instant;
 
+use crate::req_body::ReqBody;
 use http::{Request, Response};
-use hyper::body::Incoming;
 use paddock_core::TenantId;
 use tower::{Layer, ServiceExt};
 
@@ -54,7 +54,7 @@ pub struct Answered {
 pub fn serve(
     state: &Arc<AppState>,
     caller: Caller,
-    mut req: Request<Incoming>,
+    mut req: Request<ReqBody>,
 ) -> impl Future<Output = Response<ResBody>> + Send + 'static {
     req.extensions_mut().insert(CallerOf(Arc::new(caller)));
     let svc = AccessLogLayer::new(state.clone()).layer(
@@ -74,11 +74,11 @@ pub fn serve(
 /// as every other answer.
 pub fn refuse_anonymous(
     state: &Arc<AppState>,
-    req: Request<Incoming>,
+    req: Request<ReqBody>,
     error: ServerError,
 ) -> impl Future<Output = Response<ResBody>> + Send + 'static {
     let mut error = Some(error);
-    let refusal = tower::service_fn(move |_req: Request<Incoming>| {
+    let refusal = tower::service_fn(move |_req: Request<ReqBody>| {
         let e = error
             .take()
             .unwrap_or_else(|| ServerError::Internal("refused twice".into()));
@@ -99,7 +99,7 @@ fn unrefused(r: Result<Response<ResBody>, Infallible>) -> Response<ResBody> {
 /// the tenant pipeline.
 async fn gateway(
     state: Arc<AppState>,
-    req: Request<Incoming>,
+    req: Request<ReqBody>,
 ) -> Result<Response<ResBody>, ServerError> {
     let state = &state;
     let caller = req
