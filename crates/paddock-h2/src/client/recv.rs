@@ -13,19 +13,7 @@ use crate::hpack::decoder::{Decoder, Name};
 
 const MAX_WINDOW: i64 = (1 << 31) - 1;
 
-/// A connection error: the GOAWAY code to send and what to tell the streams.
-#[derive(Debug)]
-pub(super) struct ConnError {
-    pub code: u32,
-    pub msg: String,
-}
-
-pub(super) fn protocol(msg: impl Into<String>) -> ConnError {
-    ConnError {
-        code: reason::PROTOCOL_ERROR,
-        msg: msg.into(),
-    }
-}
+pub(super) use crate::shared::{ConnError, protocol};
 
 /// A decoded header block: `:status` and the regular fields, or what was wrong with it (a
 /// stream error).
@@ -164,8 +152,8 @@ impl State {
         flow: usize,
     ) -> Result<(), ConnError> {
         self.check_id(id)?;
-        self.recv_window -= flow as i64;
-        if self.recv_window < 0 {
+        self.recv.window -= flow as i64;
+        if self.recv.window < 0 {
             return Err(ConnError {
                 code: reason::FLOW_CONTROL_ERROR,
                 msg: "DATA beyond the connection window".into(),
@@ -180,10 +168,10 @@ impl State {
             self.release_connection(flow as u32);
             return Ok(());
         }
-        s.recv_window -= flow as i64;
+        s.recv.window -= flow as i64;
         let wrong = if !s.got_head {
             Some((reason::PROTOCOL_ERROR, "DATA before the answer's head"))
-        } else if s.recv_window < 0 {
+        } else if s.recv.window < 0 {
             Some((reason::FLOW_CONTROL_ERROR, "DATA beyond the stream window"))
         } else {
             None
@@ -195,7 +183,7 @@ impl State {
         }
         // Padding is consumed as it arrives; the data as the request reads it.
         let pad = (flow - data.len()) as u32;
-        s.unreleased += pad;
+        s.recv.unreleased += pad;
         if !data.is_empty() {
             s.buffered += data.len();
             s.data.push(data);

@@ -13,7 +13,7 @@ use http::{HeaderMap, Request, Response};
 use super::{Config, Error};
 use crate::frame::{self, DATA, END_STREAM, reason};
 use crate::hpack::Encoder;
-use crate::shared::{Chunks, IdHasher};
+use crate::shared::{Chunks, Credit, IdHasher};
 
 /// Highest client stream id.
 const MAX_STREAM_ID: u32 = (1 << 31) - 1;
@@ -36,8 +36,7 @@ pub(super) struct Stream {
     pub send_window: i64,
     pub pending: Bytes,
     /// What the peer may still send, and what was read but not yet given back.
-    pub recv_window: i64,
-    pub unreleased: u32,
+    pub recv: Credit,
     /// Counted against the peer's MAX_CONCURRENT_STREAMS.
     pub counted: bool,
 }
@@ -70,8 +69,7 @@ pub(super) struct State {
     pub send_window: i64,
     pub blocked: Vec<u32>,
     /// Connection receive window, and what was read but not yet given back.
-    pub recv_window: i64,
-    pub unreleased: u32,
+    pub recv: Credit,
     /// The peer's GOAWAY: last stream id it processes, error code.
     pub goaway: Option<(u32, u32)>,
     pub closed: Option<Error>,
@@ -96,8 +94,7 @@ impl State {
             peer_initial_window: 65_535,
             send_window: 65_535,
             blocked: Vec::new(),
-            recv_window: i64::from(cfg.conn_window),
-            unreleased: 0,
+            recv: Credit::new(cfg.conn_window),
             goaway: None,
             closed: None,
             handles: 1,
@@ -161,8 +158,7 @@ impl State {
             waker: None,
             send_window: self.peer_initial_window,
             pending: body.clone(),
-            recv_window: i64::from(self.cfg.stream_window),
-            unreleased: 0,
+            recv: Credit::new(self.cfg.stream_window),
             counted: true,
         };
         self.streams.insert(id, stream);
@@ -279,30 +275,23 @@ impl State {
     /// Gives back `n` read bytes of stream `id`: a WINDOW_UPDATE once half a window was read.
     fn release(&mut self, id: u32, n: usize) {
         let n = n as u32;
-        let half = self.cfg.stream_window / 2;
         if let Some(s) = self.streams.get_mut(&id)
             && !s.remote_end
         {
-            s.unreleased += n;
-            if s.unreleased >= half {
-                frame::put_head(&mut self.out, 4, frame::WINDOW_UPDATE, 0, id);
-                self.out.extend_from_slice(&s.unreleased.to_be_bytes());
-                s.recv_window += i64::from(s.unreleased);
-                s.unreleased = 0;
-            }
+            s.recv
+                .give_back(n, self.cfg.stream_window / 2, id, &mut self.out);
         }
         self.release_connection(n);
     }
 
     /// Gives back `n` bytes of the connection window: a WINDOW_UPDATE once half of it.
     pub fn release_connection(&mut self, n: u32) {
-        self.unreleased += n;
-        if self.unreleased >= self.cfg.conn_window / 2 && self.closed.is_none() {
-            frame::put_head(&mut self.out, 4, frame::WINDOW_UPDATE, 0, 0);
-            self.out.extend_from_slice(&self.unreleased.to_be_bytes());
-            self.recv_window += i64::from(self.unreleased);
-            self.unreleased = 0;
-        }
+        let threshold = if self.closed.is_none() {
+            self.cfg.conn_window / 2
+        } else {
+            u32::MAX
+        };
+        self.recv.give_back(n, threshold, 0, &mut self.out);
     }
 
     /// Whether stream `id` has nothing more to give.

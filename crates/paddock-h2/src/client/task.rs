@@ -11,13 +11,13 @@ use std::time::Duration;
 use bytes::{Bytes, BytesMut};
 use parking_lot::Mutex;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
-use tokio::time::{Instant, Sleep};
 
 use super::recv::{self, ConnError, protocol};
 use super::state::State;
 use super::{Config, Error};
 use crate::frame::{self, Frame, reason};
 use crate::hpack::Decoder;
+use crate::shared::{Assembly, Keepalive, Unanswered, Writer};
 
 /// Reads per run before the task lets others run (it is woken again at once).
 const READS_PER_RUN: usize = 16;
@@ -28,8 +28,6 @@ const DECODER_TABLE: usize = 4096;
 /// A header block being assembled from CONTINUATIONs may not exceed this.
 const MAX_BLOCK_SLACK: usize = 64 * 1024;
 const PING_PAYLOAD: [u8; 8] = *b"paddock!";
-/// A write buffer above this size is shrunk once written.
-const KEEP_WRITE_BUF: usize = 256 * 1024;
 /// How long the last frames (a GOAWAY) get to leave when the connection ends.
 const CLOSE_WRITE: Duration = Duration::from_secs(1);
 
@@ -43,24 +41,15 @@ enum End {
     Lost(String),
 }
 
-struct Partial {
-    stream: u32,
-    end_stream: bool,
-    buf: Vec<u8>,
-}
-
 pub(super) struct Task<T> {
     io: T,
     shared: Arc<Mutex<State>>,
     cfg: Config,
     rbuf: BytesMut,
-    wbuf: Vec<u8>,
-    wpos: usize,
-    need_flush: bool,
+    writer: Writer,
     decoder: Decoder,
-    block: Option<Partial>,
-    ping_sent: bool,
-    keepalive: Pin<Box<Sleep>>,
+    block: Assembly,
+    keepalive: Keepalive,
 }
 
 /// Runs the connection until it ends.
@@ -73,13 +62,10 @@ where
         shared,
         cfg,
         rbuf: BytesMut::with_capacity(READ_ROOM),
-        wbuf: Vec::with_capacity(16 * 1024),
-        wpos: 0,
-        need_flush: false,
+        writer: Writer::new(),
         decoder: Decoder::new(DECODER_TABLE),
-        block: None,
-        ping_sent: false,
-        keepalive: Box::pin(tokio::time::sleep(cfg.keepalive_interval)),
+        block: Assembly::default(),
+        keepalive: Keepalive::new(cfg.keepalive_interval, cfg.keepalive_timeout),
     };
     let end = poll_fn(|cx| t.poll(cx)).await;
     t.finish(end).await;
@@ -105,7 +91,7 @@ impl<T: AsyncRead + AsyncWrite + Unpin> Task<T> {
         }
         let st = self.shared.lock();
         let idle = st.streams.is_empty() && (st.handles == 0 || st.goaway.is_some());
-        if idle && st.out.is_empty() && self.wpos == self.wbuf.len() {
+        if idle && st.out.is_empty() && self.writer.is_idle() {
             return Poll::Ready(End::Done);
         }
         Poll::Pending
@@ -122,7 +108,10 @@ impl<T: AsyncRead + AsyncWrite + Unpin> Task<T> {
                     })
                 })?;
                 match f {
-                    Some(f) => self.on_frame(f).map_err(End::Fault)?,
+                    Some(f) => {
+                        self.keepalive.heard();
+                        self.on_frame(f).map_err(End::Fault)?;
+                    }
                     None => break,
                 }
             }
@@ -143,7 +132,7 @@ impl<T: AsyncRead + AsyncWrite + Unpin> Task<T> {
     }
 
     fn on_frame(&mut self, f: Frame) -> Result<(), ConnError> {
-        if self.block.is_some() && !matches!(f, Frame::Continuation { .. }) {
+        if self.block.in_progress() && !matches!(f, Frame::Continuation { .. }) {
             return Err(protocol("a frame inside a header block"));
         }
         match f {
@@ -165,12 +154,7 @@ impl<T: AsyncRead + AsyncWrite + Unpin> Task<T> {
                 block,
                 ..
             } => {
-                let buf = block.to_vec();
-                self.block = Some(Partial {
-                    stream,
-                    end_stream,
-                    buf,
-                });
+                self.block.start(stream, end_stream, &block);
                 Ok(())
             }
             Frame::Continuation {
@@ -187,12 +171,6 @@ impl<T: AsyncRead + AsyncWrite + Unpin> Task<T> {
                 Frame::Ping { ack: true, payload }.encode(&mut self.shared.lock().out);
                 Ok(())
             }
-            Frame::Ping { ack: true, .. } => {
-                self.ping_sent = false;
-                let at = Instant::now() + self.cfg.keepalive_interval;
-                self.keepalive.as_mut().reset(at);
-                Ok(())
-            }
             Frame::GoAway { last, code, .. } => {
                 self.shared.lock().on_goaway(last, code);
                 Ok(())
@@ -201,30 +179,19 @@ impl<T: AsyncRead + AsyncWrite + Unpin> Task<T> {
                 self.shared.lock().on_window_update(stream, increment)
             }
             Frame::PushPromise { .. } => Err(protocol("PUSH_PROMISE, though push is disabled")),
-            Frame::Settings { ack: true, .. } | Frame::Priority { .. } | Frame::Unknown { .. } => {
-                Ok(())
-            }
+            Frame::Settings { ack: true, .. }
+            | Frame::Ping { ack: true, .. }
+            | Frame::Priority { .. }
+            | Frame::Unknown { .. } => Ok(()),
         }
     }
 
     fn continuation(&mut self, stream: u32, end: bool, block: &Bytes) -> Result<(), ConnError> {
-        let Some(p) = self.block.as_mut() else {
-            return Err(protocol("CONTINUATION without HEADERS"));
-        };
-        if p.stream != stream {
-            return Err(protocol("CONTINUATION of another stream"));
+        let max = self.cfg.max_header_list as usize + MAX_BLOCK_SLACK;
+        match self.block.continuation(stream, end, block, max)? {
+            Some((id, end_stream, whole)) => self.deliver(id, end_stream, &whole),
+            None => Ok(()),
         }
-        p.buf.extend_from_slice(block);
-        if p.buf.len() > self.cfg.max_header_list as usize + MAX_BLOCK_SLACK {
-            return Err(protocol("header block too large"));
-        }
-        if !end {
-            return Ok(());
-        }
-        let Some(p) = self.block.take() else {
-            return Ok(());
-        };
-        self.deliver(p.stream, p.end_stream, &Bytes::from(p.buf))
     }
 
     /// Decodes a whole header block (keeping the table in step even for a forgotten stream)
@@ -235,55 +202,31 @@ impl<T: AsyncRead + AsyncWrite + Unpin> Task<T> {
     }
 
     fn poll_keepalive(&mut self, cx: &mut Context<'_>) -> Result<(), End> {
-        while self.keepalive.as_mut().poll(cx).is_ready() {
-            if self.ping_sent {
+        match self.keepalive.poll(cx) {
+            Err(Unanswered) => {
                 tracing::info!(
                     "upstream short connection did not answer a keep-alive ping; closed"
                 );
-                return Err(End::Lost("a keep-alive ping went unanswered".into()));
+                Err(End::Lost("a keep-alive ping went unanswered".into()))
             }
-            self.ping_sent = true;
-            let ping = Frame::Ping {
-                ack: false,
-                payload: PING_PAYLOAD,
-            };
-            ping.encode(&mut self.shared.lock().out);
-            let at = Instant::now() + self.cfg.keepalive_timeout;
-            self.keepalive.as_mut().reset(at);
+            Ok(true) => {
+                let ping = Frame::Ping {
+                    ack: false,
+                    payload: PING_PAYLOAD,
+                };
+                ping.encode(&mut self.shared.lock().out);
+                Ok(())
+            }
+            Ok(false) => Ok(()),
         }
-        Ok(())
     }
 
-    /// Writes what is queued: the shared buffer is swapped with the task's (both keep their
-    /// capacity), then written until the socket would block.
+    /// Writes what is queued, everything since the last run in one buffer.
     fn poll_write(&mut self, cx: &mut Context<'_>) -> std::io::Result<()> {
-        loop {
-            if self.wpos == self.wbuf.len() {
-                self.wbuf.clear();
-                if self.wbuf.capacity() > KEEP_WRITE_BUF {
-                    // After a large request body: do not keep its size for the connection's life.
-                    self.wbuf.shrink_to(KEEP_WRITE_BUF / 4);
-                }
-                self.wpos = 0;
-                std::mem::swap(&mut self.shared.lock().out, &mut self.wbuf);
-                if self.wbuf.is_empty() {
-                    break;
-                }
-            }
-            match Pin::new(&mut self.io).poll_write(cx, &self.wbuf[self.wpos..]) {
-                Poll::Ready(Ok(0)) => return Err(std::io::ErrorKind::WriteZero.into()),
-                Poll::Ready(Ok(n)) => {
-                    self.wpos += n;
-                    self.need_flush = true;
-                }
-                Poll::Ready(Err(e)) => return Err(e),
-                Poll::Pending => return Ok(()),
-            }
-        }
-        if self.need_flush && Pin::new(&mut self.io).poll_flush(cx)?.is_ready() {
-            self.need_flush = false;
-        }
-        Ok(())
+        let shared = &self.shared;
+        self.writer.poll_write(&mut self.io, cx, |buf| {
+            std::mem::swap(&mut shared.lock().out, buf);
+        })
     }
 
     /// Fails what is left, says GOAWAY when this side ends it, and closes the socket.
@@ -318,7 +261,7 @@ impl<T: AsyncRead + AsyncWrite + Unpin> Task<T> {
             }
             std::mem::take(&mut st.out)
         };
-        let mut pending = self.wbuf.split_off(self.wpos.min(self.wbuf.len()));
+        let mut pending = self.writer.take_rest();
         pending.extend_from_slice(&rest);
         let close = async {
             let _ = self.io.write_all(&pending).await;

@@ -15,19 +15,7 @@ use crate::hpack::decoder::{Decoder, Name};
 
 const MAX_WINDOW: i64 = (1 << 31) - 1;
 
-/// A connection error: the GOAWAY code to send and why.
-#[derive(Debug)]
-pub(super) struct ConnError {
-    pub code: u32,
-    pub msg: String,
-}
-
-pub(super) fn protocol(msg: impl Into<String>) -> ConnError {
-    ConnError {
-        code: reason::PROTOCOL_ERROR,
-        msg: msg.into(),
-    }
-}
+pub(super) use crate::shared::{ConnError, protocol};
 
 /// A decoded request header block.
 #[derive(Default)]
@@ -155,8 +143,8 @@ impl State {
         if id == 0 || id.is_multiple_of(2) || id > last_id {
             return Err(protocol(format!("DATA on stream {id}, which is not open")));
         }
-        self.recv_window -= flow as i64;
-        if self.recv_window < 0 {
+        self.recv.window -= flow as i64;
+        if self.recv.window < 0 {
             return Err(ConnError {
                 code: reason::FLOW_CONTROL_ERROR,
                 msg: "DATA beyond the connection window".into(),
@@ -175,8 +163,8 @@ impl State {
             }
             return Ok(());
         }
-        s.recv_window -= flow as i64;
-        if s.recv_window < 0 {
+        s.recv.window -= flow as i64;
+        if s.recv.window < 0 {
             self.release_connection(flow as u32);
             self.reset_stream(id, reason::FLOW_CONTROL_ERROR);
             return Ok(());

@@ -14,7 +14,7 @@ use http::{HeaderMap, StatusCode};
 use super::{BodyError, Config};
 use crate::frame::{self, DATA, END_STREAM, reason};
 use crate::hpack::Encoder;
-use crate::shared::{Chunks, IdHasher};
+use crate::shared::{Chunks, Credit, IdHasher};
 
 /// Bytes queued for the socket above which answers wait for the task to write them: bounds
 /// what a client that does not read makes paddock hold (flow-control windows bound each
@@ -30,8 +30,7 @@ pub(super) struct Stream {
     pub recv_error: Option<BodyError>,
     pub recv_waker: Option<Waker>,
     /// What the client may still send, and what was read but not yet given back.
-    pub recv_window: i64,
-    pub unreleased: u32,
+    pub recv: Credit,
     /// No [`super::RecvBody`] reads this stream (never made, or dropped).
     pub recv_dropped: bool,
     /// The request's `content-length`, and the DATA bytes received so far.
@@ -47,15 +46,14 @@ pub(super) struct Stream {
 }
 
 impl Stream {
-    pub fn new(recv_window: i64, send_window: i64, content_length: Option<u64>) -> Self {
+    pub fn new(recv_window: u32, send_window: i64, content_length: Option<u64>) -> Self {
         Stream {
             data: Chunks::default(),
             buffered: 0,
             recv_end: false,
             recv_error: None,
             recv_waker: None,
-            recv_window,
-            unreleased: 0,
+            recv: Credit::new(recv_window),
             recv_dropped: false,
             content_length,
             received: 0,
@@ -98,8 +96,7 @@ pub(super) struct State {
     pub send_window: i64,
     pub room: Vec<Waker>,
     /// Connection receive window, and what was read but not yet given back.
-    pub recv_window: i64,
-    pub unreleased: u32,
+    pub recv: Credit,
     /// Why the connection ended, once it has.
     pub closed: Option<Arc<str>>,
 }
@@ -117,8 +114,7 @@ impl State {
             peer_initial_window: 65_535,
             send_window: 65_535,
             room: Vec::new(),
-            recv_window: i64::from(cfg.conn_window),
-            unreleased: 0,
+            recv: Credit::new(cfg.conn_window),
             closed: None,
         }
     }
@@ -309,30 +305,23 @@ impl State {
     /// Gives back `n` read bytes of stream `id`: a WINDOW_UPDATE once half a window was read.
     fn release(&mut self, id: u32, n: usize) {
         let n = n as u32;
-        let half = self.cfg.stream_window / 2;
         if let Some(s) = self.streams.get_mut(&id)
             && !s.recv_end
         {
-            s.unreleased += n;
-            if s.unreleased >= half {
-                frame::put_head(&mut self.out, 4, frame::WINDOW_UPDATE, 0, id);
-                self.out.extend_from_slice(&s.unreleased.to_be_bytes());
-                s.recv_window += i64::from(s.unreleased);
-                s.unreleased = 0;
-            }
+            s.recv
+                .give_back(n, self.cfg.stream_window / 2, id, &mut self.out);
         }
         self.release_connection(n);
     }
 
     /// Gives back `n` bytes of the connection window: a WINDOW_UPDATE once half of it.
     pub fn release_connection(&mut self, n: u32) {
-        self.unreleased += n;
-        if self.unreleased >= self.cfg.conn_window / 2 && self.closed.is_none() {
-            frame::put_head(&mut self.out, 4, frame::WINDOW_UPDATE, 0, 0);
-            self.out.extend_from_slice(&self.unreleased.to_be_bytes());
-            self.recv_window += i64::from(self.unreleased);
-            self.unreleased = 0;
-        }
+        let threshold = if self.closed.is_none() {
+            self.cfg.conn_window / 2
+        } else {
+            u32::MAX
+        };
+        self.recv.give_back(n, threshold, 0, &mut self.out);
     }
 
     /// Wakes the answers waiting for connection window or for room in the queue.

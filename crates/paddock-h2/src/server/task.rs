@@ -12,7 +12,6 @@ use futures_util::stream::FuturesUnordered;
 use http::{HeaderMap, StatusCode};
 use parking_lot::Mutex;
 use tokio::io::{AsyncRead, AsyncWrite};
-use tokio::time::{Instant, Sleep};
 
 use super::body::RecvBody;
 use super::recv::{self, ConnError, protocol};
@@ -21,6 +20,7 @@ use super::state::{State, Stream};
 use super::{Config, Error, Placement, Service};
 use crate::frame::{self, Frame, reason};
 use crate::hpack::Decoder;
+use crate::shared::{Assembly, Keepalive, Unanswered, Writer};
 
 /// The client connection preface (RFC 9113 §3.4).
 const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
@@ -35,8 +35,6 @@ const DECODER_TABLE: usize = 4096;
 /// A header block being assembled from CONTINUATIONs may exceed the list limit by this.
 const MAX_BLOCK_SLACK: usize = 64 * 1024;
 const PING_PAYLOAD: [u8; 8] = *b"paddock?";
-/// A write buffer above this size is shrunk once written.
-const KEEP_WRITE_BUF: usize = 256 * 1024;
 
 /// How the connection ends.
 enum End {
@@ -48,31 +46,21 @@ enum End {
     Lost(Option<String>),
 }
 
-struct Partial {
-    stream: u32,
-    end_stream: bool,
-    buf: Vec<u8>,
-}
-
 pub(super) struct Task<T, S: Service> {
     io: T,
     shared: Arc<Mutex<State>>,
     cfg: Config,
     svc: S,
     rbuf: BytesMut,
-    wbuf: Vec<u8>,
-    wpos: usize,
-    need_flush: bool,
+    writer: Writer,
     decoder: Decoder,
-    block: Option<Partial>,
+    block: Assembly,
     preface_seen: bool,
     /// The highest stream the client opened.
     last_id: u32,
     /// The streams whose work runs in this task.
     inline: FuturesUnordered<Respond<S::Future, S::Body>>,
-    heard: bool,
-    ping_sent: bool,
-    keepalive: Option<Pin<Box<Sleep>>>,
+    keepalive: Option<Keepalive>,
     pub shutdown: bool,
     goaway_sent: bool,
     peer_goaway: bool,
@@ -103,19 +91,15 @@ impl<T: AsyncRead + AsyncWrite + Unpin, S: Service> Task<T, S> {
             cfg,
             svc,
             rbuf: BytesMut::with_capacity(READ_ROOM),
-            wbuf: Vec::with_capacity(16 * 1024),
-            wpos: 0,
-            need_flush: false,
+            writer: Writer::new(),
             decoder: Decoder::new(DECODER_TABLE),
-            block: None,
+            block: Assembly::default(),
             preface_seen: false,
             last_id: 0,
             inline: FuturesUnordered::new(),
-            heard: false,
-            ping_sent: false,
             keepalive: cfg
                 .keepalive_interval
-                .map(|i| Box::pin(tokio::time::sleep(i))),
+                .map(|i| Keepalive::new(i, cfg.keepalive_timeout)),
             shutdown: false,
             goaway_sent: false,
             peer_goaway: false,
@@ -156,7 +140,7 @@ impl<T: AsyncRead + AsyncWrite + Unpin, S: Service> Task<T, S> {
                 drop(st);
                 return self.end(End::Done, cx);
             }
-            if st.out.is_empty() || self.wpos < self.wbuf.len() {
+            if st.out.is_empty() || !self.writer.is_idle() {
                 st.notified = false;
                 return Poll::Pending;
             }
@@ -197,7 +181,9 @@ impl<T: AsyncRead + AsyncWrite + Unpin, S: Service> Task<T, S> {
                 })?;
                 match f {
                     Some(f) => {
-                        self.heard = true;
+                        if let Some(k) = self.keepalive.as_mut() {
+                            k.heard();
+                        }
                         self.on_frame(f).map_err(End::Fault)?;
                     }
                     None => break,
@@ -220,7 +206,7 @@ impl<T: AsyncRead + AsyncWrite + Unpin, S: Service> Task<T, S> {
     }
 
     fn on_frame(&mut self, f: Frame) -> Result<(), ConnError> {
-        if self.block.is_some() && !matches!(f, Frame::Continuation { .. }) {
+        if self.block.in_progress() && !matches!(f, Frame::Continuation { .. }) {
             return Err(protocol("a frame inside a header block"));
         }
         let last = self.last_id;
@@ -243,11 +229,7 @@ impl<T: AsyncRead + AsyncWrite + Unpin, S: Service> Task<T, S> {
                 block,
                 ..
             } => {
-                self.block = Some(Partial {
-                    stream,
-                    end_stream,
-                    buf: block.to_vec(),
-                });
+                self.block.start(stream, end_stream, &block);
                 Ok(())
             }
             Frame::Continuation {
@@ -264,10 +246,6 @@ impl<T: AsyncRead + AsyncWrite + Unpin, S: Service> Task<T, S> {
                 Frame::Ping { ack: true, payload }.encode(&mut self.shared.lock().out);
                 Ok(())
             }
-            Frame::Ping { ack: true, .. } => {
-                self.ping_sent = false;
-                Ok(())
-            }
             Frame::GoAway { .. } => {
                 self.peer_goaway = true;
                 Ok(())
@@ -276,30 +254,19 @@ impl<T: AsyncRead + AsyncWrite + Unpin, S: Service> Task<T, S> {
                 self.shared.lock().on_window_update(stream, increment)
             }
             Frame::PushPromise { .. } => Err(protocol("PUSH_PROMISE from a client")),
-            Frame::Settings { ack: true, .. } | Frame::Priority { .. } | Frame::Unknown { .. } => {
-                Ok(())
-            }
+            Frame::Settings { ack: true, .. }
+            | Frame::Ping { ack: true, .. }
+            | Frame::Priority { .. }
+            | Frame::Unknown { .. } => Ok(()),
         }
     }
 
     fn continuation(&mut self, stream: u32, end: bool, block: &Bytes) -> Result<(), ConnError> {
-        let Some(p) = self.block.as_mut() else {
-            return Err(protocol("CONTINUATION without HEADERS"));
-        };
-        if p.stream != stream {
-            return Err(protocol("CONTINUATION of another stream"));
+        let max = self.cfg.max_header_list as usize + MAX_BLOCK_SLACK;
+        match self.block.continuation(stream, end, block, max)? {
+            Some((id, end_stream, whole)) => self.headers(id, end_stream, &whole),
+            None => Ok(()),
         }
-        p.buf.extend_from_slice(block);
-        if p.buf.len() > self.cfg.max_header_list as usize + MAX_BLOCK_SLACK {
-            return Err(protocol("header block too large"));
-        }
-        if !end {
-            return Ok(());
-        }
-        let Some(p) = self.block.take() else {
-            return Ok(());
-        };
-        self.headers(p.stream, p.end_stream, &Bytes::from(p.buf))
     }
 
     /// A whole header block: a new request, or the trailers of one. The block is decoded
@@ -352,7 +319,7 @@ impl<T: AsyncRead + AsyncWrite + Unpin, S: Service> Task<T, S> {
             return Ok(());
         }
         let mut stream = Stream::new(
-            i64::from(self.cfg.stream_window),
+            self.cfg.stream_window,
             st.peer_initial_window,
             content_length,
         );
@@ -375,65 +342,34 @@ impl<T: AsyncRead + AsyncWrite + Unpin, S: Service> Task<T, S> {
     }
 
     fn poll_keepalive(&mut self, cx: &mut Context<'_>) -> Result<(), End> {
-        let (Some(interval), Some(timer)) = (self.cfg.keepalive_interval, self.keepalive.as_mut())
-        else {
+        let Some(keepalive) = self.keepalive.as_mut() else {
             return Ok(());
         };
-        if std::mem::take(&mut self.heard) {
-            self.ping_sent = false;
-            timer.as_mut().reset(Instant::now() + interval);
-        }
-        while timer.as_mut().poll(cx).is_ready() {
-            if self.ping_sent {
-                return Err(End::Lost(Some("a keep-alive ping went unanswered".into())));
+        match keepalive.poll(cx) {
+            Err(Unanswered) => Err(End::Lost(Some("a keep-alive ping went unanswered".into()))),
+            Ok(true) => {
+                let ping = Frame::Ping {
+                    ack: false,
+                    payload: PING_PAYLOAD,
+                };
+                ping.encode(&mut self.shared.lock().out);
+                Ok(())
             }
-            self.ping_sent = true;
-            let ping = Frame::Ping {
-                ack: false,
-                payload: PING_PAYLOAD,
-            };
-            ping.encode(&mut self.shared.lock().out);
-            timer
-                .as_mut()
-                .reset(Instant::now() + self.cfg.keepalive_timeout);
+            Ok(false) => Ok(()),
         }
-        Ok(())
     }
 
-    /// Writes what is queued: the shared buffer is swapped with the task's (both keep their
-    /// capacity), then written until the socket would block.
+    /// Writes what is queued, everything since the last run in one buffer; the answers
+    /// waiting for room in the queue are woken as it is taken.
     fn poll_write(&mut self, cx: &mut Context<'_>) -> std::io::Result<()> {
-        loop {
-            if self.wpos == self.wbuf.len() {
-                self.wbuf.clear();
-                if self.wbuf.capacity() > KEEP_WRITE_BUF {
-                    // After a large answer: do not keep its size for the connection's life.
-                    self.wbuf.shrink_to(KEEP_WRITE_BUF / 4);
-                }
-                self.wpos = 0;
-                let mut st = self.shared.lock();
-                std::mem::swap(&mut st.out, &mut self.wbuf);
-                if !st.room.is_empty() {
-                    st.wake_room();
-                }
-                if self.wbuf.is_empty() {
-                    break;
-                }
+        let shared = &self.shared;
+        self.writer.poll_write(&mut self.io, cx, |buf| {
+            let mut st = shared.lock();
+            std::mem::swap(&mut st.out, buf);
+            if !st.room.is_empty() {
+                st.wake_room();
             }
-            match Pin::new(&mut self.io).poll_write(cx, &self.wbuf[self.wpos..]) {
-                Poll::Ready(Ok(0)) => return Err(std::io::ErrorKind::WriteZero.into()),
-                Poll::Ready(Ok(n)) => {
-                    self.wpos += n;
-                    self.need_flush = true;
-                }
-                Poll::Ready(Err(e)) => return Err(e),
-                Poll::Pending => return Ok(()),
-            }
-        }
-        if self.need_flush && Pin::new(&mut self.io).poll_flush(cx)?.is_ready() {
-            self.need_flush = false;
-        }
-        Ok(())
+        })
     }
 
     /// Ends the connection: GOAWAY when this side ends it, every stream stopped; the last
@@ -462,7 +398,7 @@ impl<T: AsyncRead + AsyncWrite + Unpin, S: Service> Task<T, S> {
     /// Writes the last frames and shuts the socket down.
     fn poll_close(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Error>> {
         let written = match self.poll_write(cx) {
-            Ok(()) => self.wpos == self.wbuf.len() && self.shared.lock().out.is_empty(),
+            Ok(()) => self.writer.is_idle() && self.shared.lock().out.is_empty(),
             Err(_) => true,
         };
         if !written {
