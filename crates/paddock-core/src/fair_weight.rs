@@ -26,8 +26,17 @@ pub const TARPIT_MAX: Duration = Duration::from_secs(1);
 /// Whether a request path names a collection (a LIST), not one object: after `/api/v1` or
 /// `/apis/<group>/<version>`, one segment (`pods`, `namespaces`) or `namespaces/<ns>/<res>`.
 pub fn is_collection(path: &str) -> bool {
-    let segs: Vec<&str> = path.trim_matches('/').split('/').collect();
-    let rest = match segs.as_slice() {
+    // At most 7 segments matter (`apis/g/v/namespaces/ns/r` and one more); no allocation.
+    let mut segs = [""; 7];
+    let mut n = 0;
+    for s in path.trim_matches('/').split('/') {
+        if n == segs.len() {
+            return false;
+        }
+        segs[n] = s;
+        n += 1;
+    }
+    let rest = match &segs[..n] {
         ["api", _v, rest @ ..] => rest,
         ["apis", _g, _v, rest @ ..] => rest,
         _ => return false,

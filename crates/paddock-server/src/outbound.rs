@@ -1,6 +1,10 @@
 //! The upstream request's headers: what is forwarded either way, and the impersonation
 //! headers that carry the tenant caller's upstream identity.
 
+use std::cell::RefCell;
+use std::hash::{Hash, Hasher};
+use std::sync::Arc;
+
 use http::header::{self, HeaderMap, HeaderName, HeaderValue};
 use paddock_core::TenantId;
 use paddock_core::identity::{As, impersonation};
@@ -82,6 +86,8 @@ pub fn add_impersonation(
 }
 
 /// Adds paddock's impersonation of the tenant user as the real or the cluster-shadow identity.
+/// The headers of an identity are made once per thread ([`made`]) and cloned after that (a
+/// reference count each): a tenant's requests repeat the same few identities.
 pub fn add_impersonation_as(
     h: &mut HeaderMap,
     tenant: &TenantId,
@@ -89,20 +95,83 @@ pub fn add_impersonation_as(
     groups: &[String],
     who: As,
 ) -> Result<(), ServerError> {
+    let made = made(tenant, user, groups, who)?;
+    let mut fields = made.iter();
+    if let Some((name, value)) = fields.next() {
+        h.insert(name.clone(), value.clone());
+    }
+    for (name, value) in fields {
+        h.append(name.clone(), value.clone());
+    }
+    Ok(())
+}
+
+/// The impersonation headers of one identity: `impersonate-user` first.
+type Made = Arc<[(HeaderName, HeaderValue)]>;
+
+/// An identity and its headers, as remembered by [`made`].
+struct Remembered {
+    tenant: TenantId,
+    user: String,
+    groups: Vec<String>,
+    who: As,
+    headers: Made,
+}
+
+/// Identities remembered per thread (direct-mapped by a hash; a collision makes anew).
+const REMEMBERED: usize = 256;
+
+thread_local! {
+    static REMEMBER: RefCell<Vec<Option<Remembered>>> = RefCell::new(Vec::new());
+}
+
+fn made(tenant: &TenantId, user: &str, groups: &[String], who: As) -> Result<Made, ServerError> {
+    let mut hasher = std::hash::DefaultHasher::new();
+    (tenant.as_str(), user, groups, who as u8).hash(&mut hasher);
+    let slot = (hasher.finish() % REMEMBERED as u64) as usize;
+    let hit = REMEMBER.with_borrow(|r| {
+        r.get(slot).and_then(Option::as_ref).and_then(|m| {
+            let same = m.who == who && m.tenant == *tenant && m.user == user && m.groups == groups;
+            same.then(|| m.headers.clone())
+        })
+    });
+    if let Some(headers) = hit {
+        return Ok(headers);
+    }
+    let headers = make(tenant, user, groups, who)?;
+    REMEMBER.with_borrow_mut(|r| {
+        if r.is_empty() {
+            r.resize_with(REMEMBERED, || None);
+        }
+        r[slot] = Some(Remembered {
+            tenant: tenant.clone(),
+            user: user.to_owned(),
+            groups: groups.to_vec(),
+            who,
+            headers: headers.clone(),
+        });
+    });
+    Ok(headers)
+}
+
+fn make(tenant: &TenantId, user: &str, groups: &[String], who: As) -> Result<Made, ServerError> {
     let imp = impersonation(tenant, user, groups, who);
-    h.insert("impersonate-user", header_value(&imp.user)?);
+    let mut fields = vec![(IMPERSONATE_USER.clone(), header_value(&imp.user)?)];
     // Not the group the apiserver adds itself (one impersonation check less per request).
     for g in imp.sent_groups() {
-        h.append("impersonate-group", header_value(g)?);
+        fields.push((IMPERSONATE_GROUP.clone(), header_value(g)?));
     }
     for (k, v) in &imp.extra {
         let name = format!("impersonate-extra-{}", percent_encode_header_key(k));
         let name = HeaderName::from_bytes(name.as_bytes())
             .map_err(|_| ServerError::Internal(format!("bad extra key {k:?}")))?;
-        h.append(name, header_value(v)?);
+        fields.push((name, header_value(v)?));
     }
-    Ok(())
+    Ok(fields.into())
 }
+
+static IMPERSONATE_USER: HeaderName = HeaderName::from_static("impersonate-user");
+static IMPERSONATE_GROUP: HeaderName = HeaderName::from_static("impersonate-group");
 
 /// Impersonate-Extra keys are percent-encoded (RFC 3986 unreserved chars stay).
 pub(crate) fn percent_encode_header_key(k: &str) -> String {
@@ -115,4 +184,50 @@ pub(crate) fn percent_encode_header_key(k: &str) -> String {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    fn fields(h: &HeaderMap) -> Vec<(String, String)> {
+        h.iter()
+            .map(|(n, v)| (n.to_string(), v.to_str().unwrap().to_owned()))
+            .collect()
+    }
+
+    /// The remembered headers are exactly the ones made anew, for every identity, however many
+    /// share a slot; and they replace an `impersonate-user` already there.
+    #[test]
+    fn remembered_impersonation_is_what_is_made() {
+        let tenants = [
+            TenantId::parse("foofoo").unwrap(),
+            TenantId::parse("barbar").unwrap(),
+        ];
+        for round in 0..2 {
+            for t in &tenants {
+                for i in 0..400 {
+                    let user = format!("user{i}");
+                    let groups = vec![format!("g{}", i % 3), "tenant-admins".to_owned()];
+                    for who in [As::Real, As::Shadow] {
+                        let mut h = HeaderMap::new();
+                        h.insert("impersonate-user", HeaderValue::from_static("stale"));
+                        add_impersonation_as(&mut h, t, &user, &groups, who).unwrap();
+                        let want = make(t, &user, &groups, who).unwrap();
+                        let want: Vec<(String, String)> = want
+                            .iter()
+                            .map(|(n, v)| (n.to_string(), v.to_str().unwrap().to_owned()))
+                            .collect();
+                        let mut got = fields(&h);
+                        got.sort();
+                        let mut want = want;
+                        want.sort();
+                        assert_eq!(got, want, "round {round}, {t:?} {user} {who:?}");
+                        assert_eq!(h.get_all("impersonate-user").iter().count(), 1);
+                    }
+                }
+            }
+        }
+    }
 }
