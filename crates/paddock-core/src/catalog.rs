@@ -5,6 +5,7 @@
 //! is hand-kept, and its default is deny.
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, OnceLock};
 
 use serde::Deserialize;
 
@@ -233,6 +234,10 @@ struct RawResource {
     scope: Scope,
     verbs: Vec<String>,
     subresources: Vec<String>,
+    /// The resolved resource as made by its first lookup, handed out again to every lookup
+    /// that resolves it the same way (same policy, same tenant-CRD status): a lookup per
+    /// request then costs a reference count, not a dozen strings.
+    made: OnceLock<Arc<ResourceInfo>>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -375,6 +380,7 @@ impl Catalog {
                         scope,
                         verbs: r.verbs,
                         subresources: r.subresources.into_iter().map(|s| s.subresource).collect(),
+                        made: OnceLock::new(),
                     },
                 );
             }
@@ -490,6 +496,18 @@ impl Catalog {
         version: &str,
         resource: &str,
     ) -> Option<ResourceInfo> {
+        self.resolve_shared(tenant, group, version, resource)
+            .map(Arc::unwrap_or_clone)
+    }
+
+    /// [`Catalog::resolve`], shared rather than copied: what the request path keeps.
+    pub fn resolve_shared(
+        &self,
+        tenant: &TenantId,
+        group: &str,
+        version: &str,
+        resource: &str,
+    ) -> Option<Arc<ResourceInfo>> {
         let ug = self.upstream_group(tenant, group)?;
         self.info(tenant, &ug, version, resource)
     }
@@ -504,6 +522,7 @@ impl Catalog {
     ) -> Option<ResourceInfo> {
         self.tenant_group_view(tenant, upstream_group)?;
         self.info(tenant, upstream_group, version, resource)
+            .map(Arc::unwrap_or_clone)
     }
 
     fn info(
@@ -512,7 +531,7 @@ impl Catalog {
         ug: &str,
         version: &str,
         resource: &str,
-    ) -> Option<ResourceInfo> {
+    ) -> Option<Arc<ResourceInfo>> {
         let g = self.groups.get(ug)?;
         let raw = g
             .resources
@@ -536,7 +555,13 @@ impl Catalog {
                 .copied()
                 .unwrap_or(Policy::Forbidden)
         };
-        Some(ResourceInfo {
+        if let Some(made) = raw.made.get()
+            && made.policy == policy
+            && made.tenant_crd == tenant_crd
+        {
+            return Some(made.clone());
+        }
+        let info = Arc::new(ResourceInfo {
             group: tenant.strip(ug).unwrap_or(ug).to_owned(),
             version: version.to_owned(),
             resource: resource.to_owned(),
@@ -547,7 +572,11 @@ impl Catalog {
             subresources: raw.subresources.clone(),
             tenant_crd,
             upstream_group: ug.to_owned(),
-        })
+        });
+        // The first way a resource resolves is kept (a granted or overridden policy is made
+        // anew each time, which is rare).
+        let _ = raw.made.set(info.clone());
+        Some(info)
     }
 
     /// The resource for a kind written by a tenant (`apiVersion` in the tenant's view).
@@ -582,18 +611,20 @@ impl Catalog {
         kind: &str,
     ) -> Option<ResourceInfo> {
         let (resource, _) = self.kinds.get(&(ug.to_owned(), kind.to_owned()))?;
-        self.info(tenant, ug, version, resource).or_else(|| {
-            // The kind exists in another version of the group: scope and policy do not
-            // depend on the version, so use the preferred one.
-            let g = self.groups.get(ug)?;
-            g.versions
-                .iter()
-                .find_map(|v| self.info(tenant, ug, v, resource))
-                .map(|mut i| {
-                    i.version = version.to_owned();
-                    i
-                })
-        })
+        self.info(tenant, ug, version, resource)
+            .map(Arc::unwrap_or_clone)
+            .or_else(|| {
+                // The kind exists in another version of the group: scope and policy do not
+                // depend on the version, so use the preferred one.
+                let g = self.groups.get(ug)?;
+                g.versions
+                    .iter()
+                    .find_map(|v| self.info(tenant, ug, v, resource).map(Arc::unwrap_or_clone))
+                    .map(|mut i| {
+                        i.version = version.to_owned();
+                        i
+                    })
+            })
     }
 
     /// Look up a resource by tenant-view group and resource name in whichever version upstream
@@ -606,9 +637,10 @@ impl Catalog {
     ) -> Option<ResourceInfo> {
         let ug = self.upstream_group(tenant, group)?;
         let g = self.groups.get(&ug)?;
-        g.versions
-            .iter()
-            .find_map(|v| self.info(tenant, &ug, v, resource))
+        g.versions.iter().find_map(|v| {
+            self.info(tenant, &ug, v, resource)
+                .map(Arc::unwrap_or_clone)
+        })
     }
 
     /// Like [`Self::resolve_any_version`] with an upstream group name.
@@ -620,9 +652,10 @@ impl Catalog {
     ) -> Option<ResourceInfo> {
         self.tenant_group_view(tenant, upstream_group)?;
         let g = self.groups.get(upstream_group)?;
-        g.versions
-            .iter()
-            .find_map(|v| self.info(tenant, upstream_group, v, resource))
+        g.versions.iter().find_map(|v| {
+            self.info(tenant, upstream_group, v, resource)
+                .map(Arc::unwrap_or_clone)
+        })
     }
 
     /// Every (upstream group, version, resource) known, for discovery filtering.

@@ -84,7 +84,7 @@ fn valid_json_stream(out: &[u8]) -> bool {
 pub fn list_framer(data: &[u8]) -> Result<(), String> {
     let ctx = context()?;
     let scope = TableScope {
-        resource: ctx.catalog.resolve(&ctx.tenant, "", "v1", "pods"),
+        resource: ctx.catalog.resolve_shared(&ctx.tenant, "", "v1", "pods"),
         cluster_wide: true,
     };
     check_chunking(data, |d, n| {
@@ -102,7 +102,7 @@ pub fn list_framer(data: &[u8]) -> Result<(), String> {
 pub fn watch_framer(data: &[u8]) -> Result<(), String> {
     let ctx = context()?;
     let scope = TableScope {
-        resource: ctx.catalog.resolve(&ctx.tenant, "", "v1", "pods"),
+        resource: ctx.catalog.resolve_shared(&ctx.tenant, "", "v1", "pods"),
         cluster_wide: true,
     };
     check_chunking(data, |d, n| {

@@ -514,7 +514,7 @@ fn splice_fast_path_agrees_with_dom() {
             continue;
         }
         let p = plan_for(&ctx, &f);
-        let ty = ItemType::from_list(p.resource.as_ref(), None, None);
+        let ty = ItemType::from_list(p.resource.as_deref(), None, None);
         let gk = p
             .resource
             .as_ref()

@@ -122,7 +122,7 @@ struct Remembered {
 const REMEMBERED: usize = 256;
 
 thread_local! {
-    static REMEMBER: RefCell<Vec<Option<Remembered>>> = RefCell::new(Vec::new());
+    static REMEMBER: RefCell<Vec<Option<Remembered>>> = const { RefCell::new(Vec::new()) };
 }
 
 fn made(tenant: &TenantId, user: &str, groups: &[String], who: As) -> Result<Made, ServerError> {

@@ -1,5 +1,7 @@
 //! Planning: the translated upstream request (path and query, how to treat the response).
 
+use std::sync::Arc;
+
 use super::actions::{Actions, Identity, Route};
 use super::parse::{ApiPath, ParsedRequest, ResourcePath, Verb, query_flag};
 use super::selectors::{KNOWN_QUERY, translate_query};
@@ -40,7 +42,7 @@ pub struct Plan {
     pub upgrade: bool,
     /// create/update/patch (and delete, whose DeleteOptions body is checked) with a body
     pub needs_body_translation: bool,
-    pub resource: Option<ResourceInfo>,
+    pub resource: Option<Arc<ResourceInfo>>,
     pub request: ParsedRequest,
     /// A namespaced kind listed across all namespaces (`get pods -A`): upstream answers for the
     /// whole cluster, the response side must drop other tenants' items.
@@ -163,7 +165,7 @@ pub fn plan(ctx: &TenantContext, req: ParsedRequest) -> Result<Plan, TranslateEr
         p.upstream_path_and_query.push_str(&ser.finish());
     }
     p.route = Route::of(p.request.verb, p.long_running, p.upgrade);
-    p.identity = Identity::decide(p.resource.as_ref(), &p.upstream_path_and_query);
+    p.identity = Identity::decide(p.resource.as_deref(), &p.upstream_path_and_query);
     Ok(p)
 }
 
@@ -260,12 +262,12 @@ fn plan_resource(
     p: &mut Plan,
     r: &ResourcePath,
     path: &mut String,
-) -> Result<ResourceInfo, TranslateError> {
+) -> Result<Arc<ResourceInfo>, TranslateError> {
     let t = &ctx.tenant;
     let verb = p.request.verb;
     let info = ctx
         .catalog
-        .resolve(t, &r.group, &r.version, &r.resource)
+        .resolve_shared(t, &r.group, &r.version, &r.resource)
         .ok_or_else(not_found_resource)?;
     check_access(&info, r, verb)?;
     p.cluster_wide = check_scope(&info, r, verb)?;

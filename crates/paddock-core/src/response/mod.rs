@@ -24,6 +24,8 @@ pub mod table;
 pub mod watch;
 pub mod wsframe;
 
+use std::sync::Arc;
+
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
@@ -177,7 +179,7 @@ enum Whole {
 struct Buffered {
     ctx: TenantContext,
     what: Whole,
-    resource: Option<ResourceInfo>,
+    resource: Option<Arc<ResourceInfo>>,
     cluster_wide: bool,
     buf: Vec<u8>,
 }
@@ -186,7 +188,7 @@ impl Buffered {
     fn new(
         ctx: TenantContext,
         what: Whole,
-        resource: Option<ResourceInfo>,
+        resource: Option<Arc<ResourceInfo>>,
         cluster_wide: bool,
     ) -> Self {
         Buffered {
@@ -216,7 +218,7 @@ impl ChunkRewriter for Buffered {
             Whole::Error { json } => error_body_down(&self.ctx, &body, json, out),
             Whole::Object => object_whole_down(
                 &self.ctx,
-                self.resource.as_ref(),
+                self.resource.as_deref(),
                 self.cluster_wide,
                 &body,
                 out,
@@ -253,7 +255,7 @@ pub fn rewrite_whole_into(
                 "upstream response exceeds {MAX_BUFFERED} bytes"
             )));
         }
-        return object_whole_down(ctx, plan.resource.as_ref(), plan.cluster_wide, raw, out);
+        return object_whole_down(ctx, plan.resource.as_deref(), plan.cluster_wide, raw, out);
     }
     let mut rw = response_rewriter(ctx, plan, status, content_type);
     rw.feed(raw, out)?;
@@ -280,7 +282,7 @@ fn object_whole_down(
     let mut v: Value = serde_json::from_slice(body)
         .map_err(|e| TranslateError::Upstream(format!("upstream object: {e}")))?;
     let scope = TableScope {
-        resource: resource.cloned(),
+        resource: resource.cloned().map(Arc::new),
         cluster_wide,
     };
     if any_down(ctx, &scope, &mut v)? == Disposition::Drop {
@@ -371,7 +373,7 @@ fn list_down(ctx: &TenantContext, scope: &TableScope, v: &mut Value) -> Result<(
         return Ok(());
     };
     let item_type = ItemType::from_list(
-        scope.resource.as_ref(),
+        scope.resource.as_deref(),
         o.get("apiVersion").and_then(Value::as_str),
         o.get("kind").and_then(Value::as_str),
     );
@@ -639,7 +641,7 @@ impl Collection for DomCollection {
             "items" => {
                 let ty = self.item_type.get_or_insert_with(|| {
                     ItemType::from_list(
-                        self.scope.resource.as_ref(),
+                        self.scope.resource.as_deref(),
                         self.list_api_version.as_deref(),
                         self.list_kind.as_deref(),
                     )

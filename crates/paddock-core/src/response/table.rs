@@ -50,7 +50,7 @@ impl Columns {
 #[derive(Debug, Clone)]
 pub struct TableScope {
     /// The resource listed, from the plan.
-    pub resource: Option<ResourceInfo>,
+    pub resource: Option<std::sync::Arc<ResourceInfo>>,
     /// Upstream answered for the whole cluster (a namespaced kind listed across namespaces):
     /// rows that cannot be attributed to the tenant are dropped.
     pub cluster_wide: bool,

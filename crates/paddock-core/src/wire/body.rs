@@ -56,7 +56,7 @@ fn to_vec(v: &Value) -> Result<Vec<u8>, TranslateError> {
 /// The resource whose kind the body has: the URL's resource, or for subresources with their
 /// own body kind (scale, eviction, token, binding) none (the body names its kind).
 fn body_hint(plan: &Plan) -> Option<ResourceInfo> {
-    let info = plan.resource.clone()?;
+    let info = plan.resource.as_deref()?.clone();
     match plan.subresource() {
         None | Some("status" | "ephemeralcontainers" | "resize" | "finalize" | "approval") => {
             Some(info)
