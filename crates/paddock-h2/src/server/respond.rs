@@ -34,6 +34,7 @@ pub(super) struct Respond<F, B> {
     shared: Arc<Mutex<State>>,
     id: u32,
     phase: Phase<F, B>,
+    started: bool,
 }
 
 impl<F, B> Respond<F, B> {
@@ -42,6 +43,7 @@ impl<F, B> Respond<F, B> {
             shared,
             id,
             phase: Phase::Answer(answer),
+            started: false,
         }
     }
 }
@@ -63,6 +65,14 @@ where
         loop {
             match &mut this.phase {
                 Phase::Answer(f) => {
+                    if !this.started {
+                        // A stream reset before its work began (a client opening and resetting
+                        // streams in a loop) costs nothing more.
+                        this.started = true;
+                        if this.shared.lock().poll_reset(cx, this.id) {
+                            return this.finish(true);
+                        }
+                    }
                     let Poll::Ready(resp) = Pin::new(f).poll(cx) else {
                         if this.shared.lock().poll_reset(cx, this.id) {
                             return this.finish(true);

@@ -30,6 +30,9 @@ const READS_PER_RUN: usize = 16;
 const PASSES_PER_RUN: usize = 4;
 /// Room kept in the read buffer.
 const READ_ROOM: usize = 16 * 1024;
+/// Frames queued for a client that does not read, above which its frames are not read
+/// either (its PINGs and SETTINGS each queue an answer; flow control bounds only DATA).
+const MAX_UNWRITTEN: usize = 1024 * 1024;
 /// The HPACK table this side allows the client (the default: not advertised).
 const DECODER_TABLE: usize = 4096;
 /// A header block being assembled from CONTINUATIONs may exceed the list limit by this.
@@ -124,9 +127,10 @@ impl<T: AsyncRead + AsyncWrite + Unpin, S: Service> Task<T, S> {
             if self.shutdown && !self.goaway_sent {
                 self.goaway(reason::NO_ERROR);
             }
-            if let Err(end) = self.poll_read(cx) {
-                return self.end(end, cx);
-            }
+            let throttled = match self.poll_read(cx) {
+                Ok(throttled) => throttled,
+                Err(end) => return self.end(end, cx),
+            };
             while let Poll::Ready(Some(())) = self.inline.poll_next_unpin(cx) {}
             if let Err(end) = self.poll_keepalive(cx) {
                 return self.end(end, cx);
@@ -140,7 +144,10 @@ impl<T: AsyncRead + AsyncWrite + Unpin, S: Service> Task<T, S> {
                 drop(st);
                 return self.end(End::Done, cx);
             }
-            if st.out.is_empty() || !self.writer.is_idle() {
+            // Throttled reads resume in the next pass once the socket took everything (no
+            // read was attempted, so no read readiness would wake this task).
+            let read_again = throttled && self.writer.is_idle();
+            if (st.out.is_empty() && !read_again) || !self.writer.is_idle() {
                 st.notified = false;
                 return Poll::Pending;
             }
@@ -162,7 +169,9 @@ impl<T: AsyncRead + AsyncWrite + Unpin, S: Service> Task<T, S> {
         f.encode(&mut self.shared.lock().out);
     }
 
-    fn poll_read(&mut self, cx: &mut Context<'_>) -> Result<(), End> {
+    /// Reads and handles the client's frames until the socket would block; `Ok(true)` if it
+    /// stopped because too much is queued for a client that does not read.
+    fn poll_read(&mut self, cx: &mut Context<'_>) -> Result<bool, End> {
         for _ in 0..READS_PER_RUN {
             if !self.preface_seen && self.rbuf.len() >= PREFACE.len() {
                 if &self.rbuf[..PREFACE.len()] != PREFACE {
@@ -189,6 +198,10 @@ impl<T: AsyncRead + AsyncWrite + Unpin, S: Service> Task<T, S> {
                     None => break,
                 }
             }
+            if self.writer.unwritten() + self.shared.lock().out.len() > MAX_UNWRITTEN {
+                // Read again once the socket has taken some (the write's waker wakes this task).
+                return Ok(true);
+            }
             if self.rbuf.capacity() - self.rbuf.len() < READ_ROOM / 4 {
                 self.rbuf.reserve(READ_ROOM);
             }
@@ -197,12 +210,12 @@ impl<T: AsyncRead + AsyncWrite + Unpin, S: Service> Task<T, S> {
                 Poll::Ready(Ok(0)) => return Err(End::Lost(None)),
                 Poll::Ready(Ok(_)) => {}
                 Poll::Ready(Err(e)) => return Err(End::Lost(Some(format!("reading: {e}")))),
-                Poll::Pending => return Ok(()),
+                Poll::Pending => return Ok(false),
             }
         }
         // More may be waiting: run again after the tasks this one woke.
         cx.waker().wake_by_ref();
-        Ok(())
+        Ok(false)
     }
 
     fn on_frame(&mut self, f: Frame) -> Result<(), ConnError> {

@@ -516,3 +516,40 @@ async fn streams_over_the_limit_are_refused() {
     let got = scripted(&frames, &[]).await;
     assert_eq!(resets(&got), vec![(201, reason::REFUSED_STREAM)]);
 }
+
+#[tokio::test]
+async fn a_client_that_does_not_read_is_not_read_either() {
+    // 40 MB of PINGs, each asking for an ACK, from a client that reads nothing: the server
+    // stops reading once about 1 MiB of answers wait, so the client's writes stall.
+    let (ours, mut theirs) = tokio::io::duplex(64 * 1024);
+    let _server = tokio::spawn(Connection::new(ours, config(), Echo::default()));
+    let mut out = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".to_vec();
+    Frame::Settings {
+        ack: false,
+        params: vec![],
+    }
+    .encode(&mut out);
+    for _ in 0..2_000_000 {
+        Frame::Ping {
+            ack: false,
+            payload: *b"12345678",
+        }
+        .encode(&mut out);
+    }
+    let wrote = tokio::time::timeout(Duration::from_secs(2), theirs.write_all(&out)).await;
+    assert!(
+        wrote.is_err(),
+        "the server kept reading a client that does not read"
+    );
+    // Reading lets it go on: the queued ACKs come.
+    let mut buf = BytesMut::new();
+    let mut acks = 0usize;
+    while acks < 1000 {
+        theirs.read_buf(&mut buf).await.unwrap();
+        while let Ok(Some(f)) = frame::next(&mut buf, 1 << 24) {
+            if matches!(f, Frame::Ping { ack: true, .. }) {
+                acks += 1;
+            }
+        }
+    }
+}
