@@ -4,7 +4,8 @@
 //! Cost: one refresh reads the cluster with a fixed set of lists (the tenant namespaces by
 //! label, pods and PersistentVolumeClaims in full, the other counted resources as
 //! `PartialObjectMetadataList`, the cluster-scoped ones by the tenant label): 21 lists
-//! whatever the number of tenants. A replica refreshes at most once per `usage_refresh`
+//! whatever the number of tenants, in pages folded into the tally one at a time (a refresh
+//! never holds the cluster's pods at once). A replica refreshes at most once per `usage_refresh`
 //! (background loop for `/metrics`; a usage report older than that refreshes first, and
 //! concurrent reports share that one refresh).
 
@@ -39,21 +40,30 @@ const VERBS: &[&str] = &[
 ];
 const CLASSES: &[&str] = &["2xx", "3xx", "4xx", "5xx"];
 
-/// Lists a resource; a kind the upstream does not serve has nothing to count. A list paddock's
-/// credential may not make (403: its least ClusterRole, rights.rs, holds no `list` on most
-/// workload kinds) is noted in `uncounted` rather than failing the whole refresh.
-async fn list_or_none(
+/// Objects per page of the refresh's lists: a page of 5 KB pods parsed is a few MiB, the most
+/// a refresh holds at once.
+const REFRESH_PAGE: usize = 100;
+
+/// Hands every object of `path` to `visit`, a page at a time. A kind the upstream does not
+/// serve (404) has nothing to count; a list paddock's credential may not make (403: its least
+/// ClusterRole, rights.rs, holds no `list` on most workload kinds) is noted in `uncounted`
+/// rather than failing the whole refresh.
+async fn visit_or_none(
     state: &AppState,
     path: &str,
     accept: &str,
     uncounted: &mut Vec<String>,
-) -> Result<Vec<Value>, ServerError> {
-    match upjson::list_accept(&state.upstream, path, accept).await {
-        Ok(items) => Ok(items),
-        Err(ServerError::Upstream(m)) if m.contains("(404") => Ok(Vec::new()),
+    mut visit: impl FnMut(Value),
+) -> Result<(), ServerError> {
+    let pages = upjson::visit_pages(&state.upstream, path, accept, REFRESH_PAGE, |page| {
+        page.into_iter().for_each(&mut visit);
+    });
+    match pages.await {
+        Ok(()) => Ok(()),
+        Err(ServerError::Upstream(m)) if m.contains("(404") => Ok(()),
         Err(ServerError::Upstream(m)) if m.contains("(403") => {
             uncounted.push(path.split('?').next().unwrap_or(path).to_string());
-            Ok(Vec::new())
+            Ok(())
         }
         Err(e) => Err(e),
     }
@@ -69,21 +79,22 @@ pub async fn refresh(state: &AppState) -> Result<Arc<UsageSnapshot>, ServerError
     )
     .await?;
     namespaces.iter().for_each(|n| tally.add_namespace(n));
-    for pod in list_or_none(state, "/api/v1/pods", "application/json", &mut uncounted).await? {
-        tally.add_pod(&pod);
-    }
-    let pvcs = list_or_none(
-        state,
-        "/api/v1/persistentvolumeclaims",
-        "application/json",
-        &mut uncounted,
-    )
+    // Pods and PVCs in full, folded into the tally a page at a time (never the whole list).
+    let pods = "/api/v1/pods";
+    visit_or_none(state, pods, "application/json", &mut uncounted, |p| {
+        tally.add_pod(&p);
+    })
     .await?;
-    pvcs.iter().for_each(|p| tally.add_pvc(p));
+    let pvcs = "/api/v1/persistentvolumeclaims";
+    visit_or_none(state, pvcs, "application/json", &mut uncounted, |p| {
+        tally.add_pvc(&p);
+    })
+    .await?;
     for (resource, path) in COUNTED_NAMESPACED {
-        for o in list_or_none(state, path, METADATA_LIST, &mut uncounted).await? {
+        visit_or_none(state, path, METADATA_LIST, &mut uncounted, |o| {
             tally.add_namespaced(resource, &o);
-        }
+        })
+        .await?;
     }
     for (resource, path) in COUNTED_CLUSTER {
         let labelled = format!("{path}?labelSelector={TENANT_LABEL}");
@@ -93,9 +104,10 @@ pub async fn refresh(state: &AppState) -> Result<Arc<UsageSnapshot>, ServerError
         } else {
             METADATA_LIST
         };
-        for o in list_or_none(state, &labelled, accept, &mut uncounted).await? {
+        visit_or_none(state, &labelled, accept, &mut uncounted, |o| {
             tally.add_cluster(resource, &o);
-        }
+        })
+        .await?;
     }
     if !uncounted.is_empty() {
         tracing::warn!(

@@ -136,21 +136,32 @@ pub async fn list_accept(
     path: &str,
     accept: &str,
 ) -> Result<Vec<Value>, ServerError> {
-    let sep = if path.contains('?') { '&' } else { '?' };
     let mut items = Vec::new();
+    visit_pages(up, path, accept, LIST_PAGE, |page| items.extend(page)).await?;
+    Ok(items)
+}
+
+/// Lists `path` in pages of `page` objects asked for as `accept`, handing each page's items
+/// to `visit` before the next is read: what is held at once is one page, whatever the size
+/// of the cluster (the usage refresh reads every pod in full).
+pub async fn visit_pages(
+    up: &Upstream,
+    path: &str,
+    accept: &str,
+    page: usize,
+    mut visit: impl FnMut(Vec<Value>),
+) -> Result<(), ServerError> {
+    let sep = if path.contains('?') { '&' } else { '?' };
     let mut token = String::new();
     // In pages: the periodic RBAC resync lists every tenant's namespaces and bindings at once,
     // and one answer for a large cluster would outgrow `call`'s body limit.
     loop {
-        let page = if token.is_empty() {
-            format!("{path}{sep}limit={LIST_PAGE}")
+        let asked = if token.is_empty() {
+            format!("{path}{sep}limit={page}")
         } else {
-            format!(
-                "{path}{sep}limit={LIST_PAGE}&continue={}",
-                query_escape(&token)
-            )
+            format!("{path}{sep}limit={page}&continue={}", query_escape(&token))
         };
-        let mut a = call_accept(up, Method::GET, &page, None, None, accept).await?;
+        let mut a = call_accept(up, Method::GET, &asked, None, None, accept).await?;
         if !a.status.is_success() {
             return Err(ServerError::Upstream(format!(
                 "listing {path} upstream failed ({}): {}",
@@ -159,14 +170,14 @@ pub async fn list_accept(
             )));
         }
         if let Some(Value::Array(v)) = a.body.get_mut("items").map(Value::take) {
-            items.extend(v);
+            visit(v);
         }
         token = a.body["metadata"]["continue"]
             .as_str()
             .unwrap_or_default()
             .to_owned();
         if token.is_empty() {
-            return Ok(items);
+            return Ok(());
         }
     }
 }
