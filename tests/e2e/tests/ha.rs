@@ -388,6 +388,12 @@ fn ha_behind_haproxy() -> Result<()> {
         std::thread::sleep(Duration::from_secs(4));
         etcd.kill_member(0)?;
         std::thread::sleep(Duration::from_secs(1));
+        // With one member down the other two still have a quorum, but if the killed member led
+        // they first elect a new leader: a write in that window gets etcd's "leader changed"
+        // (paddock answers 503, as etcd's own clients see it). What is checked is a write once
+        // the two have a leader (etcd's /health says so).
+        etcd.wait_healthy(1, Duration::from_secs(15))?;
+        etcd.wait_healthy(2, Duration::from_secs(15))?;
         let (ok, err, took) = create("etcdon")?;
         notes.push(format!(
             "etcd member 0 killed: tenant creation through the LB {} in {took:?} {err}",
