@@ -438,6 +438,20 @@ pub fn finish_headers(
     }
 }
 
+/// A side's opening frames: its SETTINGS, and a connection WINDOW_UPDATE raising the
+/// connection's receive window from the protocol's 65,535 to `conn_window`.
+pub fn put_opening(out: &mut Vec<u8>, params: Vec<(u16, u32)>, conn_window: u32) {
+    Frame::Settings { ack: false, params }.encode(out);
+    if conn_window > 65_535 {
+        let increment = conn_window - 65_535;
+        Frame::WindowUpdate {
+            stream: 0,
+            increment,
+        }
+        .encode(out);
+    }
+}
+
 #[cfg(test)]
 #[path = "frame_tests.rs"]
 mod tests;

@@ -36,7 +36,7 @@ use http::{HeaderMap, Request, Response};
 use parking_lot::Mutex;
 use tokio::io::{AsyncRead, AsyncWrite};
 
-use crate::frame::{self, Frame, reason};
+use crate::frame::{self, reason};
 use state::State;
 
 /// The client connection preface (RFC 9113 §3.4).
@@ -99,15 +99,7 @@ where
         (frame::INITIAL_WINDOW_SIZE, cfg.stream_window),
         (frame::MAX_HEADER_LIST_SIZE, cfg.max_header_list),
     ];
-    Frame::Settings { ack: false, params }.encode(&mut st.out);
-    if cfg.conn_window > 65_535 {
-        let increment = cfg.conn_window - 65_535;
-        Frame::WindowUpdate {
-            stream: 0,
-            increment,
-        }
-        .encode(&mut st.out);
-    }
+    frame::put_opening(&mut st.out, params, cfg.conn_window);
     let shared = Arc::new(Mutex::new(st));
     let send = SendRequest {
         shared: shared.clone(),

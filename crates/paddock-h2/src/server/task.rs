@@ -79,15 +79,7 @@ impl<T: AsyncRead + AsyncWrite + Unpin, S: Service> Task<T, S> {
             (frame::INITIAL_WINDOW_SIZE, cfg.stream_window),
             (frame::MAX_HEADER_LIST_SIZE, cfg.max_header_list),
         ];
-        Frame::Settings { ack: false, params }.encode(&mut st.out);
-        if cfg.conn_window > 65_535 {
-            let increment = cfg.conn_window - 65_535;
-            Frame::WindowUpdate {
-                stream: 0,
-                increment,
-            }
-            .encode(&mut st.out);
-        }
+        frame::put_opening(&mut st.out, params, cfg.conn_window);
         Task {
             io,
             shared: Arc::new(Mutex::new(st)),
