@@ -4,6 +4,7 @@
 //! Scope always comes from upstream discovery, never from a hand-kept table; only the policy
 //! is hand-kept, and its default is deny.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, OnceLock};
 
@@ -244,8 +245,8 @@ struct RawResource {
 struct RawGroup {
     /// In upstream preference order.
     versions: Vec<String>,
-    /// (version, resource) -> resource.
-    resources: BTreeMap<(String, String), RawResource>,
+    /// version -> resource name -> resource (nested, so that a lookup borrows its keys).
+    resources: BTreeMap<String, BTreeMap<String, RawResource>>,
 }
 
 /// Every upstream group, version and resource, plus the policy overrides. Built once from
@@ -373,16 +374,24 @@ impl Catalog {
                 self.kinds
                     .entry((name.clone(), kind.clone()))
                     .or_insert_with(|| (r.resource.clone(), scope));
-                entry.resources.insert(
-                    (v.version.clone(), r.resource),
-                    RawResource {
-                        kind,
-                        scope,
-                        verbs: r.verbs,
-                        subresources: r.subresources.into_iter().map(|s| s.subresource).collect(),
-                        made: OnceLock::new(),
-                    },
-                );
+                entry
+                    .resources
+                    .entry(v.version.clone())
+                    .or_default()
+                    .insert(
+                        r.resource,
+                        RawResource {
+                            kind,
+                            scope,
+                            verbs: r.verbs,
+                            subresources: r
+                                .subresources
+                                .into_iter()
+                                .map(|s| s.subresource)
+                                .collect(),
+                            made: OnceLock::new(),
+                        },
+                    );
             }
         }
     }
@@ -430,15 +439,24 @@ impl Catalog {
     /// The upstream group for a tenant-visible group ("example.com" -> "<tid>-example.com" when
     /// the tenant owns it; built-in groups unchanged).
     pub fn upstream_group(&self, tenant: &TenantId, group: &str) -> Option<String> {
+        self.upstream_group_of(tenant, group).map(Cow::into_owned)
+    }
+
+    /// [`Self::upstream_group`], borrowing the group where it is unchanged (every built-in
+    /// group: the request path's common case).
+    fn upstream_group_of<'g>(&self, tenant: &TenantId, group: &'g str) -> Option<Cow<'g, str>> {
         if is_builtin_group(group) {
-            return self.groups.contains_key(group).then(|| group.to_owned());
+            return self
+                .groups
+                .contains_key(group)
+                .then_some(Cow::Borrowed(group));
         }
         let owned = tenant.upstream_name(group);
         if self.groups.contains_key(&owned) {
-            return Some(owned);
+            return Some(Cow::Owned(owned));
         }
         if self.groups.contains_key(group) && !looks_tenant_prefixed(group) {
-            return Some(group.to_owned());
+            return Some(Cow::Borrowed(group));
         }
         None
     }
@@ -508,7 +526,7 @@ impl Catalog {
         version: &str,
         resource: &str,
     ) -> Option<Arc<ResourceInfo>> {
-        let ug = self.upstream_group(tenant, group)?;
+        let ug = self.upstream_group_of(tenant, group)?;
         self.info(tenant, &ug, version, resource)
     }
 
@@ -533,9 +551,7 @@ impl Catalog {
         resource: &str,
     ) -> Option<Arc<ResourceInfo>> {
         let g = self.groups.get(ug)?;
-        let raw = g
-            .resources
-            .get(&(version.to_owned(), resource.to_owned()))?;
+        let raw = g.resources.get(version)?.get(resource)?;
         let tenant_crd = tenant.strip(ug).is_some();
         let policy = if tenant_crd {
             Policy::TenantOwned
@@ -661,9 +677,9 @@ impl Catalog {
     /// Every (upstream group, version, resource) known, for discovery filtering.
     pub fn all_upstream(&self) -> impl Iterator<Item = (&str, &str, &str)> {
         self.groups.iter().flat_map(|(g, rg)| {
-            rg.resources
-                .keys()
-                .map(move |(v, r)| (g.as_str(), v.as_str(), r.as_str()))
+            rg.resources.iter().flat_map(move |(v, rs)| {
+                rs.keys().map(move |r| (g.as_str(), v.as_str(), r.as_str()))
+            })
         })
     }
 }

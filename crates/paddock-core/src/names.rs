@@ -18,13 +18,19 @@ pub fn name_up(t: &TenantId, info: &ResourceInfo, name: &str) -> Result<String, 
         check_prefixed_len(NameKind::DnsSubdomain, name)?;
         return Ok(format!("{plural}.{}", t.upstream_name(group)));
     }
+    check_plain_name_up(info, name)?;
+    Ok(t.upstream_name(name))
+}
+
+/// What [`name_up`] checks of a name that is not a CRD's before it prefixes it: that the
+/// prefixed name still fits its kind's limit.
+pub fn check_plain_name_up(info: &ResourceInfo, name: &str) -> Result<(), TranslateError> {
     let kind = if info.upstream_group.is_empty() && info.resource == "namespaces" {
         NameKind::Namespace
     } else {
         NameKind::DnsSubdomain
     };
-    check_prefixed_len(kind, name)?;
-    Ok(t.upstream_name(name))
+    check_prefixed_len(kind, name)
 }
 
 /// Inverse of [`name_up`]; None when the upstream name is not the tenant's.

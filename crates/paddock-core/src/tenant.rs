@@ -24,9 +24,10 @@ pub const TENANT_ID_LEN: usize = 6;
 )]
 pub struct TenantIdError(pub String);
 
-/// A validated tenant id: exactly 6 of `[a-z0-9]`, first a letter.
-#[derive(Clone, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
-pub struct TenantId(String);
+/// A validated tenant id: exactly 6 of `[a-z0-9]`, first a letter. Held inline: every
+/// request copies its tenant's id several times, and a copy should not allocate.
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct TenantId([u8; TENANT_ID_LEN]);
 
 impl TenantId {
     /// Validates `s`. The alphabet has no characters that need escaping in JSON, URLs or label
@@ -36,42 +37,60 @@ impl TenantId {
     /// upstream, and tenant `tenant`'s own group `<tid>` would map to exactly that string.
     pub fn parse(s: &str) -> Result<TenantId, TenantIdError> {
         if is_tenant_id(s) && s != "tenant" {
-            Ok(TenantId(s.to_owned()))
+            let mut id = [0; TENANT_ID_LEN];
+            id.copy_from_slice(s.as_bytes());
+            Ok(TenantId(id))
         } else {
             Err(TenantIdError(s.to_owned()))
         }
     }
 
     pub fn as_str(&self) -> &str {
-        &self.0
+        // ASCII by construction (`parse`), so this never takes the fallback.
+        std::str::from_utf8(&self.0).unwrap_or_default()
     }
 
     /// `"<tid>-"`.
     pub fn prefix(&self) -> String {
-        format!("{}-", self.0)
+        format!("{}-", self.as_str())
     }
 
     /// `"<tid>-<name>"`.
     pub fn upstream_name(&self, name: &str) -> String {
-        format!("{}-{}", self.0, name)
+        let mut up = String::with_capacity(TENANT_ID_LEN + 1 + name.len());
+        self.push_upstream_name(&mut up, name);
+        up
+    }
+
+    /// Appends `"<tid>-<name>"` to `out` (no string of its own).
+    pub fn push_upstream_name(&self, out: &mut String, name: &str) {
+        out.push_str(self.as_str());
+        out.push('-');
+        out.push_str(name);
     }
 
     /// The tenant's name for an upstream name carrying exactly this tenant's prefix. An empty
     /// remainder is not a name, so `"<tid>-"` alone gives None.
     pub fn strip<'a>(&self, upstream: &'a str) -> Option<&'a str> {
-        let rest = upstream.strip_prefix(self.0.as_str())?.strip_prefix('-')?;
+        let rest = upstream.strip_prefix(self.as_str())?.strip_prefix('-')?;
         if rest.is_empty() { None } else { Some(rest) }
     }
 
     /// `"paddock.io/tenant=<tid>"`.
     pub fn tenant_label_selector(&self) -> String {
-        format!("{TENANT_LABEL}={}", self.0)
+        format!("{TENANT_LABEL}={}", self.as_str())
     }
 }
 
 impl fmt::Display for TenantId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+        f.write_str(self.as_str())
+    }
+}
+
+impl fmt::Debug for TenantId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("TenantId").field(&self.as_str()).finish()
     }
 }
 
@@ -84,7 +103,7 @@ impl std::str::FromStr for TenantId {
 
 impl serde::Serialize for TenantId {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&self.0)
+        s.serialize_str(self.as_str())
     }
 }
 

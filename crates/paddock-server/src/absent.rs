@@ -12,7 +12,6 @@ use bytes::Bytes;
 use futures_util::StreamExt;
 use http::{Method, Response, StatusCode, header};
 use http_body::Frame;
-use http_body_util::BodyExt;
 use paddock_core::absent::{AbsentAnswer, SharedWriteProbe};
 use paddock_core::{ParsedRequest, Plan, ResponseKind, TenantContext, TenantId};
 use serde_json::{Value, json};
@@ -185,7 +184,7 @@ fn quiet_watch(
         }
     })
     .filter_map(|()| futures_util::future::ready(None::<Result<Frame<Bytes>, BoxError>>));
-    http_body_util::StreamBody::new(head.chain(wait)).boxed_unsync()
+    ResBody::boxed(http_body_util::StreamBody::new(head.chain(wait)))
 }
 
 /// The planner refused a write to a shared read-only kind: when the named object does not

@@ -17,7 +17,6 @@ use std::time::SystemTime;
 use bytes::{Bytes, BytesMut};
 use http::{HeaderMap, Response, header};
 use http_body::{Body, Frame, SizeHint};
-use http_body_util::BodyExt;
 use paddock_core::audit::{Finished, Level, never_log_contents};
 use paddock_core::audit_platform::{Presented, Refused, refusal_event};
 use paddock_pki::PeerCert;
@@ -61,13 +60,12 @@ pub fn audit_answer(
         start: info.start,
     };
     resp.map(|inner| {
-        Teed {
+        ResBody::boxed(Teed {
             inner,
             copy: BytesMut::new(),
             over: false,
             pending: Some(pending),
-        }
-        .boxed_unsync()
+        })
     })
 }
 

@@ -19,17 +19,40 @@ pub use crate::caller::Caller;
 use crate::error::ServerError;
 use crate::state::AppState;
 
+/// A connection's client certificate, and the caller it names once a request has been
+/// authenticated with it: every later request on the connection repeats the checks
+/// (validity, revocation, the tenant's phase) but not the copying of names and groups.
+#[derive(Debug)]
+pub struct Peer {
+    cert: Arc<PeerCert>,
+    caller: OnceLock<Arc<Caller>>,
+}
+
+impl Peer {
+    pub fn new(cert: PeerCert) -> Self {
+        Peer {
+            cert: Arc::new(cert),
+            caller: OnceLock::new(),
+        }
+    }
+
+    pub fn cert(&self) -> &Arc<PeerCert> {
+        &self.cert
+    }
+}
+
 /// Authenticates one request from the connection's peer certificate.
 pub fn authenticate(
-    peer: Option<&Arc<PeerCert>>,
+    peer: Option<&Peer>,
     cache: &StoreCache,
     now: SystemTime,
-) -> Result<Caller, ServerError> {
-    let Some(cert) = peer else {
+) -> Result<Arc<Caller>, ServerError> {
+    let Some(peer) = peer else {
         return Err(ServerError::Unauthorized(
             "a client certificate issued by paddock is required".into(),
         ));
     };
+    let cert = &*peer.cert;
     if now > cert.not_after {
         return Err(ServerError::Unauthorized(format!(
             "the client certificate (serial {}) has expired; ask the platform admin for a new one",
@@ -49,34 +72,42 @@ pub fn authenticate(
         )));
     }
     let Some(tid) = &cert.tenant else {
-        return Ok(Caller::Admin {
-            user: cert.user.clone(),
-            serial: cert.serial_hex.clone(),
-        });
+        return Ok(peer
+            .caller
+            .get_or_init(|| {
+                Arc::new(Caller::Admin {
+                    user: cert.user.clone(),
+                    serial: cert.serial_hex.clone(),
+                })
+            })
+            .clone());
     };
     let tenant = TenantId::parse(tid).map_err(|_| {
         ServerError::Unauthorized(format!(
             "the client certificate names an invalid tenant {tid:?}"
         ))
     })?;
-    match cache.tenant(tenant.as_str()) {
+    match cache.tenant(tenant.as_str()).map(|rec| rec.phase) {
         None => Err(ServerError::Unauthorized(format!(
             "tenant {tenant} does not exist"
         ))),
-        Some(rec) => match rec.phase {
-            TenantPhase::Active => Ok(Caller::Tenant {
-                tenant,
-                user: cert.user.clone(),
-                groups: cert.groups.clone(),
-                serial: cert.serial_hex.clone(),
-            }),
-            TenantPhase::Suspended => Err(ServerError::Unauthorized(format!(
-                "tenant {tenant} is suspended"
-            ))),
-            TenantPhase::Terminating => Err(ServerError::Unauthorized(format!(
-                "tenant {tenant} is being deleted"
-            ))),
-        },
+        Some(TenantPhase::Active) => Ok(peer
+            .caller
+            .get_or_init(|| {
+                Arc::new(Caller::Tenant {
+                    tenant,
+                    user: cert.user.clone(),
+                    groups: cert.groups.clone(),
+                    serial: cert.serial_hex.clone(),
+                })
+            })
+            .clone()),
+        Some(TenantPhase::Suspended) => Err(ServerError::Unauthorized(format!(
+            "tenant {tenant} is suspended"
+        ))),
+        Some(TenantPhase::Terminating) => Err(ServerError::Unauthorized(format!(
+            "tenant {tenant} is being deleted"
+        ))),
     }
 }
 
@@ -96,9 +127,9 @@ fn token_cache() -> &'static TokenCache {
 /// then ignored and never forwarded), else a tenant pod's service-account token.
 pub async fn authenticate_request(
     state: &AppState,
-    peer: Option<&Arc<PeerCert>>,
+    peer: Option<&Peer>,
     headers: &HeaderMap,
-) -> Result<Caller, ServerError> {
+) -> Result<Arc<Caller>, ServerError> {
     if peer.is_some() {
         return authenticate(peer, &state.cache, SystemTime::now());
     }
@@ -113,7 +144,9 @@ pub async fn authenticate_request(
         .filter(|t| !t.is_empty());
     match token {
         // Boxed: the TokenReview's future (3.5 KB) would otherwise be part of every request's.
-        Some(t) => paddock_upstream::rare::boxed(|| authenticate_token(state, t)).await,
+        Some(t) => paddock_upstream::rare::boxed(|| authenticate_token(state, t))
+            .await
+            .map(Arc::new),
         None => authenticate(None, &state.cache, SystemTime::now()),
     }
 }

@@ -12,6 +12,7 @@ use std::time::Duration;
 use std::future::Future;
 use std::pin::Pin;
 
+use crate::auth::Peer;
 use crate::coalesce::Coalescing;
 use http::{HeaderMap, Request, Response};
 use hyper::body::Incoming;
@@ -19,7 +20,6 @@ use hyper::service::service_fn;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use paddock_core::TenantId;
-use paddock_pki::PeerCert;
 use parking_lot::Mutex;
 use tokio::net::TcpStream;
 use tokio::sync::Notify;
@@ -88,10 +88,10 @@ const MAX_HEADER_FIELDS: usize = 1024;
 /// refusal that every request on it gets).
 fn tenant_permit(
     state: &AppState,
-    peer: Option<&Arc<PeerCert>>,
+    peer: Option<&Peer>,
 ) -> (Option<crate::limits::Permit>, Option<(String, u64)>) {
     let Some(tid) = peer
-        .and_then(|p| p.tenant.as_deref())
+        .and_then(|p| p.cert().tenant.as_deref())
         .and_then(|t| TenantId::parse(t).ok())
     else {
         return (None, None);
@@ -146,7 +146,7 @@ fn http_builder(
 #[derive(Clone)]
 struct Front {
     state: Arc<AppState>,
-    peer: Option<Arc<PeerCert>>,
+    peer: Option<Arc<Peer>>,
     activity: Arc<Activity>,
     refused: Option<(String, u64)>,
 }
@@ -295,15 +295,15 @@ pub async fn serve_connection(
                 return;
             }
         };
-    let peer: Option<Arc<PeerCert>> = tls_stream
+    let peer: Option<Arc<Peer>> = tls_stream
         .get_ref()
         .1
         .peer_certificates()
         .and_then(|certs| certs.first())
         .and_then(|der| paddock_pki::parse_peer_cert(der.as_ref()).ok())
-        .map(Arc::new);
+        .map(|cert| Arc::new(Peer::new(cert)));
     let h2 = tls_stream.get_ref().1.alpn_protocol() == Some(b"h2".as_slice());
-    let (permit, refused) = tenant_permit(&state, peer.as_ref());
+    let (permit, refused) = tenant_permit(&state, peer.as_deref());
     let activity = Arc::new(Activity {
         busy: AtomicUsize::new(0),
         last: Mutex::new(Instant::now()),

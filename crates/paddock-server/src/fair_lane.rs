@@ -205,7 +205,7 @@ impl Future for Offloaded {
             end: head.end,
             done: false,
         };
-        Poll::Ready(Ok(Response::from_parts(head.parts, body.boxed_unsync())))
+        Poll::Ready(Ok(Response::from_parts(head.parts, ResBody::boxed(body))))
     }
 }
 

@@ -39,7 +39,7 @@ async fn an_offloaded_answer_arrives_whole_its_work_on_the_lane_its_io_on_main()
             Ok(Frame::data(Bytes::from(spawned_on))),
             Ok(Frame::trailers(trailers)),
         ];
-        let body = StreamBody::new(futures_util::stream::iter(frames)).boxed_unsync();
+        let body = ResBody::boxed(StreamBody::new(futures_util::stream::iter(frames)));
         Ok(Response::builder().status(201).body(body).unwrap())
     });
     let resp = tokio::time::timeout(Duration::from_secs(30), offloaded)
@@ -89,7 +89,7 @@ async fn an_error_is_answered_and_a_dropped_answer_stops_the_work() {
             tokio::time::sleep(Duration::from_millis(5)).await;
             Some((Ok::<_, BoxError>(Frame::data(Bytes::from_static(b"x"))), g))
         });
-        Ok(Response::new(StreamBody::new(frames).boxed_unsync()))
+        Ok(Response::new(ResBody::boxed(StreamBody::new(frames))))
     });
     let mut body = endless.await.unwrap().into_body();
     assert!(body.frame().await.unwrap().unwrap().is_data());

@@ -13,7 +13,6 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
-use http_body_util::BodyExt;
 use paddock_core::TenantId;
 use paddock_core::fair_queue::{Arrival, Cancelled, FairQueue, Ticket};
 use parking_lot::Mutex;
@@ -401,13 +400,17 @@ impl Drop for Seat {
     }
 }
 
-/// A response body holding its seats until its last byte, the time of its polls charged.
+/// A response body holding its seats until its last byte, the time of its polls charged. A
+/// small complete body has no more work to charge: its seats end here.
 pub fn seated(body: ResBody, seat: Seat) -> ResBody {
-    Seated {
+    if body.is_small_complete() {
+        drop(seat);
+        return body;
+    }
+    ResBody::boxed(Seated {
         inner: body,
         seat: Some(seat),
-    }
-    .boxed_unsync()
+    })
 }
 
 struct Seated {

@@ -13,7 +13,6 @@ use std::time::Instant;
 
 use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
-use http_body_util::BodyExt;
 use paddock_core::TenantId;
 use paddock_core::fairshare::{Limit, Limits, RequestClass, TokenBucket, retry_after_secs};
 use parking_lot::Mutex;
@@ -242,13 +241,17 @@ pub struct Held<G> {
     guard: Option<G>,
 }
 
-/// Wraps `body` so that `guard` is dropped when it ends.
+/// Wraps `body` so that `guard` is dropped when it ends; with a small complete body
+/// (`ResBody::is_small_complete`) the guard is dropped now.
 pub fn hold<G: Send + Unpin + 'static>(body: ResBody, guard: G) -> ResBody {
-    Held {
+    if body.is_small_complete() {
+        drop(guard);
+        return body;
+    }
+    ResBody::boxed(Held {
         inner: body,
         guard: Some(guard),
-    }
-    .boxed_unsync()
+    })
 }
 
 impl<G: Unpin> Body for Held<G> {

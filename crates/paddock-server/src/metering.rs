@@ -15,7 +15,6 @@ use std::time::Instant;
 use arc_swap::ArcSwapOption;
 use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
-use http_body_util::BodyExt;
 use paddock_core::usage::UsageTally;
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric};
@@ -119,18 +118,25 @@ impl TenantMetrics {
 /// the watch-seconds, settled when the body ends or is dropped.
 pub fn meter_response(body: ResBody, meters: &TenantMetrics, tenant: &str, watch: bool) -> ResBody {
     let label = TenantMetrics::label(tenant);
+    if let Some(len) = body.complete_len().filter(|_| !watch) {
+        // All of it is here: counted now rather than wrapped to count it as it leaves.
+        meters
+            .response_bytes
+            .get_or_create(&label)
+            .inc_by(len as u64);
+        return body;
+    }
     if watch {
         meters.open_watches.get_or_create(&label).inc();
     }
-    Metered {
+    ResBody::boxed(Metered {
         inner: body,
         response_bytes: meters.response_bytes.clone(),
         watch: watch.then(|| (meters.open_watches.clone(), meters.watch_seconds.clone())),
         label,
         bytes: 0,
         started: Instant::now(),
-    }
-    .boxed_unsync()
+    })
 }
 
 type WatchMeters = (

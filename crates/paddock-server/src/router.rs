@@ -3,9 +3,9 @@
 
 use std::sync::Arc;
 
+use crate::auth::Peer;
 use crate::req_body::ReqBody;
 use http::{Request, Response, StatusCode, header};
-use paddock_pki::PeerCert;
 
 use crate::body::{ResBody, full};
 use crate::state::AppState;
@@ -15,7 +15,7 @@ use crate::state::AppState;
 /// [`crate::stack`].
 pub async fn handle(
     state: Arc<AppState>,
-    peer: Option<Arc<PeerCert>>,
+    peer: Option<Arc<Peer>>,
     req: Request<ReqBody>,
 ) -> Response<ResBody> {
     match req.uri().path() {
@@ -24,7 +24,7 @@ pub async fn handle(
         _ => {}
     }
     let start = std::time::Instant::now();
-    match crate::auth::authenticate_request(&state, peer.as_ref(), req.headers()).await {
+    match crate::auth::authenticate_request(&state, peer.as_deref(), req.headers()).await {
         Ok(caller) => crate::stack::serve(&state, caller, req).await,
         Err(e) => {
             // Refused before its tenant is known: into the platform audit stream, never a
@@ -35,7 +35,7 @@ pub async fn handle(
                 let reason = e.to_string();
                 crate::audit_answer::audit_refusal(
                     a,
-                    peer.as_ref(),
+                    peer.as_deref().map(Peer::cert),
                     req.headers(),
                     &info,
                     code,

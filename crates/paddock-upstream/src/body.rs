@@ -16,29 +16,24 @@ pub use crate::answer_body::{AnswerBody, AnswerError};
 /// Boxed error used in body streams.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
-/// Response body type of the server.
-pub type ResBody = UnsyncBoxBody<Bytes, BoxError>;
+pub use crate::res_body::ResBody;
 
 /// Request body type sent upstream.
 pub type UpBody = UnsyncBoxBody<Bytes, BoxError>;
 
 /// A complete body.
 pub fn full(b: impl Into<Bytes>) -> ResBody {
-    http_body_util::Full::new(b.into())
-        .map_err(|never| -> BoxError { match never {} })
-        .boxed_unsync()
+    ResBody::complete(b.into())
 }
 
 /// An empty body.
 pub fn empty() -> ResBody {
-    http_body_util::Empty::new()
-        .map_err(|never| -> BoxError { match never {} })
-        .boxed_unsync()
+    ResBody::default()
 }
 
 /// Passes an upstream body through unchanged.
 pub fn passthrough(b: AnswerBody) -> ResBody {
-    b.map_err(|e| Box::new(e) as BoxError).boxed_unsync()
+    ResBody::boxed(b.map_err(|e| Box::new(e) as BoxError))
 }
 
 /// Largest frame [`RewriteBody`] makes by joining the output of upstream frames that are
@@ -124,7 +119,7 @@ impl RewriteBody {
     }
     /// Boxes it.
     pub fn boxed(self) -> ResBody {
-        BodyExt::boxed_unsync(self)
+        ResBody::boxed(self)
     }
 }
 

@@ -14,6 +14,7 @@ pub mod error;
 pub mod h2_conn;
 pub mod limit;
 pub mod rare;
+pub mod res_body;
 pub mod serving;
 pub mod short_set;
 pub mod upjson;

@@ -1,6 +1,9 @@
 //! Parsing: what the tenant asked for (method + path + query), before any translation.
 
+use std::borrow::Cow;
+
 use percent_encoding::percent_decode_str;
+use smallvec::SmallVec;
 
 use crate::error::TranslateError;
 use crate::names::is_dns_label;
@@ -101,12 +104,17 @@ pub struct ParsedRequest {
 
 const CONNECT_SUBRESOURCES: &[&str] = &["exec", "attach", "portforward", "proxy"];
 
-fn decode_segment(seg: &str) -> Result<String, TranslateError> {
-    let s = percent_decode_str(seg)
+/// A path segment percent-decoded; borrowed unless it had an escape in it (the common case
+/// allocates nothing).
+fn decode_segment(seg: &str) -> Result<Cow<'_, str>, TranslateError> {
+    percent_decode_str(seg)
         .decode_utf8()
-        .map_err(|_| TranslateError::bad(format!("path segment {seg:?} is not UTF-8")))?;
-    Ok(s.into_owned())
+        .map_err(|_| TranslateError::bad(format!("path segment {seg:?} is not UTF-8")))
 }
+
+/// The segments of a path, split at `/`. A resource path has at most nine structural
+/// segments (`/apis/g/v/watch/namespaces/ns/r/name/sub`); a proxy remainder may add more.
+type RawSegments<'a> = SmallVec<[&'a str; 10]>;
 
 /// A name in a URL: not empty, not `.`/`..`, no `/` or `%` (the apiserver's own rule).
 fn check_path_name(s: &str, what: &str) -> Result<(), TranslateError> {
@@ -134,14 +142,19 @@ pub fn parse_request(
     let query: Vec<(String, String)> = query
         .map(|q| form_urlencoded::parse(q.as_bytes()).into_owned().collect())
         .unwrap_or_default();
-    let method = method.to_ascii_uppercase();
+    // Methods arrive upper-case from every client; a lower-case one is rare enough to copy.
+    let method: Cow<'_, str> = if method.bytes().any(|b| b.is_ascii_lowercase()) {
+        Cow::Owned(method.to_ascii_uppercase())
+    } else {
+        Cow::Borrowed(method)
+    };
     let Some(rel) = path.strip_prefix('/') else {
         return Err(TranslateError::bad(format!(
             "path {path:?} must start with /"
         )));
     };
-    let raw: Vec<&str> = if rel.is_empty() {
-        Vec::new()
+    let raw: RawSegments<'_> = if rel.is_empty() {
+        SmallVec::new()
     } else {
         rel.split('/').collect()
     };
@@ -220,12 +233,12 @@ fn top_level(raw: &[&str], path: &str) -> Result<Top, TranslateError> {
 
 /// `/openapi/...`: the v2 document, the v3 index, or one group version's v3 document.
 fn openapi_path(rest: &[&str], path: &str) -> Result<ApiPath, TranslateError> {
-    let segs: Vec<String> = rest
+    let segs: SmallVec<[Cow<'_, str>; 4]> = rest
         .iter()
         .filter(|s| !s.is_empty())
         .map(|s| decode_segment(s))
         .collect::<Result<_, _>>()?;
-    let segs: Vec<&str> = segs.iter().map(String::as_str).collect();
+    let segs: SmallVec<[&str; 4]> = segs.iter().map(|s| &**s).collect();
     match segs.as_slice() {
         ["v2"] => Ok(ApiPath::OpenApiV2),
         ["v3"] => Ok(ApiPath::OpenApiV3Root),
@@ -246,7 +259,7 @@ fn core_group_version(raw: &[&str]) -> Result<Top, TranslateError> {
     match raw.get(1).copied() {
         None | Some("") if raw.len() <= 2 => Ok(Top::NonResource(ApiPath::Api)),
         Some(v) => {
-            let version = decode_segment(v)?;
+            let version = decode_segment(v)?.into_owned();
             if raw.len() == 2 || (raw.len() == 3 && raw[2].is_empty()) {
                 return Ok(Top::NonResource(ApiPath::ApiGroupVersion {
                     group: String::new(),
@@ -267,14 +280,14 @@ fn core_group_version(raw: &[&str]) -> Result<Top, TranslateError> {
 fn named_group_version(raw: &[&str]) -> Result<Top, TranslateError> {
     let group = match raw.get(1).copied() {
         None | Some("") if raw.len() <= 2 => return Ok(Top::NonResource(ApiPath::Apis)),
-        Some(g) => decode_segment(g)?,
+        Some(g) => decode_segment(g)?.into_owned(),
         None => return Ok(Top::NonResource(ApiPath::Apis)),
     };
     match raw.get(2).copied() {
         None => Ok(Top::NonResource(ApiPath::ApiGroup { group })),
         Some("") if raw.len() == 3 => Ok(Top::NonResource(ApiPath::ApiGroup { group })),
         Some(v) => {
-            let version = decode_segment(v)?;
+            let version = decode_segment(v)?.into_owned();
             if raw.len() == 3 || (raw.len() == 4 && raw[3].is_empty()) {
                 return Ok(Top::NonResource(ApiPath::ApiGroupVersion {
                     group,
@@ -309,11 +322,11 @@ fn resource_segments(rest: &[&str], path: &str) -> Result<Segments, TranslateErr
     }
     // Decode only the structural segments (at most 6); a proxy remainder stays raw.
     let take = rest.len().min(6);
-    let decoded: Vec<String> = rest[..take]
+    let decoded: SmallVec<[Cow<'_, str>; 6]> = rest[..take]
         .iter()
         .map(|s| decode_segment(s))
         .collect::<Result<_, _>>()?;
-    let d: Vec<&str> = decoded.iter().map(String::as_str).collect();
+    let d: SmallVec<[&str; 6]> = decoded.iter().map(|s| &**s).collect();
     let ns_form = d.first() == Some(&"namespaces");
     let ns_subresources = ["status", "finalize"];
     let (namespace, resource, name, subresource, tail) =

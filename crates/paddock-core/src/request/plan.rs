@@ -1,12 +1,13 @@
 //! Planning: the translated upstream request (path and query, how to treat the response).
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use super::actions::{Actions, Identity, Route};
 use super::parse::{ApiPath, ParsedRequest, ResourcePath, Verb, query_flag};
 use super::selectors::{KNOWN_QUERY, translate_query};
 use crate::context::TenantContext;
-use crate::names::name_up;
+use crate::names::{check_plain_name_up, name_up};
 
 use percent_encoding::{AsciiSet, CONTROLS, utf8_percent_encode};
 
@@ -119,6 +120,15 @@ fn push_seg(out: &mut String, seg: &str) {
     out.extend(utf8_percent_encode(seg, SEGMENT));
 }
 
+/// `/<tid>-<seg>`, encoded as [`push_seg`] would encode the prefixed name (the id needs no
+/// escaping), without making that name first.
+fn push_prefixed_seg(out: &mut String, t: &TenantId, seg: &str) {
+    out.push('/');
+    out.push_str(t.as_str());
+    out.push('-');
+    out.extend(utf8_percent_encode(seg, SEGMENT));
+}
+
 /// Default deny: an unknown resource, a forbidden one, or a write to a shared one is an Err.
 pub fn plan(ctx: &TenantContext, req: ParsedRequest) -> Result<Plan, TranslateError> {
     let mut p = Plan {
@@ -128,20 +138,25 @@ pub fn plan(ctx: &TenantContext, req: ParsedRequest) -> Result<Plan, TranslateEr
         upgrade: false,
         needs_body_translation: false,
         resource: None,
-        request: req,
+        // Put back below: the request is read while the plan is written.
+        request: ParsedRequest {
+            path: ApiPath::Root,
+            verb: req.verb,
+            query: Vec::new(),
+        },
         cluster_wide: false,
         route: Route::Short,
         identity: Identity::Real,
         actions: Actions::default(),
         tenant: ctx.tenant.clone(),
     };
-    let mut path = String::new();
-    let query = match &p.request.path {
+    // Sized for a typical translated path, so that it is allocated once.
+    let mut path = String::with_capacity(96);
+    let query = match &req.path {
         ApiPath::Resource(r) => {
-            let r = r.clone();
-            let info = plan_resource(ctx, &mut p, &r, &mut path)?;
-            let query = translate_query(ctx, &info, &r, p.request.verb, &p.request.query)?;
-            p.actions = Actions::decide(&p.request, &info, p.cluster_wide);
+            let info = plan_resource(ctx, &mut p, &req, r, &mut path)?;
+            let query = translate_query(ctx, &info, r, req.verb, &req.query)?;
+            p.actions = Actions::decide(&req, &info, p.cluster_wide);
             p.resource = Some(info);
             query
         }
@@ -152,17 +167,20 @@ pub fn plan(ctx: &TenantContext, req: ParsedRequest) -> Result<Plan, TranslateEr
         }
         other => {
             p.response = document_path(ctx, other, &mut path)?;
-            check_plain_query(&p.request.query)?
+            check_plain_query(&req.query)?
         }
     };
+    p.request = req;
     p.upstream_path_and_query = path;
     if !query.is_empty() {
-        let mut ser = form_urlencoded::Serializer::new(String::new());
+        p.upstream_path_and_query.push('?');
+        let start = p.upstream_path_and_query.len();
+        let mut ser =
+            form_urlencoded::Serializer::for_suffix(&mut p.upstream_path_and_query, start);
         for (k, v) in &query {
             ser.append_pair(k, v);
         }
-        p.upstream_path_and_query.push('?');
-        p.upstream_path_and_query.push_str(&ser.finish());
+        ser.finish();
     }
     p.route = Route::of(p.request.verb, p.long_running, p.upgrade);
     p.identity = Identity::decide(p.resource.as_deref(), &p.upstream_path_and_query);
@@ -260,11 +278,12 @@ fn check_plain_query(q: &[(String, String)]) -> Result<Vec<(String, String)>, Tr
 fn plan_resource(
     ctx: &TenantContext,
     p: &mut Plan,
+    req: &ParsedRequest,
     r: &ResourcePath,
     path: &mut String,
 ) -> Result<Arc<ResourceInfo>, TranslateError> {
     let t = &ctx.tenant;
-    let verb = p.request.verb;
+    let verb = req.verb;
     let info = ctx
         .catalog
         .resolve_shared(t, &r.group, &r.version, &r.resource)
@@ -283,22 +302,25 @@ fn plan_resource(
     if let Some(ns) = &r.namespace {
         check_prefixed_len(NameKind::Namespace, ns)?;
         path.push_str("/namespaces");
-        push_seg(path, &t.upstream_name(ns));
+        push_prefixed_seg(path, t, ns);
     }
     push_seg(path, &info.resource);
     if let Some(name) = &r.name {
-        let up = if info.prefixes_name() {
-            name_up(t, &info, name).map_err(|e| match e {
-                // A name that cannot exist upstream: the object does not exist.
-                TranslateError::Invalid(m) if verb.is_read() || verb == Verb::Delete => {
-                    TranslateError::NotFound(m)
-                }
-                e => e,
-            })?
-        } else {
-            name.clone()
+        // A name that cannot exist upstream: for a read or a delete the object does not exist.
+        let absent = |e| match e {
+            TranslateError::Invalid(m) if verb.is_read() || verb == Verb::Delete => {
+                TranslateError::NotFound(m)
+            }
+            e => e,
         };
-        push_seg(path, &up);
+        if !info.prefixes_name() {
+            push_seg(path, name);
+        } else if info.is_crd() {
+            push_seg(path, &name_up(t, &info, name).map_err(absent)?);
+        } else {
+            check_plain_name_up(&info, name).map_err(absent)?;
+            push_prefixed_seg(path, t, name);
+        }
     }
     if let Some(sub) = &r.subresource {
         push_seg(path, sub);
@@ -308,17 +330,19 @@ fn plan_resource(
         path.push('/');
         path.push_str(pp);
     }
-    set_handling(p, r.subresource.as_deref());
+    set_handling(p, req, r.subresource.as_deref());
     Ok(info)
 }
 
 /// The resource's policy, subresource and verbs: forbidden, shared read-only, unknown
 /// subresource, unsupported verb.
 fn check_access(info: &ResourceInfo, r: &ResourcePath, verb: Verb) -> Result<(), TranslateError> {
-    let gr = group_resource(info);
+    // Only a refusal names the resource: made then, not for every request.
+    let gr = || group_resource(info);
     if info.policy == Policy::Forbidden {
         return Err(TranslateError::forbidden(format!(
-            "{gr} is forbidden: this resource is not available to tenants of this cluster"
+            "{} is forbidden: this resource is not available to tenants of this cluster",
+            gr()
         )));
     }
     if let Some(sub) = &r.subresource {
@@ -327,14 +351,16 @@ fn check_access(info: &ResourceInfo, r: &ResourcePath, verb: Verb) -> Result<(),
         }
         if subresource_forbidden(&info.upstream_group, &info.resource, sub) {
             return Err(TranslateError::forbidden(format!(
-                "{gr}/{sub} is forbidden: this subresource is not available to tenants of this cluster"
+                "{}/{sub} is forbidden: this subresource is not available to tenants of this cluster",
+                gr()
             )));
         }
     }
     if info.policy == Policy::SharedReadOnly && !verb.is_read() {
         return Err(TranslateError::forbidden(format!(
             "{gr} is forbidden: {} is not allowed, {gr} are shared read-only in this cluster",
-            verb.as_str()
+            verb.as_str(),
+            gr = gr()
         )));
     }
     if r.subresource.is_none()
@@ -342,7 +368,8 @@ fn check_access(info: &ResourceInfo, r: &ResourcePath, verb: Verb) -> Result<(),
         && !info.verbs.iter().any(|v| v == verb.as_str())
     {
         return Err(TranslateError::MethodNotAllowed(format!(
-            "{gr} does not support {}",
+            "{} does not support {}",
+            gr(),
             verb.as_str()
         )));
     }
@@ -378,8 +405,8 @@ fn check_scope(info: &ResourceInfo, r: &ResourcePath, verb: Verb) -> Result<bool
 
 /// How the response is treated, whether the request is long-running or an upgrade, and
 /// whether its body is translated.
-fn set_handling(p: &mut Plan, sub: Option<&str>) {
-    let verb = p.request.verb;
+fn set_handling(p: &mut Plan, req: &ParsedRequest, sub: Option<&str>) {
+    let verb = req.verb;
     p.response = match verb {
         Verb::Connect => ResponseKind::PassThrough,
         Verb::Get if sub == Some("log") => ResponseKind::PassThrough,
@@ -389,7 +416,7 @@ fn set_handling(p: &mut Plan, sub: Option<&str>) {
     };
     p.long_running = match verb {
         Verb::Watch | Verb::Connect => true,
-        Verb::Get if sub == Some("log") => query_flag(&p.request.query, "follow"),
+        Verb::Get if sub == Some("log") => query_flag(&req.query, "follow"),
         _ => false,
     };
     p.upgrade = verb == Verb::Connect && matches!(sub, Some("exec" | "attach" | "portforward"));
@@ -400,28 +427,31 @@ fn set_handling(p: &mut Plan, sub: Option<&str>) {
 }
 
 /// Accept header to send upstream (protobuf and CBOR removed; Table and aggregated discovery
-/// kept): paddock rewrites JSON only.
-pub fn upstream_accept(client_accept: Option<&str>) -> String {
-    let kept: Vec<&str> = client_accept
-        .unwrap_or("")
-        .split(',')
-        .map(str::trim)
-        .filter(|r| !r.is_empty())
-        .filter(|r| {
-            let mt = r
-                .split(';')
-                .next()
-                .unwrap_or("")
-                .trim()
-                .to_ascii_lowercase();
-            !(mt.contains("protobuf") || mt.contains("cbor"))
-        })
-        .collect();
-    if kept.is_empty() {
-        "application/json".to_owned()
-    } else {
-        kept.join(",")
+/// kept): paddock rewrites JSON only. The client's own header when it asks for neither (the
+/// common case, which then copies nothing).
+pub fn upstream_accept(client_accept: Option<&str>) -> Cow<'_, str> {
+    let accept = client_accept.unwrap_or("");
+    let kept = |r: &&str| !r.is_empty() && !is_binary_media_range(r);
+    if !accept.is_empty() && accept.split(',').all(|r| r.trim() == r && kept(&r)) {
+        return Cow::Borrowed(accept);
     }
+    let kept: Vec<&str> = accept.split(',').map(str::trim).filter(kept).collect();
+    if kept.is_empty() {
+        Cow::Borrowed("application/json")
+    } else {
+        Cow::Owned(kept.join(","))
+    }
+}
+
+/// A media range whose type names protobuf or CBOR (any case).
+fn is_binary_media_range(range: &str) -> bool {
+    let media_type = range.split(';').next().unwrap_or("").trim().as_bytes();
+    let names = |word: &[u8]| {
+        media_type
+            .windows(word.len())
+            .any(|w| w.eq_ignore_ascii_case(word))
+    };
+    names(b"protobuf") || names(b"cbor")
 }
 
 /// How to treat the response, given the client's Accept: `as=Table` turns lists, objects and

@@ -661,6 +661,22 @@ fn accept_negotiation() {
         )),
         "application/json"
     );
+    // Any case; spaces and empty ranges are dropped whether or not a range is removed.
+    assert_eq!(
+        upstream_accept(Some(
+            "Application/Vnd.Kubernetes.PROTOBUF, application/json"
+        )),
+        "application/json"
+    );
+    assert_eq!(
+        upstream_accept(Some("application/json, */*,")),
+        "application/json,*/*"
+    );
+    // Unchanged, the client's own header is sent without a copy.
+    assert!(matches!(
+        upstream_accept(Some(table)),
+        std::borrow::Cow::Borrowed(_)
+    ));
 }
 
 #[test]

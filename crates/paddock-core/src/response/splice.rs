@@ -19,10 +19,13 @@
 //! kinds `object_down` drops it before any other rule runs. Tests compare both paths on every
 //! captured fixture and on generated items.
 
+use std::cell::RefCell;
+use std::sync::{Arc, LazyLock};
+
 use memchr::memmem::Finder;
 
 use crate::framer::Members;
-use crate::tenant::{TENANT_LABEL, TenantId};
+use crate::tenant::{TENANT_ID_LEN, TENANT_LABEL, TenantId};
 
 /// Namespaced built-in kinds whose `object_down` rules touch only the namespace, the tenant
 /// label, and strings carrying the tenant prefix (ownerReferences, managedFields apiVersion,
@@ -60,22 +63,49 @@ pub enum Fast {
     Fallback,
 }
 
-/// Per-response splicer (the finders are built once per response, not per item).
+/// Per-response splicer. Its finders are made once, not per item nor per response: the two
+/// fixed needles once per process, the tenant's prefix once per thread and tenant (a finder
+/// that owns its needle is an allocation, which per response is one per request).
 pub struct Splicer {
-    prefix: Vec<u8>,
-    find_prefix: Finder<'static>,
-    find_label: Finder<'static>,
-    find_api_version: Finder<'static>,
+    prefix: [u8; TENANT_ID_LEN + 1],
+    find_prefix: Arc<Finder<'static>>,
+}
+
+static FIND_LABEL: LazyLock<Finder<'static>> =
+    LazyLock::new(|| Finder::new(TENANT_LABEL.as_bytes()));
+static FIND_API_VERSION: LazyLock<Finder<'static>> =
+    LazyLock::new(|| Finder::new(b"\"apiVersion\":\""));
+
+/// How many tenants' prefix finders a thread keeps.
+const PREFIX_FINDERS: usize = 8;
+
+thread_local! {
+    static PREFIX_FINDER: RefCell<Vec<(TenantId, Arc<Finder<'static>>)>> =
+        const { RefCell::new(Vec::new()) };
+}
+
+/// The finder of `"<tid>-"`, made once per thread and tenant (the last few kept).
+fn prefix_finder(tenant: &TenantId) -> Arc<Finder<'static>> {
+    PREFIX_FINDER.with_borrow_mut(|kept| {
+        if let Some((_, f)) = kept.iter().find(|(t, _)| t == tenant) {
+            return f.clone();
+        }
+        let f = Arc::new(Finder::new(tenant.prefix().as_bytes()).into_owned());
+        if kept.len() >= PREFIX_FINDERS {
+            kept.remove(0);
+        }
+        kept.push((tenant.clone(), f.clone()));
+        f
+    })
 }
 
 impl Splicer {
     pub fn new(tenant: &TenantId) -> Self {
-        let prefix = tenant.prefix().into_bytes();
+        let mut prefix = [b'-'; TENANT_ID_LEN + 1];
+        prefix[..TENANT_ID_LEN].copy_from_slice(tenant.as_str().as_bytes());
         Splicer {
-            find_prefix: Finder::new(&prefix).into_owned(),
-            find_label: Finder::new(TENANT_LABEL.as_bytes()).into_owned(),
-            find_api_version: Finder::new(b"\"apiVersion\":\"").into_owned(),
             prefix,
+            find_prefix: prefix_finder(tenant),
         }
     }
 
@@ -214,7 +244,7 @@ impl Splicer {
         if !inner.starts_with(&self.prefix) {
             return Fast::Drop;
         }
-        if self.find_label.find(raw).is_some() || self.foreign_group(raw) {
+        if FIND_LABEL.find(raw).is_some() || self.foreign_group(raw) {
             return Fast::Fallback;
         }
         let mut hits = self.find_prefix.find_iter(raw);
@@ -239,7 +269,7 @@ impl Splicer {
     /// Whether a reference's `apiVersion` (ownerReferences, managedFields) names a group of the
     /// tenant form that is not the tenant's: `object_down` redacts those, so the DOM path runs.
     fn foreign_group(&self, raw: &[u8]) -> bool {
-        self.find_api_version.find_iter(raw).any(|at| {
+        FIND_API_VERSION.find_iter(raw).any(|at| {
             let v = &raw[at + b"\"apiVersion\":\"".len()..];
             let end = v.iter().position(|b| *b == b'"').unwrap_or(v.len());
             let av = &v[..end];

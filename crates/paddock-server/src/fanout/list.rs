@@ -191,7 +191,7 @@ pub(super) async fn serve_list(
         }
     });
     let body = http_body_util::StreamBody::new(ChannelStream { rx }.map_frames());
-    let mut r = Response::new(BodyExt::boxed_unsync(body));
+    let mut r = Response::new(ResBody::boxed(body));
     r.headers_mut().insert(
         header::CONTENT_TYPE,
         http::HeaderValue::from_str(&content_type)

@@ -231,7 +231,7 @@ pub(super) async fn serve_watch(
     }
     drop(sh);
     let body = http_body_util::StreamBody::new(ChannelStream { rx }.map_frames());
-    let mut r = Response::new(BodyExt::boxed_unsync(body));
+    let mut r = Response::new(ResBody::boxed(body));
     *r.status_mut() = StatusCode::OK;
     r.headers_mut().insert(
         header::CONTENT_TYPE,

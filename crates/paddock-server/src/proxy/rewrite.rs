@@ -5,7 +5,7 @@
 use std::future::Future;
 
 use crate::body::AnswerBody;
-use http::header::{self, HeaderValue};
+use http::header::{self, HeaderMap, HeaderValue};
 use http::{Response, StatusCode};
 use paddock_core::{Plan, ResponseKind, TenantContext};
 use tokio_util::sync::CancellationToken;
@@ -172,6 +172,8 @@ async fn rewrite_response<P: Rewriting>(
     let out_headers = out
         .headers_mut()
         .ok_or_else(|| ServerError::Internal("response builder".into()))?;
+    // Allocated once, with room for what is forwarded and what the front adds (length, date).
+    *out_headers = HeaderMap::with_capacity(FORWARDED_RESPONSE_HEADERS.len() + 6);
     copy_response_headers(resp.headers(), out_headers, &FORWARDED_RESPONSE_HEADERS);
 
     let buffered = matches!(

@@ -22,6 +22,10 @@ use paddock_upstream::rare::boxed;
 
 pipeline_layer!(TranslateLayer, Translate);
 
+/// Room in an upstream request's header map: a few forwarded headers, Accept, and the
+/// impersonation headers (the user, its groups, the tenant's groups).
+const UPSTREAM_HEADERS: usize = 16;
+
 /// What building the upstream request asks of the replica.
 pub trait Translating: Send + Sync + 'static {
     /// The upstream URI of a path and query.
@@ -113,6 +117,9 @@ where
     let headers = up
         .headers_mut()
         .ok_or_else(|| ServerError::Internal("request builder".into()))?;
+    // Sized for the forwarded headers and the impersonation ones: the map is allocated once
+    // instead of growing on the way.
+    *headers = HeaderMap::with_capacity(UPSTREAM_HEADERS);
     copy_request_headers(&parts.headers, headers, plan.upgrade);
     // Upgrades (exec, attach, port-forward) get an Accept only if the client sent one: the
     // apiserver hands the request's headers on to the kubelet, whose go-restful routes answer

@@ -210,8 +210,11 @@ mod tests {
     use super::*;
     use crate::body::full;
     use crate::limits::Limiter;
-    use http_body_util::BodyExt;
+    use bytes::Bytes;
+    use http_body::Frame;
+    use http_body_util::{BodyExt, StreamBody};
     use paddock_core::fairshare::Limits;
+    use paddock_upstream::body::BoxError;
     use tower::ServiceExt;
 
     /// The real limiter with one in-flight slot per tenant.
@@ -319,9 +322,13 @@ mod tests {
             ..Limits::default()
         };
         let gate = Arc::new(OneSlot(Limiter::default(), limits));
-        let svc = FairShareLayer::new(gate).layer(tower::service_fn(|_req: Request<()>| async {
-            Ok::<_, ServerError>(Response::new(full("body")))
-        }));
+        // A streamed answer (a list, a watch, a big document) holds the slot to its end.
+        let svc =
+            FairShareLayer::new(gate.clone()).layer(tower::service_fn(|_req: Request<()>| async {
+                let chunk = Ok::<_, BoxError>(Frame::data(Bytes::from_static(b"body")));
+                let body = StreamBody::new(futures_util::stream::iter([chunk]));
+                Ok::<_, ServerError>(Response::new(ResBody::boxed(body)))
+            }));
         let first = svc.clone().oneshot(request(tenant())).await.unwrap();
         // The first answer's body is not sent yet: its slot is still held.
         let refused = svc.clone().oneshot(request(tenant())).await.unwrap_err();
@@ -336,5 +343,16 @@ mod tests {
         );
         let _ = first.into_body().collect().await.unwrap();
         assert_eq!(svc.oneshot(request(tenant())).await.unwrap().status(), 200);
+        // A small complete answer (one object, a Status) frees it as it leaves: its bytes go
+        // out with its headers.
+        let small = FairShareLayer::new(gate).layer(tower::service_fn(|_req: Request<()>| async {
+            Ok::<_, ServerError>(Response::new(full("body")))
+        }));
+        let unread = small.clone().oneshot(request(tenant())).await.unwrap();
+        assert_eq!(
+            small.oneshot(request(tenant())).await.unwrap().status(),
+            200
+        );
+        drop(unread);
     }
 }

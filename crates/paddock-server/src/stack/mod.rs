@@ -53,10 +53,10 @@ pub struct Answered {
 /// answers).
 pub fn serve(
     state: &Arc<AppState>,
-    caller: Caller,
+    caller: Arc<Caller>,
     mut req: Request<ReqBody>,
 ) -> impl Future<Output = Response<ResBody>> + Send + 'static {
-    req.extensions_mut().insert(CallerOf(Arc::new(caller)));
+    req.extensions_mut().insert(CallerOf(caller));
     let svc = AccessLogLayer::new(state.clone()).layer(
         RefuseLayer::new(state.config.max_body_bytes).layer(
             FairShareLayer::new(state.clone()).layer(tower::service_fn({
