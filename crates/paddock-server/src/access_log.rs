@@ -50,15 +50,18 @@ impl AccessLog {
         if !self.enabled {
             return;
         }
-        let mut line = Vec::with_capacity(256);
-        match self.format {
-            LogFormat::Json => json_line(&mut line, e),
-            LogFormat::Text => text_line(&mut line, e),
-        }
         let batch = {
+            // Formatted straight into the shared buffer: a line is a few hundred bytes of
+            // copying, shorter than a line of its own would take to allocate and copy again.
             let mut buf = self.buf.lock();
-            buf.extend_from_slice(&line);
-            (buf.len() >= FLUSH_BYTES).then(|| std::mem::take(&mut *buf))
+            match self.format {
+                LogFormat::Json => json_line(&mut buf, e),
+                LogFormat::Text => text_line(&mut buf, e),
+            }
+            // The buffer left behind has its full size again (taken empty, it would grow by
+            // doubling towards the next flush).
+            (buf.len() >= FLUSH_BYTES)
+                .then(|| std::mem::replace(&mut *buf, Vec::with_capacity(FLUSH_BYTES)))
         };
         if let Some(batch) = batch {
             write_out(&batch);

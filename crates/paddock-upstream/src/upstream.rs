@@ -488,8 +488,11 @@ impl Upstream {
 
     /// Builds an absolute upstream URI for a path-and-query.
     pub fn uri(&self, path_and_query: &str) -> Result<Uri, ServerError> {
-        format!("{}{}", self.cred.server, path_and_query)
-            .parse()
+        // Exactly sized, so that the URI takes the string's buffer as it is (no copy).
+        let mut uri = String::with_capacity(self.cred.server.len() + path_and_query.len());
+        uri.push_str(&self.cred.server);
+        uri.push_str(path_and_query);
+        Uri::try_from(uri)
             .map_err(|e| ServerError::Internal(format!("bad upstream uri {path_and_query:?}: {e}")))
     }
 
@@ -563,27 +566,8 @@ impl Upstream {
         limit: usize,
         deadline: tokio::time::Instant,
     ) -> Result<Bytes, ServerError> {
-        use http_body_util::BodyExt;
-        let read = async {
-            let mut buf = bytes::BytesMut::new();
-            while let Some(frame) = body.frame().await {
-                let frame = frame.map_err(|e| {
-                    ServerError::UpstreamUnreachable(format!(
-                        "{}: reading an answer: {e}",
-                        self.cred.server
-                    ))
-                })?;
-                if let Some(d) = frame.data_ref() {
-                    if buf.len() + d.len() > limit {
-                        return Err(ServerError::Upstream(format!(
-                            "an upstream answer is larger than {limit} bytes"
-                        )));
-                    }
-                    buf.extend_from_slice(d);
-                }
-            }
-            Ok(buf.freeze())
-        };
+        let server = &self.cred.server;
+        let read = read_whole(&mut body, limit, || format!("{server}: reading an answer"));
         match tokio::time::timeout_at(deadline, read).await {
             Ok(r) => r,
             Err(_) => Err(ServerError::UpstreamTimeout(
@@ -641,5 +625,112 @@ impl Upstream {
     /// The watch pool's connections and open streams.
     pub fn watch_pool_stats(&self) -> (usize, usize) {
         self.watches.stats()
+    }
+}
+
+/// Reads a body whole, up to `limit` bytes. An answer in one frame (most small ones) is kept
+/// as it came, not copied; `context` names the read in an error.
+async fn read_whole<B>(
+    body: &mut B,
+    limit: usize,
+    context: impl Fn() -> String,
+) -> Result<Bytes, ServerError>
+where
+    B: http_body::Body<Data = Bytes> + Unpin,
+    B::Error: std::fmt::Display,
+{
+    use http_body_util::BodyExt;
+    let mut first: Option<Bytes> = None;
+    let mut buf = bytes::BytesMut::new();
+    while let Some(frame) = body.frame().await {
+        let frame =
+            frame.map_err(|e| ServerError::UpstreamUnreachable(format!("{}: {e}", context())))?;
+        let Ok(d) = frame.into_data() else {
+            continue;
+        };
+        let held = first.as_ref().map_or(0, Bytes::len);
+        if held + buf.len() + d.len() > limit {
+            return Err(ServerError::Upstream(format!(
+                "an upstream answer is larger than {limit} bytes"
+            )));
+        }
+        if first.is_none() && buf.is_empty() {
+            first = Some(d);
+            continue;
+        }
+        if let Some(f) = first.take() {
+            buf.extend_from_slice(&f);
+        }
+        buf.extend_from_slice(&d);
+    }
+    Ok(match first {
+        Some(f) => f,
+        None => buf.freeze(),
+    })
+}
+
+#[cfg(test)]
+mod read_whole_tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use http_body::Frame;
+    use std::collections::VecDeque;
+    use std::pin::Pin;
+    use std::task::{Context, Poll};
+
+    /// A body of the given frames.
+    struct Chunks(VecDeque<Bytes>);
+
+    impl http_body::Body for Chunks {
+        type Data = Bytes;
+        type Error = std::io::Error;
+        fn poll_frame(
+            mut self: Pin<&mut Self>,
+            _: &mut Context<'_>,
+        ) -> Poll<Option<Result<Frame<Bytes>, std::io::Error>>> {
+            Poll::Ready(self.0.pop_front().map(|b| Ok(Frame::data(b))))
+        }
+    }
+
+    fn body(chunks: &[&'static str]) -> Chunks {
+        Chunks(
+            chunks
+                .iter()
+                .map(|c| Bytes::from_static(c.as_bytes()))
+                .collect(),
+        )
+    }
+
+    #[tokio::test]
+    async fn one_frame_is_kept_and_several_are_joined() {
+        let one = read_whole(&mut body(&["abc"]), 10, String::new)
+            .await
+            .unwrap();
+        assert_eq!(&one[..], b"abc");
+        let many = read_whole(&mut body(&["ab", "", "cd", "e"]), 10, String::new)
+            .await
+            .unwrap();
+        assert_eq!(&many[..], b"abcde");
+        let none = read_whole(&mut body(&[]), 10, String::new).await.unwrap();
+        assert!(none.is_empty());
+    }
+
+    #[tokio::test]
+    async fn over_the_limit_is_an_error_whichever_frame_crosses_it() {
+        assert!(
+            read_whole(&mut body(&["abcdef"]), 5, String::new)
+                .await
+                .is_err()
+        );
+        assert!(
+            read_whole(&mut body(&["abc", "def"]), 5, String::new)
+                .await
+                .is_err()
+        );
+        assert!(
+            read_whole(&mut body(&["abc", "de"]), 5, String::new)
+                .await
+                .is_ok()
+        );
     }
 }

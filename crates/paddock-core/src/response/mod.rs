@@ -109,13 +109,12 @@ pub fn response_rewriter(
 /// aggregated discovery parameters. An absent Content-Type is treated as JSON and parsing
 /// decides.
 fn is_json(content_type: &str) -> bool {
-    let mt = content_type
-        .split(';')
-        .next()
-        .unwrap_or("")
-        .trim()
-        .to_ascii_lowercase();
-    mt.is_empty() || mt == "application/json" || mt.ends_with("+json")
+    let mt = content_type.split(';').next().unwrap_or("").trim();
+    let ends_json = mt.len() >= 5
+        && mt
+            .get(mt.len() - 5..)
+            .is_some_and(|end| end.eq_ignore_ascii_case("+json"));
+    mt.is_empty() || mt.eq_ignore_ascii_case("application/json") || ends_json
 }
 
 struct PassThrough;

@@ -110,7 +110,7 @@ where
             caller: req.extensions().get::<CallerOf>().map(|c| c.0.clone()),
             method: req.method().clone(),
             path: req.uri().path().to_owned(),
-            watch: req.uri().query().is_some_and(|q| q.contains("watch=")),
+            watch: asks_watch(req.uri()),
             announced,
             start,
         };
@@ -119,6 +119,12 @@ where
             done: Some((self.observer.clone(), note, seen)),
         }
     }
+}
+
+/// Whether a request's query asks for a watch, as far as the verb of a request answered
+/// without a plan goes ([`crate::metrics::unplanned_verb`]).
+pub(crate) fn asks_watch(uri: &http::Uri) -> bool {
+    uri.query().is_some_and(|q| q.contains("watch="))
 }
 
 /// What the layer keeps of the request until it is answered.

@@ -121,6 +121,12 @@ async fn gateway(
             groups,
             ..
         } => {
+            // What the access layer makes of the request's verb without a plan.
+            let unplanned = crate::metrics::unplanned_verb(
+                req.method(),
+                req.uri().path(),
+                crate::stack::access::asks_watch(req.uri()),
+            );
             // The one place a tenant request picks its cluster's state (docs/clusters.md);
             // a tenant spanning clusters by the request's namespace (clusters/span.rs).
             let mut req = req;
@@ -141,7 +147,11 @@ async fn gateway(
                 boxed(|| after.answered(state, tenant, status)).await;
             }
             let (mut resp, verb) = served?;
-            resp.extensions_mut().insert(Answered { verb });
+            // Only where the plan says otherwise (a connect, a deletecollection, ...): an
+            // answer's first extension costs three allocations.
+            if verb != unplanned {
+                resp.extensions_mut().insert(Answered { verb });
+            }
             Ok(resp)
         }
     }
