@@ -64,6 +64,12 @@ use std::collections::{HashMap, VecDeque};
 use std::hash::Hash;
 use std::time::Duration;
 
+use smallvec::SmallVec;
+
+/// Waiting requests admitted by a change of the queue, in order: rarely more than one or two,
+/// and made on every request (inline, not allocated).
+pub type Admitted<K> = SmallVec<[(K, Ticket); 2]>;
+
 /// A request's place: handed out by [`FairQueue::arrive`], released by [`FairQueue::release`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Ticket(u64);
@@ -90,7 +96,7 @@ impl Arrival {
 pub enum Cancelled<K> {
     /// It was still waiting and is gone; the requests this admitted (its place may have held
     /// them back).
-    Removed(Vec<(K, Ticket)>),
+    Removed(Admitted<K>),
     /// It had been admitted already: the caller must release it.
     WasAdmitted,
 }
@@ -258,7 +264,7 @@ impl<K: Eq + Hash + Clone> FairQueue<K> {
 
     /// A request of `tenant` weighing `seats` arrives at `now`. Also returns the waiting
     /// requests admitted meanwhile (leases that expired since the last call).
-    pub fn arrive(&mut self, tenant: &K, seats: u32, now: Duration) -> (Arrival, Vec<(K, Ticket)>) {
+    pub fn arrive(&mut self, tenant: &K, seats: u32, now: Duration) -> (Arrival, Admitted<K>) {
         let seats = self.weight(seats);
         let ticket = Ticket(self.next);
         self.next += 1;
@@ -287,9 +293,9 @@ impl<K: Eq + Hash + Clone> FairQueue<K> {
 
     /// An admitted request ended at `now`, having used `work`; returns the waiting requests
     /// this admits, in order. An unknown ticket (released twice) changes nothing.
-    pub fn release(&mut self, ticket: Ticket, work: Duration, now: Duration) -> Vec<(K, Ticket)> {
+    pub fn release(&mut self, ticket: Ticket, work: Duration, now: Duration) -> Admitted<K> {
         let Some(g) = self.grants.remove(&ticket) else {
-            return Vec::new();
+            return Admitted::new();
         };
         if !g.revoked {
             self.in_use = self.in_use.saturating_sub(g.seats);
@@ -328,7 +334,7 @@ impl<K: Eq + Hash + Clone> FairQueue<K> {
 
     /// Time passed: revokes expired leases if a waiting request needs their seats; returns
     /// the requests this admits. The caller pokes while requests wait (every lease or so).
-    pub fn poke(&mut self, now: Duration) -> Vec<(K, Ticket)> {
+    pub fn poke(&mut self, now: Duration) -> Admitted<K> {
         self.dispatch(now)
     }
 
@@ -371,8 +377,8 @@ impl<K: Eq + Hash + Clone> FairQueue<K> {
     /// the older head) among those not held back by their pace. When it does not fit, nobody
     /// behind it is admitted either, so a heavy request is not starved by light ones. A tenant
     /// alone (with [`FairQueue::unbounded_when_alone`]) is admitted whatever the seats in use.
-    fn dispatch(&mut self, now: Duration) -> Vec<(K, Ticket)> {
-        let mut admitted = Vec::new();
+    fn dispatch(&mut self, now: Duration) -> Admitted<K> {
+        let mut admitted = Admitted::new();
         loop {
             let line = self.light_line(now);
             let paced = self.pacing_applies(now, line);

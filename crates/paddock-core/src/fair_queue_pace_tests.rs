@@ -13,25 +13,25 @@ fn a_lone_tenant_is_not_held_to_the_budget() {
     // Another tenant arrives: the budget applies again, to both.
     let b = queued(q.arrive(&"b", 1, t(1)));
     let a7 = queued(q.arrive(&"a", 1, t(1)));
-    assert_eq!(q.release(a[0], MS, t(2)), vec![]);
-    assert_eq!(q.release(a[1], MS, t(2)), vec![]);
+    assert_eq!(q.release(a[0], MS, t(2)).to_vec(), vec![]);
+    assert_eq!(q.release(a[1], MS, t(2)).to_vec(), vec![]);
     // Below the budget: "b", which has used nothing, goes first.
-    assert_eq!(q.release(a[2], MS, t(3)), vec![("b", b)]);
-    assert_eq!(q.release(a[3], MS, t(4)), vec![("a", a7)]);
+    assert_eq!(q.release(a[2], MS, t(3)).to_vec(), vec![("b", b)]);
+    assert_eq!(q.release(a[3], MS, t(4)).to_vec(), vec![("a", a7)]);
 }
 
 #[test]
 fn the_budget_applies_until_the_other_tenant_is_idle_for_the_window() {
     let mut q = FairQueue::new(1, LEASE).unbounded_when_alone();
     let b = admitted(q.arrive(&"b", 1, t(0)));
-    assert_eq!(q.release(b, MS, t(1)), vec![]);
+    assert_eq!(q.release(b, MS, t(1)).to_vec(), vec![]);
     // "b" holds nothing, but made a request less than ACTIVE_WINDOW ago.
     let a1 = admitted(q.arrive(&"a", 1, t(500)));
     let a2 = queued(q.arrive(&"a", 1, t(600)));
     // Past the window "a" is alone: the next arrival admits both waiting and new requests.
     let (arrival, others) = q.arrive(&"a", 1, t(1001));
     assert!(matches!(arrival, Arrival::Admitted(_)), "{arrival:?}");
-    assert_eq!(others, vec![("a", a2)]);
+    assert_eq!(others.to_vec(), vec![("a", a2)]);
     assert_eq!(q.load(), (3, 0));
     // Without the rule, a lone tenant is held to the budget (the queue of sessions 8-9).
     let mut capped = FairQueue::new(1, LEASE);
@@ -64,12 +64,12 @@ fn while_a_light_tenant_is_active_a_heavy_one_is_paced() {
     let a1 = queued(q.arrive(&"a", 1, t(now)));
     // "a" may go again 20 ms (PACE_SLACK) before its schedule: at 180 ms.
     assert_eq!(q.next_due(t(now)), Some(t(180)));
-    assert_eq!(q.poke(t(179)), vec![]);
-    assert_eq!(q.poke(t(180)), vec![("a", a1)]);
+    assert_eq!(q.poke(t(179)).to_vec(), vec![]);
+    assert_eq!(q.poke(t(180)).to_vec(), vec![("a", a1)]);
     // Each admission moves "a" on by its mean hold (100 ms) × seats: the next one waits.
     let a2 = queued(q.arrive(&"a", 1, t(180)));
     assert_eq!(q.next_due(t(180)), Some(t(260)));
-    assert_eq!(q.poke(t(260)), vec![("a", a2)]);
+    assert_eq!(q.poke(t(260)).to_vec(), vec![("a", a2)]);
     // The seats were never short: only the pace held "a" back.
     assert_eq!(q.load(), (3, 0));
     for x in [b, a1, a2] {
@@ -120,18 +120,18 @@ fn the_pace_is_settled_by_the_seat_time_really_used() {
     let a = admitted(q.arrive(&"a", 5, t(0)));
     // "b" makes one quick request: light, and active for the window.
     let b = admitted(q.arrive(&"b", 1, t(0)));
-    assert_eq!(q.release(b, MS, t(1)), vec![]);
+    assert_eq!(q.release(b, MS, t(1)).to_vec(), vec![]);
     // "a"'s request held its 5 seats 200 ms: a seat-second (heavy), far more than charged,
     // which puts its schedule as far ahead as it may be (PACE_MEMORY past now).
-    assert_eq!(q.release(a, MS, t(200)), vec![]);
+    assert_eq!(q.release(a, MS, t(200)).to_vec(), vec![]);
     let next = queued(q.arrive(&"a", 1, t(200)));
     assert_eq!(q.next_due(t(200)), Some(t(280)));
-    assert_eq!(q.poke(t(280)), vec![("a", next)]);
+    assert_eq!(q.poke(t(280)).to_vec(), vec![("a", next)]);
     // Its mean hold is now 200 ms: a 1-seat request moves it on by that, up to the cap.
     let after = queued(q.arrive(&"a", 1, t(280)));
     assert_eq!(q.next_due(t(280)), Some(t(360)));
-    assert_eq!(q.poke(t(359)), vec![]);
-    assert_eq!(q.poke(t(360)), vec![("a", after)]);
+    assert_eq!(q.poke(t(359)).to_vec(), vec![]);
+    assert_eq!(q.poke(t(360)).to_vec(), vec![("a", after)]);
 }
 
 #[test]

@@ -346,10 +346,7 @@ async fn create_tenant(
 
 /// Starts a tenant's deletion by the reconciler of its home cluster.
 async fn delete_tenant(state: &Arc<AppState>, id: &str) -> Result<Response<ResBody>, ServerError> {
-    let home = state
-        .cache
-        .tenant(id)
-        .map(|t| t.cluster_names()[0].to_string());
+    let home = state.cache.tenant(id).map(|t| t.home_cluster().to_string());
     if let Some(rec) = state.cache.tenant(id).filter(|t| t.clusters.len() > 1) {
         let rec = crate::clusters::span_tenant::start_deletion(state, (*rec).clone()).await?;
         return json_response(StatusCode::OK, &tenant_object(&rec));

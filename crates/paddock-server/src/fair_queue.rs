@@ -152,7 +152,7 @@ impl Shared {
         }
     }
 
-    fn wake(&mut self, admitted: Vec<(TenantId, Ticket)>) {
+    fn wake(&mut self, admitted: paddock_core::fair_queue::Admitted<TenantId>) {
         for (_, ticket) in admitted {
             if let Some(tx) = self.waiters.remove(&ticket) {
                 // A receiver gone means its wait is being dropped right now, behind this lock:

@@ -115,6 +115,14 @@ impl TenantRecord {
         paddock_core::cluster::tenant_clusters(&self.clusters)
     }
 
+    /// The tenant's home cluster: the first of [`Self::cluster_names`] (asked on every
+    /// request, so without making the list).
+    pub fn home_cluster(&self) -> &str {
+        self.clusters
+            .first()
+            .map_or(paddock_core::cluster::DEFAULT_CLUSTER, String::as_str)
+    }
+
     /// Whether the tenant lives on `cluster`.
     pub fn lives_on(&self, cluster: &str) -> bool {
         self.cluster_names().contains(&cluster)

@@ -99,7 +99,7 @@ pub fn route(main: &Arc<AppState>, tenant: &TenantId) -> Result<Arc<AppState>, S
     let Some(rec) = main.cache.tenant(tenant.as_str()) else {
         return Ok(main.clone());
     };
-    let home = rec.cluster_names()[0];
+    let home = rec.home_cluster();
     if home == DEFAULT_CLUSTER {
         return Ok(main.clone());
     }

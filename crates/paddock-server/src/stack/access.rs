@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use http::{Method, Request, Response};
 use tower::{Layer, Service};
 
-use super::{Answered, CallerOf};
+use super::Answered;
 use crate::body::ResBody;
 use crate::caller::Caller;
 use crate::error::ServerError;
@@ -46,14 +46,16 @@ pub trait Observe: Send + Sync + 'static {
     ) -> Response<ResBody>;
 }
 
-/// Logs and counts every answer of the service it wraps.
+/// Logs and counts every answer of the service it wraps, as the answers to one caller (the
+/// stack is made per request, with its caller known: `None` before authentication).
 pub struct AccessLogLayer<O> {
     observer: Arc<O>,
+    caller: Option<Arc<Caller>>,
 }
 
 impl<O> AccessLogLayer<O> {
-    pub fn new(observer: Arc<O>) -> Self {
-        AccessLogLayer { observer }
+    pub fn new(observer: Arc<O>, caller: Option<Arc<Caller>>) -> Self {
+        AccessLogLayer { observer, caller }
     }
 }
 
@@ -62,6 +64,7 @@ impl<O, S> Layer<S> for AccessLogLayer<O> {
     fn layer(&self, inner: S) -> Self::Service {
         AccessLog {
             observer: self.observer.clone(),
+            caller: self.caller.clone(),
             inner,
         }
     }
@@ -70,6 +73,7 @@ impl<O, S> Layer<S> for AccessLogLayer<O> {
 /// See [`AccessLogLayer`].
 pub struct AccessLog<O, S> {
     observer: Arc<O>,
+    caller: Option<Arc<Caller>>,
     inner: S,
 }
 
@@ -77,6 +81,7 @@ impl<O, S: Clone> Clone for AccessLog<O, S> {
     fn clone(&self) -> Self {
         AccessLog {
             observer: self.observer.clone(),
+            caller: self.caller.clone(),
             inner: self.inner.clone(),
         }
     }
@@ -107,7 +112,7 @@ where
             .and_then(|v| v.parse::<u64>().ok())
             .unwrap_or(0);
         let seen = Seen {
-            caller: req.extensions().get::<CallerOf>().map(|c| c.0.clone()),
+            caller: self.caller.clone(),
             method: req.method().clone(),
             path: req.uri().path().to_owned(),
             watch: asks_watch(req.uri()),
@@ -233,13 +238,12 @@ mod tests {
             r.extensions_mut().insert(Answered { verb: "watch" });
             Ok::<_, ServerError>(r)
         });
-        let mut req = Request::builder()
+        let req = Request::builder()
             .uri("/api/v1/pods")
             .header("content-length", "7")
             .body(())
             .unwrap();
-        req.extensions_mut().insert(CallerOf(tenant()));
-        let resp = AccessLogLayer::new(rec.clone())
+        let resp = AccessLogLayer::new(rec.clone(), Some(tenant()))
             .layer(ok)
             .oneshot(req)
             .await
@@ -254,7 +258,7 @@ mod tests {
             .uri("/x")
             .body(())
             .unwrap();
-        let resp = AccessLogLayer::new(rec.clone())
+        let resp = AccessLogLayer::new(rec.clone(), None)
             .layer(failing)
             .oneshot(req)
             .await

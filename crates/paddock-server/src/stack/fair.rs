@@ -11,7 +11,6 @@ use http::{Request, Response};
 use paddock_core::TenantId;
 use tower::{Layer, Service};
 
-use super::CallerOf;
 use crate::body::ResBody;
 use crate::caller::Caller;
 use crate::error::ServerError;
@@ -34,14 +33,20 @@ pub trait Admit: Send + Sync + 'static {
     }
 }
 
-/// Admits tenant requests; admins' requests pass.
+/// Admits the requests of one caller (the stack is made per request): a tenant's under its
+/// limits; an admin's pass.
 pub struct FairShareLayer<A> {
     admit: Arc<A>,
+    tenant: Option<TenantId>,
 }
 
 impl<A> FairShareLayer<A> {
-    pub fn new(admit: Arc<A>) -> Self {
-        FairShareLayer { admit }
+    pub fn new(admit: Arc<A>, caller: &Caller) -> Self {
+        let tenant = match caller {
+            Caller::Tenant { tenant, .. } => Some(tenant.clone()),
+            Caller::Admin { .. } => None,
+        };
+        FairShareLayer { admit, tenant }
     }
 }
 
@@ -50,6 +55,7 @@ impl<A, S> Layer<S> for FairShareLayer<A> {
     fn layer(&self, inner: S) -> Self::Service {
         FairShare {
             admit: self.admit.clone(),
+            tenant: self.tenant.clone(),
             inner,
         }
     }
@@ -58,6 +64,7 @@ impl<A, S> Layer<S> for FairShareLayer<A> {
 /// See [`FairShareLayer`].
 pub struct FairShare<A, S> {
     admit: Arc<A>,
+    tenant: Option<TenantId>,
     inner: S,
 }
 
@@ -65,6 +72,7 @@ impl<A, S: Clone> Clone for FairShare<A, S> {
     fn clone(&self) -> Self {
         FairShare {
             admit: self.admit.clone(),
+            tenant: self.tenant.clone(),
             inner: self.inner.clone(),
         }
     }
@@ -85,10 +93,7 @@ where
     }
 
     fn call(&mut self, mut req: Request<B>) -> Self::Future {
-        let tenant = match req.extensions().get::<CallerOf>().map(|c| &*c.0) {
-            Some(Caller::Tenant { tenant, .. }) => Some(tenant.clone()),
-            _ => None,
-        };
+        let tenant = self.tenant.clone();
         let (permit, wait, lane) = match tenant.map(|t| (self.admit.admit(&t, &mut req), t)) {
             Some((Err(e), _)) => return refused(e),
             Some((Ok(p), t)) => {
@@ -268,12 +273,14 @@ mod tests {
         );
         let gate = Arc::new(WithQueue(Limiter::default(), queue.clone()));
         // The answer tells which thread the handling ran on.
-        let svc = FairShareLayer::new(gate).layer(tower::service_fn(|_req: Request<()>| async {
-            let on = std::thread::current().name().unwrap_or("").to_owned();
-            Ok::<_, ServerError>(Response::new(full(on)))
-        }));
+        let svc = FairShareLayer::new(gate, &tenant()).layer(tower::service_fn(
+            |_req: Request<()>| async {
+                let on = std::thread::current().name().unwrap_or("").to_owned();
+                Ok::<_, ServerError>(Response::new(full(on)))
+            },
+        ));
         let run = |svc: FairShare<_, _>| async move {
-            let resp = svc.oneshot(request(tenant())).await.unwrap();
+            let resp = svc.oneshot(request()).await.unwrap();
             let body = resp.into_body().collect().await.unwrap().to_bytes();
             String::from_utf8(body.to_vec()).unwrap()
         };
@@ -297,13 +304,11 @@ mod tests {
         assert_eq!(queue.load(), (0, 0), "the lane's request kept its seats");
     }
 
-    fn request(caller: Caller) -> Request<()> {
-        let mut req = Request::builder()
+    fn request() -> Request<()> {
+        Request::builder()
             .uri("/api/v1/namespaces/a/pods/p")
             .body(())
-            .unwrap();
-        req.extensions_mut().insert(CallerOf(Arc::new(caller)));
-        req
+            .unwrap()
     }
 
     fn tenant() -> Caller {
@@ -323,36 +328,31 @@ mod tests {
         };
         let gate = Arc::new(OneSlot(Limiter::default(), limits));
         // A streamed answer (a list, a watch, a big document) holds the slot to its end.
-        let svc =
-            FairShareLayer::new(gate.clone()).layer(tower::service_fn(|_req: Request<()>| async {
-                let chunk = Ok::<_, BoxError>(Frame::data(Bytes::from_static(b"body")));
-                let body = StreamBody::new(futures_util::stream::iter([chunk]));
-                Ok::<_, ServerError>(Response::new(ResBody::boxed(body)))
-            }));
-        let first = svc.clone().oneshot(request(tenant())).await.unwrap();
+        let streamed = tower::service_fn(|_req: Request<()>| async {
+            let chunk = Ok::<_, BoxError>(Frame::data(Bytes::from_static(b"body")));
+            let body = StreamBody::new(futures_util::stream::iter([chunk]));
+            Ok::<_, ServerError>(Response::new(ResBody::boxed(body)))
+        });
+        let svc = FairShareLayer::new(gate.clone(), &tenant()).layer(streamed);
+        let first = svc.clone().oneshot(request()).await.unwrap();
         // The first answer's body is not sent yet: its slot is still held.
-        let refused = svc.clone().oneshot(request(tenant())).await.unwrap_err();
+        let refused = svc.clone().oneshot(request()).await.unwrap_err();
         assert!(matches!(refused, ServerError::TooManyRequests { .. }));
         let admin = Caller::Admin {
             user: "root".into(),
             serial: "02".into(),
         };
-        assert_eq!(
-            svc.clone().oneshot(request(admin)).await.unwrap().status(),
-            200
-        );
+        let as_admin = FairShareLayer::new(gate.clone(), &admin).layer(streamed);
+        assert_eq!(as_admin.oneshot(request()).await.unwrap().status(), 200);
         let _ = first.into_body().collect().await.unwrap();
-        assert_eq!(svc.oneshot(request(tenant())).await.unwrap().status(), 200);
+        assert_eq!(svc.oneshot(request()).await.unwrap().status(), 200);
         // A small complete answer (one object, a Status) frees it as it leaves: its bytes go
         // out with its headers.
-        let small = FairShareLayer::new(gate).layer(tower::service_fn(|_req: Request<()>| async {
-            Ok::<_, ServerError>(Response::new(full("body")))
-        }));
-        let unread = small.clone().oneshot(request(tenant())).await.unwrap();
-        assert_eq!(
-            small.oneshot(request(tenant())).await.unwrap().status(),
-            200
-        );
+        let small = FairShareLayer::new(gate, &tenant()).layer(tower::service_fn(
+            |_req: Request<()>| async { Ok::<_, ServerError>(Response::new(full("body"))) },
+        ));
+        let unread = small.clone().oneshot(request()).await.unwrap();
+        assert_eq!(small.oneshot(request()).await.unwrap().status(), 200);
         drop(unread);
     }
 }

@@ -38,10 +38,6 @@ use fair::{Admit, FairShareLayer};
 use paddock_upstream::rare::boxed;
 use refuse::RefuseLayer;
 
-/// The authenticated caller, in the request's extensions for the layers that need it.
-#[derive(Clone)]
-pub struct CallerOf(pub Arc<Caller>);
-
 /// In a response's extensions: the Kubernetes verb the request was served as (the plan's,
 /// which the method alone does not tell: `list` or `watch`).
 #[derive(Clone, Copy)]
@@ -54,16 +50,17 @@ pub struct Answered {
 pub fn serve(
     state: &Arc<AppState>,
     caller: Arc<Caller>,
-    mut req: Request<ReqBody>,
+    req: Request<ReqBody>,
 ) -> impl Future<Output = Response<ResBody>> + Send + 'static {
-    req.extensions_mut().insert(CallerOf(caller));
-    let svc = AccessLogLayer::new(state.clone()).layer(
+    // The stack is made for this request, so its caller is given to the layers that need it
+    // as they are made (not carried in the request's extensions: three allocations).
+    let svc = AccessLogLayer::new(state.clone(), Some(caller.clone())).layer(
         RefuseLayer::new(state.config.max_body_bytes).layer(
-            FairShareLayer::new(state.clone()).layer(tower::service_fn({
+            FairShareLayer::new(state.clone(), &caller).layer(tower::service_fn({
                 let state = state.clone();
                 // Boxed where it is made: the layers' futures then hold a pointer, not the
                 // pipeline's state (about 12 KB), which each layer's `call` would move again.
-                move |req| boxed(|| gateway(state.clone(), req))
+                move |req| boxed(|| gateway(state.clone(), caller.clone(), req))
             })),
         ),
     );
@@ -84,7 +81,7 @@ pub fn refuse_anonymous(
             .unwrap_or_else(|| ServerError::Internal("refused twice".into()));
         std::future::ready(Err::<Response<ResBody>, _>(e))
     });
-    let svc = AccessLogLayer::new(state.clone()).layer(refusal);
+    let svc = AccessLogLayer::new(state.clone(), None).layer(refusal);
     futures_util::FutureExt::map(svc.oneshot(req), unrefused)
 }
 
@@ -99,14 +96,10 @@ fn unrefused(r: Result<Response<ResBody>, Infallible>) -> Response<ResBody> {
 /// the tenant pipeline.
 async fn gateway(
     state: Arc<AppState>,
+    caller: Arc<Caller>,
     req: Request<ReqBody>,
 ) -> Result<Response<ResBody>, ServerError> {
     let state = &state;
-    let caller = req
-        .extensions()
-        .get::<CallerOf>()
-        .map(|c| c.0.clone())
-        .ok_or_else(|| ServerError::Internal("request without a caller".into()))?;
     // The admin API, paddock's own group and a spanning tenant's routing are rare next to a
     // tenant's requests and have large futures of their own: boxed, so that the state machine
     // of every tenant request (the pipeline's steps, unboxed) does not carry theirs.
