@@ -96,8 +96,8 @@ pub fn authenticate(
             .get_or_init(|| {
                 Arc::new(Caller::Tenant {
                     tenant,
-                    user: cert.user.clone(),
-                    groups: cert.groups.clone(),
+                    user: cert.user.as_str().into(),
+                    groups: cert.groups.as_slice().into(),
                     serial: cert.serial_hex.clone(),
                 })
             })
@@ -185,8 +185,8 @@ pub async fn authenticate_token(state: &AppState, token: &str) -> Result<Caller,
     match state.cache.tenant(tenant.as_str()).map(|r| r.phase) {
         Some(TenantPhase::Active) => Ok(Caller::Tenant {
             tenant,
-            user,
-            groups: Vec::new(),
+            user: user.into(),
+            groups: Arc::from([]),
             serial: "serviceaccount-token".into(),
         }),
         Some(_) => Err(ServerError::Unauthorized(format!(

@@ -1,6 +1,8 @@
 //! The authenticated caller of one request (what the audit trail, the access log and the
 //! request path know of it).
 
+use std::sync::Arc;
+
 use paddock_core::TenantId;
 
 /// The authenticated caller of one request.
@@ -17,10 +19,10 @@ pub enum Caller {
     Tenant {
         /// The tenant.
         tenant: TenantId,
-        /// Certificate CN.
-        user: String,
+        /// Certificate CN (shared: every request of a connection hands it on).
+        user: Arc<str>,
         /// Certificate O values.
-        groups: Vec<String>,
+        groups: Arc<[String]>,
         /// Certificate serial (hex).
         serial: String,
     },
@@ -37,7 +39,8 @@ impl Caller {
     /// User name for logs.
     pub fn user(&self) -> &str {
         match self {
-            Caller::Admin { user, .. } | Caller::Tenant { user, .. } => user,
+            Caller::Admin { user, .. } => user,
+            Caller::Tenant { user, .. } => user,
         }
     }
 }

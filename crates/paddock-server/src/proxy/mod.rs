@@ -45,8 +45,9 @@ pub use plan::Planning;
 #[derive(Debug, Clone)]
 pub struct TenantUser {
     pub tenant: TenantId,
-    pub user: String,
-    pub groups: Vec<String>,
+    /// Shared with the caller it comes from (a copy per request is a reference count).
+    pub user: Arc<str>,
+    pub groups: Arc<[String]>,
 }
 
 /// A planned tenant request: what every layer below the planning knows of it.
@@ -104,14 +105,14 @@ pub enum FollowedUp {
 pub async fn serve_tenant(
     state: &Arc<AppState>,
     tenant: &TenantId,
-    user: &str,
-    groups: &[String],
+    user: &Arc<str>,
+    groups: &Arc<[String]>,
     req: Request<ReqBody>,
 ) -> Result<(Response<ResBody>, &'static str), ServerError> {
     let caller = TenantUser {
         tenant: tenant.clone(),
-        user: user.to_owned(),
-        groups: groups.to_vec(),
+        user: user.clone(),
+        groups: groups.clone(),
     };
     let svc = plan::PlanLayer::new(state.clone()).layer(
         fan_out::FanOutLayer::new(state.clone()).layer(

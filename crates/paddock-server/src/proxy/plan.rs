@@ -126,8 +126,8 @@ where
         let acting = state.acting(&caller, &head.headers).await?;
         let caller = match acting {
             Some((user, groups)) => TenantUser {
-                user,
-                groups,
+                user: user.into(),
+                groups: groups.into(),
                 ..caller
             },
             None => caller,

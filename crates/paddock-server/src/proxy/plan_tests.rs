@@ -63,7 +63,7 @@ fn caller() -> TenantUser {
     TenantUser {
         tenant: TenantId::parse("foofoo").unwrap(),
         user: "alice".into(),
-        groups: vec!["dev".into()],
+        groups: Arc::from(["dev".to_owned()]),
     }
 }
 

@@ -24,7 +24,7 @@ pub fn caller() -> TenantUser {
     TenantUser {
         tenant: TenantId::parse("foofoo").unwrap(),
         user: "alice".into(),
-        groups: vec!["dev".into()],
+        groups: Arc::from(["dev".to_owned()]),
     }
 }
 

@@ -225,7 +225,7 @@ mod tests {
         Arc::new(Caller::Tenant {
             tenant: paddock_core::TenantId::parse("acme01").unwrap(),
             user: "u".into(),
-            groups: vec![],
+            groups: Arc::from([]),
             serial: "01".into(),
         })
     }

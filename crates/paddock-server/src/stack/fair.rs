@@ -315,7 +315,7 @@ mod tests {
         Caller::Tenant {
             tenant: TenantId::parse("acme01").unwrap(),
             user: "u".into(),
-            groups: vec![],
+            groups: Arc::from([]),
             serial: "01".into(),
         }
     }
