@@ -62,7 +62,7 @@ pub fn refusal_message(plan: &Plan) -> String {
     let (res, name) = match (plan.resource.as_ref(), plan.resource_path()) {
         (Some(i), Some(rp)) => (
             format!("{}.{}", i.resource, i.group),
-            rp.name.clone().unwrap_or_default(),
+            rp.name.as_deref().unwrap_or_default().to_owned(),
         ),
         _ => (String::new(), String::new()),
     };

@@ -239,12 +239,12 @@ pub fn attributes(
         .unwrap_or_else(|| method.to_ascii_lowercase());
     let resource = parsed.and_then(|p| match p.path {
         ApiPath::Resource(r) => Some(ResourceRef {
-            group: r.group,
-            version: r.version,
-            resource: r.resource,
-            subresource: r.subresource.unwrap_or_default(),
-            namespace: r.namespace.unwrap_or_default(),
-            name: r.name.unwrap_or_default(),
+            group: r.group.into(),
+            version: r.version.into(),
+            resource: r.resource.into(),
+            subresource: r.subresource.unwrap_or_default().into(),
+            namespace: r.namespace.unwrap_or_default().into(),
+            name: r.name.unwrap_or_default().into(),
         }),
         _ => None,
     });

@@ -67,6 +67,14 @@ pub(crate) fn copy_request_headers(from: &HeaderMap, to: &mut HeaderMap, upgrade
     }
 }
 
+/// Removes every header but `names` (a header map has no `retain`). An answer has a handful
+/// of headers, so rescanning after each removal costs less than listing them first would.
+pub(crate) fn keep_only(h: &mut HeaderMap, names: &[HeaderName]) {
+    while let Some(drop) = h.keys().find(|k| !names.contains(k)).cloned() {
+        h.remove(&drop);
+    }
+}
+
 pub(crate) fn copy_response_headers(from: &HeaderMap, to: &mut HeaderMap, names: &[HeaderName]) {
     for name in names {
         for v in from.get_all(name) {
@@ -195,6 +203,35 @@ mod tests {
         h.iter()
             .map(|(n, v)| (n.to_string(), v.to_str().unwrap().to_owned()))
             .collect()
+    }
+
+    #[test]
+    fn keep_only_leaves_the_forwarded_headers_with_all_their_values() {
+        let mut h = HeaderMap::new();
+        for (n, v) in [
+            ("content-type", "application/json"),
+            ("x-content-type-options", "nosniff"),
+            ("audit-id", "a"),
+            ("date", "today"),
+            ("retry-after", "1"),
+            ("retry-after", "2"),
+            ("content-length", "10"),
+        ] {
+            h.append(HeaderName::from_static(n), HeaderValue::from_static(v));
+        }
+        keep_only(&mut h, &FORWARDED_RESPONSE_HEADERS);
+        let mut kept = fields(&h);
+        kept.sort();
+        let want = [
+            ("audit-id", "a"),
+            ("content-type", "application/json"),
+            ("retry-after", "1"),
+            ("retry-after", "2"),
+        ];
+        assert_eq!(
+            kept,
+            want.map(|(n, v)| (n.to_owned(), v.to_owned())).to_vec()
+        );
     }
 
     /// The remembered headers are exactly the ones made anew, for every identity, however many

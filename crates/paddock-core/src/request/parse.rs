@@ -40,20 +40,24 @@ pub enum ApiPath {
     Resource(ResourcePath),
 }
 
+/// A path segment as parsed: inline up to 24 bytes (every name, namespace, version and
+/// resource of a request path in practice), so parsing a request allocates nothing for it.
+pub type Segment = compact_str::CompactString;
+
 /// A resource path in the tenant's view, every segment percent-decoded.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ResourcePath {
-    pub group: String,
-    pub version: String,
-    pub resource: String,
-    pub namespace: Option<String>,
-    pub name: Option<String>,
-    pub subresource: Option<String>,
+    pub group: Segment,
+    pub version: Segment,
+    pub resource: Segment,
+    pub namespace: Option<Segment>,
+    pub name: Option<Segment>,
+    pub subresource: Option<Segment>,
     /// `/api/v1/watch/...` form.
     pub legacy_watch: bool,
     /// For `.../proxy/<path>`: the remainder after `proxy/`, still percent-encoded as received
     /// (it belongs to the proxied backend, not to the apiserver).
-    pub proxy_path: Option<String>,
+    pub proxy_path: Option<Segment>,
 }
 
 /// The Kubernetes verb, from method and path shape.
@@ -202,8 +206,8 @@ pub fn parse_request(
 enum Top {
     NonResource(ApiPath),
     Resource {
-        group: String,
-        version: String,
+        group: Segment,
+        version: Segment,
         rest_start: usize,
     },
 }
@@ -259,16 +263,16 @@ fn core_group_version(raw: &[&str]) -> Result<Top, TranslateError> {
     match raw.get(1).copied() {
         None | Some("") if raw.len() <= 2 => Ok(Top::NonResource(ApiPath::Api)),
         Some(v) => {
-            let version = decode_segment(v)?.into_owned();
+            let version = decode_segment(v)?;
             if raw.len() == 2 || (raw.len() == 3 && raw[2].is_empty()) {
                 return Ok(Top::NonResource(ApiPath::ApiGroupVersion {
                     group: String::new(),
-                    version,
+                    version: version.into_owned(),
                 }));
             }
             Ok(Top::Resource {
-                group: String::new(),
-                version,
+                group: Segment::default(),
+                version: Segment::from(&*version),
                 rest_start: 2,
             })
         }
@@ -280,23 +284,27 @@ fn core_group_version(raw: &[&str]) -> Result<Top, TranslateError> {
 fn named_group_version(raw: &[&str]) -> Result<Top, TranslateError> {
     let group = match raw.get(1).copied() {
         None | Some("") if raw.len() <= 2 => return Ok(Top::NonResource(ApiPath::Apis)),
-        Some(g) => decode_segment(g)?.into_owned(),
+        Some(g) => decode_segment(g)?,
         None => return Ok(Top::NonResource(ApiPath::Apis)),
     };
     match raw.get(2).copied() {
-        None => Ok(Top::NonResource(ApiPath::ApiGroup { group })),
-        Some("") if raw.len() == 3 => Ok(Top::NonResource(ApiPath::ApiGroup { group })),
+        None => Ok(Top::NonResource(ApiPath::ApiGroup {
+            group: group.into_owned(),
+        })),
+        Some("") if raw.len() == 3 => Ok(Top::NonResource(ApiPath::ApiGroup {
+            group: group.into_owned(),
+        })),
         Some(v) => {
-            let version = decode_segment(v)?.into_owned();
+            let version = decode_segment(v)?;
             if raw.len() == 3 || (raw.len() == 4 && raw[3].is_empty()) {
                 return Ok(Top::NonResource(ApiPath::ApiGroupVersion {
-                    group,
-                    version,
+                    group: group.into_owned(),
+                    version: version.into_owned(),
                 }));
             }
             Ok(Top::Resource {
-                group,
-                version,
+                group: Segment::from(&*group),
+                version: Segment::from(&*version),
                 rest_start: 3,
             })
         }
@@ -305,12 +313,12 @@ fn named_group_version(raw: &[&str]) -> Result<Top, TranslateError> {
 
 /// The segments of a resource path after its group and version, checked.
 struct Segments {
-    namespace: Option<String>,
-    resource: String,
-    name: Option<String>,
-    subresource: Option<String>,
+    namespace: Option<Segment>,
+    resource: Segment,
+    name: Option<Segment>,
+    subresource: Option<Segment>,
     legacy_watch: bool,
-    proxy_path: Option<String>,
+    proxy_path: Option<Segment>,
 }
 
 fn resource_segments(rest: &[&str], path: &str) -> Result<Segments, TranslateError> {
@@ -340,7 +348,7 @@ fn resource_segments(rest: &[&str], path: &str) -> Result<Segments, TranslateErr
             let resource = d.first().copied().unwrap_or("");
             (None, resource, d.get(1).copied(), d.get(2).copied(), 3)
         };
-    let proxy_path = (rest.len() > tail).then(|| rest[tail..].join("/"));
+    let proxy_path = (rest.len() > tail).then(|| Segment::from(rest[tail..].join("/")));
     if resource.is_empty() {
         return Err(not_found_path(path));
     }
@@ -367,15 +375,15 @@ fn resource_segments(rest: &[&str], path: &str) -> Result<Segments, TranslateErr
     let proxy_path = match proxy_path {
         Some(p) => Some(p),
         None if subresource == Some("proxy") && rest.len() == tail && path.ends_with('/') => {
-            Some(String::new())
+            Some(Segment::default())
         }
         None => None,
     };
     Ok(Segments {
-        namespace: namespace.map(str::to_owned),
-        resource: resource.to_owned(),
-        name: name.map(str::to_owned),
-        subresource: subresource.map(str::to_owned),
+        namespace: namespace.map(Segment::from),
+        resource: Segment::from(resource),
+        name: name.map(Segment::from),
+        subresource: subresource.map(Segment::from),
         legacy_watch,
         proxy_path,
     })

@@ -5,7 +5,7 @@
 use std::future::Future;
 
 use crate::body::AnswerBody;
-use http::header::{self, HeaderMap, HeaderValue};
+use http::header::{self, HeaderValue};
 use http::{Response, StatusCode};
 use paddock_core::{Plan, ResponseKind, TenantContext};
 use tokio_util::sync::CancellationToken;
@@ -15,6 +15,7 @@ use crate::body::{ResBody, RewriteBody, empty, full, passthrough};
 use crate::error::ServerError;
 use crate::outbound::{
     FORWARDED_RESPONSE_HEADERS, UPGRADE_RESPONSE_HEADERS, copy_response_headers, header_value,
+    keep_only,
 };
 use crate::rewrite::{
     MAX_DOCUMENT_BYTES, content_type_of, rewrite_whole, small_complete_body,
@@ -160,7 +161,7 @@ async fn rewrite_response<P: Rewriting>(
 ) -> Result<Response<ResBody>, ServerError> {
     let Sent {
         job,
-        resp,
+        mut resp,
         slot,
         deadline,
         ..
@@ -168,13 +169,15 @@ async fn rewrite_response<P: Rewriting>(
     let (ctx, plan) = (&job.ctx, &job.plan);
     let status = resp.status();
     let content_type = content_type_of(&resp);
+    let small = small_complete_body(plan, resp.headers());
     let mut out = Response::builder().status(status);
     let out_headers = out
         .headers_mut()
         .ok_or_else(|| ServerError::Internal("response builder".into()))?;
-    // Allocated once, with room for what is forwarded and what the front adds (length, date).
-    *out_headers = HeaderMap::with_capacity(FORWARDED_RESPONSE_HEADERS.len() + 6);
-    copy_response_headers(resp.headers(), out_headers, &FORWARDED_RESPONSE_HEADERS);
+    // Upstream's own header map becomes the tenant's, with only the forwarded headers left in
+    // it: no map is made and no value copied.
+    *out_headers = std::mem::take(resp.headers_mut());
+    keep_only(out_headers, &FORWARDED_RESPONSE_HEADERS);
 
     let buffered = matches!(
         plan.response,
@@ -215,7 +218,7 @@ async fn rewrite_response<P: Rewriting>(
             );
         }
         full(doc)
-    } else if let Some(len) = small_complete_body(plan, resp.headers()) {
+    } else if let Some(len) = small {
         // A small answer of known length (a GET of one object, a write's answer, a Status):
         // read it whole and answer with headers and body together. Streamed, the headers
         // would leave first and the body in a second write, after another wake-up.
