@@ -121,7 +121,11 @@ async fn send<P: Sending>(
         PlanRoute::Short => Some(Route::Short),
     };
     let sent = match pool {
-        None => state.send_watch(request).await.map(|(r, s)| (r, Some(s))),
+        // Boxed: a watch's future (about 7 KB) would otherwise be part of every request's,
+        // copied whole wherever the pipeline's future is moved or boxed.
+        None => boxed(|| state.send_watch(request))
+            .await
+            .map(|(r, s)| (r, Some(s))),
         Some(pool) => state
             .send_until(request, pool, deadline)
             .await
