@@ -17,7 +17,6 @@ use paddock_core::TenantId;
 use paddock_core::fair_queue::{Arrival, Cancelled, FairQueue, Ticket};
 use parking_lot::Mutex;
 use prometheus_client::metrics::counter::Counter;
-use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 use tokio::sync::{Notify, oneshot};
 
@@ -83,8 +82,8 @@ pub const DEFAULT_PACE: u32 = 15;
 /// The queue's metrics: two gauges and three counters, no labels (docs/fairshare.md).
 #[derive(Clone, Default)]
 pub struct QueueMetrics {
-    seats_in_use: Gauge,
-    waiting: Gauge,
+    seats_in_use: crate::metrics::StoredGauge,
+    waiting: crate::metrics::StoredGauge,
     queued: Counter,
     timed_out: Counter,
     revoked: Counter,

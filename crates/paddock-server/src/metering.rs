@@ -31,7 +31,7 @@ use crate::error::BoxError;
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct TenantLabel {
     /// Tenant id.
-    pub tenant: String,
+    pub tenant: crate::metrics::LabelText,
 }
 
 /// One usage refresh: every tenant's figures and when they were taken.
@@ -100,7 +100,7 @@ impl TenantMetrics {
 
     pub(crate) fn label(tenant: &str) -> TenantLabel {
         TenantLabel {
-            tenant: tenant.to_string(),
+            tenant: tenant.into(),
         }
     }
 
@@ -261,7 +261,7 @@ impl Collector for FiguresCollector {
             let mut m = encoder.encode_descriptor(name, help, None, MetricType::Gauge)?;
             for (tenant, f) in snap.tally.tenants() {
                 let label = TenantLabel {
-                    tenant: tenant.clone(),
+                    tenant: tenant.as_str().into(),
                 };
                 ConstGauge::new(value(f)).encode(m.encode_family(&label)?)?;
             }

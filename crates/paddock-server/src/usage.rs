@@ -191,7 +191,7 @@ fn json_report(
         let mut classes = Map::new();
         for class in CLASSES {
             let labels = crate::metrics::RequestLabels {
-                tenant: t.to_string(),
+                tenant: t.into(),
                 verb,
                 code: class,
             };
@@ -203,9 +203,7 @@ fn json_report(
             requests.insert(verb.to_string(), Value::Object(classes));
         }
     }
-    let label = TenantLabel {
-        tenant: t.to_string(),
-    };
+    let label = TenantLabel { tenant: t.into() };
     let counter = |f: &prometheus_client::metrics::family::Family<
         TenantLabel,
         prometheus_client::metrics::counter::Counter,

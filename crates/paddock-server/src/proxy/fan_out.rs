@@ -40,7 +40,7 @@ impl FanningOut for AppState {
     }
 }
 
-impl<S, P, B> Step<Planned<B>> for FanOut<S, P>
+impl<S, P, B> Step<Planned<B>> for FanOut<'_, S, P>
 where
     P: FanningOut,
     B: Send,

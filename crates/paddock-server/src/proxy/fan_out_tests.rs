@@ -49,7 +49,7 @@ fn planned(method: &str, uri: &str) -> Planned<()> {
 #[tokio::test]
 async fn a_read_across_all_namespaces_fans_out_and_is_never_sent() {
     let fake = Arc::new(Fake::default());
-    let svc = FanOutLayer::new(fake.clone()).layer(step_fn(inner));
+    let svc = FanOutLayer::new(&fake).layer(step_fn(inner));
     let resp = svc.run(planned("GET", "/api/v1/pods")).await.unwrap();
     assert_eq!(text(resp).await, "fanned out /api/v1/pods");
     assert_eq!(fake.fanned.load(Ordering::SeqCst), 1);
@@ -58,7 +58,7 @@ async fn a_read_across_all_namespaces_fans_out_and_is_never_sent() {
 #[tokio::test]
 async fn a_read_in_one_namespace_goes_down_the_stack() {
     let fake = Arc::new(Fake::default());
-    let svc = FanOutLayer::new(fake.clone()).layer(step_fn(inner));
+    let svc = FanOutLayer::new(&fake).layer(step_fn(inner));
     let resp = svc
         .run(planned("GET", "/api/v1/namespaces/web/pods"))
         .await

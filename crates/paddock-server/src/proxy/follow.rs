@@ -78,7 +78,7 @@ impl FollowingUp for AppState {
     }
 }
 
-impl<S, P, B> Step<Planned<B>> for FollowUps<S, P>
+impl<S, P, B> Step<Planned<B>> for FollowUps<'_, S, P>
 where
     P: FollowingUp,
     B: Send,
@@ -88,7 +88,7 @@ where
 
     async fn run(&self, planned: Planned<B>) -> Result<FollowedUp, ServerError> {
         let sent = self.inner.run(planned).await?;
-        follow_ups(&*self.state, sent).await
+        follow_ups(&**self.state, sent).await
     }
 }
 

@@ -114,13 +114,13 @@ pub async fn serve_tenant(
         user: user.clone(),
         groups: groups.clone(),
     };
-    let svc = plan::PlanLayer::new(state.clone()).layer(
-        fan_out::FanOutLayer::new(state.clone()).layer(
-            rewrite::RewriteLayer::new(state.clone()).layer(
-                follow::FollowUpLayer::new(state.clone()).layer(
-                    translate::TranslateLayer::new(state.clone())
-                        .layer(send::Send::new(state.clone())),
-                ),
+    // The steps borrow the replica's state for the request: no reference count touched per
+    // step (a shared counter, written from every worker thread, per clone and drop).
+    let svc = plan::PlanLayer::new(state).layer(
+        fan_out::FanOutLayer::new(state).layer(
+            rewrite::RewriteLayer::new(state).layer(
+                follow::FollowUpLayer::new(state)
+                    .layer(translate::TranslateLayer::new(state).layer(send::Send::new(state))),
             ),
         ),
     );
@@ -167,44 +167,42 @@ where
 macro_rules! pipeline_layer {
     ($layer_name:ident, $service:ident) => {
         /// The tower layer of the step (see the module).
-        pub struct $layer_name<P = crate::state::AppState> {
-            state: std::sync::Arc<P>,
+        pub struct $layer_name<'a, P = crate::state::AppState> {
+            state: &'a std::sync::Arc<P>,
         }
 
-        impl<P> $layer_name<P> {
-            pub fn new(state: std::sync::Arc<P>) -> Self {
+        impl<'a, P> $layer_name<'a, P> {
+            pub fn new(state: &'a std::sync::Arc<P>) -> Self {
                 $layer_name { state }
             }
         }
 
-        impl<P> Clone for $layer_name<P> {
+        impl<P> Clone for $layer_name<'_, P> {
             fn clone(&self) -> Self {
-                $layer_name {
-                    state: self.state.clone(),
-                }
+                $layer_name { state: self.state }
             }
         }
 
-        impl<S, P> tower::Layer<S> for $layer_name<P> {
-            type Service = $service<S, P>;
-            fn layer(&self, inner: S) -> $service<S, P> {
+        impl<'a, S, P> tower::Layer<S> for $layer_name<'a, P> {
+            type Service = $service<'a, S, P>;
+            fn layer(&self, inner: S) -> $service<'a, S, P> {
                 $service {
-                    state: self.state.clone(),
+                    state: self.state,
                     inner,
                 }
             }
         }
 
         /// The step as a service over its inner service.
-        pub struct $service<S, P = crate::state::AppState> {
-            state: std::sync::Arc<P>,
+        pub struct $service<'a, S, P = crate::state::AppState> {
+            state: &'a std::sync::Arc<P>,
             inner: S,
         }
 
-        impl<S: Clone, P> Clone for $service<S, P> {
+        impl<S: Clone, P> Clone for $service<'_, S, P> {
             fn clone(&self) -> Self {
                 $service {
-                    state: self.state.clone(),
+                    state: self.state,
                     inner: self.inner.clone(),
                 }
             }

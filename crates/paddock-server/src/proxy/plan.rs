@@ -9,7 +9,7 @@ use http::request::Parts;
 use http::{HeaderMap, Request, Response, header};
 use paddock_core::{Catalog, ParsedRequest, Plan, TenantContext};
 
-use super::{Job, Planned, Step, TenantUser};
+use super::{Job, Planned, Step, TenantUser, pipeline_layer};
 use crate::body::ResBody;
 use crate::error::ServerError;
 use crate::metrics::{method_verb, verb_name};
@@ -70,43 +70,9 @@ impl Planning for AppState {
     }
 }
 
-/// The planning step as a tower layer.
-pub struct PlanLayer<P> {
-    state: Arc<P>,
-}
+pipeline_layer!(PlanLayer, PlanStep);
 
-impl<P> PlanLayer<P> {
-    pub fn new(state: Arc<P>) -> Self {
-        PlanLayer { state }
-    }
-}
-
-impl<P, S> tower::Layer<S> for PlanLayer<P> {
-    type Service = PlanStep<S, P>;
-    fn layer(&self, inner: S) -> Self::Service {
-        PlanStep {
-            state: self.state.clone(),
-            inner,
-        }
-    }
-}
-
-/// See [`PlanLayer`].
-pub struct PlanStep<S, P> {
-    state: Arc<P>,
-    inner: S,
-}
-
-impl<S: Clone, P> Clone for PlanStep<S, P> {
-    fn clone(&self) -> Self {
-        PlanStep {
-            state: self.state.clone(),
-            inner: self.inner.clone(),
-        }
-    }
-}
-
-impl<S, P, B> Step<(TenantUser, Request<B>)> for PlanStep<S, P>
+impl<S, P, B> Step<(TenantUser, Request<B>)> for PlanStep<'_, S, P>
 where
     P: Planning,
     B: Send + 'static,
@@ -118,7 +84,7 @@ where
         &self,
         (caller, req): (TenantUser, Request<B>),
     ) -> Result<(Response<ResBody>, &'static str), ServerError> {
-        let state = &*self.state;
+        let state = &**self.state;
         // Only the head is looked at across the awaits below; the body is passed on.
         let (head, body) = req.into_parts();
         // `kubectl --as`: the identity is swapped for a tenant identity the caller may act

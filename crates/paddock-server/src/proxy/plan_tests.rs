@@ -90,7 +90,7 @@ fn get(path: &str) -> Request<()> {
 #[tokio::test]
 async fn a_group_unknown_to_the_catalog_is_planned_after_one_refresh() {
     let fake = Fake::new(None);
-    let svc = PlanLayer::new(fake.clone()).layer(step_fn(echo));
+    let svc = PlanLayer::new(&fake).layer(step_fn(echo));
     let req = get("/apis/apps/v1/namespaces/web/deployments?watch=1");
     let (resp, verb) = svc.clone().run((caller(), req)).await.unwrap();
     assert_eq!(verb, "watch");
@@ -121,7 +121,7 @@ async fn a_group_unknown_after_the_refresh_is_not_found_and_never_sent() {
         counted.fetch_add(1, Ordering::SeqCst);
         echo(p)
     });
-    let svc = PlanLayer::new(fake.clone()).layer(inner);
+    let svc = PlanLayer::new(&fake).layer(inner);
     let err = svc
         .run((caller(), get("/apis/nope.example.com/v1/things")))
         .await
@@ -134,7 +134,7 @@ async fn a_group_unknown_after_the_refresh_is_not_found_and_never_sent() {
 #[tokio::test]
 async fn the_acting_identity_replaces_the_caller() {
     let fake = Fake::new(Some(("bob".into(), vec![])));
-    let svc = PlanLayer::new(fake).layer(step_fn(echo));
+    let svc = PlanLayer::new(&fake).layer(step_fn(echo));
     let (resp, _) = svc
         .run((caller(), get("/api/v1/namespaces/web/pods/p")))
         .await

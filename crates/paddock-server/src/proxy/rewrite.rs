@@ -66,7 +66,7 @@ impl Rewriting for AppState {
     }
 }
 
-impl<S, P, B> Step<Planned<B>> for Rewrite<S, P>
+impl<S, P, B> Step<Planned<B>> for Rewrite<'_, S, P>
 where
     P: Rewriting,
     B: Send,
@@ -83,7 +83,7 @@ where
         if plan.upgrade && sent.resp.status() == StatusCode::SWITCHING_PROTOCOLS {
             return splice_upgrade(sent);
         }
-        rewrite_response(&*self.state, sent).await
+        rewrite_response(&**self.state, sent).await
     }
 }
 

@@ -71,7 +71,7 @@ async fn rewrite(
         job: job(method, uri),
         req: http::Request::new(()),
     };
-    RewriteLayer::new(fake.clone())
+    RewriteLayer::new(&fake)
         .layer(inner)
         .run(planned)
         .await
@@ -89,7 +89,8 @@ async fn an_answer_made_by_a_follow_up_passes_untouched() {
         job: job("GET", "/api/v1/namespaces/web/configmaps/c"),
         req: http::Request::new(()),
     };
-    let resp = RewriteLayer::new(Arc::new(Fake::default()))
+    let fake = Arc::new(Fake::default());
+    let resp = RewriteLayer::new(&fake)
         .layer(inner)
         .run(planned)
         .await

@@ -66,29 +66,27 @@ impl Sending for AppState {
 }
 
 /// Sends planned requests upstream (see the module).
-pub struct Send<P = AppState> {
-    state: Arc<P>,
+pub struct Send<'a, P = AppState> {
+    state: &'a Arc<P>,
 }
 
-impl<P> Send<P> {
-    pub fn new(state: Arc<P>) -> Self {
+impl<'a, P> Send<'a, P> {
+    pub fn new(state: &'a Arc<P>) -> Self {
         Send { state }
     }
 }
 
-impl<P> Clone for Send<P> {
+impl<P> Clone for Send<'_, P> {
     fn clone(&self) -> Self {
-        Send {
-            state: self.state.clone(),
-        }
+        Send { state: self.state }
     }
 }
 
-impl<P: Sending> Step<Outbound> for Send<P> {
+impl<P: Sending> Step<Outbound> for Send<'_, P> {
     type Response = Sent;
 
     async fn run(&self, out: Outbound) -> Result<Sent, ServerError> {
-        let state = &self.state;
+        let state = self.state;
         let deadline = state.deadline();
         let mut request = out.request;
         let replay = request.extensions_mut().remove::<Replay>();

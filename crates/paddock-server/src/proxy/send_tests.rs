@@ -92,7 +92,7 @@ fn outbound(method: &str, uri: &str) -> Outbound {
 #[tokio::test]
 async fn a_get_goes_through_the_short_pool_and_carries_the_deadline() {
     let fake = Fake::new(StatusCode::OK, false);
-    let sent = Send::new(fake.clone())
+    let sent = Send::new(&fake)
         .run(outbound("GET", "/api/v1/namespaces/web/pods/p"))
         .await
         .unwrap();
@@ -109,7 +109,7 @@ async fn a_get_goes_through_the_short_pool_and_carries_the_deadline() {
 #[tokio::test]
 async fn a_list_goes_through_the_bulk_pool_and_a_5xx_is_counted() {
     let fake = Fake::new(StatusCode::SERVICE_UNAVAILABLE, false);
-    let sent = Send::new(fake.clone())
+    let sent = Send::new(&fake)
         .run(outbound("GET", "/api/v1/namespaces/web/pods"))
         .await
         .unwrap();
@@ -125,13 +125,13 @@ async fn a_list_goes_through_the_bulk_pool_and_a_5xx_is_counted() {
 #[tokio::test]
 async fn a_timeout_and_a_failed_watch_are_counted_apart() {
     let fake = Fake::new(StatusCode::OK, true);
-    let err = Send::new(fake.clone())
+    let err = Send::new(&fake)
         .run(outbound("GET", "/api/v1/namespaces/web/configmaps/c"))
         .await
         .err()
         .unwrap();
     assert_eq!(err.into_response().status(), StatusCode::GATEWAY_TIMEOUT);
-    let watch = Send::new(fake.clone())
+    let watch = Send::new(&fake)
         .run(outbound("GET", "/api/v1/namespaces/web/pods?watch=1"))
         .await;
     assert!(watch.is_err());

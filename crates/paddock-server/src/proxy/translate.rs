@@ -87,7 +87,7 @@ impl Translating for AppState {
     }
 }
 
-impl<S, P, B> Step<Planned<B>> for Translate<S, P>
+impl<S, P, B> Step<Planned<B>> for Translate<'_, S, P>
 where
     P: Translating,
     B: http_body::Body<Data = Bytes> + Send + Unpin + 'static,
@@ -97,7 +97,7 @@ where
     type Response = Sent;
 
     async fn run(&self, planned: Planned<B>) -> Result<Sent, ServerError> {
-        let outbound = upstream_request(&*self.state, planned).await?;
+        let outbound = upstream_request(&**self.state, planned).await?;
         self.inner.run(outbound).await
     }
 }
