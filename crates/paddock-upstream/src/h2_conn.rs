@@ -118,7 +118,7 @@ pub(crate) fn config() -> lean::Config {
 /// Sends `head` with `body` (empty: none) on a ready connection; the answer's headers. The
 /// head is only read (encoded): a retry sends the same one again.
 pub async fn exchange(
-    send: lean::SendRequest,
+    send: &lean::SendRequest,
     head: &Request<()>,
     body: Bytes,
 ) -> Result<Response<AnswerBody>, lean::Error> {
@@ -188,7 +188,7 @@ mod tests {
         let size = CONNECTION_WINDOW as usize + 1;
         let send = connection(size).await;
         let head = Request::get("https://upstream.test/api").body(()).unwrap();
-        let resp = exchange(send, &head, Bytes::new()).await.unwrap();
+        let resp = exchange(&send, &head, Bytes::new()).await.unwrap();
         assert_eq!(resp.body().size_hint().exact(), Some(size as u64));
         let got = tokio::time::timeout(Duration::from_secs(60), resp.into_body().collect())
             .await
@@ -204,7 +204,7 @@ mod tests {
         let head = Request::post("https://upstream.test/api/v1/namespaces")
             .body(())
             .unwrap();
-        let resp = exchange(send, &head, Bytes::from_static(b"{\"kind\":\"Namespace\"}"))
+        let resp = exchange(&send, &head, Bytes::from_static(b"{\"kind\":\"Namespace\"}"))
             .await
             .unwrap();
         assert_eq!(resp.headers()["x-got"], "20");
@@ -259,7 +259,7 @@ mod tests {
                 .unwrap();
             let outcome = tokio::time::timeout(Duration::from_secs(10), async {
                 let send = send.ready().await?;
-                exchange(send, &head, Bytes::from_static(b"{}")).await
+                exchange(&send, &head, Bytes::from_static(b"{}")).await
             })
             .await
             .expect("the exchange hung");

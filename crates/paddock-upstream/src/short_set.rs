@@ -13,7 +13,7 @@
 //! tenants arrive on it.
 
 use std::hash::{DefaultHasher, Hash, Hasher};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use bytes::Bytes;
@@ -67,7 +67,7 @@ struct Live {
     /// Tells connections apart: a request that found its connection closed forgets that
     /// one only, not one another request has dialled since.
     id: u64,
-    send: paddock_h2::client::SendRequest,
+    send: Arc<paddock_h2::client::SendRequest>,
 }
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(0);
@@ -132,8 +132,10 @@ impl ShortSet {
                 let req = Request::from_parts(parts, crate::body::full_up(body));
                 return self.send_fallback(req).await;
             };
-            match live.send.ready().await {
-                Ok(send) => match exchange(send, &head, body.clone()).await {
+            // The slot's handle is used through its `Arc`: cloning a `SendRequest` takes the
+            // connection's lock twice (its handle count), the Arc's count is one atomic.
+            match live.send.usable() {
+                Ok(()) => match exchange(&live.send, &head, body.clone()).await {
                     Ok(resp) => return Ok(resp),
                     Err(e) if retries_left > 0 && not_processed(&e) => {
                         tracing::debug!(error = %e, "upstream refused the stream unprocessed (GOAWAY); sending it again on a new connection");
@@ -181,7 +183,7 @@ impl ShortSet {
             Dialed::H2(send) => {
                 let live = Live {
                     id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
-                    send,
+                    send: Arc::new(send),
                 };
                 *slot.live.lock() = Some(live.clone());
                 Ok(Some(live))
@@ -363,7 +365,7 @@ mod tests {
                 let send = fake_connection("zero").await;
                 *slot.live.lock() = Some(Live {
                     id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
-                    send,
+                    send: Arc::new(send),
                 });
             }
             let a = set0.send(req(&tenant)).await.unwrap();

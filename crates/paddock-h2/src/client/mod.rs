@@ -145,6 +145,14 @@ impl SendRequest {
         }
     }
 
+    /// Whether the connection can still take requests, without giving up this handle.
+    pub fn usable(&self) -> Result<(), Error> {
+        match self.shared.lock().refusal() {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
     /// Sends `head` with `body` (empty: none), waiting for a stream slot; the answer's head
     /// and its body.
     pub async fn send(
