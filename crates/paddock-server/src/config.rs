@@ -92,7 +92,8 @@ pub struct ServerConfig {
     pub shutdown_grace: Duration,
     /// Per-core serving: threads, each with a single-threaded runtime of its own, that serve
     /// the client connections (round robin) and their own upstream connections for short
-    /// requests (`serve_threads`); 0 (the default) serves on the main runtime.
+    /// requests (`serve_threads`); 0 serves on the main runtime (`paddock serve` defaults to
+    /// one per CPU).
     pub serve_threads: usize,
     /// Which server speaks HTTP/2 to clients: paddock's own (`paddock_h2::server`, the
     /// default) or hyper's (`front_http2 = "hyper"`); HTTP/1.1 is always hyper's.

@@ -82,8 +82,8 @@ pub const DEFAULT_PACE: u32 = 15;
 /// The queue's metrics: two gauges and three counters, no labels (docs/fairshare.md).
 #[derive(Clone, Default)]
 pub struct QueueMetrics {
-    seats_in_use: crate::metrics::StoredGauge,
-    waiting: crate::metrics::StoredGauge,
+    seats_in_use: crate::metric_values::StoredGauge,
+    waiting: crate::metric_values::StoredGauge,
     queued: Counter,
     timed_out: Counter,
     revoked: Counter,

@@ -30,6 +30,7 @@ pub mod limits;
 pub mod metering;
 #[cfg(test)]
 mod metering_tests;
+pub mod metric_values;
 pub mod metrics;
 pub mod nsmap;
 pub mod outbound;
@@ -54,6 +55,7 @@ pub mod usage;
 // The upstream client and the reconciler are crates of their own; their modules keep the
 // paths they had here (`crate::upstream`, `crate::provision`, ...).
 pub use paddock_reconciler::{billing, lifecycle, provision, prune, rbac_sync, resync, rights};
+pub use paddock_upstream::serving::MAX_SERVING_THREADS;
 pub use paddock_upstream::{body, error, limit, upjson, upstream};
 
 use std::sync::Arc;

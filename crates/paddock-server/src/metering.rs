@@ -31,7 +31,7 @@ use crate::error::BoxError;
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct TenantLabel {
     /// Tenant id.
-    pub tenant: crate::metrics::LabelText,
+    pub tenant: crate::metric_values::LabelText,
 }
 
 /// One usage refresh: every tenant's figures and when they were taken.

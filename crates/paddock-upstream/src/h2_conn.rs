@@ -204,9 +204,13 @@ mod tests {
         let head = Request::post("https://upstream.test/api/v1/namespaces")
             .body(())
             .unwrap();
-        let resp = exchange(&send, &head, Bytes::from_static(b"{\"kind\":\"Namespace\"}"))
-            .await
-            .unwrap();
+        let resp = exchange(
+            &send,
+            &head,
+            Bytes::from_static(b"{\"kind\":\"Namespace\"}"),
+        )
+        .await
+        .unwrap();
         assert_eq!(resp.headers()["x-got"], "20");
         assert!(resp.body().is_end_stream());
         let got = resp.into_body().collect().await.unwrap().to_bytes();

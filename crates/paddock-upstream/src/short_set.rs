@@ -13,8 +13,8 @@
 //! tenants arrive on it.
 
 use std::hash::{DefaultHasher, Hash, Hasher};
-use std::sync::{Arc, OnceLock};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 
 use bytes::Bytes;
 use http::{Request, Response, header};

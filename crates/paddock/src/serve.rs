@@ -196,12 +196,12 @@ pub struct ServeArgs {
     /// about a quarter less CPU per request (docs/performance.md).
     #[arg(long, env = "PADDOCK_WORKER_THREADS", value_parser = clap::value_parser!(u16).range(1..=1024))]
     pub worker_threads: Option<u16>,
-    /// Per-core serving (default 0: off): this many threads, each with a single-threaded
-    /// runtime, serve the client connections (round robin) and their own upstream HTTP/2
-    /// connections for short requests, so that a small request is handled in one thread
-    /// end to end; lists, watches and background work stay on the worker threads
-    /// (docs/architecture.md "Per-core serving").
-    #[arg(long, env = "PADDOCK_SERVE_THREADS", value_parser = clap::value_parser!(u16).range(0..=256))]
+    /// Per-core serving (default: one thread per CPU; 0 turns it off): this many threads,
+    /// each with a single-threaded runtime, serve the client connections (round robin) and
+    /// their own upstream HTTP/2 connections for short requests, so that a small request is
+    /// handled in one thread end to end; lists, watches and background work stay on the
+    /// worker threads (docs/architecture.md "Per-core serving").
+    #[arg(long, env = "PADDOCK_SERVE_THREADS", value_parser = clap::value_parser!(u16).range(0..=paddock_server::MAX_SERVING_THREADS as i64))]
     pub serve_threads: Option<u16>,
     /// The HTTP/2 server of the client connections: `lean` (default: paddock's own) or
     /// `hyper` (docs/architecture.md "The front connections").
@@ -439,7 +439,10 @@ pub fn resolve(args: &ServeArgs) -> Result<(ServerConfig, LogFormat)> {
         max_body_bytes: args.max_body_bytes.or(file.max_body_bytes).unwrap_or(3 * 1024 * 1024),
         cert_reload_interval: Duration::from_secs(5),
         shutdown_grace: dur("shutdown_grace", args.shutdown_grace.clone().or(file.shutdown_grace), "10s")?,
-        serve_threads: usize::from(args.serve_threads.or(file.serve_threads).unwrap_or(0)),
+        serve_threads: args
+            .serve_threads
+            .or(file.serve_threads)
+            .map_or_else(default_serve_threads, usize::from),
         front_http2: args
             .front_http2
             .clone()
@@ -752,3 +755,12 @@ pub async fn run(args: ServeArgs) -> Result<()> {
 #[cfg(test)]
 #[path = "serve_tests.rs"]
 mod tests;
+
+/// Per-core serving's default: one serving thread per CPU paddock may run on (measured:
+/// 5-11 % less CPU per small request than serving on the multi-thread runtime, with the
+/// same throughput; docs/performance.md "Session 16").
+pub fn default_serve_threads() -> usize {
+    std::thread::available_parallelism()
+        .map_or(1, std::num::NonZeroUsize::get)
+        .min(paddock_server::MAX_SERVING_THREADS)
+}

@@ -49,11 +49,18 @@ fn admission_and_default_policy_from_the_file() {
 }
 
 #[test]
-fn serve_threads_off_by_default_and_from_the_file() {
+fn serve_threads_one_per_cpu_by_default_and_from_the_file() {
     let file: FileConfig = toml::from_str("serve_threads = 3\n").unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(file.serve_threads, Some(3));
     assert_eq!(FileConfig::default().serve_threads, None);
     assert_eq!(ServeArgs::default().serve_threads, None);
+    // Unset: one per CPU (at least one); an explicit 0 turns per-core serving off.
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    assert_eq!(
+        default_serve_threads(),
+        cpus.min(paddock_server::MAX_SERVING_THREADS)
+    );
+    assert!(default_serve_threads() >= 1);
 }
 
 #[test]

@@ -1,8 +1,13 @@
-//! The fallback HTTP/2 front (`--front-http2 hyper`: hyper's server instead of paddock's own,
-//! docs/architecture.md "The front connections") still serves real clients: a few of the
-//! kubectl scenarios (reads, writes of every patch type, discovery, logs, exec and attach)
-//! and the kube crate's round trip, against one paddock started with the flag. The default
-//! front (`lean`) runs every other suite.
+//! The serving modes other than the default still serve real clients: a few of the kubectl
+//! scenarios (reads, writes of every patch type, discovery, logs, exec and attach) and the
+//! kube crate's round trip, against a paddock started with
+//!
+//! - `--front-http2 hyper`: hyper's HTTP/2 server instead of paddock's own
+//!   (docs/architecture.md "The front connections");
+//! - `--serve-threads 0`: connections served on the multi-thread runtime instead of per-core
+//!   serving threads (architecture.md "Per-core serving", the default since session 16).
+//!
+//! Every other suite runs the defaults (the lean front, per-core serving).
 
 use std::path::Path;
 use std::time::Duration;
@@ -21,10 +26,21 @@ const SAMPLE: [&str; 4] = [
 
 #[test]
 fn hyper_front_serves_kubectl_and_kube_rs() -> Result<()> {
+    sample_with(&["--front-http2", "hyper"], "paddock-hyper-front")
+}
+
+#[test]
+fn serving_on_the_multi_thread_runtime_serves_kubectl_and_kube_rs() -> Result<()> {
+    sample_with(&["--serve-threads", "0"], "paddock-runtime-serving")
+}
+
+/// The sample scenarios and the kube crate's round trip through a paddock started with `flags`.
+fn sample_with(flags: &[&str], name: &str) -> Result<()> {
     let cp = ControlPlane::start().context("starting the control plane")?;
-    let args = ["--front-http2".to_owned(), "hyper".to_owned()];
-    let p = Paddock::start_with_args(&cp, StoreKind::Etcd, "paddock-hyper-front", &args)
-        .context("starting paddock with --front-http2 hyper")?;
+    let args: Vec<String> = flags.iter().map(|a| (*a).to_owned()).collect();
+    let with = flags.join(" ");
+    let p = Paddock::start_with_args(&cp, StoreKind::Etcd, name, &args)
+        .with_context(|| format!("starting paddock with {with}"))?;
     let env = Env {
         cp: &cp,
         paddock: Ok(&p),
@@ -63,7 +79,7 @@ fn hyper_front_serves_kubectl_and_kube_rs() -> Result<()> {
         failed.push(format!("kube-client: {e:#}"));
     }
     if !failed.is_empty() {
-        bail!("with --front-http2 hyper:\n{}", failed.join("\n"));
+        bail!("with {with}:\n{}", failed.join("\n"));
     }
     Ok(())
 }

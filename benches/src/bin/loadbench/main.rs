@@ -160,7 +160,7 @@ struct Args {
     /// paddock's `--worker-threads` (default: paddock's own, one per CPU).
     #[arg(long)]
     paddock_worker_threads: Option<u16>,
-    /// paddock's `--serve-threads` (per-core serving; default: paddock's own, off).
+    /// paddock's `--serve-threads` (per-core serving; default: paddock's own, one per CPU; 0: off).
     #[arg(long)]
     paddock_serve_threads: Option<u16>,
     /// Leave out the floor (HAProxy as a bare L7 hop, measured alongside direct and paddock

@@ -72,7 +72,7 @@ async fn follow(fake: &Arc<Fake>, method: &str, uri: &str, status: StatusCode) -
         job: job(method, uri),
         req: http::Request::new(()),
     };
-    FollowUpLayer::new(&fake)
+    FollowUpLayer::new(fake)
         .layer(inner)
         .run(planned)
         .await

@@ -71,7 +71,7 @@ async fn rewrite(
         job: job(method, uri),
         req: http::Request::new(()),
     };
-    RewriteLayer::new(&fake)
+    RewriteLayer::new(fake)
         .layer(inner)
         .run(planned)
         .await

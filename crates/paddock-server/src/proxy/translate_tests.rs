@@ -83,7 +83,7 @@ async fn translate(
         job: job(method, uri),
         req,
     };
-    let r = TranslateLayer::new(&fake).layer(inner).run(planned).await;
+    let r = TranslateLayer::new(fake).layer(inner).run(planned).await;
     (r, kept)
 }
 
