@@ -121,8 +121,9 @@ pub async fn exchange(
     send: &lean::SendRequest,
     head: &Request<()>,
     body: Bytes,
+    deadline: tokio::time::Instant,
 ) -> Result<Response<AnswerBody>, lean::Error> {
-    let (resp, recv) = send.send(head, body).await?;
+    let (resp, recv) = send.send_until(head, body, deadline).await?;
     let (parts, ()) = resp.into_parts();
     let body = AnswerBody::h2(recv, &parts.headers);
     Ok(Response::from_parts(parts, body))
@@ -144,6 +145,10 @@ pub fn not_processed(e: &lean::Error) -> bool {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+
+    fn far() -> tokio::time::Instant {
+        tokio::time::Instant::now() + std::time::Duration::from_secs(30)
+    }
     use http_body::Body;
     use http_body_util::BodyExt;
 
@@ -188,7 +193,7 @@ mod tests {
         let size = CONNECTION_WINDOW as usize + 1;
         let send = connection(size).await;
         let head = Request::get("https://upstream.test/api").body(()).unwrap();
-        let resp = exchange(&send, &head, Bytes::new()).await.unwrap();
+        let resp = exchange(&send, &head, Bytes::new(), far()).await.unwrap();
         assert_eq!(resp.body().size_hint().exact(), Some(size as u64));
         let got = tokio::time::timeout(Duration::from_secs(60), resp.into_body().collect())
             .await
@@ -208,6 +213,7 @@ mod tests {
             &send,
             &head,
             Bytes::from_static(b"{\"kind\":\"Namespace\"}"),
+            far(),
         )
         .await
         .unwrap();
@@ -263,7 +269,7 @@ mod tests {
                 .unwrap();
             let outcome = tokio::time::timeout(Duration::from_secs(10), async {
                 let send = send.ready().await?;
-                exchange(&send, &head, Bytes::from_static(b"{}")).await
+                exchange(&send, &head, Bytes::from_static(b"{}"), far()).await
             })
             .await
             .expect("the exchange hung");

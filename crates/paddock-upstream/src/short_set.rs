@@ -15,6 +15,7 @@
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
+use std::time::Duration;
 
 use bytes::Bytes;
 use http::{Request, Response, header};
@@ -23,6 +24,8 @@ use http_body_util::BodyExt;
 use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
+use paddock_h2::client as lean;
+use tokio::time::Instant;
 
 use crate::answer_body::AnswerBody;
 use crate::body::UpBody;
@@ -52,6 +55,8 @@ pub struct ShortSet {
     /// `fallback`.
     not_h2: AtomicBool,
     fallback: Fallback,
+    /// The bound a deadline was made from (`upstream_timeout`), named in a timeout's error.
+    timeout: Duration,
 }
 
 /// One connection of the set.
@@ -74,13 +79,14 @@ static NEXT_ID: AtomicU64 = AtomicU64::new(0);
 
 impl ShortSet {
     /// The set over `dialer`; `fallback` serves an upstream without HTTP/2.
-    pub fn new(dialer: Dialer, fallback: Fallback) -> Self {
+    pub fn new(dialer: Dialer, fallback: Fallback, timeout: Duration) -> Self {
         ShortSet {
             dialer,
             shared: slots(),
             per_thread: (0..MAX_SERVING_THREADS).map(|_| OnceLock::new()).collect(),
             not_h2: AtomicBool::new(false),
             fallback,
+            timeout,
         }
     }
 
@@ -94,10 +100,18 @@ impl ShortSet {
 
     /// Sends `req` on the connection of its tenant: chosen by the tenant group among its
     /// `Impersonate-Group` headers; paddock's own requests (no tenant) use the first. On a
-    /// serving thread, among that thread's own connections.
-    pub async fn send(&self, req: Request<UpBody>) -> Result<Response<AnswerBody>, ServerError> {
+    /// serving thread, among that thread's own connections. The answer's head is due by
+    /// `deadline` (504 past it). On a live connection that is the connection task's timer,
+    /// not one of the request's own; the rare waits (the request's body, a dial, the
+    /// HTTP/1.1 fallback) take a timer each.
+    pub async fn send(
+        &self,
+        req: Request<UpBody>,
+        deadline: Instant,
+    ) -> Result<Response<AnswerBody>, ServerError> {
         if self.not_h2.load(Ordering::Relaxed) {
-            return self.send_fallback(req).await;
+            let what = format!("{} {}", req.method(), req.uri());
+            return self.by(deadline, &what, self.send_fallback(req)).await;
         }
         let slots = self.slots();
         let i = tenant_of(&req).map_or(0, |t| shard(t, slots.len()));
@@ -106,10 +120,13 @@ impl ShortSet {
         let body = if body.is_end_stream() {
             Bytes::new()
         } else {
-            body.collect()
-                .await
-                .map_err(|e| ServerError::Internal(format!("request body: {e}")))?
-                .to_bytes()
+            let what = format!("{} {}", parts.method, parts.uri);
+            let read = async {
+                body.collect()
+                    .await
+                    .map_err(|e| ServerError::Internal(format!("request body: {e}")))
+            };
+            self.by(deadline, &what, read).await?.to_bytes()
         };
         let mut head = Request::from_parts(parts, ());
         if !body.is_empty() && !head.headers().contains_key(header::CONTENT_LENGTH) {
@@ -118,6 +135,7 @@ impl ShortSet {
                 header::HeaderValue::from(body.len()),
             );
         }
+        let what = || format!("{} {}", head.method(), head.uri());
         // A connection found closed before the request went out is forgotten and the request
         // tried on a new one (hyper's pool did the same). So is a request the upstream refused
         // unprocessed because the connection was going away (a GOAWAY racing the stream's
@@ -127,29 +145,50 @@ impl ShortSet {
         let mut closed: Option<u64> = None;
         let mut retries_left = MAX_RETRIES;
         loop {
-            let Some(live) = self.connection(slot, closed).await? else {
+            let live = match current(slot, closed) {
+                Some(live) => Some(live),
+                None => self.by(deadline, &what(), self.dial(slot, closed)).await?,
+            };
+            let Some(live) = live else {
+                let what = what();
                 let (parts, ()) = head.into_parts();
                 let req = Request::from_parts(parts, crate::body::full_up(body));
-                return self.send_fallback(req).await;
+                return self.by(deadline, &what, self.send_fallback(req)).await;
             };
             // The slot's handle is used through its `Arc`: cloning a `SendRequest` takes the
             // connection's lock twice (its handle count), the Arc's count is one atomic.
             match live.send.usable() {
-                Ok(()) => match exchange(&live.send, &head, body.clone()).await {
+                Ok(()) => match exchange(&live.send, &head, body.clone(), deadline).await {
                     Ok(resp) => return Ok(resp),
+                    Err(lean::Error::TimedOut) => {
+                        return Err(ServerError::UpstreamTimeout(self.timeout, what()));
+                    }
                     Err(e) if retries_left > 0 && not_processed(&e) => {
                         tracing::debug!(error = %e, "upstream refused the stream unprocessed (GOAWAY); sending it again on a new connection");
                         REFUSED_RETRIES.inc();
                     }
-                    Err(e) => return Err(ServerError::UpstreamUnreachable(e.to_string())),
+                    Err(e) => return Err(unreachable(&what(), &e)),
                 },
                 Err(e) if retries_left > 0 => {
                     tracing::debug!(error = %e, "upstream short connection closed; dialling again");
                 }
-                Err(e) => return Err(ServerError::UpstreamUnreachable(e.to_string())),
+                Err(e) => return Err(unreachable(&what(), &e)),
             }
             retries_left -= 1;
             closed = Some(live.id);
+        }
+    }
+
+    /// `fut` bounded by `deadline`; `what` names the request in the timeout's error.
+    async fn by<T>(
+        &self,
+        deadline: Instant,
+        what: &str,
+        fut: impl Future<Output = Result<T, ServerError>>,
+    ) -> Result<T, ServerError> {
+        match tokio::time::timeout_at(deadline, fut).await {
+            Ok(r) => r,
+            Err(_) => Err(ServerError::UpstreamTimeout(self.timeout, what.to_owned())),
         }
     }
 
@@ -157,22 +196,16 @@ impl ShortSet {
         &self,
         req: Request<UpBody>,
     ) -> Result<Response<AnswerBody>, ServerError> {
+        let what = format!("{} {}", req.method(), req.uri());
         match self.fallback.request(req).await {
             Ok(resp) => Ok(resp.map(AnswerBody::Hyper)),
-            Err(e) => Err(ServerError::UpstreamUnreachable(e.to_string())),
+            Err(e) => Err(unreachable(&what, &e)),
         }
     }
 
-    /// The slot's connection (dialled if there is none, or if it is `closed`); `None` when the
-    /// upstream does not speak HTTP/2.
-    async fn connection(
-        &self,
-        slot: &Slot,
-        closed: Option<u64>,
-    ) -> Result<Option<Live>, ServerError> {
-        if let Some(live) = current(slot, closed) {
-            return Ok(Some(live));
-        }
+    /// The slot's connection, dialled (there was none, or it is `closed`) unless another
+    /// request dialled it meanwhile; `None` when the upstream does not speak HTTP/2.
+    async fn dial(&self, slot: &Slot, closed: Option<u64>) -> Result<Option<Live>, ServerError> {
         let _dialing = slot.dialing.lock().await;
         if let Some(live) = current(slot, closed) {
             return Ok(Some(live));
@@ -225,6 +258,11 @@ fn current(slot: &Slot, closed: Option<u64>) -> Option<Live> {
     }
 }
 
+/// An upstream failure of request `what` (method and URI).
+fn unreachable(what: &str, e: &dyn std::fmt::Display) -> ServerError {
+    ServerError::UpstreamUnreachable(format!("{what}: {e}"))
+}
+
 /// The tenant id of an impersonated request, from its tenant group.
 fn tenant_of<B>(req: &Request<B>) -> Option<&str> {
     req.headers()
@@ -246,6 +284,10 @@ fn shard(tenant: &str, n: usize) -> usize {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+
+    fn far() -> Instant {
+        Instant::now() + Duration::from_secs(30)
+    }
 
     fn req(groups: &[&str]) -> Request<UpBody> {
         let mut b = Request::builder().uri("https://127.0.0.1:6443/api");
@@ -277,7 +319,11 @@ mod tests {
                 .enable_http1()
                 .build(),
         );
-        ShortSet::new(Dialer::new("https://127.0.0.1:1", tls).unwrap(), fallback)
+        ShortSet::new(
+            Dialer::new("https://127.0.0.1:1", tls).unwrap(),
+            fallback,
+            Duration::from_secs(30),
+        )
     }
 
     /// The address of the set the calling thread uses.
@@ -368,8 +414,8 @@ mod tests {
                     send: Arc::new(send),
                 });
             }
-            let a = set0.send(req(&tenant)).await.unwrap();
-            let b = set0.send(req(&tenant)).await.unwrap();
+            let a = set0.send(req(&tenant), far()).await.unwrap();
+            let b = set0.send(req(&tenant), far()).await.unwrap();
             assert_eq!(a.headers()["x-conn"], "zero");
             assert_eq!(b.headers()["x-conn"], "zero");
             let i = shard("acme01", SHORT_CONNECTIONS);
@@ -380,7 +426,7 @@ mod tests {
         let refused = on_serving_thread(1, async move {
             let i = shard("acme01", SHORT_CONNECTIONS);
             assert!(current(&set1.slots()[i], None).is_none());
-            set1.send(req(&tenant)).await.is_err()
+            set1.send(req(&tenant), far()).await.is_err()
         });
         assert!(refused, "thread 1 must not reach thread 0's connection");
         // Neither has the shared set of the other threads.

@@ -458,6 +458,7 @@ impl Upstream {
                 .pool_idle_timeout(Duration::from_secs(90))
                 .timer(hyper_util::rt::TokioTimer::new())
                 .build(connector(&cred, Versions::H1)?),
+            timeout,
         ));
         let long = Client::builder(TokioExecutor::new())
             .pool_idle_timeout(Duration::from_secs(30))
@@ -533,14 +534,16 @@ impl Upstream {
         deadline: tokio::time::Instant,
     ) -> Result<Response<AnswerBody>, ServerError> {
         self.authorize(&mut req)?;
-        // Named in an error only (formatted then, not for every request).
+        let pooled = match route {
+            // Bounded by the short set itself: on a live connection by the connection's one
+            // timer rather than one per request; its errors name the request.
+            Route::Short => return self.short.send(req, deadline).await,
+            Route::Bulk => &self.bulk,
+            Route::Stream => &self.long,
+        };
+        // Named in an error only.
         let (method, uri) = (req.method().clone(), req.uri().clone());
         let answer = async {
-            let pooled = match route {
-                Route::Short => return self.short.send(req).await,
-                Route::Bulk => &self.bulk,
-                Route::Stream => &self.long,
-            };
             match pooled.request(req).await {
                 Ok(resp) => Ok(resp.map(AnswerBody::Hyper)),
                 Err(e) => Err(ServerError::UpstreamUnreachable(e.to_string())),

@@ -35,6 +35,7 @@ use bytes::Bytes;
 use http::{HeaderMap, Request, Response};
 use parking_lot::Mutex;
 use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::time::Instant;
 
 use crate::frame::{self, reason};
 use state::State;
@@ -65,6 +66,10 @@ pub enum Error {
     /// The peer reset the stream.
     #[error("the upstream reset the stream (error code {0})")]
     Reset(u32),
+    /// No answer's head by the request's deadline ([`SendRequest::send_until`]); the stream
+    /// was cancelled.
+    #[error("no answer from the upstream by the request's deadline")]
+    TimedOut,
     /// The connection was closed before the request's stream was opened.
     #[error("upstream connection closed before the request was sent: {0}")]
     NotSent(Arc<str>),
@@ -160,10 +165,33 @@ impl SendRequest {
         head: &Request<()>,
         body: Bytes,
     ) -> Result<(Response<()>, RecvStream), Error> {
-        let id = poll_fn(|cx| {
+        self.send_with(head, body, None).await
+    }
+
+    /// [`SendRequest::send`] with the answer's head due by `deadline`: past it the stream is
+    /// cancelled (RST_STREAM CANCEL) and the request fails with [`Error::TimedOut`]. The
+    /// connection's task keeps one timer for all its streams' deadlines, so a request that
+    /// is answered in time costs no timer of its own (a tokio timer per request is a
+    /// registration and a removal on the runtime's timer wheel, under its lock).
+    pub async fn send_until(
+        &self,
+        head: &Request<()>,
+        body: Bytes,
+        deadline: Instant,
+    ) -> Result<(Response<()>, RecvStream), Error> {
+        self.send_with(head, body, Some(deadline)).await
+    }
+
+    async fn send_with(
+        &self,
+        head: &Request<()>,
+        body: Bytes,
+        deadline: Option<Instant>,
+    ) -> Result<(Response<()>, RecvStream), Error> {
+        let mut open = std::pin::pin!(poll_fn(|cx| {
             let (opened, wake) = {
                 let mut st = self.shared.lock();
-                match st.poll_open(cx, head, &body) {
+                match st.poll_open(cx, head, &body, deadline) {
                     Poll::Ready(r) => (Poll::Ready(r), st.notify()),
                     Poll::Pending => (Poll::Pending, None),
                 }
@@ -172,8 +200,18 @@ impl SendRequest {
                 w.wake();
             }
             opened
-        })
-        .await?;
+        }));
+        // A stream slot is free but for a burst above the peer's concurrent streams: only
+        // then does the wait for one take a timer.
+        let id = match poll_fn(|cx| Poll::Ready(open.as_mut().poll(cx))).await {
+            Poll::Ready(opened) => opened?,
+            Poll::Pending => match deadline {
+                Some(d) => tokio::time::timeout_at(d, open)
+                    .await
+                    .map_err(|_| Error::TimedOut)??,
+                None => open.await?,
+            },
+        };
         let stream = RecvStream {
             shared: self.shared.clone(),
             id,

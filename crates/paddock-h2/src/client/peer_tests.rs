@@ -358,3 +358,48 @@ async fn an_unanswered_keepalive_ping_closes_the_connection() {
     assert_eq!(pings, 2, "one answered, the next unanswered, then closed");
     assert!(send.ready().await.is_err());
 }
+
+#[tokio::test]
+async fn an_answer_head_past_its_deadline_cancels_the_stream_and_times_out() {
+    let (send, io) = pair();
+    let server = tokio::spawn(async move {
+        let mut p = Peer::accept(io, vec![]).await;
+        // The first request is never answered: the client cancels it at its deadline.
+        let slow = p.headers().await;
+        let rst = p.until(|f| matches!(f, Frame::RstStream { .. })).await;
+        // The second is answered at once.
+        let fast = p.headers().await;
+        let ok = Frame::Headers {
+            stream: fast,
+            end_stream: true,
+            end_headers: true,
+            block: block(OK),
+        };
+        p.send(ok).await;
+        (slow, rst, p)
+    });
+    let start = tokio::time::Instant::now();
+    let deadline = start + Duration::from_millis(100);
+    let Err(e) = within(send.send_until(&get("/slow"), Bytes::new(), deadline)).await else {
+        panic!("answered past its deadline");
+    };
+    assert!(matches!(e, Error::TimedOut), "{e:?}");
+    assert!(start.elapsed() >= Duration::from_millis(100));
+    assert!(
+        !not_processed(&e),
+        "a timed-out request may have been processed"
+    );
+    let later = tokio::time::Instant::now() + Duration::from_secs(30);
+    let (resp, _) = within(send.send_until(&get("/fast"), Bytes::new(), later))
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    let (slow, rst, _peer) = within(server).await.unwrap();
+    match rst {
+        Frame::RstStream { stream, code } => {
+            assert_eq!(stream, slow);
+            assert_eq!(code, reason::CANCEL);
+        }
+        other => panic!("{other:?}"),
+    }
+}

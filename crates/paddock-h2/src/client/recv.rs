@@ -4,6 +4,7 @@
 
 use bytes::Bytes;
 use http::{HeaderMap, HeaderValue, Response, StatusCode, Version};
+use tokio::time::Instant;
 
 use super::Error;
 use super::state::State;
@@ -68,6 +69,27 @@ impl State {
             )));
         }
         Ok(())
+    }
+
+    /// Cancels the streams whose answer's head is overdue at `now` (RST_STREAM CANCEL, the
+    /// request fails with [`Error::TimedOut`]); the earliest deadline of the streams still
+    /// waiting for theirs. A stream whose head came is not timed here: its body's reader
+    /// keeps its own deadline.
+    pub(super) fn expire(&mut self, now: Instant) -> Option<Instant> {
+        let mut next: Option<Instant> = None;
+        let mut overdue: Vec<u32> = Vec::new();
+        for (id, s) in &self.streams {
+            let waiting = !s.got_head && !s.remote_end && s.error.is_none();
+            match s.deadline {
+                Some(d) if waiting && d <= now => overdue.push(*id),
+                Some(d) if waiting => next = Some(next.map_or(d, |n| n.min(d))),
+                _ => {}
+            }
+        }
+        for id in overdue {
+            self.reset_stream(id, reason::CANCEL, Error::TimedOut);
+        }
+        next
     }
 
     /// A stream error: RST_STREAM with `code` sent, the request fails with `e`.

@@ -7,6 +7,8 @@ use std::collections::HashMap;
 use std::hash::BuildHasherDefault;
 use std::task::{Context, Poll, Waker};
 
+use tokio::time::Instant;
+
 use bytes::Bytes;
 use http::{HeaderMap, Request, Response};
 
@@ -39,6 +41,8 @@ pub(super) struct Stream {
     pub recv: Credit,
     /// Counted against the peer's MAX_CONCURRENT_STREAMS.
     pub counted: bool,
+    /// When the answer's head is due (`SendRequest::send_until`).
+    pub deadline: Option<Instant>,
 }
 
 impl Stream {
@@ -75,6 +79,9 @@ pub(super) struct State {
     pub closed: Option<Error>,
     /// Live [`super::SendRequest`] handles: none, and no streams, ends the connection.
     pub handles: usize,
+    /// The earliest deadline of the streams opened since the task last looked (it arms its
+    /// deadline timer from it).
+    pub new_deadline: Option<Instant>,
 }
 
 impl State {
@@ -98,6 +105,7 @@ impl State {
             goaway: None,
             closed: None,
             handles: 1,
+            new_deadline: None,
         }
     }
 
@@ -132,6 +140,7 @@ impl State {
         cx: &mut Context<'_>,
         head: &Request<()>,
         body: &Bytes,
+        deadline: Option<Instant>,
     ) -> Poll<Result<u32, Error>> {
         if let Some(e) = self.refusal() {
             return Poll::Ready(Err(e));
@@ -160,8 +169,14 @@ impl State {
             pending: body.clone(),
             recv: Credit::new(self.cfg.stream_window),
             counted: true,
+            deadline,
         };
         self.streams.insert(id, stream);
+        if let Some(d) = deadline
+            && self.new_deadline.is_none_or(|n| d < n)
+        {
+            self.new_deadline = Some(d);
+        }
         if !body.is_empty() {
             self.push_body(id);
         }

@@ -11,6 +11,7 @@ use std::time::Duration;
 use bytes::{Bytes, BytesMut};
 use parking_lot::Mutex;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
+use tokio::time::Instant;
 
 use super::recv::{self, ConnError, protocol};
 use super::state::State;
@@ -50,6 +51,16 @@ pub(super) struct Task<T> {
     decoder: Decoder,
     block: Assembly,
     keepalive: Keepalive,
+    deadlines: Deadlines,
+}
+
+/// The one timer of the streams' deadlines, armed at the earliest known one. A later
+/// stream's deadline does not move it: when it fires, the overdue streams are cancelled and
+/// it is armed again at the earliest left, so a connection with streams answered in time
+/// sets it about once per timeout, not once per request.
+struct Deadlines {
+    timer: Pin<Box<tokio::time::Sleep>>,
+    armed: Option<Instant>,
 }
 
 /// Runs the connection until it ends.
@@ -66,6 +77,10 @@ where
         decoder: Decoder::new(DECODER_TABLE),
         block: Assembly::default(),
         keepalive: Keepalive::new(cfg.keepalive_interval, cfg.keepalive_timeout),
+        deadlines: Deadlines {
+            timer: Box::pin(tokio::time::sleep(Duration::ZERO)),
+            armed: None,
+        },
     };
     let end = poll_fn(|cx| t.poll(cx)).await;
     t.finish(end).await;
@@ -73,19 +88,21 @@ where
 
 impl<T: AsyncRead + AsyncWrite + Unpin> Task<T> {
     fn poll(&mut self, cx: &mut Context<'_>) -> Poll<End> {
-        {
+        let new_deadline = {
             let mut st = self.shared.lock();
             st.notified = false;
             if !st.task.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
                 st.task = Some(cx.waker().clone());
             }
-        }
+            st.new_deadline.take()
+        };
         if let Err(e) = self.poll_read(cx) {
             return Poll::Ready(e);
         }
         if let Err(e) = self.poll_keepalive(cx) {
             return Poll::Ready(e);
         }
+        self.poll_deadlines(cx, new_deadline);
         if let Err(e) = self.poll_write(cx) {
             return Poll::Ready(End::Lost(format!("writing: {e}")));
         }
@@ -218,6 +235,24 @@ impl<T: AsyncRead + AsyncWrite + Unpin> Task<T> {
                 Ok(())
             }
             Ok(false) => Ok(()),
+        }
+    }
+
+    /// Arms the deadline timer for `new` if it is earlier than the armed one; when the timer
+    /// fires, cancels the overdue streams and arms it at the next deadline.
+    fn poll_deadlines(&mut self, cx: &mut Context<'_>, new: Option<Instant>) {
+        let d = &mut self.deadlines;
+        if let Some(at) = new
+            && d.armed.is_none_or(|armed| at < armed)
+        {
+            d.timer.as_mut().reset(at);
+            d.armed = Some(at);
+        }
+        while d.armed.is_some() && d.timer.as_mut().poll(cx).is_ready() {
+            d.armed = self.shared.lock().expire(Instant::now());
+            if let Some(at) = d.armed {
+                d.timer.as_mut().reset(at);
+            }
         }
     }
 
