@@ -452,3 +452,72 @@ mod tests {
         assert!(used.iter().all(|i| *i < SHORT_CONNECTIONS));
     }
 }
+
+#[cfg(test)]
+mod deadline_tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    /// An in-process HTTP/2 server that takes requests and never answers them.
+    async fn silent_connection() -> paddock_h2::client::SendRequest {
+        let (ours, theirs) = tokio::io::duplex(64 * 1024);
+        tokio::spawn(async move {
+            let mut conn = h2::server::handshake(theirs).await.unwrap();
+            let mut held = Vec::new();
+            while let Some(Ok((req, respond))) = conn.accept().await {
+                held.push((req, respond));
+            }
+        });
+        let (send, conn) = paddock_h2::client::connect(ours, crate::h2_conn::config());
+        tokio::spawn(conn);
+        send
+    }
+
+    #[tokio::test]
+    async fn a_short_request_unanswered_by_its_deadline_is_an_upstream_timeout() {
+        paddock_pki::install_crypto_provider();
+        let tls = rustls::ClientConfig::builder()
+            .with_root_certificates(rustls::RootCertStore::empty())
+            .with_no_client_auth();
+        let fallback = Client::builder(hyper_util::rt::TokioExecutor::new()).build(
+            hyper_rustls::HttpsConnectorBuilder::new()
+                .with_tls_config(tls.clone())
+                .https_only()
+                .enable_http1()
+                .build(),
+        );
+        let timeout = Duration::from_millis(150);
+        let set = ShortSet::new(
+            Dialer::new("https://127.0.0.1:1", tls).unwrap(),
+            fallback,
+            timeout,
+        );
+        let send = silent_connection().await;
+        for slot in set.slots() {
+            *slot.live.lock() = Some(Live {
+                id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+                send: Arc::new(send.clone()),
+            });
+        }
+        let req = Request::builder()
+            .uri("https://127.0.0.1:6443/api/v1/namespaces/acme01-web/configmaps/c")
+            .body(crate::body::empty_up())
+            .unwrap();
+        let start = Instant::now();
+        let answer = tokio::time::timeout(Duration::from_secs(10), set.send(req, start + timeout))
+            .await
+            .expect("the deadline did not end the request");
+        match answer {
+            Err(ServerError::UpstreamTimeout(after, what)) => {
+                assert_eq!(after, timeout);
+                assert_eq!(
+                    what,
+                    "GET https://127.0.0.1:6443/api/v1/namespaces/acme01-web/configmaps/c"
+                );
+            }
+            Err(other) => panic!("not a timeout: {other}"),
+            Ok(resp) => panic!("answered: {}", resp.status()),
+        }
+        assert!(start.elapsed() >= timeout);
+    }
+}
