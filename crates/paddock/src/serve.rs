@@ -757,8 +757,8 @@ pub async fn run(args: ServeArgs) -> Result<()> {
 mod tests;
 
 /// Per-core serving's default: one serving thread per CPU paddock may run on (measured:
-/// 5-11 % less CPU per small request than serving on the multi-thread runtime, with the
-/// same throughput; docs/performance.md "Session 16").
+/// 3-7 % less CPU per small GET at 64 concurrent and 7-14 % at 1 than serving on the
+/// multi-thread runtime, the same throughput; docs/performance.md "Session 16").
 pub fn default_serve_threads() -> usize {
     std::thread::available_parallelism()
         .map_or(1, std::num::NonZeroUsize::get)
