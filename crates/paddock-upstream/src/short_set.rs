@@ -110,7 +110,7 @@ impl ShortSet {
         deadline: Instant,
     ) -> Result<Response<AnswerBody>, ServerError> {
         if self.not_h2.load(Ordering::Relaxed) {
-            let what = format!("{} {}", req.method(), req.uri());
+            let what = named(req.method(), req.uri());
             return self.by(deadline, &what, self.send_fallback(req)).await;
         }
         let slots = self.slots();
@@ -120,7 +120,7 @@ impl ShortSet {
         let body = if body.is_end_stream() {
             Bytes::new()
         } else {
-            let what = format!("{} {}", parts.method, parts.uri);
+            let what = named(&parts.method, &parts.uri);
             let read = async {
                 body.collect()
                     .await
@@ -135,7 +135,7 @@ impl ShortSet {
                 header::HeaderValue::from(body.len()),
             );
         }
-        let what = || format!("{} {}", head.method(), head.uri());
+        let what = || named(head.method(), head.uri());
         // A connection found closed before the request went out is forgotten and the request
         // tried on a new one (hyper's pool did the same). So is a request the upstream refused
         // unprocessed because the connection was going away (a GOAWAY racing the stream's
@@ -196,7 +196,7 @@ impl ShortSet {
         &self,
         req: Request<UpBody>,
     ) -> Result<Response<AnswerBody>, ServerError> {
-        let what = format!("{} {}", req.method(), req.uri());
+        let what = named(req.method(), req.uri());
         match self.fallback.request(req).await {
             Ok(resp) => Ok(resp.map(AnswerBody::Hyper)),
             Err(e) => Err(unreachable(&what, &e)),
@@ -258,6 +258,11 @@ fn current(slot: &Slot, closed: Option<u64>) -> Option<Live> {
     }
 }
 
+/// A request as errors name it: its method and URI.
+fn named(method: &http::Method, uri: &http::Uri) -> String {
+    format!("{method} {uri}")
+}
+
 /// An upstream failure of request `what` (method and URI).
 fn unreachable(what: &str, e: &dyn std::fmt::Display) -> ServerError {
     ServerError::UpstreamUnreachable(format!("{what}: {e}"))
@@ -308,6 +313,11 @@ mod tests {
     /// A set whose dialer reaches nothing (port 1): a request dials only where no
     /// connection was put in its slot.
     fn unreachable_set() -> ShortSet {
+        unreachable_set_timing_out_after(Duration::from_secs(30))
+    }
+
+    /// [`unreachable_set`] whose requests time out after `timeout`.
+    pub(super) fn unreachable_set_timing_out_after(timeout: Duration) -> ShortSet {
         paddock_pki::install_crypto_provider();
         let tls = rustls::ClientConfig::builder()
             .with_root_certificates(rustls::RootCertStore::empty())
@@ -322,7 +332,7 @@ mod tests {
         ShortSet::new(
             Dialer::new("https://127.0.0.1:1", tls).unwrap(),
             fallback,
-            Duration::from_secs(30),
+            timeout,
         )
     }
 
@@ -475,23 +485,8 @@ mod deadline_tests {
 
     #[tokio::test]
     async fn a_short_request_unanswered_by_its_deadline_is_an_upstream_timeout() {
-        paddock_pki::install_crypto_provider();
-        let tls = rustls::ClientConfig::builder()
-            .with_root_certificates(rustls::RootCertStore::empty())
-            .with_no_client_auth();
-        let fallback = Client::builder(hyper_util::rt::TokioExecutor::new()).build(
-            hyper_rustls::HttpsConnectorBuilder::new()
-                .with_tls_config(tls.clone())
-                .https_only()
-                .enable_http1()
-                .build(),
-        );
         let timeout = Duration::from_millis(150);
-        let set = ShortSet::new(
-            Dialer::new("https://127.0.0.1:1", tls).unwrap(),
-            fallback,
-            timeout,
-        );
+        let set = super::tests::unreachable_set_timing_out_after(timeout);
         let send = silent_connection().await;
         for slot in set.slots() {
             *slot.live.lock() = Some(Live {
