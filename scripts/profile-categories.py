@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Shares of a paddock CPU profile by category (docs/performance.md, issue 19).
+"""Shares of a paddock CPU profile by category (docs/performance/sessions-11-13.md and
+sessions-14-16.md, issue 19).
 
     perf script -i paddock.perf --no-inline | scripts/profile-categories.py [US_PER_REQUEST]
 

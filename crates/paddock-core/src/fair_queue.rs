@@ -118,8 +118,9 @@ const LIGHT_SHARE: f64 = 0.5;
 /// a tenant making 20 small GETs a second, light on its own (0.06 of a seat), held each GET
 /// 36 ms beside an unpaced flood on a loaded machine (0.7 of a seat), crossed the pace's
 /// line, and as nobody was light any more the flood stayed unpaced for the whole minute
-/// (performance.md "Session 11"). Beside the flood it is still light. (Its cost: of two busy
-/// tenants more than fourfold apart, the smaller counts as light: docs/fairshare.md.)
+/// (docs/performance/noisy-neighbour.md "Session 11"). Beside the flood it is still light.
+/// (Its cost: of two busy tenants more than fourfold apart, the smaller counts as light:
+/// docs/fairshare.md.)
 const RELATIVE_LIGHT: f64 = 0.25;
 /// The most a tenant may be ahead of its pace: past heavy use (alone, or while only heavy
 /// tenants were active) costs it at most this much wait when a light tenant appears.

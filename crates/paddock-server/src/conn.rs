@@ -345,7 +345,8 @@ pub async fn serve_connection(
                 exec.spawn_next();
             }
             // Boxed once, here: the request's state machine is otherwise copied each time hyper
-            // and tokio move it into the stream's task (docs/performance.md, session 9).
+            // and tokio move it into the stream's task (docs/performance/sessions-07-10.md,
+            // session 9).
             let answer = front.answer(req.map(ReqBody::from));
             Box::pin(async move { Ok::<_, Infallible>(answer.await) })
         })

@@ -67,16 +67,18 @@ impl Default for FairQueueConfig {
             lease: Duration::from_secs(1),
             reserve: 0,
             pace: DEFAULT_PACE,
-            // Off until a quiet A/B says it helps (performance.md "Session 11").
+            // Off until a quiet A/B says it helps (docs/performance/noisy-neighbour.md
+            // "Session 11").
             yield_lane: false,
         }
     }
 }
 
 /// The default pace of a heavy tenant while a light one is active, in percent of one seat:
-/// about a seventh of a seat (performance.md "Session 12": five repetitions of the noisy
-/// neighbour pooled gave B's p99 with A over alone 1.20 at 25 and 1.11 at 15, where the
-/// apiserver itself, sent A's admitted rate directly, gave 1.17 and 1.10).
+/// about a seventh of a seat (docs/performance/noisy-neighbour.md "Session 12": five
+/// repetitions of the noisy neighbour pooled gave B's p99 with A over alone 1.20 at 25 and
+/// 1.11 at 15, where the apiserver itself, sent A's admitted rate directly, gave 1.17 and
+/// 1.10).
 pub const DEFAULT_PACE: u32 = 15;
 
 /// The queue's metrics: two gauges and three counters, no labels (docs/fairshare.md).

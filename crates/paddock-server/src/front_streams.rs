@@ -14,7 +14,8 @@
 //! blocks no other stream; watches and long LISTs keep streaming. What is given up is that two
 //! streams of one connection no longer run on two cores at once; a busy client spreads over
 //! connections, and on the measured 2-core machine the apiserver needs the other core anyway
-//! (docs/performance.md, issue 19, session 11). HTTP/1.1 does not use the executor.
+//! (docs/performance/sessions-11-13.md, issue 19, session 11). HTTP/1.1 does not use the
+//! executor.
 
 use std::future::Future;
 use std::pin::Pin;

@@ -6,7 +6,8 @@
 //! driven on the same thread: a small GET's front stream, its upstream stream and both
 //! connections' socket work happen in one thread's event loop, with no wake-up of another
 //! worker, no futex and no context switch between them (the runtime idle and wake-up path
-//! was about 30 µs of a small GET's 84 µs at 64 concurrent; docs/performance.md, issue 19).
+//! was about 30 µs of a small GET's 84 µs at 64 concurrent; docs/performance/sessions-11-13.md,
+//! issue 19, session 12).
 //!
 //! Everything else stays on the main multi-thread runtime: background loops, reconcilers,
 //! the fair queue's pacer and yield lane, and the streams that are not answered small

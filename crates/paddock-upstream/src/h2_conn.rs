@@ -6,7 +6,7 @@
 //! per request to await the answer's headers and hand them back through a oneshot channel
 //! (plus hyper-util's pool look-up and a clone of the whole client per request). Here the
 //! caller's task opens the stream and polls its own answer; the connection's one task reads
-//! and writes the socket and wakes it (docs/performance.md, session 9).
+//! and writes the socket and wakes it (docs/performance/sessions-07-10.md, session 9).
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -5,7 +5,8 @@
 //! but the unstarted future is still built as a value in the caller's poll function and then
 //! moved into the box: that function's stack frame reserves the rare future's whole size
 //! (35-43 KB for the admin API, the RBAC follow-ups or a replay to other clusters), and every
-//! poll of every request through it probes those pages (docs/performance.md, session 13).
+//! poll of every request through it probes those pages (docs/performance/sessions-11-13.md,
+//! session 13).
 //! [`boxed`] builds it in a frame of its own, entered only when the branch is taken.
 
 use std::future::Future;

@@ -758,7 +758,7 @@ mod tests;
 
 /// Per-core serving's default: one serving thread per CPU paddock may run on (measured:
 /// 3-7 % less CPU per small GET at 64 concurrent and 7-14 % at 1 than serving on the
-/// multi-thread runtime, the same throughput; docs/performance.md "Session 16").
+/// multi-thread runtime, the same throughput; docs/performance/sessions-14-16.md "Session 16").
 pub fn default_serve_threads() -> usize {
     std::thread::available_parallelism()
         .map_or(1, std::num::NonZeroUsize::get)

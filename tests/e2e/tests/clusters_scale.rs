@@ -1,6 +1,6 @@
-//! The multi-cluster scale figure (docs/performance.md "Several clusters"): paddock's memory
-//! and start-up time with two clusters and N tenants placed over both (least loaded), N from
-//! `PADDOCK_SCALE_TENANTS` (default 1,000). Slow (tenant creation is most of it), so ignored:
+//! The multi-cluster scale figure (docs/performance/clusters.md "Several clusters"): paddock's
+//! memory and start-up time with two clusters and N tenants placed over both (least loaded), N
+//! from `PADDOCK_SCALE_TENANTS` (default 1,000). Slow (tenant creation is most of it), so ignored:
 //! `make clusters-scale`, or
 //! `cargo test -p paddock-e2e --test clusters_scale -- --ignored --nocapture`.
 
