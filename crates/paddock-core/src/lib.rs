@@ -25,6 +25,7 @@ pub mod tenant;
 
 // Requests, rules, encodings, responses.
 pub mod absent;
+pub mod guard;
 pub mod platform_get;
 pub mod platform_grant;
 pub mod provision;

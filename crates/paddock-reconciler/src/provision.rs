@@ -12,6 +12,7 @@ use paddock_upstream::error::ServerError;
 use paddock_upstream::upjson;
 use paddock_upstream::upstream::Upstream;
 
+use paddock_core::guard::{guard_binding, guard_policies, services_guard_name};
 pub use paddock_core::provision::*;
 
 /// Puts tenant `t`'s own FlowSchema in place (when paddock manages APF at all).

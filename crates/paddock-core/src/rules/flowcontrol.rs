@@ -15,7 +15,7 @@
 //!   can never shrink another level's share, and with nothing nominal it has nothing to lend or
 //!   borrow against.
 //!
-//! The admission guard (`provision::flowcontrol_guard`) holds the same lines upstream.
+//! The admission guard (`guard::flowcontrol_guard`) holds the same lines upstream.
 
 use serde_json::{Map, Value};
 

@@ -207,6 +207,11 @@ pub(crate) fn cases() -> Vec<Case> {
             .attack(step(A, "create clusterrole x --verb=get --resource=pods --dry-run=server -o name"), OkWithout("bravoo"))
             .control(step(A, "get clusterrole ctl-role -o name"), OkWith("ctl-role"))
             .bypass(step(Bypass, "create clusterrole plat-evil --verb=get --resource=pods")),
+        case("guard-rbac-hole", "guard rule 2 (second wall)", "write in a platform namespace where upstream RBAC wrongly grants the attacker edit (bypass: the guard alone refuses)")
+            .attack(step(A, "create configmap x -n plat-hole --from-literal=a=b"), Refused)
+            // The positive control: the hole is real, so the bypass's refusal is the guard's.
+            .control(step(Up, "auth can-i create configmaps -n plat-hole --as=paddock:alphaa:admin"), OkWith("yes"))
+            .bypass(step(Bypass, "create configmap x -n plat-hole --from-literal=a=b")),
         case("namespace-unlabelled", "guard", "create a namespace under one's prefix without the tenant label (bypass)")
             .attack(step(A, "create namespace unlabelled --dry-run=server -o name"), OkWithout("bravoo"))
             .control(step(A, "get namespace web -o name"), OkWith("web"))

@@ -14,6 +14,7 @@ pub(crate) const MARKERS: &[&str] = &[
     "plat-core",
     "plat-token",
     "plat-reader",
+    "plat-hole",
     "b-pv",
 ];
 

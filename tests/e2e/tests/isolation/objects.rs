@@ -73,6 +73,19 @@ kind: RoleBinding
 metadata: {name: plat-sa-reader, namespace: plat-core}
 roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: plat-reader}
 subjects: [{kind: ServiceAccount, name: plat-sa, namespace: plat-core}]
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: plat-hole}
+---
+# A platform admin's mistake: the attacker's upstream user may edit a platform namespace.
+# Upstream RBAC lets its writes there through; only the admission guard refuses them
+# (case guard-rbac-hole).
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: hole, namespace: plat-hole}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: edit}
+subjects: [{kind: User, apiGroup: rbac.authorization.k8s.io, name: 'paddock:alphaa:admin'}]
 "#;
 
 pub(crate) fn victim_objects() -> String {
