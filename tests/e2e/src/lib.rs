@@ -12,6 +12,7 @@
 
 pub mod cred;
 pub mod etcd_cluster;
+pub mod guard_check;
 pub mod ha;
 pub mod http;
 pub mod identity_check;

@@ -152,6 +152,22 @@ fn scenarios() -> Result<()> {
         outcomes.push(o);
     }
 
+    if selected("guard-services") {
+        eprintln!(
+            "---- scenario guard-services (no admission webhook: the guard's Service rule, bypassed translation)"
+        );
+        let o = code_scenario("guard-services", || {
+            let p = paddock
+                .as_ref()
+                .map_err(|e| anyhow::anyhow!("paddock is not running: {e:#}"))?;
+            paddock_e2e::guard_check::services_rule_without_webhook(&cp, p, "svcgrd")
+        });
+        if let Some(f) = &o.failure {
+            eprintln!("FAILED guard-services: {f}");
+        }
+        outcomes.push(o);
+    }
+
     let failed = scenario::print_summary(&outcomes);
     if failed > 0 {
         if let Ok(p) = &paddock {
