@@ -46,19 +46,6 @@ pub fn services_guard_name() -> String {
 /// `admission_webhook`: paddock's admission webhook is served, so Service types follow each
 /// tenant's policy there and the guard's Service rule is left out.
 pub fn guard_policies(admission_webhook: bool) -> Vec<(String, Value)> {
-    // Fields of `request` that are empty are absent in CEL, hence the has() guards.
-    let name_var = "(has(request.name) && request.name != '') ? request.name : \
-        ((variables.obj != null && has(variables.obj.metadata) && has(variables.obj.metadata.name)) ? variables.obj.metadata.name : '')";
-    let labels_of = |o: &str| {
-        format!(
-            "({o} != null && has({o}.metadata) && has({o}.metadata.labels)) ? {o}.metadata.labels : {{}}"
-        )
-    };
-    let annotations_of = |o: &str| {
-        format!(
-            "({o} != null && has({o}.metadata) && has({o}.metadata.annotations)) ? {o}.metadata.annotations : {{}}"
-        )
-    };
     let tenant_subject = "(s.kind == 'ServiceAccount' && has(s.namespace) && s.namespace.startsWith(variables.tid + '-')) || \
         (s.kind == 'User' && s.name.startsWith('paddock:' + variables.tid + ':')) || \
         (s.kind == 'Group' && (s.name.startsWith('paddock:' + variables.tid + ':') || s.name.startsWith('system:serviceaccounts:' + variables.tid + '-')))";
@@ -91,77 +78,6 @@ pub fn guard_policies(admission_webhook: bool) -> Vec<(String, Value)> {
     let writes = json!(["CREATE", "UPDATE"]);
     let rule = |groups: &[&str], resources: &[&str], ops: &Value| json!({"apiGroups": groups, "apiVersions": ["*"], "operations": ops, "resources": resources});
 
-    let all_writes = json!(["CREATE", "UPDATE", "DELETE", "CONNECT"]);
-    let every_resource = |scope: &str| {
-        json!({
-            "resourceRules": [{"apiGroups": ["*"], "apiVersions": ["*"], "operations": all_writes, "resources": ["*/*"], "scope": scope}],
-            "excludeResourceRules": [{
-                "apiGroups": ["authorization.k8s.io", "authentication.k8s.io"], "apiVersions": ["*"],
-                "operations": ["CREATE"], "resources": ["*"]
-            }]
-        })
-    };
-    let label_vars = json!([
-        {"name": "newLabels", "expression": labels_of("object")},
-        {"name": "oldLabels", "expression": labels_of("oldObject")}
-    ]);
-    let tenant_label_kept = json!(
-        {"expression": format!("request.operation != 'UPDATE' || !('{TENANT_LABEL}' in variables.oldLabels) || ('{TENANT_LABEL}' in variables.newLabels && variables.newLabels['{TENANT_LABEL}'] == variables.oldLabels['{TENANT_LABEL}'])"),
-         "message": "paddock: the paddock.io/tenant label cannot be changed or removed"});
-    let not_managed = json!(
-        {"expression": format!("!('{MANAGED_FOR_LABEL}' in variables.newLabels) && !('{MANAGED_FOR_LABEL}' in variables.oldLabels)"),
-         "message": "paddock: objects managed by the platform (paddock.io/managed-for) cannot be created, changed or deleted by a tenant"});
-
-    let cluster_scoped = guard_policy(
-        GUARD_NAME,
-        every_resource("Cluster"),
-        with(json!([
-            {"name": "obj", "expression": "request.operation == 'DELETE' ? oldObject : object"},
-            {"name": "ns", "expression": "has(request.namespace) ? request.namespace : ''"},
-            {"name": "sub", "expression": "has(request.subResource) ? request.subResource : ''"},
-            {"name": "name", "expression": name_var},
-            {"name": "isCRD", "expression": "request.resource.group == 'apiextensions.k8s.io' && request.resource.resource == 'customresourcedefinitions'"},
-            {"name": "newLabels", "expression": labels_of("object")},
-            {"name": "oldLabels", "expression": labels_of("oldObject")}
-        ])),
-        json!([
-            {"expression": "size(variables.tids) == 1",
-             "message": ONE_TENANT_MESSAGE},
-            {"expression": "variables.ns == '' || variables.ns.startsWith(variables.tid + '-')",
-             "message": OWN_NAMESPACES_MESSAGE},
-            {"expression": format!("variables.ns != '' || {} || (variables.isCRD ? (variables.obj != null && has(variables.obj.spec) && variables.obj.spec.group.startsWith(variables.tid + '-')) : variables.name.startsWith(variables.tid + '-'))", crate::platform_grant::guard_exemption()),
-             "message": "paddock: a tenant may only write cluster-scoped objects under its own prefix"},
-            {"expression": format!("variables.ns != '' || variables.sub != '' || request.operation == 'CONNECT' || {} || ('paddock.io/tenant' in variables.newLabels && variables.newLabels['paddock.io/tenant'] == variables.tid) || (request.operation == 'DELETE' && 'paddock.io/tenant' in variables.oldLabels && variables.oldLabels['paddock.io/tenant'] == variables.tid)", crate::platform_grant::guard_exemption()),
-             "message": "paddock: cluster-scoped objects of a tenant must carry its paddock.io/tenant label"},
-            tenant_label_kept.clone(),
-            not_managed.clone()
-        ]),
-    );
-    // A namespaced write of a tenant obeys rules 1 and 2 here; the label rules apply only to
-    // objects carrying the label, which their policies' objectSelectors match (the selector
-    // takes a request when the object or its old version has the label: every case the rule
-    // refuses).
-    let namespaced = prefiltered(
-        &format!("{GUARD_NAME}-namespaced"),
-        every_resource("Namespaced"),
-        &[
-            (ONE_TENANT.to_owned(), ONE_TENANT_MESSAGE),
-            (IN_OWN_NAMESPACE.to_owned(), OWN_NAMESPACES_MESSAGE),
-        ],
-    );
-    let labelled = |suffix: &str, label: &str, rule: Value| {
-        let mut constraints = every_resource("Namespaced");
-        constraints["objectSelector"] =
-            json!({"matchExpressions": [{"key": label, "operator": "Exists"}]});
-        guard_policy(
-            &format!("{GUARD_NAME}-{suffix}"),
-            constraints,
-            label_vars.clone(),
-            json!([rule]),
-        )
-    };
-    let namespaced_managed = labelled("managed", MANAGED_FOR_LABEL, not_managed);
-    let namespaced_tenant_label = labelled("tenant-label", TENANT_LABEL, tenant_label_kept);
     let namespaces = guard_policy(
         &format!("{GUARD_NAME}-namespaces"),
         json!({"resourceRules": [rule(&[""], &["namespaces"], &writes)]}),
@@ -236,6 +152,12 @@ pub fn guard_policies(admission_webhook: bool) -> Vec<(String, Value)> {
     );
     let policies = admission_policies_guard();
     let flowcontrol = flowcontrol_guard();
+    let [
+        namespaced,
+        namespaced_managed,
+        namespaced_tenant_label,
+        cluster_scoped,
+    ] = scope_guards();
     let mut guards = vec![
         namespaced,
         namespaced_managed,
@@ -248,6 +170,108 @@ pub fn guard_policies(admission_webhook: bool) -> Vec<(String, Value)> {
     }
     guards.extend([webhooks, policies, flowcontrol, cluster_scoped]);
     guards
+}
+
+/// `{}` or the labels of CEL value `o` (`object`, `oldObject`: absent on DELETE and CREATE).
+fn labels_of(o: &str) -> String {
+    format!(
+        "({o} != null && has({o}.metadata) && has({o}.metadata.labels)) ? {o}.metadata.labels : {{}}"
+    )
+}
+
+fn annotations_of(o: &str) -> String {
+    format!(
+        "({o} != null && has({o}.metadata) && has({o}.metadata.annotations)) ? {o}.metadata.annotations : {{}}"
+    )
+}
+
+/// The guards every write of a tenant meets, by scope: `-namespaced` (rules 1 and 2,
+/// prefiltered), `-managed` and `-tenant-label` (the label rules of namespaced objects,
+/// matched by `objectSelector`), and [`GUARD_NAME`] for cluster-scoped writes (rules 1-5).
+fn scope_guards() -> [(String, Value); 4] {
+    // Fields of `request` that are empty are absent in CEL, hence the has() guards.
+    let name_var = "(has(request.name) && request.name != '') ? request.name : \
+        ((variables.obj != null && has(variables.obj.metadata) && has(variables.obj.metadata.name)) ? variables.obj.metadata.name : '')";
+    let all_writes = json!(["CREATE", "UPDATE", "DELETE", "CONNECT"]);
+    let every_resource = |scope: &str| {
+        json!({
+            "resourceRules": [{"apiGroups": ["*"], "apiVersions": ["*"], "operations": all_writes, "resources": ["*/*"], "scope": scope}],
+            "excludeResourceRules": [{
+                "apiGroups": ["authorization.k8s.io", "authentication.k8s.io"], "apiVersions": ["*"],
+                "operations": ["CREATE"], "resources": ["*"]
+            }]
+        })
+    };
+    let label_vars = json!([
+        {"name": "newLabels", "expression": labels_of("object")},
+        {"name": "oldLabels", "expression": labels_of("oldObject")}
+    ]);
+    let tenant_label_kept = json!(
+        {"expression": format!("request.operation != 'UPDATE' || !('{TENANT_LABEL}' in variables.oldLabels) || ('{TENANT_LABEL}' in variables.newLabels && variables.newLabels['{TENANT_LABEL}'] == variables.oldLabels['{TENANT_LABEL}'])"),
+         "message": "paddock: the paddock.io/tenant label cannot be changed or removed"});
+    let not_managed = json!(
+        {"expression": format!("!('{MANAGED_FOR_LABEL}' in variables.newLabels) && !('{MANAGED_FOR_LABEL}' in variables.oldLabels)"),
+         "message": "paddock: objects managed by the platform (paddock.io/managed-for) cannot be created, changed or deleted by a tenant"});
+
+    let cluster_scoped = guard_policy(
+        GUARD_NAME,
+        every_resource("Cluster"),
+        {
+            let mut v = guard_tid_vars().as_array().cloned().unwrap_or_default();
+            v.extend([
+                json!({"name": "obj", "expression": "request.operation == 'DELETE' ? oldObject : object"}),
+                json!({"name": "ns", "expression": "has(request.namespace) ? request.namespace : ''"}),
+                json!({"name": "sub", "expression": "has(request.subResource) ? request.subResource : ''"}),
+                json!({"name": "name", "expression": name_var}),
+                json!({"name": "isCRD", "expression": "request.resource.group == 'apiextensions.k8s.io' && request.resource.resource == 'customresourcedefinitions'"}),
+            ]);
+            v.extend(label_vars.as_array().cloned().unwrap_or_default());
+            Value::Array(v)
+        },
+        json!([
+            {"expression": "size(variables.tids) == 1",
+             "message": ONE_TENANT_MESSAGE},
+            {"expression": "variables.ns == '' || variables.ns.startsWith(variables.tid + '-')",
+             "message": OWN_NAMESPACES_MESSAGE},
+            {"expression": format!("variables.ns != '' || {} || (variables.isCRD ? (variables.obj != null && has(variables.obj.spec) && variables.obj.spec.group.startsWith(variables.tid + '-')) : variables.name.startsWith(variables.tid + '-'))", crate::platform_grant::guard_exemption()),
+             "message": "paddock: a tenant may only write cluster-scoped objects under its own prefix"},
+            {"expression": format!("variables.ns != '' || variables.sub != '' || request.operation == 'CONNECT' || {} || ('paddock.io/tenant' in variables.newLabels && variables.newLabels['paddock.io/tenant'] == variables.tid) || (request.operation == 'DELETE' && 'paddock.io/tenant' in variables.oldLabels && variables.oldLabels['paddock.io/tenant'] == variables.tid)", crate::platform_grant::guard_exemption()),
+             "message": "paddock: cluster-scoped objects of a tenant must carry its paddock.io/tenant label"},
+            tenant_label_kept.clone(),
+            not_managed.clone()
+        ]),
+    );
+    // A namespaced write of a tenant obeys rules 1 and 2 here; the label rules apply only to
+    // objects carrying the label, which their policies' objectSelectors match (the selector
+    // takes a request when the object or its old version has the label: every case the rule
+    // refuses).
+    let namespaced = prefiltered(
+        &format!("{GUARD_NAME}-namespaced"),
+        every_resource("Namespaced"),
+        &[
+            (ONE_TENANT.to_owned(), ONE_TENANT_MESSAGE),
+            (IN_OWN_NAMESPACE.to_owned(), OWN_NAMESPACES_MESSAGE),
+        ],
+    );
+    let labelled = |suffix: &str, label: &str, rule: Value| {
+        let mut constraints = every_resource("Namespaced");
+        constraints["objectSelector"] =
+            json!({"matchExpressions": [{"key": label, "operator": "Exists"}]});
+        guard_policy(
+            &format!("{GUARD_NAME}-{suffix}"),
+            constraints,
+            label_vars.clone(),
+            json!([rule]),
+        )
+    };
+    let namespaced_managed = labelled("managed", MANAGED_FOR_LABEL, not_managed);
+    let namespaced_tenant_label = labelled("tenant-label", TENANT_LABEL, tenant_label_kept);
+    [
+        namespaced,
+        namespaced_managed,
+        namespaced_tenant_label,
+        cluster_scoped,
+    ]
 }
 
 /// The CEL variables every guard policy starts with: the tenant id of the request's identity.

@@ -1,10 +1,14 @@
-//! Kubeconfigs that present a bearer token (a tenant pod's service-account token) straight at
-//! the apiserver: the bypass runs of the isolation, policy, quota and templates suites.
+//! Kubeconfigs that present a bearer token: a tenant pod's service-account token straight at
+//! the apiserver (the bypass runs of the isolation, policy, quota and templates suites), and
+//! paddock's own upstream identity as a deployment has it, a ServiceAccount bound to the
+//! chart's ClusterRole (the deploy test, and `loadbench --paddock-upstream chart`).
 
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use serde_json::Value;
+
+use crate::ControlPlane;
 
 /// A kubeconfig `<dir>/<name>.kubeconfig` for the cluster of `from` (its server and CA), as a
 /// user holding `token`.
@@ -28,4 +32,66 @@ pub fn token_kubeconfig(dir: &Path, name: &str, from: &Path, token: &str) -> Res
     let p = dir.join(format!("{name}.kubeconfig"));
     std::fs::write(&p, out).with_context(|| format!("writing {}", p.display()))?;
     Ok(p)
+}
+
+/// A kubeconfig for ServiceAccount `sa` in `ns` (a TokenRequest token, the test bed's CA).
+pub fn sa_kubeconfig(cp: &ControlPlane, ns: &str, sa: &str) -> Result<PathBuf> {
+    let token = cp
+        .kubectl_admin()?
+        .run(&["create", "token", sa, "-n", ns, "--duration=2h"])?;
+    let path = cp.dir().join(format!("{sa}.kubeconfig"));
+    let ca = cp.dir().join("pki").join("ca.crt");
+    std::fs::write(
+        &path,
+        format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: t\n  cluster:\n    server: {}\n    certificate-authority: {}\nusers:\n- name: {sa}\n  user:\n    token: {}\ncontexts:\n- name: t\n  context: {{cluster: t, user: {sa}}}\ncurrent-context: t\n",
+            cp.apiserver_url()?,
+            ca.display(),
+            token.trim()
+        ),
+    )?;
+    Ok(path)
+}
+
+/// A kubeconfig for ServiceAccount `sa` in `ns` whose token paddock reads from a file (as
+/// the chart's in-cluster kubeconfig does: `tokenFile`); the file, and the token in it.
+pub fn sa_token_file_kubeconfig(
+    cp: &ControlPlane,
+    ns: &str,
+    sa: &str,
+) -> Result<(PathBuf, PathBuf, String)> {
+    let token = cp
+        .kubectl_admin()?
+        .run(&["create", "token", sa, "-n", ns, "--duration=2h"])?;
+    let token = token.trim().to_owned();
+    let file = cp.dir().join(format!("{sa}.token"));
+    std::fs::write(&file, &token)?;
+    let path = cp.dir().join(format!("{sa}-file.kubeconfig"));
+    let ca = cp.dir().join("pki").join("ca.crt");
+    std::fs::write(
+        &path,
+        format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: t\n  cluster:\n    server: {}\n    certificate-authority: {}\nusers:\n- name: {sa}\n  user:\n    tokenFile: {}\ncontexts:\n- name: t\n  context: {{cluster: t, user: {sa}}}\ncurrent-context: t\n",
+            cp.apiserver_url()?,
+            ca.display(),
+            file.display()
+        ),
+    )?;
+    Ok((path, file, token))
+}
+
+/// A ServiceAccount `name` in `paddock-system` (made if missing) bound to a ClusterRole of the
+/// same name with `rules`; a kubeconfig holding a token of it.
+pub fn service_account(cp: &ControlPlane, name: &str, rules: &Value) -> Result<PathBuf> {
+    let objects = serde_json::json!({"apiVersion": "v1", "kind": "List", "items": [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "paddock-system"}},
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": name, "namespace": "paddock-system"}},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": name}, "rules": rules},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": {"name": name},
+         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
+         "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": "paddock-system"}]},
+    ]});
+    cp.kubectl_admin()?
+        .run_stdin(&["apply", "-f", "-"], Some(&objects.to_string()))?;
+    sa_kubeconfig(cp, "paddock-system", name)
 }

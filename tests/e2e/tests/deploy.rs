@@ -21,6 +21,7 @@ use anyhow::{Context, Result, bail};
 use paddock_e2e::paddock::paddock_binary;
 use paddock_e2e::process::{self, describe, free_port};
 use paddock_e2e::testbed::{testbed_scripts, workspace_root};
+use paddock_e2e::token::{sa_kubeconfig, sa_token_file_kubeconfig, service_account};
 use paddock_e2e::{ControlPlane, EtcdCluster, Kubectl, Paddock, StoreKind};
 use serde_json::Value;
 
@@ -87,61 +88,6 @@ fn triples(rules: &Value) -> BTreeSet<(String, String, String)> {
 
 fn admin(cp: &ControlPlane) -> Result<Kubectl> {
     cp.kubectl_admin()
-}
-
-/// A kubeconfig for ServiceAccount `sa` in `ns` (a TokenRequest token, the test bed's CA).
-fn sa_kubeconfig(cp: &ControlPlane, ns: &str, sa: &str) -> Result<PathBuf> {
-    let token = admin(cp)?.run(&["create", "token", sa, "-n", ns, "--duration=2h"])?;
-    let path = cp.dir().join(format!("{sa}.kubeconfig"));
-    let ca = cp.dir().join("pki").join("ca.crt");
-    std::fs::write(
-        &path,
-        format!(
-            "apiVersion: v1\nkind: Config\nclusters:\n- name: t\n  cluster:\n    server: {}\n    certificate-authority: {}\nusers:\n- name: {sa}\n  user:\n    token: {}\ncontexts:\n- name: t\n  context: {{cluster: t, user: {sa}}}\ncurrent-context: t\n",
-            cp.apiserver_url()?,
-            ca.display(),
-            token.trim()
-        ),
-    )?;
-    Ok(path)
-}
-
-/// A kubeconfig for ServiceAccount `sa` in `ns` whose token paddock reads from a file (as
-/// the chart's in-cluster kubeconfig does: `tokenFile`); the file, and the token in it.
-fn sa_token_file_kubeconfig(
-    cp: &ControlPlane,
-    ns: &str,
-    sa: &str,
-) -> Result<(PathBuf, PathBuf, String)> {
-    let token = admin(cp)?.run(&["create", "token", sa, "-n", ns, "--duration=2h"])?;
-    let token = token.trim().to_owned();
-    let file = cp.dir().join(format!("{sa}.token"));
-    std::fs::write(&file, &token)?;
-    let path = cp.dir().join(format!("{sa}-file.kubeconfig"));
-    let ca = cp.dir().join("pki").join("ca.crt");
-    std::fs::write(
-        &path,
-        format!(
-            "apiVersion: v1\nkind: Config\nclusters:\n- name: t\n  cluster:\n    server: {}\n    certificate-authority: {}\nusers:\n- name: {sa}\n  user:\n    tokenFile: {}\ncontexts:\n- name: t\n  context: {{cluster: t, user: {sa}}}\ncurrent-context: t\n",
-            cp.apiserver_url()?,
-            ca.display(),
-            file.display()
-        ),
-    )?;
-    Ok((path, file, token))
-}
-
-/// A ServiceAccount bound to a ClusterRole with `rules`.
-fn service_account(cp: &ControlPlane, name: &str, rules: &Value) -> Result<PathBuf> {
-    let objects = serde_json::json!({"apiVersion": "v1", "kind": "List", "items": [
-        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": name, "namespace": "paddock-system"}},
-        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": name}, "rules": rules},
-        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": {"name": name},
-         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
-         "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": "paddock-system"}]},
-    ]});
-    admin(cp)?.run_stdin(&["apply", "-f", "-"], Some(&objects.to_string()))?;
-    sa_kubeconfig(cp, "paddock-system", name)
 }
 
 /// Runs `paddock serve` (embedded store) with `kubeconfig`; expects it to stop: its stderr.

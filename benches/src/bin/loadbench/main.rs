@@ -31,7 +31,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
-use clap::Parser;
+use clap::{Parser, ValueEnum};
 use http::Method;
 use paddock_e2e::{ControlPlane, Paddock, StoreKind};
 
@@ -49,6 +49,24 @@ use crate::{
 };
 
 const TENANT: &str = "foofoo";
+
+/// Who paddock is upstream (`--paddock-upstream`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum UpstreamIdentity {
+    Chart,
+    Admin,
+}
+
+impl UpstreamIdentity {
+    fn describe(self) -> &'static str {
+        match self {
+            UpstreamIdentity::Chart => {
+                "ServiceAccount paddock-system/paddock-bench bound to exactly the chart's ClusterRole (bearer token), as deployed"
+            }
+            UpstreamIdentity::Admin => "the test bed's admin certificate (system:masters)",
+        }
+    }
+}
 
 #[derive(Parser, Debug)]
 #[command(about = "paddock's end-to-end load and scale benchmarks against a local control plane")]
@@ -167,6 +185,12 @@ struct Args {
     /// in the load part).
     #[arg(long)]
     no_floor: bool,
+    /// The identity paddock forwards as upstream: `chart`, a ServiceAccount token bound to
+    /// exactly the Helm chart's ClusterRole (how a deployment runs: least privilege, bearer
+    /// token), or `admin`, the test bed's admin certificate (`system:masters`; the figures
+    /// before session 17).
+    #[arg(long, value_enum, default_value_t = UpstreamIdentity::Chart)]
+    paddock_upstream: UpstreamIdentity,
     /// A second `paddock` binary (an older build) run as a replica next to the current one
     /// and measured in the same rounds of the load part: before/after in one run (ab.rs).
     #[arg(long)]
@@ -298,6 +322,19 @@ async fn run(mut args: Args) -> Result<()> {
         paddock_args.extend(["--serve-threads".to_owned(), n.to_string()]);
         report.notes.push(format!("paddock --serve-threads {n}"));
     }
+    if args.paddock_upstream == UpstreamIdentity::Chart {
+        let rules = paddock_server::rights::cluster_role_rules();
+        let kubeconfig = paddock_e2e::token::service_account(&cp, "paddock-bench", &rules)
+            .context("paddock's upstream identity (the chart's ClusterRole)")?;
+        paddock_args.extend([
+            "--upstream-kubeconfig".to_owned(),
+            kubeconfig.display().to_string(),
+        ]);
+    }
+    report.notes.push(format!(
+        "paddock forwards upstream as: {}",
+        args.paddock_upstream.describe()
+    ));
     // The set-up raises the namespace quota of the `paddock-default` template upstream (as the
     // platform admin) for its 2,000+ pods; the template sync's drift repair would put it back
     // within a minute (docs/templates.md), so it runs hourly here.
