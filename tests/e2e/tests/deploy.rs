@@ -21,7 +21,7 @@ use anyhow::{Context, Result, bail};
 use paddock_e2e::paddock::paddock_binary;
 use paddock_e2e::process::{self, describe, free_port};
 use paddock_e2e::testbed::{testbed_scripts, workspace_root};
-use paddock_e2e::token::{sa_kubeconfig, sa_token_file_kubeconfig, service_account};
+use paddock_e2e::token::{sa_token_file_kubeconfig, service_account};
 use paddock_e2e::{ControlPlane, EtcdCluster, Kubectl, Paddock, StoreKind};
 use serde_json::Value;
 
