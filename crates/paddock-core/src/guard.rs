@@ -11,7 +11,7 @@
 //! every CEL expression it evaluates anew (cost tracking builds each program per
 //! evaluation). Selectors and resource rules are matched in Go, for nothing. So: rules that
 //! only labelled objects can break are matched by `objectSelector`; and the rules every
-//! namespaced write of a tenant goes through are also written, negated, as a match condition
+//! namespaced write of a tenant goes through are also written, negated, into the match condition
 //! ([`prefiltered`]): a write that keeps them stops after the match conditions, and only one
 //! that breaks one reaches the validations, which name the rule.
 
@@ -334,10 +334,12 @@ pub(crate) fn prefiltered(
     policy_object(
         name,
         match_constraints,
-        json!([
-            {"name": "tenant-identity", "expression": TENANT_IDENTITY},
-            {"name": "breaks-a-rule", "expression": format!("!({all_kept})")}
-        ]),
+        // One condition, not two: the apiserver evaluates every condition of a policy for
+        // every write it matches, anyone's, and `&&` stops at a request that is no tenant's.
+        json!([{
+            "name": "tenant-breaking-a-rule",
+            "expression": format!("{TENANT_IDENTITY} && !({all_kept})")
+        }]),
         json!([]),
         Value::Array(validations),
     )
@@ -474,8 +476,11 @@ mod tests {
             &[("a == 1".to_owned(), "m1"), ("b || c".to_owned(), "m2")],
         );
         let conditions = p["spec"]["matchConditions"].as_array().unwrap();
-        assert_eq!(conditions[0]["expression"], TENANT_IDENTITY);
-        assert_eq!(conditions[1]["expression"], "!((a == 1) && (b || c))");
+        assert_eq!(conditions.len(), 1);
+        assert_eq!(
+            conditions[0]["expression"],
+            format!("{TENANT_IDENTITY} && !((a == 1) && (b || c))")
+        );
         assert_eq!(
             p["spec"]["validations"],
             json!([{"expression": "a == 1", "message": "m1"}, {"expression": "b || c", "message": "m2"}])
