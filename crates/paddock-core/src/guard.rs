@@ -70,18 +70,13 @@ pub fn guard_policies(admission_webhook: bool) -> Vec<(String, Value)> {
           (!('{PSA_ENFORCE_LABEL}-version' in variables.newLabels) || variables.newLabels['{PSA_ENFORCE_LABEL}-version'] == 'latest')"
     );
     let tid_vars = guard_tid_vars();
-    let with = |extra: Value| -> Value {
-        let mut v = tid_vars.as_array().cloned().unwrap_or_default();
-        v.extend(extra.as_array().cloned().unwrap_or_default());
-        Value::Array(v)
-    };
     let writes = json!(["CREATE", "UPDATE"]);
     let rule = |groups: &[&str], resources: &[&str], ops: &Value| json!({"apiGroups": groups, "apiVersions": ["*"], "operations": ops, "resources": resources});
 
     let namespaces = guard_policy(
         &format!("{GUARD_NAME}-namespaces"),
         json!({"resourceRules": [rule(&[""], &["namespaces"], &writes)]}),
-        with(json!([
+        tid_vars_with(json!([
             {"name": "newLabels", "expression": labels_of("object")},
             {"name": "oldLabels", "expression": labels_of("oldObject")},
             {"name": "newAnn", "expression": annotations_of("object")},
@@ -104,7 +99,7 @@ pub fn guard_policies(admission_webhook: bool) -> Vec<(String, Value)> {
     let rbac = guard_policy(
         &format!("{GUARD_NAME}-rbac"),
         json!({"resourceRules": [rule(&["rbac.authorization.k8s.io"], &["rolebindings", "clusterrolebindings", "clusterroles"], &writes)]}),
-        with(json!([
+        tid_vars_with(json!([
             {"name": "res", "expression": "request.resource.resource"},
             {"name": "newLabels", "expression": labels_of("object")}
         ])),
@@ -216,18 +211,15 @@ fn scope_guards() -> [(String, Value); 4] {
     let cluster_scoped = guard_policy(
         GUARD_NAME,
         every_resource("Cluster"),
-        {
-            let mut v = guard_tid_vars().as_array().cloned().unwrap_or_default();
-            v.extend([
-                json!({"name": "obj", "expression": "request.operation == 'DELETE' ? oldObject : object"}),
-                json!({"name": "ns", "expression": "has(request.namespace) ? request.namespace : ''"}),
-                json!({"name": "sub", "expression": "has(request.subResource) ? request.subResource : ''"}),
-                json!({"name": "name", "expression": name_var}),
-                json!({"name": "isCRD", "expression": "request.resource.group == 'apiextensions.k8s.io' && request.resource.resource == 'customresourcedefinitions'"}),
-            ]);
-            v.extend(label_vars.as_array().cloned().unwrap_or_default());
-            Value::Array(v)
-        },
+        tid_vars_with(json!([
+            {"name": "obj", "expression": "request.operation == 'DELETE' ? oldObject : object"},
+            {"name": "ns", "expression": "has(request.namespace) ? request.namespace : ''"},
+            {"name": "sub", "expression": "has(request.subResource) ? request.subResource : ''"},
+            {"name": "name", "expression": name_var},
+            {"name": "isCRD", "expression": "request.resource.group == 'apiextensions.k8s.io' && request.resource.resource == 'customresourcedefinitions'"},
+            label_vars[0],
+            label_vars[1]
+        ])),
         json!([
             {"expression": "size(variables.tids) == 1",
              "message": ONE_TENANT_MESSAGE},
@@ -272,6 +264,13 @@ fn scope_guards() -> [(String, Value); 4] {
         namespaced_tenant_label,
         cluster_scoped,
     ]
+}
+
+/// [`guard_tid_vars`] followed by `extra` (a JSON array of variables).
+fn tid_vars_with(extra: Value) -> Value {
+    let mut v = guard_tid_vars().as_array().cloned().unwrap_or_default();
+    v.extend(extra.as_array().cloned().unwrap_or_default());
+    Value::Array(v)
 }
 
 /// The CEL variables every guard policy starts with: the tenant id of the request's identity.
@@ -345,7 +344,7 @@ pub(crate) fn prefiltered(
     )
 }
 
-fn policy_object(
+pub(crate) fn policy_object(
     name: &str,
     match_constraints: Value,
     match_conditions: Value,
@@ -397,8 +396,6 @@ pub fn admission_policies_guard() -> (String, Value) {
         object.spec.matchConstraints.namespaceSelector.matchExpressions.exists(e, e.key == 'paddock.io/tenant' && e.operator == 'In' && e.values == [variables.tid]) && \
         (!has(object.spec.matchConstraints.resourceRules) || object.spec.matchConstraints.resourceRules.all(r, \
            (has(r.scope) && r.scope == 'Namespaced') || (has(r.resources) && r.resources.all(x, x == 'namespaces' || x.startsWith('namespaces/')))))";
-    let mut vars = guard_tid_vars().as_array().cloned().unwrap_or_default();
-    vars.push(json!({"name": "res", "expression": "request.resource.resource"}));
     guard_policy(
         &format!("{GUARD_NAME}-policies"),
         json!({"resourceRules": [{
@@ -406,7 +403,7 @@ pub fn admission_policies_guard() -> (String, Value) {
             "operations": ["CREATE", "UPDATE"],
             "resources": ["validatingadmissionpolicies", "validatingadmissionpolicybindings"]
         }]}),
-        Value::Array(vars),
+        tid_vars_with(json!([{"name": "res", "expression": "request.resource.resource"}])),
         json!([
             {"expression": format!("variables.res != 'validatingadmissionpolicies' || ({confined})"),
              "message": "paddock: a tenant ValidatingAdmissionPolicy must be confined to the tenant's namespaces (namespaceSelector on paddock.io/tenant, namespaced rules)"},
@@ -433,8 +430,6 @@ pub fn flowcontrol_guard() -> (String, Value) {
         (s.kind == 'Group' && has(s.group) && (s.group.name == 'paddock:tenant:' + variables.tid || \
           s.group.name.startsWith('paddock:' + variables.tid + ':') || s.group.name.startsWith('system:serviceaccounts:' + variables.tid + '-'))) || \
         (s.kind == 'ServiceAccount' && has(s.serviceAccount) && s.serviceAccount.namespace.startsWith(variables.tid + '-'))";
-    let mut vars = guard_tid_vars().as_array().cloned().unwrap_or_default();
-    vars.push(json!({"name": "res", "expression": "request.resource.resource"}));
     guard_policy(
         &format!("{GUARD_NAME}-flowcontrol"),
         json!({"resourceRules": [{
@@ -442,7 +437,7 @@ pub fn flowcontrol_guard() -> (String, Value) {
             "operations": ["CREATE", "UPDATE"],
             "resources": ["flowschemas", "prioritylevelconfigurations"]
         }]}),
-        Value::Array(vars),
+        tid_vars_with(json!([{"name": "res", "expression": "request.resource.resource"}])),
         json!([
             {"expression": "variables.res != 'flowschemas' || object.spec.priorityLevelConfiguration.name.startsWith(variables.tid + '-')",
              "message": "paddock: a tenant FlowSchema may only send requests to the tenant's own priority levels"},

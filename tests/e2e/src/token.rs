@@ -36,21 +36,13 @@ pub fn token_kubeconfig(dir: &Path, name: &str, from: &Path, token: &str) -> Res
 
 /// A kubeconfig for ServiceAccount `sa` in `ns` (a TokenRequest token, the test bed's CA).
 pub fn sa_kubeconfig(cp: &ControlPlane, ns: &str, sa: &str) -> Result<PathBuf> {
-    let token = cp
-        .kubectl_admin()?
-        .run(&["create", "token", sa, "-n", ns, "--duration=2h"])?;
-    let path = cp.dir().join(format!("{sa}.kubeconfig"));
-    let ca = cp.dir().join("pki").join("ca.crt");
-    std::fs::write(
-        &path,
-        format!(
-            "apiVersion: v1\nkind: Config\nclusters:\n- name: t\n  cluster:\n    server: {}\n    certificate-authority: {}\nusers:\n- name: {sa}\n  user:\n    token: {}\ncontexts:\n- name: t\n  context: {{cluster: t, user: {sa}}}\ncurrent-context: t\n",
-            cp.apiserver_url()?,
-            ca.display(),
-            token.trim()
-        ),
-    )?;
-    Ok(path)
+    let token = sa_token(cp, ns, sa)?;
+    sa_kubeconfig_with(
+        cp,
+        &format!("{sa}.kubeconfig"),
+        sa,
+        &format!("token: {token}"),
+    )
 }
 
 /// A kubeconfig for ServiceAccount `sa` in `ns` whose token paddock reads from a file (as
@@ -60,24 +52,41 @@ pub fn sa_token_file_kubeconfig(
     ns: &str,
     sa: &str,
 ) -> Result<(PathBuf, PathBuf, String)> {
+    let token = sa_token(cp, ns, sa)?;
+    let file = cp.dir().join(format!("{sa}.token"));
+    std::fs::write(&file, &token)?;
+    let credential = format!("tokenFile: {}", file.display());
+    let path = sa_kubeconfig_with(cp, &format!("{sa}-file.kubeconfig"), sa, &credential)?;
+    Ok((path, file, token))
+}
+
+/// A TokenRequest token of ServiceAccount `sa` in `ns`, valid for two hours.
+fn sa_token(cp: &ControlPlane, ns: &str, sa: &str) -> Result<String> {
     let token = cp
         .kubectl_admin()?
         .run(&["create", "token", sa, "-n", ns, "--duration=2h"])?;
-    let token = token.trim().to_owned();
-    let file = cp.dir().join(format!("{sa}.token"));
-    std::fs::write(&file, &token)?;
-    let path = cp.dir().join(format!("{sa}-file.kubeconfig"));
+    Ok(token.trim().to_owned())
+}
+
+/// `<test bed>/<file_name>`: a kubeconfig for the test bed's apiserver (its CA) as user `sa`
+/// holding `credential` (a `token:` or `tokenFile:` line).
+fn sa_kubeconfig_with(
+    cp: &ControlPlane,
+    file_name: &str,
+    sa: &str,
+    credential: &str,
+) -> Result<PathBuf> {
+    let path = cp.dir().join(file_name);
     let ca = cp.dir().join("pki").join("ca.crt");
     std::fs::write(
         &path,
         format!(
-            "apiVersion: v1\nkind: Config\nclusters:\n- name: t\n  cluster:\n    server: {}\n    certificate-authority: {}\nusers:\n- name: {sa}\n  user:\n    tokenFile: {}\ncontexts:\n- name: t\n  context: {{cluster: t, user: {sa}}}\ncurrent-context: t\n",
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: t\n  cluster:\n    server: {}\n    certificate-authority: {}\nusers:\n- name: {sa}\n  user:\n    {credential}\ncontexts:\n- name: t\n  context: {{cluster: t, user: {sa}}}\ncurrent-context: t\n",
             cp.apiserver_url()?,
             ca.display(),
-            file.display()
         ),
     )?;
-    Ok((path, file, token))
+    Ok(path)
 }
 
 /// A ServiceAccount `name` in `paddock-system` (made if missing) bound to a ClusterRole of the

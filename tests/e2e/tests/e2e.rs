@@ -20,6 +20,31 @@ fn selected(name: &str) -> bool {
     }
 }
 
+/// Runs a scenario written as code against the running paddock (when selected): prints it,
+/// its failure, and records its outcome.
+fn run_code_scenario(
+    outcomes: &mut Vec<Outcome>,
+    paddock: &Result<Paddock>,
+    name: &str,
+    what: &str,
+    f: impl FnOnce(&Paddock) -> Result<()>,
+) {
+    if !selected(name) {
+        return;
+    }
+    eprintln!("---- scenario {name} ({what})");
+    let o = code_scenario(name, || {
+        let p = paddock
+            .as_ref()
+            .map_err(|e| anyhow::anyhow!("paddock is not running: {e:#}"))?;
+        f(p)
+    });
+    if let Some(f) = &o.failure {
+        eprintln!("FAILED {name}: {f}");
+    }
+    outcomes.push(o);
+}
+
 fn code_scenario(name: &str, f: impl FnOnce() -> Result<()>) -> Outcome {
     let t0 = Instant::now();
     let r = f();
@@ -103,12 +128,12 @@ fn scenarios() -> Result<()> {
         }
     }
 
-    if selected("kube-client") {
-        eprintln!("---- scenario kube-client (the kube crate as a second client)");
-        let o = code_scenario("kube-client", || {
-            let p = paddock
-                .as_ref()
-                .map_err(|e| anyhow::anyhow!("paddock is not running: {e:#}"))?;
+    run_code_scenario(
+        &mut outcomes,
+        &paddock,
+        "kube-client",
+        "the kube crate as a second client",
+        |p| {
             let kc = p.tenant("kubers")?;
             let rt = tokio::runtime::Builder::new_multi_thread()
                 .worker_threads(2)
@@ -129,44 +154,22 @@ fn scenarios() -> Result<()> {
                 bail!("upstream namespace kubers-default missing: {ns}");
             }
             Ok(())
-        });
-        if let Some(f) = &o.failure {
-            eprintln!("FAILED kube-client: {f}");
-        }
-        outcomes.push(o);
-    }
-
-    if selected("impersonated-groups") {
-        eprintln!(
-            "---- scenario impersonated-groups (the identity upstream without system:authenticated sent)"
-        );
-        let o = code_scenario("impersonated-groups", || {
-            let p = paddock
-                .as_ref()
-                .map_err(|e| anyhow::anyhow!("paddock is not running: {e:#}"))?;
-            paddock_e2e::identity_check::impersonated_groups(&cp, p, "whoami")
-        });
-        if let Some(f) = &o.failure {
-            eprintln!("FAILED impersonated-groups: {f}");
-        }
-        outcomes.push(o);
-    }
-
-    if selected("guard-services") {
-        eprintln!(
-            "---- scenario guard-services (no admission webhook: the guard's Service rule, bypassed translation)"
-        );
-        let o = code_scenario("guard-services", || {
-            let p = paddock
-                .as_ref()
-                .map_err(|e| anyhow::anyhow!("paddock is not running: {e:#}"))?;
-            paddock_e2e::guard_check::services_rule_without_webhook(&cp, p, "svcgrd")
-        });
-        if let Some(f) = &o.failure {
-            eprintln!("FAILED guard-services: {f}");
-        }
-        outcomes.push(o);
-    }
+        },
+    );
+    run_code_scenario(
+        &mut outcomes,
+        &paddock,
+        "impersonated-groups",
+        "the identity upstream without system:authenticated sent",
+        |p| paddock_e2e::identity_check::impersonated_groups(&cp, p, "whoami"),
+    );
+    run_code_scenario(
+        &mut outcomes,
+        &paddock,
+        "guard-services",
+        "no admission webhook: the guard's Service rule, bypassed translation",
+        |p| paddock_e2e::guard_check::services_rule_without_webhook(&cp, p, "svcgrd"),
+    );
 
     let failed = scenario::print_summary(&outcomes);
     if failed > 0 {

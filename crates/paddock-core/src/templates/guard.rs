@@ -31,18 +31,14 @@ fn tenant_condition() -> Value {
 }
 
 fn policy(name: &str, match_constraints: Value, variables: Value, validations: Value) -> Value {
-    json!({
-        "apiVersion": "admissionregistration.k8s.io/v1",
-        "kind": "ValidatingAdmissionPolicy",
-        "metadata": {"name": name, "labels": {"app.kubernetes.io/managed-by": "paddock"}},
-        "spec": {
-            "failurePolicy": "Fail",
-            "matchConstraints": match_constraints,
-            "matchConditions": tenant_condition(),
-            "variables": variables,
-            "validations": validations
-        }
-    })
+    crate::guard::policy_object(
+        name,
+        match_constraints,
+        tenant_condition(),
+        variables,
+        validations,
+    )
+    .1
 }
 
 /// The kinds templates stamp, and namespaces, as resource rules by API group.
