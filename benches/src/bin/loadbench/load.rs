@@ -118,11 +118,10 @@ where
 {
     let f = Arc::new(f);
     let next = Arc::new(AtomicUsize::new(0));
-    let floor_cpu = || procs.floor.map_or(0.0, |p| p.cpu_secs());
     let cpu0 = (
-        procs.paddock.cpu_secs(),
-        procs.apiserver.cpu_secs(),
-        floor_cpu(),
+        procs.paddock.cpu_mark(),
+        procs.apiserver.cpu_mark(),
+        procs.floor.map(|p| p.cpu_mark()),
     );
     let start = Instant::now();
     let deadline = start + limit;
@@ -171,9 +170,12 @@ where
     }
     run.wall_s = start.elapsed().as_secs_f64();
     run.ok = run.lat_ms.len();
-    run.paddock_cpu_s = procs.paddock.cpu_secs() - cpu0.0;
-    run.apiserver_cpu_s = procs.apiserver.cpu_secs() - cpu0.1;
-    run.floor_cpu_s = floor_cpu() - cpu0.2;
+    run.paddock_cpu_s = procs.paddock.cpu_secs_since(&cpu0.0);
+    run.apiserver_cpu_s = procs.apiserver.cpu_secs_since(&cpu0.1);
+    run.floor_cpu_s = match (procs.floor, &cpu0.2) {
+        (Some(p), Some(mark)) => p.cpu_secs_since(mark),
+        _ => 0.0,
+    };
     run
 }
 

@@ -70,7 +70,7 @@ impl Counts {
 /// B's steady load: `rate` small GETs per second (open loop: a slow answer does not slow the
 /// next request down) for `secs`.
 async fn quiet_load(b: &Api, path: &str, rate: u32, secs: u64, procs: Procs) -> Phase {
-    let (cpu_p, cpu_a) = (procs.paddock.cpu_secs(), procs.apiserver.cpu_secs());
+    let (cpu_p, cpu_a) = (procs.paddock.cpu_mark(), procs.apiserver.cpu_mark());
     let t0 = Instant::now();
     let mut tick = tokio::time::interval(Duration::from_secs_f64(1.0 / f64::from(rate.max(1))));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Burst);
@@ -111,8 +111,8 @@ async fn quiet_load(b: &Api, path: &str, rate: u32, secs: u64, procs: Procs) -> 
         }
     }
     phase.wall_s = t0.elapsed().as_secs_f64();
-    phase.paddock_cpu_s = procs.paddock.cpu_secs() - cpu_p;
-    phase.apiserver_cpu_s = procs.apiserver.cpu_secs() - cpu_a;
+    phase.paddock_cpu_s = procs.paddock.cpu_secs_since(&cpu_p);
+    phase.apiserver_cpu_s = procs.apiserver.cpu_secs_since(&cpu_a);
     phase
 }
 

@@ -176,7 +176,7 @@ pub async fn watch_fanout(
 ) -> Result<WatchRun> {
     // Start after the current state: no initial events.
     let rv = put_configmap(writer, writer_ns, "ticker", json!({"n": "0"})).await?;
-    let cpu0 = procs.paddock.cpu_secs();
+    let cpu0 = procs.paddock.cpu_mark();
     let path = format!(
         "/api/v1/namespaces/{watch_ns}/configmaps?watch=1&resourceVersion={rv}&fieldSelector=metadata.name%3Dticker&timeoutSeconds=300"
     );
@@ -300,6 +300,6 @@ pub async fn watch_fanout(
         }
     }
     run.missing = run.expected.saturating_sub(run.lat_ms.len());
-    run.paddock_cpu_s = procs.paddock.cpu_secs() - cpu0;
+    run.paddock_cpu_s = procs.paddock.cpu_secs_since(&cpu0);
     Ok(run)
 }
