@@ -191,6 +191,13 @@ struct Args {
     /// before session 17).
     #[arg(long, value_enum, default_value_t = UpstreamIdentity::Chart)]
     paddock_upstream: UpstreamIdentity,
+    /// paddock's `--usage-refresh`. Its default (30s) re-reads every pod in full for the usage
+    /// figures (the load part's 5,000 pods: 25 MB), a burst of background CPU that lands in
+    /// whichever run it meets and made one pair's CPU per GET read 131 µs instead of 40
+    /// (docs/performance/session-18.md). The per-request figures leave it out; `30s` for
+    /// paddock's default.
+    #[arg(long, default_value = "24h")]
+    paddock_usage_refresh: String,
     /// A second `paddock` binary (an older build) run as a replica next to the current one
     /// and measured in the same rounds of the load part: before/after in one run (ab.rs).
     #[arg(long)]
@@ -318,6 +325,14 @@ async fn run(mut args: Args) -> Result<()> {
         .paddock_worker_threads
         .map(|n| vec!["--worker-threads".to_owned(), n.to_string()])
         .unwrap_or_default();
+    paddock_args.extend([
+        "--usage-refresh".to_owned(),
+        args.paddock_usage_refresh.clone(),
+    ]);
+    report.notes.push(format!(
+        "paddock --usage-refresh {} (the usage figures' background refresh)",
+        args.paddock_usage_refresh
+    ));
     if let Some(n) = args.paddock_serve_threads {
         paddock_args.extend(["--serve-threads".to_owned(), n.to_string()]);
         report.notes.push(format!("paddock --serve-threads {n}"));
