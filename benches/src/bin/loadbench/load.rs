@@ -172,10 +172,10 @@ where
     run.ok = run.lat_ms.len();
     run.paddock_cpu_s = procs.paddock.cpu_secs_since(&cpu0.0);
     run.apiserver_cpu_s = procs.apiserver.cpu_secs_since(&cpu0.1);
-    run.floor_cpu_s = match (procs.floor, &cpu0.2) {
-        (Some(p), Some(mark)) => p.cpu_secs_since(mark),
-        _ => 0.0,
-    };
+    run.floor_cpu_s = procs
+        .floor
+        .zip(cpu0.2.as_ref())
+        .map_or(0.0, |(p, mark)| p.cpu_secs_since(mark));
     run
 }
 
