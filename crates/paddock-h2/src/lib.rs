@@ -1,14 +1,12 @@
-//! paddock's lean HTTP/2 (issue 19): just what paddock's two HTTP/2 sides need, in place of
-//! the h2 crate on the request path.
+//! paddock's lean HTTP/2 client of the short upstream requests to kube-apiserver (a trusted
+//! peer: Go's HTTP/2 server); clients' HTTP/2 is served by hyper and the h2 crate.
 //!
-//! - [`frame`] and [`hpack`]: the frame codec and header compression, shared by both sides.
-//! - [`client`]: the short upstream requests to kube-apiserver (Go's HTTP/2 server).
-//! - [`server`]: the front connections of kubectl, client-go and helm.
+//! - [`frame`] and [`hpack`]: the frame codec and header compression.
+//! - [`client`]: the short upstream requests.
 //!
-//! Module layers (no cycles): `frame`, `hpack` (leaves) <- `client`, `server`.
+//! Module layers (no cycles): `frame`, `hpack` (leaves) <- `client`.
 
 pub mod client;
 pub mod frame;
 pub mod hpack;
-pub mod server;
 mod shared;

@@ -203,11 +203,6 @@ impl Writer {
         Ok(())
     }
 
-    /// Bytes taken but not yet written.
-    pub fn unwritten(&self) -> usize {
-        self.buf.len() - self.pos
-    }
-
     /// What is left unwritten, taken out (for the last write of a closing connection).
     pub fn take_rest(&mut self) -> Vec<u8> {
         let rest = self.buf.split_off(self.pos.min(self.buf.len()));

@@ -2,12 +2,10 @@
 //! store cache on every request, so a revocation or a tenant suspension applies to open
 //! connections too, within the cache's propagation time.
 
-use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::SystemTime;
 
 use http::{HeaderMap, Method, Request, header};
-use parking_lot::Mutex;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
@@ -18,6 +16,7 @@ use paddock_store::{StoreCache, TenantPhase};
 pub use crate::caller::Caller;
 use crate::error::ServerError;
 use crate::state::AppState;
+use crate::token_gate::{self, Gate};
 
 /// A connection's client certificate, and the caller it names once a request has been
 /// authenticated with it: every later request on the connection repeats the checks
@@ -111,18 +110,6 @@ pub fn authenticate(
     }
 }
 
-/// How long a TokenReview answer is reused (a deleted pod's token stops working within this).
-const TOKEN_CACHE_TTL: Duration = Duration::from_secs(5);
-/// Bound on the token cache (entries are dropped wholesale beyond it).
-const TOKEN_CACHE_MAX: usize = 10_000;
-
-type TokenCache = Mutex<HashMap<[u8; 32], (Result<(TenantId, String), String>, Instant)>>;
-
-fn token_cache() -> &'static TokenCache {
-    static CACHE: OnceLock<TokenCache> = OnceLock::new();
-    CACHE.get_or_init(|| Mutex::new(HashMap::new()))
-}
-
 /// Authenticates one request: the client certificate when there is one (a bearer token is
 /// then ignored and never forwarded), else a tenant pod's service-account token.
 pub async fn authenticate_request(
@@ -156,28 +143,30 @@ pub async fn authenticate_request(
 /// tenant are accepted; the tenant is the namespace's owner. Tokens of platform service
 /// accounts (any namespace that is not a tenant's) are refused.
 pub async fn authenticate_token(state: &AppState, token: &str) -> Result<Caller, ServerError> {
+    if !token_gate::looks_like_service_account_token(token) {
+        return Err(ServerError::Unauthorized(
+            "the bearer token is not a service account token".into(),
+        ));
+    }
     let key: [u8; 32] = Sha256::digest(token.as_bytes()).into();
-    let cached = {
-        let mut c = token_cache().lock();
-        match c.get(&key) {
-            Some((r, at)) if at.elapsed() < TOKEN_CACHE_TTL => Some(r.clone()),
-            Some(_) => {
-                c.remove(&key);
-                None
-            }
-            None => None,
-        }
-    };
-    let result = match cached {
-        Some(r) => r,
-        None => {
+    let cfg = &state.config.connections;
+    let result = match token_gate::check(&key, cfg.token_review_qps, cfg.token_review_burst) {
+        Gate::Known(r) => r,
+        Gate::Review => {
             let r = review_token(state, token).await?;
-            let mut c = token_cache().lock();
-            if c.len() >= TOKEN_CACHE_MAX {
-                c.clear();
-            }
-            c.insert(key, (r.clone(), Instant::now()));
+            token_gate::remember(key, r.clone());
             r
+        }
+        Gate::Busy(retry_after) => {
+            state.metrics.limit_refused("tokenReviewQPS");
+            return Err(ServerError::TooManyRequests {
+                message: format!(
+                    "too many new bearer tokens to verify on this paddock replica (token_review_qps {}); retry after {retry_after}s",
+                    cfg.token_review_qps
+                ),
+                retry_after,
+                limit: "tokenReviewQPS",
+            });
         }
     };
     let (tenant, user) = result.map_err(ServerError::Unauthorized)?;

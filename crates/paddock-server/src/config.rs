@@ -95,9 +95,6 @@ pub struct ServerConfig {
     /// requests (`serve_threads`); 0 serves on the main runtime (`paddock serve` defaults to
     /// one per CPU).
     pub serve_threads: usize,
-    /// Which server speaks HTTP/2 to clients: paddock's own (`paddock_h2::server`, the
-    /// default) or hyper's (`front_http2 = "hyper"`); HTTP/1.1 is always hyper's.
-    pub front_http2: FrontHttp2,
     /// API Priority and Fairness: the concurrency shares of the `paddock-tenants` priority
     /// level paddock keeps upstream for its tenants' requests; 0 leaves APF alone (tenants then
     /// fall into `global-default` like any other user).
@@ -186,36 +183,18 @@ pub struct AuditConfig {
     pub platform_log_path: Option<PathBuf>,
 }
 
-/// The HTTP/2 server of the client connections (docs/architecture.md "The front connections").
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum FrontHttp2 {
-    /// paddock's own (`paddock_h2::server`).
-    #[default]
-    Lean,
-    /// hyper's (the h2 crate's).
-    Hyper,
-}
-
-impl std::str::FromStr for FrontHttp2 {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "lean" => Ok(FrontHttp2::Lean),
-            "hyper" => Ok(FrontHttp2::Hyper),
-            other => Err(format!(
-                "front_http2: \"lean\" or \"hyper\" (got {other:?})"
-            )),
-        }
-    }
-}
-
 /// Bounds on what one client connection may hold (docs/fairshare.md), after kube-apiserver's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ConnectionConfig {
     /// A TLS handshake not done by then is dropped.
     pub tls_handshake_timeout: Duration,
-    /// A request's header block must arrive within this (HTTP/1.1, from its first byte).
+    /// A request's header block must arrive within this (HTTP/1.1, from its first byte), and
+    /// a connection's first request must have begun within this of its handshake (both
+    /// protocols: slow or no headers).
     pub header_read_timeout: Duration,
+    /// A request's whole body must have arrived within this of its start (a trickling body is
+    /// cut); kube-apiserver's own request timeout.
+    pub body_read_timeout: Duration,
     /// A connection with no request in progress for this long is closed (HTTP/1.1 and
     /// HTTP/2; a watch or a streamed response counts as in progress).
     pub idle_timeout: Duration,
@@ -223,8 +202,19 @@ pub struct ConnectionConfig {
     /// dropped.
     pub http2_keepalive: Duration,
     /// Largest header block (names and values, after decoding) answered with anything but a
-    /// 431 `Status`.
+    /// 431 (HTTP/2 advertises it as SETTINGS_MAX_HEADER_LIST_SIZE).
     pub max_header_bytes: usize,
+    /// Connections without a client certificate (in their TLS handshake, or using bearer
+    /// tokens) open at once, in all; beyond it a new connection is closed at once. 0: no bound.
+    pub max_unauthenticated: usize,
+    /// The same, from one source address (behind a load balancer that does not pass the
+    /// client's address on, every connection has the balancer's). 0: no bound.
+    pub max_unauthenticated_per_source: usize,
+    /// TokenReviews a second this replica sends upstream for bearer tokens it has not seen
+    /// lately (beyond it such a request gets a 429); 0: no bound.
+    pub token_review_qps: u32,
+    /// TokenReviews banked for a burst of new tokens.
+    pub token_review_burst: u32,
 }
 
 impl Default for ConnectionConfig {
@@ -232,9 +222,14 @@ impl Default for ConnectionConfig {
         ConnectionConfig {
             tls_handshake_timeout: Duration::from_secs(10),
             header_read_timeout: Duration::from_secs(30),
+            body_read_timeout: Duration::from_secs(60),
             idle_timeout: Duration::from_secs(90),
             http2_keepalive: Duration::from_secs(30),
             max_header_bytes: 256 * 1024,
+            max_unauthenticated: 4096,
+            max_unauthenticated_per_source: 256,
+            token_review_qps: 50,
+            token_review_burst: 100,
         }
     }
 }
@@ -303,6 +298,7 @@ impl ServerConfig {
         for (key, d) in [
             ("tls_handshake_timeout", c.tls_handshake_timeout),
             ("header_read_timeout", c.header_read_timeout),
+            ("body_read_timeout", c.body_read_timeout),
             ("idle_timeout", c.idle_timeout),
             ("http2_keepalive", c.http2_keepalive),
         ] {
@@ -476,7 +472,6 @@ mod tests {
             cert_reload_interval: Duration::from_secs(5),
             shutdown_grace: Duration::from_secs(1),
             serve_threads: 0,
-            front_http2: FrontHttp2::Lean,
             upstream_timeout: Duration::from_secs(60),
             shutdown_delay: Duration::from_secs(0),
             tenant_priority_shares: 0,

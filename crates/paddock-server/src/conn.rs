@@ -1,7 +1,9 @@
 //! One client connection: the TLS handshake (bounded in time), the tenant's connection limit
 //! (the tenant is known from the client certificate once the handshake is done), HTTP/1.1 or
-//! HTTP/2 by ALPN with a header-read timeout, HTTP/2 keep-alive pings, an idle timeout, and a
-//! 431 `Status` for an oversized header block. docs/fairshare.md has the numbers and why.
+//! HTTP/2 by ALPN (both hyper's), a header-read timeout, a first request due within the same
+//! time, HTTP/2 keep-alive pings and abuse limits, an idle timeout, and a 431 `Status` for an
+//! oversized header block. docs/fairshare.md and docs/security.md "Front door" have the
+//! numbers and why.
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -10,7 +12,6 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use std::future::Future;
-use std::pin::Pin;
 
 use crate::auth::Peer;
 use crate::coalesce::Coalescing;
@@ -26,12 +27,11 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 use tokio_rustls::TlsAcceptor;
 
-use crate::config::{FrontHttp2, MAX_HEADER_BYTES_CEILING};
 use crate::error::ServerError;
 use crate::front_streams::{StreamExec, Streams, answers_small};
+use crate::preauth::PreAuthSlot;
 use crate::req_body::ReqBody;
 use crate::state::AppState;
-use paddock_h2::server::{Placement, RecvBody};
 use paddock_upstream::body::ResBody;
 
 /// What the connection is doing: requests whose response is still being sent, and when the
@@ -39,6 +39,9 @@ use paddock_upstream::body::ResBody;
 struct Activity {
     busy: AtomicUsize,
     last: Mutex<Instant>,
+    /// Whether a request has begun on the connection: until one has, the connection is held
+    /// to the header-read timeout instead of the idle timeout (slow or no headers).
+    started: std::sync::atomic::AtomicBool,
     /// Rung when the connection must close after its current response (refused connections).
     close: Notify,
 }
@@ -48,14 +51,18 @@ struct Busy(Arc<Activity>);
 
 impl Activity {
     fn begin(self: &Arc<Self>) -> Busy {
+        self.started.store(true, Ordering::Release);
         self.busy.fetch_add(1, Ordering::AcqRel);
         Busy(self.clone())
     }
 
-    /// When the connection will have been idle for `idle`, as far as is known now.
-    fn idle_deadline(&self, idle: Duration) -> Instant {
+    /// When the connection will have been idle for too long, as far as is known now: `idle`
+    /// after its last request ended, or `first` after it opened if no request has begun.
+    fn idle_deadline(&self, idle: Duration, first: Duration) -> Instant {
         if self.busy.load(Ordering::Acquire) > 0 {
             Instant::now() + idle
+        } else if !self.started.load(Ordering::Acquire) {
+            *self.last.lock() + first
         } else {
             *self.last.lock() + idle
         }
@@ -75,10 +82,20 @@ fn header_bytes(h: &HeaderMap) -> usize {
     h.iter().map(|(k, v)| k.as_str().len() + v.len() + 32).sum()
 }
 
-/// hyper's own bounds sit above the configured one, so that a block between the two gets
-/// paddock's 431 `Status`; beyond them hyper answers a bare 431 (HTTP/1.1) or h2 refuses the
-/// stream.
+/// HTTP/1.1: hyper's read buffer sits above the configured header bound, so that a block
+/// between the two gets paddock's 431 `Status`; beyond it hyper answers a bare 431. HTTP/2
+/// advertises the configured bound itself (SETTINGS_MAX_HEADER_LIST_SIZE): the h2 crate stops
+/// decoding a larger block and answers a bare 431.
 const HYPER_HEADER_SLACK: usize = 64 * 1024;
+/// HTTP/2 streams a client may have open at once (hyper's default, stated).
+const MAX_CONCURRENT_STREAMS: u32 = 200;
+/// Streams a client may open and reset before paddock has accepted them, before the
+/// connection gets GOAWAY ENHANCE_YOUR_CALM (rapid reset, CVE-2023-44487; the h2 crate's
+/// default, stated).
+const MAX_PENDING_ACCEPT_RESET_STREAMS: usize = 20;
+/// Streams paddock may have to reset because of the client's errors, before GOAWAY
+/// ENHANCE_YOUR_CALM (MadeYouReset; the h2 crate's default, stated).
+const MAX_LOCAL_ERROR_RESET_STREAMS: usize = 1024;
 /// Time an idle or refused connection gets to close after it was told to.
 const CLOSE_GRACE: Duration = Duration::from_secs(1);
 /// Header fields per request hyper parses (its default is 100, whose overflow is a bare 431).
@@ -127,7 +144,7 @@ fn http_builder(
         .http1()
         .timer(TokioTimer::new())
         .header_read_timeout(cfg.header_read_timeout)
-        .max_buf_size(MAX_HEADER_BYTES_CEILING + HYPER_HEADER_SLACK)
+        .max_buf_size(cfg.max_header_bytes + HYPER_HEADER_SLACK)
         .max_headers(MAX_HEADER_FIELDS)
         .keep_alive(keep_alive);
     builder
@@ -135,14 +152,15 @@ fn http_builder(
         .timer(TokioTimer::new())
         .keep_alive_interval(cfg.http2_keepalive)
         .keep_alive_timeout(cfg.http2_keepalive)
-        .max_header_list_size(
-            u32::try_from(MAX_HEADER_BYTES_CEILING + HYPER_HEADER_SLACK).unwrap_or(u32::MAX),
-        );
+        .max_concurrent_streams(MAX_CONCURRENT_STREAMS)
+        .max_pending_accept_reset_streams(MAX_PENDING_ACCEPT_RESET_STREAMS)
+        .max_local_error_reset_streams(MAX_LOCAL_ERROR_RESET_STREAMS)
+        .max_header_list_size(u32::try_from(cfg.max_header_bytes).unwrap_or(u32::MAX));
     builder
 }
 
-/// What serves a connection's requests, whichever HTTP server reads them: the refusal of a
-/// connection over its tenant's limit, the 431 of an oversized header block, or the router.
+/// What serves a connection's requests: the refusal of a connection over its tenant's limit,
+/// the 431 of an oversized header block, or the router.
 #[derive(Clone)]
 struct Front {
     state: Arc<AppState>,
@@ -188,43 +206,6 @@ impl Front {
     }
 }
 
-/// The lean HTTP/2 server's view of [`Front`]: small answers in the connection's task,
-/// the rest spawned (`front_streams::answers_small`, as for hyper's streams).
-impl paddock_h2::server::Service for Front {
-    type Body = ResBody;
-    // Boxed once, here: a box is moved as a pointer (the tenant pipeline's own state is boxed
-    // apart where it starts: `stack::serve`).
-    type Future = Pin<Box<dyn Future<Output = Response<ResBody>> + Send>>;
-
-    fn call(&mut self, req: Request<RecvBody>) -> (Self::Future, Placement) {
-        let placement = if answers_small(req.method(), req.uri().path(), req.uri().query()) {
-            Placement::Inline
-        } else {
-            Placement::Spawn
-        };
-        (Box::pin(self.answer(req.map(ReqBody::from))), placement)
-    }
-
-    fn spawn(&self, work: Pin<Box<dyn Future<Output = ()> + Send>>) {
-        // On a per-core serving thread, on the main runtime (`serve_threads`).
-        crate::serve_threads::spawn_heavy(work);
-    }
-}
-
-/// The lean server's settings: hyper's defaults for windows and streams, the same header and
-/// keep-alive bounds.
-fn lean_config(cfg: &crate::config::ConnectionConfig) -> paddock_h2::server::Config {
-    paddock_h2::server::Config {
-        stream_window: 1 << 20,
-        conn_window: 1 << 20,
-        max_concurrent_streams: 200,
-        max_header_list: u32::try_from(MAX_HEADER_BYTES_CEILING + HYPER_HEADER_SLACK)
-            .unwrap_or(u32::MAX),
-        keepalive_interval: Some(cfg.http2_keepalive),
-        keepalive_timeout: cfg.http2_keepalive,
-    }
-}
-
 /// What a connection's owner does next.
 enum Next {
     /// Close gracefully (GOAWAY, or no keep-alive), and stop by the deadline now set.
@@ -245,7 +226,7 @@ impl Lifetime {
     async fn next(&mut self, state: &AppState, activity: &Activity) -> Next {
         let cfg = state.config.connections;
         loop {
-            let idle_at = activity.idle_deadline(cfg.idle_timeout);
+            let idle_at = activity.idle_deadline(cfg.idle_timeout, cfg.header_read_timeout);
             let hard_stop = self
                 .stop_by
                 .unwrap_or_else(|| Instant::now() + cfg.idle_timeout);
@@ -260,7 +241,7 @@ impl Lifetime {
                     return Next::Close;
                 }
                 _ = tokio::time::sleep_until(idle_at), if !closing => {
-                    if activity.idle_deadline(cfg.idle_timeout) <= Instant::now() {
+                    if activity.idle_deadline(cfg.idle_timeout, cfg.header_read_timeout) <= Instant::now() {
                         tracing::debug!("closing an idle connection");
                         self.stop_by = Some(Instant::now() + CLOSE_GRACE);
                         return Next::Close;
@@ -275,12 +256,14 @@ impl Lifetime {
     }
 }
 
-/// Serves one accepted TCP connection to its end.
+/// Serves one accepted TCP connection to its end. `unauthenticated` is its place among the
+/// connections without a client certificate, given back once the handshake shows one.
 pub async fn serve_connection(
     state: Arc<AppState>,
     acceptor: TlsAcceptor,
     tcp: TcpStream,
     remote: SocketAddr,
+    unauthenticated: PreAuthSlot,
 ) {
     let cfg = state.config.connections;
     let tls_stream =
@@ -302,11 +285,15 @@ pub async fn serve_connection(
         .and_then(|certs| certs.first())
         .and_then(|der| paddock_pki::parse_peer_cert(der.as_ref()).ok())
         .map(|cert| Arc::new(Peer::new(cert)));
+    // A connection with a certificate of paddock's CA is no stranger's; its requests are
+    // bounded per tenant (`tenant_permit`).
+    let _unauthenticated = peer.is_none().then_some(unauthenticated);
     let h2 = tls_stream.get_ref().1.alpn_protocol() == Some(b"h2".as_slice());
     let (permit, refused) = tenant_permit(&state, peer.as_deref());
     let activity = Arc::new(Activity {
         busy: AtomicUsize::new(0),
         last: Mutex::new(Instant::now()),
+        started: std::sync::atomic::AtomicBool::new(false),
         close: Notify::new(),
     });
     let keep_alive = refused.is_none();
@@ -317,29 +304,10 @@ pub async fn serve_connection(
         refused,
     };
     let mut life = Lifetime { stop_by: None };
-    if h2 && state.config.front_http2 == FrontHttp2::Lean {
-        let mut conn = paddock_h2::server::Connection::new(tls_stream, lean_config(&cfg), front);
-        loop {
-            tokio::select! {
-                r = &mut conn => {
-                    if let Err(e) = r {
-                        tracing::debug!(%remote, error = %e, "connection ended with an error");
-                    }
-                    break;
-                }
-                next = life.next(&state, &activity) => match next {
-                    Next::Close => conn.graceful_shutdown(),
-                    Next::Stop => break,
-                },
-            }
-        }
-        drop(conn);
-        drop(permit);
-        return;
-    }
     let (mut streams, exec) = Streams::new();
     let svc = {
         let exec = exec.clone();
+        let body_read_timeout = cfg.body_read_timeout;
         service_fn(move |req: Request<Incoming>| {
             if !answers_small(req.method(), req.uri().path(), req.uri().query()) {
                 exec.spawn_next();
@@ -347,7 +315,7 @@ pub async fn serve_connection(
             // Boxed once, here: the request's state machine is otherwise copied each time hyper
             // and tokio move it into the stream's task (docs/performance/sessions-07-10.md,
             // session 9).
-            let answer = front.answer(req.map(ReqBody::from));
+            let answer = front.answer(req.map(|b| ReqBody::new(b, body_read_timeout)));
             Box::pin(async move { Ok::<_, Infallible>(answer.await) })
         })
     };

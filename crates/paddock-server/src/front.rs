@@ -13,6 +13,7 @@ use tokio::sync::Notify;
 use tokio_rustls::TlsAcceptor;
 
 use crate::error::ServerError;
+use crate::preauth::{PreAuth, Refused};
 use crate::serve_threads::ServeThreads;
 use crate::state::AppState;
 
@@ -80,6 +81,8 @@ pub async fn serve(
     tls: Arc<ReloadingTls>,
 ) -> Result<(), ServerError> {
     let open = Arc::new(OpenConnections::default());
+    let cfg = state.config.connections;
+    let strangers = PreAuth::new(cfg.max_unauthenticated, cfg.max_unauthenticated_per_source);
     let shutdown = state.shutdown.clone();
     let mut per_core = match state.config.serve_threads {
         0 => None,
@@ -97,6 +100,19 @@ pub async fn serve(
             },
             _ = shutdown.cancelled() => break,
         };
+        let slot = match strangers.admit(remote.ip()) {
+            Ok(slot) => slot,
+            Err(refused) => {
+                // Closed before any TLS work: a flood of connections costs an accept each.
+                state.metrics.limit_refused(match refused {
+                    Refused::Total => "maxUnauthenticatedConnections",
+                    Refused::Source => "maxUnauthenticatedConnectionsPerSource",
+                });
+                tracing::debug!(%remote, ?refused, "connection refused: too many without a client certificate");
+                drop(tcp);
+                continue;
+            }
+        };
         let _ = tcp.set_nodelay(true);
         let acceptor = tls.acceptor();
         let state = state.clone();
@@ -104,7 +120,7 @@ pub async fn serve(
         let Some(threads) = per_core.as_mut() else {
             tokio::spawn(async move {
                 let _open = open_guard;
-                crate::conn::serve_connection(state, acceptor, tcp, remote).await;
+                crate::conn::serve_connection(state, acceptor, tcp, remote, slot).await;
             });
             continue;
         };
@@ -120,7 +136,7 @@ pub async fn serve(
         threads.spawn(async move {
             let _open = open_guard;
             match TcpStream::from_std(tcp) {
-                Ok(tcp) => crate::conn::serve_connection(state, acceptor, tcp, remote).await,
+                Ok(tcp) => crate::conn::serve_connection(state, acceptor, tcp, remote, slot).await,
                 Err(e) => {
                     tracing::warn!(%remote, error = %e, "serving thread cannot take the connection")
                 }

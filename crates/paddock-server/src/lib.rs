@@ -35,6 +35,7 @@ pub mod metrics;
 pub mod nsmap;
 pub mod outbound;
 pub mod platform_grant;
+pub mod preauth;
 pub mod policy_admin;
 pub mod proxy;
 pub mod quota;
@@ -50,6 +51,7 @@ pub mod state;
 pub mod tasks;
 pub mod templates_api;
 pub mod templates_sync;
+pub mod token_gate;
 pub mod usage;
 
 // The upstream client and the reconciler are crates of their own; their modules keep the

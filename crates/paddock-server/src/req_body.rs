@@ -1,39 +1,47 @@
-//! A request's body as the gateway reads it, whichever HTTP server received it: hyper's
-//! (HTTP/1.1, and HTTP/2 unless the lean front server is on) or paddock's own HTTP/2 server
-//! (`paddock_h2::server`).
+//! A request's body as the gateway reads it: hyper's body (HTTP/1.1 or HTTP/2) held to a
+//! deadline, so that a body trickling in (a byte a second keeps any per-read timeout happy)
+//! is cut once the whole of it is overdue (`body_read_timeout`, docs/security.md "Front door").
 
+use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
 use hyper::body::Incoming;
-use paddock_h2::server::{BodyError, RecvBody};
+use tokio::time::{Instant, Sleep};
 
 /// Why a request body could not be read.
 #[derive(Debug, thiserror::Error)]
 pub enum ReqBodyError {
     #[error(transparent)]
     Hyper(#[from] hyper::Error),
-    #[error(transparent)]
-    Lean(#[from] BodyError),
+    #[error("the request body did not arrive within {}s (body_read_timeout)", .0.as_secs())]
+    TimedOut(Duration),
 }
 
+/// A request's body and the time by which all of it must have arrived.
 #[derive(Debug)]
-pub enum ReqBody {
-    Hyper(Incoming),
-    Lean(RecvBody),
+pub struct ReqBody {
+    inner: Incoming,
+    /// When the request began and how long its body may take.
+    started: Instant,
+    limit: Duration,
+    /// Armed the first time the body is not ready (a body that arrives with its request never
+    /// costs a timer).
+    timer: Option<Pin<Box<Sleep>>>,
 }
 
-impl From<Incoming> for ReqBody {
-    fn from(b: Incoming) -> Self {
-        ReqBody::Hyper(b)
-    }
-}
-
-impl From<RecvBody> for ReqBody {
-    fn from(b: RecvBody) -> Self {
-        ReqBody::Lean(b)
+impl ReqBody {
+    /// `inner`, all of which must arrive within `limit` from now.
+    pub fn new(inner: Incoming, limit: Duration) -> Self {
+        ReqBody {
+            inner,
+            started: Instant::now(),
+            limit,
+            timer: None,
+        }
     }
 }
 
@@ -45,23 +53,25 @@ impl Body for ReqBody {
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, ReqBodyError>>> {
-        match self.get_mut() {
-            ReqBody::Hyper(b) => Pin::new(b).poll_frame(cx).map_err(ReqBodyError::from),
-            ReqBody::Lean(b) => Pin::new(b).poll_frame(cx).map_err(ReqBodyError::from),
+        let this = self.get_mut();
+        if let Poll::Ready(frame) = Pin::new(&mut this.inner).poll_frame(cx) {
+            return Poll::Ready(frame.map(|f| f.map_err(ReqBodyError::from)));
+        }
+        let deadline = this.started + this.limit;
+        let timer = this
+            .timer
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline)));
+        match timer.as_mut().poll(cx) {
+            Poll::Ready(()) => Poll::Ready(Some(Err(ReqBodyError::TimedOut(this.limit)))),
+            Poll::Pending => Poll::Pending,
         }
     }
 
     fn is_end_stream(&self) -> bool {
-        match self {
-            ReqBody::Hyper(b) => b.is_end_stream(),
-            ReqBody::Lean(b) => b.is_end_stream(),
-        }
+        self.inner.is_end_stream()
     }
 
     fn size_hint(&self) -> SizeHint {
-        match self {
-            ReqBody::Hyper(b) => b.size_hint(),
-            ReqBody::Lean(b) => b.size_hint(),
-        }
+        self.inner.size_hint()
     }
 }

@@ -83,9 +83,13 @@ pub struct ServeArgs {
     /// TLS handshake timeout, e.g. 10s.
     #[arg(long, env = "PADDOCK_TLS_HANDSHAKE_TIMEOUT")]
     pub tls_handshake_timeout: Option<String>,
-    /// Time a client has to send a request's headers, e.g. 30s.
+    /// Time a client has to send a request's headers, and a new connection its first
+    /// request, e.g. 30s.
     #[arg(long, env = "PADDOCK_HEADER_READ_TIMEOUT")]
     pub header_read_timeout: Option<String>,
+    /// Time a request's whole body may take to arrive, from the request's start, e.g. 60s.
+    #[arg(long, env = "PADDOCK_BODY_READ_TIMEOUT")]
+    pub body_read_timeout: Option<String>,
     /// A connection with no request in progress is closed after this, e.g. 90s.
     #[arg(long, env = "PADDOCK_IDLE_TIMEOUT")]
     pub idle_timeout: Option<String>,
@@ -95,6 +99,19 @@ pub struct ServeArgs {
     /// Largest request header block; a larger one gets a 431 Status.
     #[arg(long, env = "PADDOCK_MAX_HEADER_BYTES")]
     pub max_header_bytes: Option<usize>,
+    /// Connections without a client certificate open at once (0: no bound; default 4096).
+    #[arg(long, env = "PADDOCK_MAX_UNAUTHENTICATED_CONNECTIONS")]
+    pub max_unauthenticated_connections: Option<usize>,
+    /// The same, from one source address (0: no bound; default 256).
+    #[arg(long, env = "PADDOCK_MAX_UNAUTHENTICATED_CONNECTIONS_PER_SOURCE")]
+    pub max_unauthenticated_connections_per_source: Option<usize>,
+    /// TokenReviews a second sent upstream for bearer tokens not seen lately (0: no bound;
+    /// default 50).
+    #[arg(long, env = "PADDOCK_TOKEN_REVIEW_QPS")]
+    pub token_review_qps: Option<u32>,
+    /// TokenReviews banked for a burst of new tokens (default 100).
+    #[arg(long, env = "PADDOCK_TOKEN_REVIEW_BURST")]
+    pub token_review_burst: Option<u32>,
     /// Work seats of this replica shared fairly among tenants (default 8 per core; 0 turns
     /// the queue off; docs/fairshare.md).
     #[arg(long, env = "PADDOCK_FAIR_QUEUE_SEATS")]
@@ -203,10 +220,6 @@ pub struct ServeArgs {
     /// worker threads (docs/architecture.md "Per-core serving").
     #[arg(long, env = "PADDOCK_SERVE_THREADS", value_parser = clap::value_parser!(u16).range(0..=paddock_server::MAX_SERVING_THREADS as i64))]
     pub serve_threads: Option<u16>,
-    /// The HTTP/2 server of the client connections: `lean` (default: paddock's own) or
-    /// `hyper` (docs/architecture.md "The front connections").
-    #[arg(long, env = "PADDOCK_FRONT_HTTP2", value_parser = ["lean", "hyper"])]
-    pub front_http2: Option<String>,
 
     // ---- Upstream faults and draining ----
     /// Longest wait for the upstream's answer to a short request, e.g. 60s (then 504).
@@ -263,7 +276,6 @@ struct FileConfig {
     log_format: Option<String>,
     shutdown_grace: Option<String>,
     serve_threads: Option<u16>,
-    front_http2: Option<String>,
     tenant_priority_shares: Option<u32>,
     access_log: Option<bool>,
 
@@ -273,9 +285,14 @@ struct FileConfig {
     usage_refresh: Option<String>,
     tls_handshake_timeout: Option<String>,
     header_read_timeout: Option<String>,
+    body_read_timeout: Option<String>,
     idle_timeout: Option<String>,
     http2_keepalive: Option<String>,
     max_header_bytes: Option<usize>,
+    max_unauthenticated_connections: Option<usize>,
+    max_unauthenticated_connections_per_source: Option<usize>,
+    token_review_qps: Option<u32>,
+    token_review_burst: Option<u32>,
     fair_queue_seats: Option<u32>,
     fair_queue_timeout: Option<String>,
     fair_queue_lease: Option<String>,
@@ -443,14 +460,6 @@ pub fn resolve(args: &ServeArgs) -> Result<(ServerConfig, LogFormat)> {
             .serve_threads
             .or(file.serve_threads)
             .map_or_else(default_serve_threads, usize::from),
-        front_http2: args
-            .front_http2
-            .clone()
-            .or(file.front_http2)
-            .as_deref()
-            .unwrap_or("lean")
-            .parse()
-            .map_err(|e: String| anyhow::anyhow!(e))?,
         tenant_priority_shares: args
             .tenant_priority_shares
             .or(file.tenant_priority_shares)
@@ -597,6 +606,12 @@ fn connections(args: &ServeArgs, file: &FileConfig) -> Result<ConnectionConfig> 
             &file.header_read_timeout,
             d.header_read_timeout,
         )?,
+        body_read_timeout: dur(
+            "body_read_timeout",
+            &args.body_read_timeout,
+            &file.body_read_timeout,
+            d.body_read_timeout,
+        )?,
         idle_timeout: dur(
             "idle_timeout",
             &args.idle_timeout,
@@ -613,6 +628,22 @@ fn connections(args: &ServeArgs, file: &FileConfig) -> Result<ConnectionConfig> 
             .max_header_bytes
             .or(file.max_header_bytes)
             .unwrap_or(d.max_header_bytes),
+        max_unauthenticated: args
+            .max_unauthenticated_connections
+            .or(file.max_unauthenticated_connections)
+            .unwrap_or(d.max_unauthenticated),
+        max_unauthenticated_per_source: args
+            .max_unauthenticated_connections_per_source
+            .or(file.max_unauthenticated_connections_per_source)
+            .unwrap_or(d.max_unauthenticated_per_source),
+        token_review_qps: args
+            .token_review_qps
+            .or(file.token_review_qps)
+            .unwrap_or(d.token_review_qps),
+        token_review_burst: args
+            .token_review_burst
+            .or(file.token_review_burst)
+            .unwrap_or(d.token_review_burst),
     })
 }
 

@@ -1,13 +1,8 @@
-//! The serving modes other than the default still serve real clients: a few of the kubectl
+//! The serving mode other than the default still serves real clients: a few of the kubectl
 //! scenarios (reads, writes of every patch type, discovery, logs, exec and attach) and the
-//! kube crate's round trip, against a paddock started with
-//!
-//! - `--front-http2 hyper`: hyper's HTTP/2 server instead of paddock's own
-//!   (docs/architecture.md "The front connections");
-//! - `--serve-threads 0`: connections served on the multi-thread runtime instead of per-core
-//!   serving threads (architecture.md "Per-core serving", the default since session 16).
-//!
-//! Every other suite runs the defaults (the lean front, per-core serving).
+//! kube crate's round trip, against a paddock started with `--serve-threads 0` (connections
+//! served on the multi-thread runtime instead of per-core serving threads; architecture.md
+//! "Per-core serving"). Every other suite runs the default.
 
 use std::path::Path;
 use std::time::Duration;
@@ -16,18 +11,13 @@ use anyhow::{Context, Result, bail, ensure};
 use paddock_e2e::scenario::{self, Env, Status};
 use paddock_e2e::{ControlPlane, Paddock, StoreKind, kube_client};
 
-/// Scenario files run with the fallback front (a sample: the whole suite runs on the default).
+/// Scenario files run in the other mode (a sample: the whole suite runs on the default).
 const SAMPLE: [&str; 4] = [
     "03-configmaps",
     "05-deployments",
     "09-discovery-and-reads",
     "12-streams-on-kwok",
 ];
-
-#[test]
-fn hyper_front_serves_kubectl_and_kube_rs() -> Result<()> {
-    sample_with(&["--front-http2", "hyper"], "paddock-hyper-front")
-}
 
 #[test]
 fn serving_on_the_multi_thread_runtime_serves_kubectl_and_kube_rs() -> Result<()> {
