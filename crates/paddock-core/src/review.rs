@@ -153,14 +153,12 @@ pub fn merge_rules(real: &mut Value, shadow: &Value) {
         if add.is_empty() {
             continue;
         }
-        if !real["status"][key].is_array() {
-            real["status"][key] = json!([]);
-        }
-        if let Some(list) = real["status"][key].as_array_mut() {
-            for r in add {
-                if !list.contains(&r) {
-                    list.push(r);
-                }
+        let Some(list) = status_list(real, key) else {
+            return;
+        };
+        for r in add {
+            if !list.contains(&r) {
+                list.push(r);
             }
         }
     }
@@ -234,12 +232,24 @@ pub fn rules_allow_everything(v: &Value) -> bool {
 /// RoleBinding (cluster-admin) will give there, put first as a cluster lists them.
 pub fn add_admin_rules(v: &mut Value) {
     let rule = json!({"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]});
-    if !v["status"]["resourceRules"].is_array() {
-        v["status"]["resourceRules"] = json!([]);
-    }
-    if let Some(list) = v["status"]["resourceRules"].as_array_mut() {
+    if let Some(list) = status_list(v, "resourceRules") {
         list.insert(0, rule);
     }
+}
+
+/// The array `status.<key>` of a review answer, made (or made an array) where it is not one;
+/// None when the answer or its `status` is not an object: `v["status"][key] = ..` would panic
+/// on those, and such an answer is passed on as it came.
+fn status_list<'a>(v: &'a mut Value, key: &str) -> Option<&'a mut Vec<Value>> {
+    let status = v.as_object_mut()?.entry("status").or_insert(Value::Null);
+    if status.is_null() {
+        *status = json!({});
+    }
+    let list = status.as_object_mut()?.entry(key).or_insert(Value::Null);
+    if !list.is_array() {
+        *list = json!([]);
+    }
+    list.as_array_mut()
 }
 
 #[cfg(test)]
@@ -375,6 +385,26 @@ mod tests {
         add_admin_rules(&mut real);
         assert!(rules_allow_everything(&real));
         assert_eq!(real["status"]["resourceRules"][0]["verbs"], json!(["*"]));
+    }
+
+    /// Answers whose `status` is not an object once panicked (`v["status"][key] = ..`).
+    #[test]
+    fn rules_reviews_of_another_shape_are_left_as_they_are() {
+        let shadow = json!({"status": {"resourceRules": [{"verbs": ["get"]}]}});
+        for odd in [
+            json!([]),
+            json!("x"),
+            json!({"status": "x"}),
+            json!({"status": [1]}),
+        ] {
+            let mut real = odd.clone();
+            merge_rules(&mut real, &shadow);
+            add_admin_rules(&mut real);
+            assert_eq!(real, odd);
+        }
+        let mut real = json!({"status": {"resourceRules": "x"}});
+        merge_rules(&mut real, &shadow);
+        assert_eq!(real, shadow);
     }
 
     #[test]

@@ -151,10 +151,15 @@ impl UsageTally {
         f.running_pods += 1;
         for c in pod["spec"]["containers"].as_array().into_iter().flatten() {
             let r = &c["resources"];
-            f.cpu_requests_millicores += milli(&r["requests"]["cpu"]);
-            f.cpu_limits_millicores += milli(&r["limits"]["cpu"]);
-            f.memory_requests_bytes += whole(&r["requests"]["memory"]);
-            f.memory_limits_bytes += whole(&r["limits"]["memory"]);
+            // Saturating: a tenant's quantities (`8Ei` twice) may sum past `u64::MAX`.
+            let add = |sum: &mut u64, v: u64| *sum = sum.saturating_add(v);
+            add(&mut f.cpu_requests_millicores, milli(&r["requests"]["cpu"]));
+            add(&mut f.cpu_limits_millicores, milli(&r["limits"]["cpu"]));
+            add(
+                &mut f.memory_requests_bytes,
+                whole(&r["requests"]["memory"]),
+            );
+            add(&mut f.memory_limits_bytes, whole(&r["limits"]["memory"]));
         }
     }
 
@@ -167,7 +172,9 @@ impl UsageTally {
         *f.objects
             .entry("persistentvolumeclaims".into())
             .or_default() += 1;
-        f.storage_requests_bytes += whole(&pvc["spec"]["resources"]["requests"]["storage"]);
+        f.storage_requests_bytes = f
+            .storage_requests_bytes
+            .saturating_add(whole(&pvc["spec"]["resources"]["requests"]["storage"]));
     }
 
     /// An object of a counted namespaced resource.
@@ -281,6 +288,32 @@ mod tests {
         assert_eq!(parse_quantity_milli("abc"), None);
         assert_eq!(parse_quantity_milli("-1"), None);
         assert_eq!(parse_quantity_milli("1Xi"), None);
+    }
+
+    /// Quantities a tenant may write (`8Ei` is a valid one) once overflowed the sums (a
+    /// panic in a debug build, a wrapped figure in a release one).
+    #[test]
+    fn huge_quantities_saturate() {
+        let mut t = UsageTally::default();
+        t.add_namespace(
+            &json!({"metadata": {"name": "foofoo-a", "labels": {TENANT_LABEL: "foofoo"}}}),
+        );
+        let huge = json!({"requests": {"cpu": "8Ei", "memory": "8Ei"},
+                          "limits": {"cpu": "8Ei", "memory": "8Ei"}});
+        t.add_pod(
+            &json!({"metadata": {"namespace": "foofoo-a"}, "status": {"phase": "Running"},
+                          "spec": {"containers": [{"resources": huge}, {"resources": huge}]}}),
+        );
+        let pvc = json!({"metadata": {"namespace": "foofoo-a"},
+                         "spec": {"resources": {"requests": {"storage": "8Ei"}}}});
+        t.add_pvc(&pvc);
+        t.add_pvc(&pvc);
+        let f = t.figures("foofoo");
+        assert_eq!(f.cpu_requests_millicores, u64::MAX);
+        assert_eq!(f.cpu_limits_millicores, u64::MAX);
+        assert_eq!(f.memory_requests_bytes, u64::MAX);
+        assert_eq!(f.memory_limits_bytes, u64::MAX);
+        assert_eq!(f.storage_requests_bytes, u64::MAX);
     }
 
     #[test]

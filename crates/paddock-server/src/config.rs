@@ -411,7 +411,11 @@ impl ServerConfig {
 /// block beyond the buffer gets hyper's own bare 431), so it bounds memory per connection.
 pub const MAX_HEADER_BYTES_CEILING: usize = 1 << 20;
 
-/// Parses durations such as `90s`, `15m`, `24h`, `30d`.
+/// The longest duration a setting takes (ten years): deadlines are computed as now + a
+/// setting, which must not overflow the clock.
+pub const MAX_DURATION: Duration = Duration::from_secs(10 * 365 * 86400);
+
+/// Parses durations such as `90s`, `15m`, `24h`, `30d` (at most [`MAX_DURATION`]).
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
     let s = s.trim();
     let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
@@ -419,14 +423,17 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     let n: u64 = num
         .parse()
         .map_err(|_| format!("invalid duration {s:?}: expected e.g. 30s, 15m, 24h, 7d"))?;
-    let secs = match unit {
-        "s" | "" => n,
-        "m" => n * 60,
-        "h" => n * 3600,
-        "d" => n * 86400,
+    let unit_secs = match unit {
+        "s" | "" => 1,
+        "m" => 60,
+        "h" => 3600,
+        "d" => 86400,
         _ => return Err(format!("invalid duration unit in {s:?}: use s, m, h or d")),
     };
-    Ok(Duration::from_secs(secs))
+    n.checked_mul(unit_secs)
+        .map(Duration::from_secs)
+        .filter(|d| *d <= MAX_DURATION)
+        .ok_or_else(|| format!("duration {s:?} is longer than ten years"))
 }
 
 /// Quota settings (config `[quota]`).
@@ -529,6 +536,10 @@ mod tests {
         assert_eq!(parse_duration("2d"), Ok(Duration::from_secs(172800)));
         assert!(parse_duration("1y").is_err());
         assert!(parse_duration("h").is_err());
+        // Deadlines are now + a setting: nothing that could overflow the clock is taken.
+        assert!(parse_duration("200000000000000d").is_err());
+        assert!(parse_duration("18446744073709551615s").is_err());
+        assert_eq!(parse_duration("3650d"), Ok(MAX_DURATION));
     }
 }
 

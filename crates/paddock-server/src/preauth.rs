@@ -77,7 +77,7 @@ impl Drop for PreAuthSlot {
         let mut held = self.owner.held.lock();
         held.total = held.total.saturating_sub(1);
         if let Some(n) = held.by_source.get_mut(&self.source) {
-            *n -= 1;
+            *n = n.saturating_sub(1);
             if *n == 0 {
                 held.by_source.remove(&self.source);
             }

@@ -29,7 +29,14 @@ pub fn normalize_self_review(
     let Ok(mut v) = serde_json::from_slice::<Value>(&body) else {
         return body;
     };
-    let ra = &mut v["spec"]["resourceAttributes"];
+    // `get_mut`, not `&mut v["spec"][..]`, which panics when the body or its `spec` is not an
+    // object (`{"spec": 1}`): such a body goes upstream as it is, to be refused there.
+    let Some(ra) = v
+        .get_mut("spec")
+        .and_then(|s| s.get_mut("resourceAttributes"))
+    else {
+        return body;
+    };
     if !ra.is_object() || ra["namespace"].as_str().unwrap_or("").is_empty() {
         return body;
     }
@@ -160,7 +167,7 @@ pub async fn recheck_self_review(
         match self_review_next(ctx, &answer, facts) {
             ReviewNext::Keep => break,
             ReviewNext::AllowAdmin => {
-                answer["status"] = admin_allowed_status();
+                set_status(&mut answer, admin_allowed_status());
                 break;
             }
             ReviewNext::ProbeNamespace(ns) => {
@@ -180,6 +187,14 @@ pub async fn recheck_self_review(
     }
     let out = serde_json::to_vec(&answer).map_err(|e| ServerError::Internal(e.to_string()))?;
     Ok(bytes::Bytes::from(out))
+}
+
+/// `answer.status = status`. Not `answer["status"] = ..`, which panics on an answer that is
+/// not an object (upstream's, so never in practice): such an answer is left as it came.
+fn set_status(answer: &mut Value, status: Value) {
+    if let Some(m) = answer.as_object_mut() {
+        m.insert("status".into(), status);
+    }
 }
 
 /// Posts one `SelfSubjectAccessReview` (upstream names) as the caller's real or shadow
@@ -303,7 +318,7 @@ async fn recheck_subject_review(
         match self_review_next(ctx, &answer, facts) {
             ReviewNext::Keep => break,
             ReviewNext::AllowAdmin => {
-                answer["status"] = admin_allowed_status();
+                set_status(&mut answer, admin_allowed_status());
                 break;
             }
             ReviewNext::ProbeNamespace(ns) => {
@@ -333,7 +348,7 @@ async fn recheck_subject_review(
                 .await?;
                 match asked {
                     Some(a) => {
-                        answer["status"] = a["status"].clone();
+                        set_status(&mut answer, a["status"].clone());
                         facts.asked_as_shadow = true;
                     }
                     None => break,
@@ -343,4 +358,71 @@ async fn recheck_subject_review(
     }
     let out = serde_json::to_vec(&answer).map_err(|e| ServerError::Internal(e.to_string()))?;
     Ok(bytes::Bytes::from(out))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    /// Self reviews whose body or `spec` is not an object once panicked here
+    /// (`&mut v["spec"]["resourceAttributes"]`); they pass unchanged now.
+    #[test]
+    fn self_review_of_another_shape_passes_unchanged() {
+        let job = crate::proxy::test_support::job(
+            "POST",
+            "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
+        );
+        for body in [
+            &br#"{"apiVersion":"authorization.k8s.io/v1","kind":"SelfSubjectAccessReview","spec":1}"#[..],
+            br#"{"spec":"x"}"#,
+            br#"{"spec":[{"resourceAttributes":{}}]}"#,
+            br#"{"spec":{"resourceAttributes":"x"}}"#,
+            b"[1]",
+            b"7",
+        ] {
+            // What the translation lets through reaches the normalisation.
+            if let Ok((translated, _)) = paddock_core::translate_request_body(
+                &job.ctx,
+                &job.plan,
+                "application/json",
+                body,
+            ) {
+                let _ = normalize_self_review(&job.ctx, &job.plan, translated);
+            }
+            assert_eq!(
+                normalize_self_review(&job.ctx, &job.plan, body.to_vec()),
+                body,
+                "{}",
+                String::from_utf8_lossy(body)
+            );
+        }
+    }
+
+    #[test]
+    fn status_is_set_on_objects_only() {
+        let mut v = serde_json::json!({"spec": {}});
+        set_status(&mut v, serde_json::json!({"allowed": true}));
+        assert_eq!(v["status"]["allowed"], true);
+        for odd in [serde_json::json!([]), serde_json::json!("x"), Value::Null] {
+            let mut v = odd.clone();
+            set_status(&mut v, serde_json::json!({"allowed": true}));
+            assert_eq!(v, odd);
+        }
+    }
+
+    #[test]
+    fn self_review_of_a_cluster_scoped_kind_loses_its_namespace() {
+        let job = crate::proxy::test_support::job(
+            "POST",
+            "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
+        );
+        let body = br#"{"spec":{"resourceAttributes":{"namespace":"foofoo-web","verb":"delete","resource":"nodes"}}}"#;
+        let out = normalize_self_review(&job.ctx, &job.plan, body.to_vec());
+        let v: Value = serde_json::from_slice(&out).unwrap();
+        assert_eq!(
+            v["spec"]["resourceAttributes"],
+            serde_json::json!({"verb": "delete", "resource": "nodes"})
+        );
+    }
 }

@@ -87,7 +87,8 @@ impl Milli {
             base.checked_mul(p).ok_or_else(err)?
         } else {
             let p = 10i128.checked_pow((-exp) as u32).ok_or_else(err)?;
-            (base + p - 1) / p
+            // Rounded up without `base + p - 1`, which overflows for a base near the limit.
+            base / p + i128::from(base % p != 0)
         };
         if value > MAX {
             return Err(err());
@@ -182,6 +183,18 @@ mod tests {
         ] {
             assert!(Milli::parse(s).is_err(), "{s}");
         }
+    }
+
+    /// A mantissa times `Ei` just under `i128::MAX` with a fraction to round away: the
+    /// rounding once overflowed (a panic in a debug build, a wrapped negative quantity in a
+    /// release one).
+    #[test]
+    fn rounding_up_a_huge_quantity_does_not_overflow() {
+        let s = "0.0147573952589676412927Ei";
+        let base = (1u128 << 127) - (1u128 << 60);
+        let want = i128::try_from(base.div_ceil(10u128.pow(19))).unwrap();
+        assert_eq!(Milli::parse(s), Ok(Milli(want)));
+        assert!(Milli::parse("-0.0147573952589676412927Ei").is_ok_and(|m| m.0 == -want));
     }
 
     #[test]

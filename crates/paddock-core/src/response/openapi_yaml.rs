@@ -145,6 +145,7 @@ fn is_yaml_float(s: &str) -> bool {
 
 /// libyaml's analysis of a plain scalar in block context.
 fn plain_allowed(s: &str) -> bool {
+    // `s` is not empty (the one caller returns before), so `b[0]` and `b[b.len() - 1]` hold.
     let b = s.as_bytes();
     if s.starts_with("---") || s.starts_with("...") {
         return false;

@@ -188,7 +188,7 @@ impl<F: FnMut(&[u8]) -> Vec<u8>> ErrorChannelRewriter<F> {
         let is_continuation = opcode == 0;
         if is_continuation && self.collecting_message {
             self.head.clear();
-            if self.msg.len() as u64 + len > MAX_ERROR_MESSAGE as u64 {
+            if (self.msg.len() as u64).saturating_add(len) > MAX_ERROR_MESSAGE as u64 {
                 // Too large after all: send what was collected unchanged, then the rest.
                 self.flush_collected_unchanged(out);
                 out.extend_from_slice(&continuation_header(fin, len));
@@ -391,6 +391,16 @@ mod tests {
         for step in [1, 4, 1000] {
             assert_eq!(run(&input, step), want, "step {step}");
         }
+    }
+
+    /// A continuation announcing a 2^64-1 byte payload once overflowed the size check.
+    #[test]
+    fn huge_continuation_length_passes_through() {
+        let mut input = frame(false, 2, &[ERROR_CHANNEL, b'x']);
+        input.extend_from_slice(&continuation_header(true, u64::MAX));
+        input.extend_from_slice(b"rest");
+        let out = run(&input, 3);
+        assert!(out.ends_with(b"rest"), "{out:?}");
     }
 
     #[test]

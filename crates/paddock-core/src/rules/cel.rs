@@ -76,10 +76,13 @@ pub(crate) fn expression_up(t: &TenantId, expr: &str) -> String {
     for (lo, hi) in code_ranges(expr) {
         let mut i = lo;
         while i < hi {
+            // Bytes, not `&expr[i..end]`: `i` steps byte by byte and may sit inside a
+            // multi-byte character of the tenant's expression. A match starts at an ASCII
+            // byte, a character boundary, so the `&expr[..i]` slices below are safe.
             let found = NAMESPACE_READS.iter().find(|r| {
                 let end = i + r.len();
                 end <= hi
-                    && &expr[i..end] == **r
+                    && b.get(i..end) == Some(r.as_bytes())
                     && (i == 0 || !(is_ident(b[i - 1]) || b[i - 1] == b'.'))
                     && (end == b.len() || !is_ident(b[end]))
                     && !expr[..i].trim_end().ends_with("has(")
@@ -159,5 +162,26 @@ mod tests {
         // escaped quote inside a literal does not end it
         let e = r"'it\'s request.namespace' + request.namespace";
         assert_eq!(expression_up(&t(), e).matches("startsWith").count(), 1);
+    }
+
+    /// A multi-byte character in code (not a literal) once made the scan slice the
+    /// expression inside it (a panic on a tenant's policy body).
+    #[test]
+    fn multibyte_characters_outside_literals_do_not_panic() {
+        for e in [
+            "é == object.metadata.namespace",
+            "ñ request.namespace",
+            "object.metadata.namespace == ü",
+            "€€€€€€€€€€€€€€€€€€€€€€€€€€€",
+        ] {
+            let up = expression_up(&t(), e);
+            assert_eq!(expression_down(&t(), &up), e, "{e}");
+        }
+        assert_eq!(
+            expression_up(&t(), "é == request.namespace")
+                .matches("startsWith")
+                .count(),
+            1
+        );
     }
 }
