@@ -3,7 +3,10 @@
 #   helm   (helm.sh/helm/v3/cmd/helm@$HELM_VERSION)
 #   k9s    (github.com/derailed/k9s@$K9S_VERSION; `go install` of it fails at the proxy, so the
 #           module is downloaded and built in a copy: see /work/shared/research/clients.md)
-# Usage: tools.sh helm|k9s  -> prints the absolute path of the binary on stdout.
+#   h2spec (github.com/summerwind/h2spec/cmd/h2spec@$H2SPEC_VERSION, HTTP/2 conformance; the
+#           module has no go.mod, so it is built from a small wrapper module that pins its
+#           dependencies, H2SPEC_*_VERSION in versions.env)
+# Usage: tools.sh helm|pyprom|k9s|h2spec  -> prints the absolute path of the binary on stdout.
 # The cache lives outside the repo: ${PADDOCK_TESTBED_CACHE:-$HOME/.cache/paddock-testbed}/<tool>-<version>/bin
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -70,9 +73,44 @@ build_k9s() {
   echo "$dir/k9s"
 }
 
+# h2spec v2.2.1 predates modules (a Gopkg.lock, no go.mod: `+incompatible` at the proxy), so a
+# plain `go install pkg@version` resolves its imports at whatever is newest that day. Instead a
+# throwaway wrapper module requires h2spec and its three direct dependencies at the versions of
+# versions.env (their own go.mod files pin the rest) and builds the command from there.
+build_h2spec() {
+  local dir="$CACHE/h2spec-$H2SPEC_VERSION/bin"
+  local stamp="$H2SPEC_VERSION x/net@$H2SPEC_XNET_VERSION cobra@$H2SPEC_COBRA_VERSION color@$H2SPEC_COLOR_VERSION"
+  if [ ! -x "$dir/h2spec" ] || [ "$(cat "$dir/.built-from" 2>/dev/null)" != "$stamp" ]; then
+    mkdir -p "$dir"
+    log "building h2spec $H2SPEC_VERSION from the Go module proxy"
+    (
+      flock 9
+      if [ ! -x "$dir/h2spec" ] || [ "$(cat "$dir/.built-from" 2>/dev/null)" != "$stamp" ]; then
+        local work
+        work="$(mktemp -d)"
+        trap 'rm -rf "$work"' EXIT
+        (
+          cd "$work"
+          export GOTOOLCHAIN=local CGO_ENABLED=0 GOFLAGS="-trimpath -buildvcs=false -mod=mod"
+          go mod init local.test/paddock-h2spec >/dev/null 2>&1
+          go get "github.com/summerwind/h2spec@$H2SPEC_VERSION" \
+            "golang.org/x/net@$H2SPEC_XNET_VERSION" \
+            "github.com/spf13/cobra@$H2SPEC_COBRA_VERSION" \
+            "github.com/fatih/color@$H2SPEC_COLOR_VERSION" >&2
+          go build -o "$dir/h2spec.tmp" github.com/summerwind/h2spec/cmd/h2spec >&2
+        )
+        mv "$dir/h2spec.tmp" "$dir/h2spec"
+        echo "$stamp" >"$dir/.built-from"
+      fi
+    ) 9>"$CACHE/.h2spec.lock"
+  fi
+  echo "$dir/h2spec"
+}
+
 case "${1:-}" in
   helm) build_helm ;;
   pyprom) build_pyprom ;;
   k9s) build_k9s ;;
-  *) echo "usage: tools.sh helm|pyprom|k9s" >&2; exit 2 ;;
+  h2spec) build_h2spec ;;
+  *) echo "usage: tools.sh helm|pyprom|k9s|h2spec" >&2; exit 2 ;;
 esac

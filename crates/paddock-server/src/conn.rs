@@ -12,6 +12,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use std::future::Future;
+use std::pin::Pin;
 
 use crate::auth::Peer;
 use crate::coalesce::Coalescing;
@@ -134,10 +135,14 @@ fn tenant_permit(
 
 /// HTTP/1.1 and HTTP/2 with the connection limits of `cfg` (keep-alive off for a refused
 /// connection); HTTP/2 streams go to `exec`, served in the connection's task (`front_streams`).
+/// A connection whose ALPN chose `h2` speaks HTTP/2 only: a missing or wrong preface is a
+/// connection error (RFC 9113 §3.4), not an HTTP/1.1 request (hyper-util's auto-detection
+/// is for connections without ALPN).
 fn http_builder(
     cfg: &crate::config::ConnectionConfig,
     keep_alive: bool,
     exec: StreamExec,
+    alpn_h2: bool,
 ) -> auto::Builder<StreamExec> {
     let mut builder = auto::Builder::new(exec);
     builder
@@ -156,7 +161,11 @@ fn http_builder(
         .max_pending_accept_reset_streams(MAX_PENDING_ACCEPT_RESET_STREAMS)
         .max_local_error_reset_streams(MAX_LOCAL_ERROR_RESET_STREAMS)
         .max_header_list_size(u32::try_from(cfg.max_header_bytes).unwrap_or(u32::MAX));
-    builder
+    if alpn_h2 {
+        builder.http2_only()
+    } else {
+        builder
+    }
 }
 
 /// What serves a connection's requests: the refusal of a connection over its tenant's limit,
@@ -256,6 +265,44 @@ impl Lifetime {
     }
 }
 
+/// What a served connection's loop needs besides the connection.
+struct Served<'a> {
+    state: &'a AppState,
+    activity: &'a Activity,
+    remote: SocketAddr,
+}
+
+impl Served<'_> {
+    /// Polls `conn` (and its streams) until it ends, closes gracefully with `close` when its
+    /// [`Lifetime`] says so, and drops it when the grace is over. Boxed so that it can be
+    /// dropped (closing the connection) before its streams are let go.
+    async fn drive<C, E>(
+        &self,
+        mut conn: Pin<Box<C>>,
+        close: impl Fn(Pin<&mut C>),
+        streams: &mut Streams,
+    ) where
+        C: Future<Output = Result<(), E>>,
+        E: std::fmt::Display,
+    {
+        let mut life = Lifetime { stop_by: None };
+        loop {
+            tokio::select! {
+                r = streams.serve(conn.as_mut()) => {
+                    if let Err(e) = r {
+                        tracing::debug!(remote = %self.remote, error = %e, "connection ended with an error");
+                    }
+                    break;
+                }
+                next = life.next(self.state, self.activity) => match next {
+                    Next::Close => close(conn.as_mut()),
+                    Next::Stop => break,
+                },
+            }
+        }
+    }
+}
+
 /// Serves one accepted TCP connection to its end. `unauthenticated` is its place among the
 /// connections without a client certificate, given back once the handshake shows one.
 pub async fn serve_connection(
@@ -303,7 +350,6 @@ pub async fn serve_connection(
         activity: activity.clone(),
         refused,
     };
-    let mut life = Lifetime { stop_by: None };
     let (mut streams, exec) = Streams::new();
     let svc = {
         let exec = exec.clone();
@@ -319,26 +365,26 @@ pub async fn serve_connection(
             Box::pin(async move { Ok::<_, Infallible>(answer.await) })
         })
     };
-    let builder = http_builder(&cfg, keep_alive, exec);
-    let conn =
-        builder.serve_connection_with_upgrades(TokioIo::new(Coalescing::new(tls_stream, h2)), svc);
-    // Boxed so that it can be dropped (closing the connection) before its streams are let go.
-    let mut conn = Box::pin(conn);
-    loop {
-        tokio::select! {
-            r = streams.serve(conn.as_mut()) => {
-                if let Err(e) = r {
-                    tracing::debug!(%remote, error = %e, "connection ended with an error");
-                }
-                break;
-            }
-            next = life.next(&state, &activity) => match next {
-                Next::Close => conn.as_mut().graceful_shutdown(),
-                Next::Stop => break,
-            },
-        }
+    let builder = http_builder(&cfg, keep_alive, exec, h2);
+    let io = TokioIo::new(Coalescing::new(tls_stream, h2));
+    let served = Served {
+        state: &state,
+        activity: &activity,
+        remote,
+    };
+    if h2 {
+        // ALPN chose HTTP/2: no upgrades exist there, and hyper-util honours HTTP/2-only only
+        // without them.
+        let conn = Box::pin(builder.serve_connection(io, svc));
+        served
+            .drive(conn, |c| c.graceful_shutdown(), &mut streams)
+            .await;
+    } else {
+        let conn = Box::pin(builder.serve_connection_with_upgrades(io, svc));
+        served
+            .drive(conn, |c| c.graceful_shutdown(), &mut streams)
+            .await;
     }
-    drop(conn);
     streams.finish(CLOSE_GRACE).await;
     drop(permit);
 }

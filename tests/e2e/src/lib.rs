@@ -8,11 +8,13 @@
 //!   paddock's store, members killed and restarted one at a time.
 //! - [`kubectl::Kubectl`]: kubectl with one kubeconfig; failures show command, output, log tail.
 //! - [`scenario`]: `tests/e2e/scenarios/*.yaml` and their runner.
-//! - [`tools`]: Go programs of the repository and helm, built cache-aware.
+//! - [`tools`]: Go programs of the repository, helm and h2spec, built cache-aware.
+//! - [`h2_attack`]: a raw-frame HTTP/2 client over TLS for the front door's abuse test.
 
 pub mod cred;
 pub mod etcd_cluster;
 pub mod guard_check;
+pub mod h2_attack;
 pub mod ha;
 pub mod http;
 pub mod identity_check;

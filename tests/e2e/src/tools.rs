@@ -84,6 +84,12 @@ pub fn helm() -> Result<PathBuf> {
     testbed_tool("helm")
 }
 
+/// h2spec, the HTTP/2 conformance suite (tests/testbed/tools.sh h2spec: built from the Go
+/// module proxy with its dependencies pinned, cached).
+pub fn h2spec() -> Result<PathBuf> {
+    testbed_tool("h2spec")
+}
+
 /// A Python with prometheus_client from PyPI (tests/testbed/tools.sh pyprom: a cached venv),
 /// the metering test's Prometheus exposition parser.
 pub fn pyprom() -> Result<PathBuf> {
