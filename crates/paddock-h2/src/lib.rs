@@ -3,10 +3,13 @@
 //!
 //! - [`frame`] and [`hpack`]: the frame codec and header compression.
 //! - [`client`]: the short upstream requests.
+//! - `fuzzing` (hidden): the entry points of the fuzz targets (`fuzz/`) and their corpus replay.
 //!
 //! Module layers (no cycles): `frame`, `hpack` (leaves) <- `client`.
 
 pub mod client;
 pub mod frame;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod hpack;
 mod shared;

@@ -22,7 +22,7 @@
 //! `keepalive_timeout`); RST_STREAM; GOAWAY. Not supported: server push (a protocol error),
 //! sending priorities, Huffman-coding of what is sent (`hpack/encoder.rs`).
 
-mod recv;
+pub(crate) mod recv;
 mod state;
 mod task;
 
@@ -218,6 +218,13 @@ impl SendRequest {
         };
         let head = poll_fn(|cx| stream.shared.lock().poll_head(cx, id)).await?;
         Ok((head, stream))
+    }
+}
+
+impl SendRequest {
+    /// How many streams were opened on the connection (for the fuzz targets).
+    pub(crate) fn opened(&self) -> u32 {
+        self.shared.lock().next_id / 2
     }
 }
 

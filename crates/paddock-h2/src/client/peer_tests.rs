@@ -403,3 +403,60 @@ async fn an_answer_head_past_its_deadline_cancels_the_stream_and_times_out() {
         other => panic!("{other:?}"),
     }
 }
+
+/// Issue 34: a header block with more distinct names than an `http::HeaderMap` holds
+/// (24,576) within the header-list limit fails its stream (RST_STREAM PROTOCOL_ERROR, the
+/// request sees `Malformed`), panics nothing, and leaves the connection usable.
+#[tokio::test]
+async fn more_distinct_header_names_than_a_header_map_holds_fail_the_stream() {
+    const NAMES: usize = 30_000;
+    let mut c = cfg();
+    c.max_header_list = 4 * 1024 * 1024;
+    let (ours, io) = tokio::io::duplex(1024 * 1024);
+    let send = client(ours, c);
+    let server = tokio::spawn(async move {
+        let mut p = Peer::accept(io, vec![]).await;
+        let id = p.headers().await;
+        let mut raw = Vec::new();
+        let start = frame::start_headers(&mut raw);
+        raw.push(0x88);
+        for i in 0..NAMES {
+            // Literal without indexing, new name `x<i>`, empty value.
+            raw.push(0x00);
+            crate::hpack::put_str(&mut raw, format!("x{i}").as_bytes());
+            crate::hpack::put_str(&mut raw, b"");
+        }
+        frame::finish_headers(&mut raw, start, id, true, frame::DEFAULT_MAX_FRAME);
+        p.send_raw(&raw).await;
+        let rst = p.until(|f| matches!(f, Frame::RstStream { .. })).await;
+        let next = p.headers().await;
+        p.send(Frame::Headers {
+            stream: next,
+            end_stream: true,
+            end_headers: true,
+            block: block(OK),
+        })
+        .await;
+        (id, rst, p)
+    });
+    let e = within(send.send(&get("/many"), Bytes::new()))
+        .await
+        .err()
+        .unwrap();
+    assert!(
+        matches!(&e, Error::Malformed(m) if m.contains("header map")),
+        "{e:?}"
+    );
+    let (resp, _) = within(send.send(&get("/after"), Bytes::new()))
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    let (id, rst, _peer) = within(server).await.unwrap();
+    assert_eq!(
+        rst,
+        Frame::RstStream {
+            stream: id,
+            code: reason::PROTOCOL_ERROR
+        }
+    );
+}

@@ -18,33 +18,51 @@ pub(super) use crate::shared::{ConnError, protocol};
 
 /// A decoded header block: `:status` and the regular fields, or what was wrong with it (a
 /// stream error).
-pub(super) struct Fields {
-    status: Option<StatusCode>,
-    headers: HeaderMap,
-    bad: Option<String>,
+pub(crate) struct Fields {
+    pub(crate) status: Option<StatusCode>,
+    pub(crate) headers: HeaderMap,
+    pub(crate) bad: Option<String>,
 }
 
-/// Decodes a header block (outside the lock); an HPACK error is a connection error.
-pub(super) fn decode(d: &mut Decoder, block: &Bytes, max_list: usize) -> Result<Fields, ConnError> {
+/// Decodes a header block (outside the lock); an HPACK error is a connection error. What
+/// the peer may make a stream error (a bad field, a list past `max_list`, more fields than
+/// a `HeaderMap` holds) is one, whatever the block: nothing here panics on the peer's bytes.
+pub(crate) fn decode(d: &mut Decoder, block: &[u8], max_list: usize) -> Result<Fields, ConnError> {
     let mut f = Fields {
         status: None,
         headers: HeaderMap::with_capacity(16),
         bad: None,
     };
-    let got = d.decode(block, max_list, |name, value| match name {
-        Name::Pseudo(p) if &p[..] == b":status" && f.status.is_none() => {
-            match StatusCode::from_bytes(&value) {
-                Ok(s) => f.status = Some(s),
-                Err(_) => f.bad = Some("bad :status".into()),
-            }
+    let got = d.decode(block, max_list, |name, value| {
+        if f.bad.is_some() {
+            // The stream fails anyway: keep decoding (the table stays in step), keep nothing.
+            return;
         }
-        Name::Pseudo(p) => f.bad = Some(format!("pseudo-header {:?}", String::from_utf8_lossy(&p))),
-        Name::Header(h) => match HeaderValue::from_maybe_shared(value) {
-            Ok(v) => {
-                f.headers.append(h, v);
+        match name {
+            Name::Pseudo(p) if &p[..] == b":status" && f.status.is_none() => {
+                match StatusCode::from_bytes(&value) {
+                    Ok(s) => f.status = Some(s),
+                    Err(_) => f.bad = Some("bad :status".into()),
+                }
             }
-            Err(_) => f.bad = Some(format!("invalid value of {h}")),
-        },
+            Name::Pseudo(p) => {
+                f.bad = Some(format!("pseudo-header {:?}", String::from_utf8_lossy(&p)));
+            }
+            // `value` holds just the field's octets (the decoder copied them out of the block),
+            // so the `HeaderValue` made from it without a copy pins nothing else.
+            Name::Header(h) => match HeaderValue::from_maybe_shared(value) {
+                Ok(v) => {
+                    if f.headers.try_append(h, v).is_err() {
+                        f.bad = Some(format!(
+                            "more header fields than a header map holds ({})",
+                            f.headers.len()
+                        ));
+                        f.headers.clear();
+                    }
+                }
+                Err(_) => f.bad = Some(format!("invalid value of {h}")),
+            },
+        }
     });
     match got {
         Ok(()) => Ok(f),
@@ -205,7 +223,7 @@ impl State {
         }
         // Padding is consumed as it arrives; the data as the request reads it.
         let pad = (flow - data.len()) as u32;
-        s.recv.unreleased += pad;
+        s.recv.unreleased = s.recv.unreleased.saturating_add(pad);
         if !data.is_empty() {
             s.buffered += data.len();
             s.data.push(data);

@@ -2,8 +2,10 @@
 //!
 //! Entries keep their name as an `http::HeaderName` (made once, when the entry is added), so
 //! that an indexed field (most of an apiserver's answer once its table is warm) costs a
-//! reference-count increment, not a parse and an allocation; values are `Bytes`, sliced from
-//! the header block when not Huffman-coded.
+//! reference-count increment, not a parse and an allocation. Every string literal (name or
+//! value, raw or Huffman-coded) is copied out of the header block into a `Bytes` of just its
+//! octets: neither a decoded field nor a table entry keeps the block it came in alive
+//! (issue 34: zero-copy slices of ~1 MB blocks, held by tiny table entries, pinned tens of MiB).
 
 use std::sync::LazyLock;
 
@@ -11,6 +13,9 @@ use bytes::Bytes;
 use http::HeaderName;
 
 use super::{DynamicTable, HpackError, STATIC_TABLE, TableEntry, entry_size, get_int, huffman};
+
+/// The Huffman scratch buffer is dropped after a string that grew it past this.
+const SCRATCH_KEEP: usize = 16 * 1024;
 
 /// A field's name: a pseudo-header (`:status`...) or a regular header.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -21,6 +26,7 @@ pub enum Name {
 
 impl Name {
     fn parse(b: Bytes) -> Result<Name, HpackError> {
+        // `b` is already a copy of just the name's octets (`Decoder::string`).
         if b.first() == Some(&b':') {
             return Ok(Name::Pseudo(b));
         }
@@ -80,15 +86,14 @@ impl Decoder {
     /// is then reported as [`HpackError::TooLarge`].
     pub fn decode(
         &mut self,
-        block: &Bytes,
+        block: &[u8],
         max_list: usize,
         mut emit: impl FnMut(Name, Bytes),
     ) -> Result<(), HpackError> {
         let mut pos = 0;
         let mut list = 0usize;
         let mut fields = 0usize;
-        while pos < block.len() {
-            let b = block[pos];
+        while let Some(&b) = block.get(pos) {
             if b & 0xe0 == 0x20 {
                 if fields > 0 {
                     return Err(HpackError::LateSizeUpdate);
@@ -102,7 +107,7 @@ impl Decoder {
             }
             fields += 1;
             let (name, value) = self.field(block, &mut pos)?;
-            list += entry_size(name.len(), value.len());
+            list = list.saturating_add(entry_size(name.len(), value.len()));
             if list <= max_list {
                 emit(name, value);
             }
@@ -114,8 +119,8 @@ impl Decoder {
     }
 
     /// The field at `*pos` (not a size update), added to the table when it says so.
-    fn field(&mut self, block: &Bytes, pos: &mut usize) -> Result<(Name, Bytes), HpackError> {
-        let b = block[*pos];
+    fn field(&mut self, block: &[u8], pos: &mut usize) -> Result<(Name, Bytes), HpackError> {
+        let b = *block.get(*pos).ok_or(HpackError::Truncated)?;
         if b & 0x80 != 0 {
             let index = get_int(block, pos, 7)?;
             return self.entry(index);
@@ -147,27 +152,43 @@ impl Decoder {
         found.cloned().ok_or(HpackError::BadIndex(index))
     }
 
-    /// A string literal at `*pos`: a slice of the block, or its Huffman decoding.
-    fn string(&mut self, block: &Bytes, pos: &mut usize) -> Result<Bytes, HpackError> {
+    /// A string literal at `*pos`: a copy of its octets, or of its Huffman decoding (never a
+    /// slice of the block).
+    fn string(&mut self, block: &[u8], pos: &mut usize) -> Result<Bytes, HpackError> {
         let huffman = block.get(*pos).ok_or(HpackError::Truncated)? & 0x80 != 0;
         let len = get_int(block, pos, 7)?;
         let end = pos.checked_add(len).ok_or(HpackError::Truncated)?;
-        if end > block.len() {
-            return Err(HpackError::Truncated);
-        }
-        let raw = block.slice(*pos..end);
+        let raw = block.get(*pos..end).ok_or(HpackError::Truncated)?;
         *pos = end;
         if !huffman {
-            return Ok(raw);
+            return Ok(Bytes::copy_from_slice(raw));
         }
         self.scratch.clear();
-        huffman::decode(&raw, &mut self.scratch)?;
-        Ok(Bytes::copy_from_slice(&self.scratch))
+        let decoded =
+            huffman::decode(raw, &mut self.scratch).map(|()| Bytes::copy_from_slice(&self.scratch));
+        if self.scratch.capacity() > SCRATCH_KEEP {
+            self.scratch = Vec::new();
+        }
+        decoded.map_err(HpackError::from)
     }
 
-    #[cfg(test)]
+    /// The dynamic table's size (the sum of its entries' sizes).
     pub fn table_size(&self) -> usize {
         self.table.size()
+    }
+
+    /// Checks the dynamic table's bookkeeping: its size is the sum of its entries' sizes,
+    /// within its maximum, itself within what this side allowed (for the fuzz targets).
+    pub fn check_table(&self) -> Result<(), String> {
+        self.table.check()?;
+        if self.table.max() > self.limit {
+            return Err(format!(
+                "table maximum {} above the limit {}",
+                self.table.max(),
+                self.limit
+            ));
+        }
+        Ok(())
     }
 }
 

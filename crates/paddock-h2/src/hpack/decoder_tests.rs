@@ -187,3 +187,30 @@ fn malformed_blocks_are_errors_not_panics() {
     );
     assert_eq!(d.table_size(), 54);
 }
+
+#[test]
+fn names_and_values_are_copies_not_slices_of_the_block() {
+    let mut d = Decoder::new(4096);
+    // A literal with a new name, indexed (raw), and one Huffman-coded (C.4's third block).
+    let block = hex(
+        "400a 6375 7374 6f6d 2d6b 6579 0c63 7573 746f 6d2d 7661 6c75 65 \
+         0088 25a8 49e9 5ba9 7d7f 8925 a849 e95b b8e8 b4bf",
+    );
+    let range = block.as_ptr() as usize..block.as_ptr() as usize + block.len();
+    let mut got = Vec::new();
+    d.decode(&block, 1 << 20, |n, v| got.push((n, v))).unwrap();
+    assert_eq!(got.len(), 2);
+    for (n, v) in &got {
+        assert!(!range.contains(&(v.as_ptr() as usize)), "{n:?}: {v:?}");
+        assert_eq!(v.len(), "custom-value".len());
+    }
+    let before = block.as_ptr();
+    drop(block);
+    // The table's entry is its own copy too: indexed afterwards, it is intact.
+    let mut again = Vec::new();
+    d.decode(&hex("be"), 1 << 20, |n, v| again.push((n, v)))
+        .unwrap();
+    assert_eq!(&again[0].1[..], b"custom-value");
+    assert_ne!(again[0].1.as_ptr(), before);
+    d.check_table().unwrap();
+}

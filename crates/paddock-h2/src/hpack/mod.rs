@@ -164,6 +164,29 @@ impl<E: TableEntry> DynamicTable<E> {
         self.entries.push_front(entry);
     }
 
+    /// Checks the bookkeeping: the size is the sum of the entries' sizes and within the
+    /// maximum.
+    pub fn check(&self) -> Result<(), String> {
+        let sum: usize = self
+            .entries
+            .iter()
+            .map(|e| {
+                let (name, value) = e.lens();
+                entry_size(name, value)
+            })
+            .sum();
+        if sum != self.size {
+            return Err(format!("table size {} but entries sum to {sum}", self.size));
+        }
+        if self.size > self.max {
+            return Err(format!(
+                "table size {} above its maximum {}",
+                self.size, self.max
+            ));
+        }
+        Ok(())
+    }
+
     /// Evicts the oldest entries until `room` more bytes fit.
     fn evict(&mut self, room: usize) {
         while self.size + room > self.max {
@@ -214,7 +237,9 @@ pub fn get_int(src: &[u8], pos: &mut usize, n: u32) -> Result<usize, HpackError>
         if shift > 28 {
             return Err(HpackError::Overflow);
         }
-        value += usize::from(b & 0x7f) << shift;
+        value = value
+            .checked_add(usize::from(b & 0x7f) << shift)
+            .ok_or(HpackError::Overflow)?;
         shift += 7;
         if b & 0x80 == 0 {
             return Ok(value);
