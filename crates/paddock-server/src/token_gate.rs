@@ -77,7 +77,10 @@ pub fn check(key: &[u8; 32], qps: u32, burst: u32) -> Gate {
     let now = Instant::now();
     let mut guard = memory().lock();
     let m = &mut *guard;
-    for (map, ttl) in [(&mut m.accepted, ACCEPTED_TTL), (&mut m.refused, REFUSED_TTL)] {
+    for (map, ttl) in [
+        (&mut m.accepted, ACCEPTED_TTL),
+        (&mut m.refused, REFUSED_TTL),
+    ] {
         match map.get(key) {
             Some((review, at)) if now.duration_since(*at) < ttl => {
                 return Gate::Known(review.clone());
@@ -135,12 +138,24 @@ mod tests {
     #[test]
     fn unknown_tokens_are_rate_bounded_and_refusals_remembered() {
         // Keys of this test only (the memory is the process's).
-        let key = |i: u8| [i, 0xee, 0x7e, 0x57, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1];
+        let key = |i: u8| {
+            [
+                i, 0xee, 0x7e, 0x57, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+                0, 0, 0, 0, 0, 0, 1,
+            ]
+        };
         // A rate of 1 a second with 3 banked: at most a few reviews, then Busy.
         let outcomes: Vec<Gate> = (0..20).map(|i| check(&key(i), 1, 3)).collect();
         let reviews = outcomes.iter().filter(|g| **g == Gate::Review).count();
-        assert!((1..=4).contains(&reviews), "{reviews} reviews of 20 unknown tokens");
-        assert!(outcomes.iter().any(|g| matches!(g, Gate::Busy(s) if *s >= 1)));
+        assert!(
+            (1..=4).contains(&reviews),
+            "{reviews} reviews of 20 unknown tokens"
+        );
+        assert!(
+            outcomes
+                .iter()
+                .any(|g| matches!(g, Gate::Busy(s) if *s >= 1))
+        );
         remember(key(200), Err("the bearer token is not valid".into()));
         assert_eq!(
             check(&key(200), 1, 3),
