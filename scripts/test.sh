@@ -5,7 +5,10 @@
 #   - haproxy (Debian package, the load balancer of the HA test, tests/e2e/tests/ha.rs) when missing
 #   - python3-venv (Debian package) when missing: the client suite (tests/e2e/tests/clients.rs)
 #     makes a venv with the `kubernetes` Python client from PyPI under target/
-#   - the control plane binaries (tests/testbed/build.sh; cached outside the repo)
+#   - the real node's Debian packages (scripts/install-node.sh): containerd, runc, CNI plugins,
+#     iptables, socat, buildah, busybox-static
+#   - the control plane and real node binaries (tests/testbed/build.sh --node) and the node's
+#     images (tests/testbed/images.sh); cached outside the repo
 set -euo pipefail
 cd "$(dirname "$0")/.."
 t0=$SECONDS
@@ -19,6 +22,7 @@ if ! command -v protoc >/dev/null 2>&1 || [ ! -f /usr/include/google/protobuf/de
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq protobuf-compiler libprotobuf-dev >/dev/null
 fi
 bash scripts/install-haproxy.sh
+bash scripts/install-node.sh
 if ! python3 -c 'import ensurepip, venv' >/dev/null 2>&1; then
   echo "installing python3-venv for the Python client of tests/e2e/tests/clients.rs"
   if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
@@ -28,7 +32,8 @@ fi
 command -v go >/dev/null 2>&1 || { echo "Go is required to build the test control plane" >&2; exit 1; }
 
 step "control plane binaries (cached in ${PADDOCK_TESTBED_CACHE:-$HOME/.cache/paddock-testbed})"
-bash tests/testbed/build.sh
+bash tests/testbed/build.sh --node
+bash tests/testbed/images.sh
 
 step "cargo fmt --check"
 cargo fmt --all -- --check

@@ -3,6 +3,8 @@
 #   kube-apiserver, kube-controller-manager, kube-scheduler  (k8s.io/kubernetes via a wrapper module)
 #   etcd                                                       (go.etcd.io/etcd/server/v3 via a wrapper module)
 #   kwok                                                       (sigs.k8s.io/kwok, go install)
+#   kubelet, kube-proxy (only with --node)                   (the real node, node.sh)
+#   metrics-server (only with --node)                         (sigs.k8s.io/metrics-server, go install)
 #   e2e-apimachinery.test (only with --e2e)                    (slim conformance binary)
 #   e2e-conformance.test (only with --e2e-full)                (every sig's [Conformance] tests)
 # Everything comes from the Go module proxy. The cache lives outside the repo:
@@ -14,10 +16,11 @@ HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=versions.env
 source "$HERE/versions.env"
 CACHE="${PADDOCK_TESTBED_CACHE:-$HOME/.cache/paddock-testbed}"
-WANT_E2E=0; WANT_E2E_FULL=0; PRINT_ENV=0
+WANT_E2E=0; WANT_E2E_FULL=0; WANT_NODE=0; PRINT_ENV=0
 for a in "$@"; do
   case "$a" in
     --e2e) WANT_E2E=1 ;;
+    --node) WANT_NODE=1 ;;
     --e2e-full) WANT_E2E=1; WANT_E2E_FULL=1 ;;
     --print-env) PRINT_ENV=1 ;;
     *) echo "build.sh: unknown argument $a" >&2; exit 2 ;;
@@ -96,6 +99,42 @@ GOSRC
     k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kube-scheduler
   "$K8S_DIR/bin.tmp/kube-apiserver" --version >&2
   mv -f "$K8S_DIR/bin.tmp/"* "$K8S_DIR/bin/" && rmdir "$K8S_DIR/bin.tmp"
+}
+
+# The real node (issue 35): kubelet and kube-proxy of the same release as the control plane, in a
+# wrapper module of their own (the servers' go.mod stays as is; the module cache is shared).
+NODE_DIR="$CACHE/node-$K8S_VERSION"
+build_node() {
+  [ -x "$NODE_DIR/bin/kubelet" ] && [ -x "$NODE_DIR/bin/kube-proxy" ] && return 0
+  log "building kubelet, kube-proxy $K8S_VERSION into $NODE_DIR (cold: ~5-10 min after the control plane)"
+  mkdir -p "$NODE_DIR/src" "$NODE_DIR/bin"; cd "$NODE_DIR/src"
+  k8s_wrapper_gomod local.test/paddock-node
+  cat > tools.go <<'GOSRC'
+//go:build tools
+
+package tools
+
+import (
+	_ "k8s.io/kubernetes/cmd/kube-proxy/app"
+	_ "k8s.io/kubernetes/cmd/kubelet/app"
+)
+GOSRC
+  go mod tidy
+  rm -rf "$NODE_DIR/bin.tmp"; mkdir -p "$NODE_DIR/bin.tmp"
+  go build -tags=selinux,notest,grpcnotrace -ldflags "$(k8s_ldflags)" -o "$NODE_DIR/bin.tmp/" \
+    k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kube-proxy
+  "$NODE_DIR/bin.tmp/kubelet" --version >&2
+  mv -f "$NODE_DIR/bin.tmp/"* "$NODE_DIR/bin/" && rmdir "$NODE_DIR/bin.tmp"
+}
+
+METRICS_DIR="$CACHE/metrics-server-$METRICS_SERVER_VERSION"
+build_metrics_server() {
+  [ -x "$METRICS_DIR/bin/metrics-server" ] && return 0
+  log "building metrics-server $METRICS_SERVER_VERSION into $METRICS_DIR"
+  mkdir -p "$METRICS_DIR/bin"; rm -rf "$METRICS_DIR/bin.tmp"
+  GOBIN="$METRICS_DIR/bin.tmp" go install -ldflags "-s -w" "sigs.k8s.io/metrics-server/cmd/metrics-server@$METRICS_SERVER_VERSION"
+  "$METRICS_DIR/bin.tmp/metrics-server" --version >&2 || true
+  mv -f "$METRICS_DIR/bin.tmp/metrics-server" "$METRICS_DIR/bin/metrics-server" && rmdir "$METRICS_DIR/bin.tmp"
 }
 
 build_etcd() {
@@ -186,11 +225,13 @@ print_env() {
   echo "PADDOCK_ETCD_BIN=$ETCD_DIR/bin"
   echo "PADDOCK_KWOK_BIN=$KWOK_DIR/bin"
   if [ "$WANT_E2E" = 1 ]; then echo "PADDOCK_E2E_BIN=$E2E_DIR/bin"; fi
+  if [ "$WANT_NODE" = 1 ]; then echo "PADDOCK_NODE_BIN=$NODE_DIR/bin"; echo "PADDOCK_METRICS_SERVER_BIN=$METRICS_DIR/bin"; fi
 }
 all_present() {
   [ -x "$K8S_DIR/bin/kube-apiserver" ] && [ -x "$K8S_DIR/bin/kube-controller-manager" ] \
     && [ -x "$K8S_DIR/bin/kube-scheduler" ] && [ -x "$ETCD_DIR/bin/etcd" ] && [ -x "$KWOK_DIR/bin/kwok" ] \
     && { [ "$WANT_E2E" = 0 ] || [ -x "$E2E_DIR/bin/e2e-apimachinery.test" ]; } \
+    && { [ "$WANT_NODE" = 0 ] || { [ -x "$NODE_DIR/bin/kube-proxy" ] && [ -x "$METRICS_DIR/bin/metrics-server" ]; }; } \
     && { [ "$WANT_E2E_FULL" = 0 ] || e2e_full_current; }
 }
 # Fast path: everything asked for is cached (binaries are moved into place only when complete),
@@ -204,6 +245,7 @@ fi
 mkdir -p "$CACHE"
 if [ ! -x "$K8S_DIR/bin/kube-apiserver" ] || [ ! -x "$ETCD_DIR/bin/etcd" ] || [ ! -x "$KWOK_DIR/bin/kwok" ] \
    || { [ "$WANT_E2E" = 1 ] && [ ! -x "$E2E_DIR/bin/e2e-apimachinery.test" ]; } \
+   || { [ "$WANT_NODE" = 1 ] && { [ ! -x "$NODE_DIR/bin/kube-proxy" ] || [ ! -x "$METRICS_DIR/bin/metrics-server" ]; }; } \
    || { [ "$WANT_E2E_FULL" = 1 ] && ! e2e_full_current; }; then
   need_go
 fi
@@ -216,6 +258,8 @@ fi
 timed etcd build_etcd
 timed kwok build_kwok
 timed kubernetes build_k8s
+[ "$WANT_NODE" = 1 ] && timed node build_node
+[ "$WANT_NODE" = 1 ] && timed metrics-server build_metrics_server
 [ "$WANT_E2E" = 1 ] && timed e2e build_e2e
 [ "$WANT_E2E_FULL" = 1 ] && timed e2e-full build_e2e_full
 if [ "$PRINT_ENV" = 1 ]; then print_env; fi

@@ -19,7 +19,7 @@ signal() { # signal SIG PID: the process group it leads, else the process
   if [ "$(ps -o pgid= -p "$2" 2>/dev/null | tr -d ' ')" = "$2" ]; then kill -s "$1" -- "-$2" 2>/dev/null; fi
   kill -s "$1" "$2" 2>/dev/null
 }
-KNOWN=" up.sh reaper kwok kube-scheduler kube-controller-manager kube-apiserver etcd paddock-etcd egress-proxy pf-target "
+KNOWN=" up.sh reaper kubelet kube-proxy containerd node-egress node-api-svc node-api-ns node-api-host kwok kube-scheduler kube-controller-manager kube-apiserver etcd paddock-etcd egress-proxy pf-target "
 stop() { # stop NAME... : TERM, wait, KILL for the named entries of the pids file
          # (no names: every entry; "--others": entries not started by up.sh, e.g. paddock)
   local want=" $* " name pid start left deadline
@@ -55,11 +55,44 @@ selected() { # selected WANT NAME
     *) [[ "$1" == *" $2 "* ]] ;;
   esac
 }
+# The real node (node.sh): its kubelet and kube-proxy, then every process of its pods (by the
+# node's cgroup root), containerd's shims, containerd, the unix-socket bridges; then the mounts
+# the kubelet and containerd made under <dir>/node, the network namespace and the cgroups.
+node_down() {
+  local n="$DIR/node" ns root h pids
+  [ -d "$n" ] || return 0
+  stop kubelet kube-proxy
+  root="$(cat "$n/cgroup-root" 2>/dev/null)"
+  if [ -n "$root" ]; then
+    for _ in 1 2 3; do
+      pids="$(cat /sys/fs/cgroup/pids"$root"/cgroup.procs /sys/fs/cgroup/pids"$root"/*/cgroup.procs \
+              /sys/fs/cgroup/pids"$root"/*/*/cgroup.procs /sys/fs/cgroup/pids"$root"/*/*/*/cgroup.procs 2>/dev/null)"
+      [ -n "$pids" ] || break
+      kill -KILL $pids 2>/dev/null; sleep 0.2
+    done
+  fi
+  pkill -KILL -f -- "-address $n/containerd.sock" 2>/dev/null
+  stop containerd node-egress node-api-svc node-api-ns node-api-host
+  # deepest mounts first; a lazy unmount for anything still busy
+  grep -F " $n/" /proc/self/mountinfo | awk '{print $5}' | sort -r | while read -r m; do
+    umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null
+  done
+  ns="$(cat "$n/netns" 2>/dev/null)"
+  [ -n "$ns" ] && ip netns delete "$ns" 2>/dev/null
+  if [ -n "$root" ]; then
+    for h in /sys/fs/cgroup/*/; do
+      [ -d "$h${root#/}" ] && find "$h${root#/}" -depth -type d -exec rmdir {} + 2>/dev/null
+    done
+  fi
+  return 0
+}
+
 # A startup still in progress first (so that it starts nothing more), then the reaper, then the
 # clients of the apiserver (paddock, kwok, scheduler, controller manager), the apiserver, and the
 # stores last.
 stop up.sh
 stop reaper
+node_down
 stop --others            # processes the harness recorded (paddock): clients of the apiserver
 stop kwok kube-scheduler kube-controller-manager
 stop kube-apiserver

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The test bed's egress guard: a loopback-only HTTP CONNECT proxy on a unix socket.
 
-    egress-proxy.py SOCKET_PATH
+    egress-proxy.py SOCKET_PATH [--allow CIDR]... [--via CIDR=SOCKET]...
 
 kube-apiserver's EgressSelectorConfiguration (tests/testbed/up.sh) sends every connection it
 would open to the "cluster" (kubelets for logs/exec/attach/port-forward, webhooks and aggregated
@@ -11,6 +11,14 @@ HTTPConnect protocol: `CONNECT host:port HTTP/1.1`, answered by `HTTP/1.1 200`, 
 Only literal loopback addresses (127.0.0.0/8, ::1) are tunnelled. Anything else -- another IP, or
 a host name (never resolved here) -- is refused with 403 and logged, so the apiserver's error
 reads "proxy error from <socket> while dialing <addr>, code 403: 403 Forbidden".
+
+The real node (tests/testbed/node.sh) lives in a network namespace of its own with no route out.
+Two more options reach into it without giving the host a route there:
+  --via CIDR=SOCKET   a CONNECT to an address in CIDR is handed, as it came, to the proxy on
+                      unix socket SOCKET (a second egress-proxy.py running inside the node's
+                      namespace), which answers it; the host never dials that address itself.
+  --allow CIDR        also tunnel to addresses in CIDR (the inner proxy: the node's address and
+                      its pod network, which exist only inside that namespace).
 Python 3 standard library only. Logs one line per connection on stderr.
 """
 
@@ -31,9 +39,13 @@ def log(msg):
     print(f"[egress-proxy +{time.monotonic() - T0:.3f}s] {msg}", file=sys.stderr, flush=True)
 
 
+ALLOW = []  # extra networks tunnelled directly (--allow)
+VIA = []  # (network, unix socket) pairs handed on (--via)
+
+
 def parse_target(authority):
-    """`host:port` or `[v6]:port` -> (host, port) when host is a loopback IP literal, else
-    raises ValueError with the reason."""
+    """`host:port` or `[v6]:port` -> (ip, port) when host is an IP literal, else raises
+    ValueError with the reason."""
     if authority.startswith("["):
         host, sep, rest = authority[1:].partition("]")
         if not sep or not rest.startswith(":"):
@@ -47,11 +59,19 @@ def parse_target(authority):
         ip = ipaddress.ip_address(host)
     except ValueError:
         raise ValueError("not an IP address (host names are never resolved)") from None
-    if not ip.is_loopback:
-        raise ValueError("not a loopback address")
     if not port.isdigit() or not 0 < int(port) < 65536:
         raise ValueError("bad port")
-    return str(ip), int(port)
+    return ip, int(port)
+
+
+def route(ip):
+    """'direct', or the unix socket of the proxy to hand the CONNECT to; ValueError if neither."""
+    if ip.is_loopback or any(ip in net for net in ALLOW):
+        return "direct"
+    for net, sock in VIA:
+        if ip in net:
+            return sock
+    raise ValueError("not a loopback address" + (" nor an allowed network" if ALLOW or VIA else ""))
 
 
 async def pipe(reader, writer):
@@ -92,20 +112,32 @@ async def handle(creader, cwriter):
         await reply(cwriter, "405 Method Not Allowed")
         return
     try:
-        host, port = parse_target(parts[1])
+        ip, port = parse_target(parts[1])
+        how = route(ip)
     except ValueError as e:
         log(f"REFUSED CONNECT {parts[1]}: {e}")
         await reply(cwriter, "403 Forbidden")
         return
+    host = str(ip)
     try:
-        ureader, uwriter = await asyncio.wait_for(asyncio.open_connection(host, port), DIAL_TIMEOUT_S)
+        if how == "direct":
+            dial = asyncio.open_connection(host, port)
+        else:
+            dial = asyncio.open_unix_connection(how)
+        ureader, uwriter = await asyncio.wait_for(dial, DIAL_TIMEOUT_S)
     except (asyncio.TimeoutError, OSError) as e:
         log(f"CONNECT {host}:{port} failed: {e}")
         await reply(cwriter, "502 Bad Gateway")
         return
-    log(f"CONNECT {host}:{port} ok")
-    cwriter.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
-    await cwriter.drain()
+    if how == "direct":
+        log(f"CONNECT {host}:{port} ok")
+        cwriter.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
+        await cwriter.drain()
+    else:
+        # the inner proxy answers the CONNECT (200, 403 or 502) and then carries the bytes
+        log(f"CONNECT {host}:{port} handed to {how}")
+        uwriter.write(head)
+        await uwriter.drain()
     await asyncio.gather(pipe(creader, uwriter), pipe(ureader, cwriter))
     for w in (uwriter, cwriter):
         w.close()
@@ -119,7 +151,8 @@ async def main(path):
         server = await asyncio.start_unix_server(handle, path=path, limit=MAX_HEADER)
     finally:
         os.umask(old)
-    log(f"listening on {path} (CONNECT to loopback addresses only)")
+    extra = "".join(f", {n}" for n in ALLOW) + "".join(f", {n} via {s}" for n, s in VIA)
+    log(f"listening on {path} (CONNECT to loopback addresses{extra} only)")
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for s in (signal.SIGTERM, signal.SIGINT):
@@ -130,8 +163,22 @@ async def main(path):
     log("stopped")
 
 
+def parse_args(argv):
+    usage = "usage: egress-proxy.py SOCKET_PATH [--allow CIDR]... [--via CIDR=SOCKET]..."
+    if not argv:
+        sys.exit(usage)
+    path, rest = argv[0], argv[1:]
+    while rest:
+        flag, value, rest = rest[0], rest[1] if len(rest) > 1 else None, rest[2:]
+        if flag == "--allow" and value:
+            ALLOW.append(ipaddress.ip_network(value))
+        elif flag == "--via" and value and "=" in value:
+            net, sock = value.split("=", 1)
+            VIA.append((ipaddress.ip_network(net), sock))
+        else:
+            sys.exit(usage)
+    return path
+
+
 if __name__ == "__main__":
-    if len(sys.argv) != 2:
-        print("usage: egress-proxy.py SOCKET_PATH", file=sys.stderr)
-        sys.exit(2)
-    asyncio.run(main(sys.argv[1]))
+    asyncio.run(main(parse_args(sys.argv[1:])))

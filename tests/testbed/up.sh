@@ -6,23 +6,25 @@
 # work against its pods; what they do is simulated locally (see "streams" below). The apiserver
 # reaches it only through the egress guard (egress-proxy.py), which tunnels loopback only.
 #
-#   tests/testbed/up.sh <dir> [--owner-pid PID]
+#   tests/testbed/up.sh <dir> [--owner-pid PID] [--real-node]
 #
 # <dir> must not exist or be empty. Writes <dir>/env (shell assignments) and
 # <dir>/admin.kubeconfig; logs of each component go to <dir>/logs/. Every server listens
 # on 127.0.0.1 only, on free ports chosen at start. Every process is recorded by PID in
 # <dir>/pids; tests/testbed/down.sh <dir> stops them and removes <dir>.
 # With --owner-pid, a small reaper runs down.sh as soon as PID exits (test run killed).
+# With --real-node, node.sh then adds a real node (kubelet + containerd) beside the kwok nodes.
 # Binaries: $PADDOCK_K8S_BIN, $PADDOCK_ETCD_BIN, $PADDOCK_KWOK_BIN, else build.sh --print-env.
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 T0=$(date +%s%N)
 
-DIR=""; OWNER=""
+DIR=""; OWNER=""; REAL_NODE=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --owner-pid) OWNER="${2:?--owner-pid needs a PID}"; shift 2 ;;
     --owner-pid=*) OWNER="${1#*=}"; shift ;;
+    --real-node) REAL_NODE=1; shift ;;
     -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
     -*) echo "up.sh: unknown flag $1" >&2; exit 2 ;;
     *) [ -z "$DIR" ] || { echo "up.sh: more than one directory given" >&2; exit 2; }; DIR="$1"; shift ;;
@@ -161,6 +163,8 @@ P="$DIR/pki"
     "DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local,IP:127.0.0.1,IP:10.96.0.1"
   leaf admin ca admin system:masters clientAuth ""                       # cluster-admin
   leaf kube-controller-manager ca system:kube-controller-manager "" clientAuth ""
+  # the apiserver's identity towards kubelets (the real node checks it; kwok does not ask)
+  leaf apiserver-kubelet-client ca kube-apiserver-kubelet-client system:masters clientAuth ""
   leaf kube-scheduler ca system:kube-scheduler "" clientAuth ""
   leaf front-proxy-client front-proxy-ca front-proxy-client "" clientAuth ""
   # kwok's kubelet endpoint; the apiserver checks it against ca.crt (--kubelet-certificate-authority)
@@ -226,7 +230,10 @@ log "etcd ready on 127.0.0.1:$P_ETCD"
 # anything else (other IPs, host names such as svc.cluster.local) with 403 at once, logged in
 # logs/egress-proxy.log. Only etcd is dialled directly.
 EGRESS_SOCK="$DIR/egress-proxy.sock"
-start egress-proxy python3 "$HERE/egress-proxy.py" "$EGRESS_SOCK"
+# The real node's addresses (node.sh) exist only inside its network namespace: CONNECTs to them
+# are handed to the egress guard running in there.
+start egress-proxy python3 "$HERE/egress-proxy.py" "$EGRESS_SOCK" \
+  --via "10.243.0.0/16=$DIR/node/egress.sock" --via "10.244.0.0/16=$DIR/node/egress.sock"
 wait_for "the egress proxy's socket" 15 egress-proxy "$PID_egress_proxy" test -S "$EGRESS_SOCK"
 cat > "$DIR/egress-selector.yaml" <<EOF
 apiVersion: apiserver.k8s.io/v1beta1
@@ -291,7 +298,9 @@ start kube-apiserver "$PADDOCK_K8S_BIN/kube-apiserver" \
   --requestheader-extra-headers-prefix=X-Remote-Extra- \
   --proxy-client-cert-file="$P/front-proxy-client.crt" --proxy-client-key-file="$P/front-proxy-client.key" \
   --kubelet-preferred-address-types=InternalIP --kubelet-certificate-authority="$P/ca.crt" \
+  --kubelet-client-certificate="$P/apiserver-kubelet-client.crt" --kubelet-client-key="$P/apiserver-kubelet-client.key" \
   --egress-selector-config-file="$DIR/egress-selector.yaml" \
+  $( [ "$REAL_NODE" = 1 ] && echo --enable-aggregator-routing=true ) \
   --v=1
 wait_for "kube-apiserver /readyz" 90 kube-apiserver "$PID_kube_apiserver" \
   curl -sf --max-time 3 --cacert "$P/ca.crt" --cert "$P/admin.crt" --key "$P/admin.key" "$APISERVER_URL/readyz"
@@ -382,9 +391,10 @@ EOF
 # The pod stages: kwok's defaults, except that a Job's pod running `sleep N` completes after N s
 # (kwok-pod-stages.yaml says why).
 cat "$HERE/kwok-pod-stages.yaml" >> "$DIR/kwok.yaml"
+# kwok manages every node but the real one (node.sh labels it paddock.test/pool=real).
 start kwok env PATH="$S/bin" "$PADDOCK_KWOK_BIN/kwok" \
   --config="$DIR/kwok.yaml" --kubeconfig="$DIR/admin.kubeconfig" \
-  --manage-all-nodes=true --node-ip=127.0.0.1 --cidr=10.0.0.1/24 --node-lease-duration-seconds=40 \
+  --manage-nodes-with-label-selector='!paddock.test/pool' --node-ip=127.0.0.1 --cidr=10.0.0.1/24 --node-lease-duration-seconds=40 \
   --server-address="127.0.0.1:$P_KWOK" --node-port="$P_KWOK" \
   --tls-cert-file="$P/kwok-kubelet.crt" --tls-private-key-file="$P/kwok-kubelet.key"
 
@@ -466,5 +476,8 @@ q() { printf "%s='%s'\n" "$1" "$2"; }
   q OWNER_PID "$OWNER"
   q STARTUP_MS "$(( ($(date +%s%N) - T0) / 1000000 ))"
 } > "$DIR/env"
+if [ "$REAL_NODE" = 1 ]; then
+  "$HERE/node.sh" "$DIR" || die "the real node did not come up (logs in $DIR/logs)"
+fi
 OK=1
 log "control plane up in $DIR (env: $DIR/env)"

@@ -166,6 +166,27 @@ pub fn is_builtin_group(g: &str) -> bool {
     BUILTIN_GROUPS.contains(&g)
 }
 
+/// Aggregated API groups that paddock opens to tenants by default where the platform serves
+/// them: `metrics.k8s.io` (metrics-server; `kubectl top`). Not compiled into the apiserver, so
+/// the group exists only where the platform installed its server; its names are never
+/// prefixed (a tenant CRD group of the same name still shadows it, as for every platform group).
+pub const OPEN_AGGREGATED_GROUPS: &[&str] = &["metrics.k8s.io"];
+
+/// The policy of a resource of an [`OPEN_AGGREGATED_GROUPS`] group: PodMetrics are the tenant's
+/// own pods' (namespaced, under the pods' names; the API is read-only), NodeMetrics the shared
+/// nodes' (read-only, as `nodes`). Any other resource of such a group is refused.
+fn open_aggregated_policy(group: &str, resource: &str) -> Option<Policy> {
+    match (group, resource) {
+        ("metrics.k8s.io", "pods") => Some(Policy::TenantOwned),
+        ("metrics.k8s.io", "nodes") => Some(Policy::SharedReadOnly),
+        _ => None,
+    }
+}
+
+fn is_open_aggregated_group(g: &str) -> bool {
+    OPEN_AGGREGATED_GROUPS.contains(&g)
+}
+
 /// The hand-kept policy for built-in resources. Everything not listed here falls back to:
 /// namespaced built-ins -> TenantOwned, cluster-scoped built-ins -> Forbidden.
 fn builtin_policy(group: &str, resource: &str, scope: Scope) -> Policy {
@@ -473,10 +494,11 @@ impl Catalog {
         if self.groups.contains_key(&owned) {
             return owned;
         }
-        let opened = self
-            .overrides
-            .iter()
-            .any(|((g, _), p)| g == group && *p != Policy::Forbidden);
+        let opened = is_open_aggregated_group(group)
+            || self
+                .overrides
+                .iter()
+                .any(|((g, _), p)| g == group && *p != Policy::Forbidden);
         if opened { group.to_owned() } else { owned }
     }
 
@@ -500,6 +522,7 @@ impl Catalog {
         };
         is_builtin_group(&ug)
             || tenant.strip(&ug).is_some()
+            || is_open_aggregated_group(&ug)
             || self
                 .overrides
                 .iter()
@@ -565,10 +588,12 @@ impl Catalog {
                 p => p,
             }
         } else {
-            // Platform CRDs and aggregated APIs: default deny unless the operator opened it.
+            // Platform CRDs and aggregated APIs: default deny unless the operator opened it or
+            // it is one of the aggregated APIs every tenant may read.
             self.overrides
                 .get(&(ug.to_owned(), resource.to_owned()))
                 .copied()
+                .or_else(|| open_aggregated_policy(ug, resource))
                 .unwrap_or(Policy::Forbidden)
         };
         if let Some(made) = raw.made.get()

@@ -96,6 +96,59 @@ fn policy_table() {
     assert!(c.resolve(&t, "", "v1", "nosuch").is_none());
 }
 
+/// The test catalog plus metrics.k8s.io as metrics-server v0.8 serves it.
+fn catalog_with_metrics() -> Catalog {
+    let mut apis: serde_json::Value =
+        serde_json::from_slice(include_bytes!("../testdata/discovery-apis.json")).unwrap();
+    let metrics = serde_json::json!({"metadata": {"name": "metrics.k8s.io"}, "versions": [{"version": "v1beta1", "resources": [
+        {"resource": "nodes", "responseKind": {"group": "metrics.k8s.io", "version": "v1beta1", "kind": "NodeMetrics"}, "scope": "Cluster", "verbs": ["get", "list"]},
+        {"resource": "pods", "responseKind": {"group": "metrics.k8s.io", "version": "v1beta1", "kind": "PodMetrics"}, "scope": "Namespaced", "verbs": ["get", "list"]},
+        {"resource": "other", "responseKind": {"group": "metrics.k8s.io", "version": "v1beta1", "kind": "Other"}, "scope": "Cluster", "verbs": ["get"]}]}]});
+    apis["items"].as_array_mut().unwrap().push(metrics);
+    Catalog::from_aggregated(
+        include_bytes!("../testdata/discovery-core.json"),
+        serde_json::to_vec(&apis).unwrap().as_slice(),
+    )
+    .unwrap()
+}
+
+#[test]
+fn metrics_api_is_open_to_tenants() {
+    let c = catalog_with_metrics();
+    let t = t();
+    let pods = c.resolve(&t, "metrics.k8s.io", "v1beta1", "pods").unwrap();
+    assert_eq!(
+        (pods.policy, pods.scope),
+        (Policy::TenantOwned, Scope::Namespaced)
+    );
+    assert_eq!(pods.upstream_group, "metrics.k8s.io");
+    assert!(!pods.prefixes_name(), "PodMetrics keep their pods' names");
+    let nodes = c.resolve(&t, "metrics.k8s.io", "v1beta1", "nodes").unwrap();
+    assert_eq!(nodes.policy, Policy::SharedReadOnly);
+    // default deny for anything else the group may serve
+    let other = c.resolve(&t, "metrics.k8s.io", "v1beta1", "other").unwrap();
+    assert_eq!(other.policy, Policy::Forbidden);
+    assert!(c.group_visible(&t, "metrics.k8s.io"));
+    // a tenant's RBAC rule naming the group names it upstream, unprefixed
+    assert_eq!(c.rule_group_up(&t, "metrics.k8s.io"), "metrics.k8s.io");
+    // the operator may still close it
+    let mut closed = catalog_with_metrics();
+    closed.set_policy("metrics.k8s.io", "pods", Policy::Forbidden);
+    assert_eq!(
+        closed
+            .resolve(&t, "metrics.k8s.io", "v1beta1", "pods")
+            .unwrap()
+            .policy,
+        Policy::Forbidden
+    );
+    // positive control: without metrics-server there is no such group
+    assert!(
+        catalog()
+            .resolve(&t, "metrics.k8s.io", "v1beta1", "pods")
+            .is_none()
+    );
+}
+
 #[test]
 fn overrides_open_platform_groups() {
     let mut c = catalog();

@@ -106,6 +106,9 @@ pub fn cluster_scope_role() -> Value {
             {"apiGroups": ["admissionregistration.k8s.io"], "resources": ["validatingadmissionpolicies", "validatingadmissionpolicybindings"], "verbs": all},
             {"apiGroups": ["admissionregistration.k8s.io"], "resources": ["validatingadmissionpolicies/status"], "verbs": ["get", "update", "patch"]},
             {"apiGroups": [""], "resources": ["nodes"], "verbs": read},
+            // `kubectl top node` (catalog::OPEN_AGGREGATED_GROUPS); PodMetrics come with the
+            // namespace admin binding
+            {"apiGroups": ["metrics.k8s.io"], "resources": ["nodes"], "verbs": read},
             {"apiGroups": ["storage.k8s.io"], "resources": ["storageclasses", "csidrivers", "csinodes"], "verbs": read},
             {"apiGroups": ["scheduling.k8s.io"], "resources": ["priorityclasses"], "verbs": read},
             {"apiGroups": ["networking.k8s.io"], "resources": ["ingressclasses"], "verbs": read},

@@ -48,12 +48,15 @@ pub fn parse_env(text: &str) -> BTreeMap<String, String> {
 /// Builds (or finds in the cache) the control-plane binaries; returns their bin directories
 /// (`PADDOCK_K8S_BIN`, `PADDOCK_ETCD_BIN`, `PADDOCK_KWOK_BIN`, with `e2e` also `PADDOCK_E2E_BIN`).
 pub fn build_binaries(e2e: bool) -> Result<BTreeMap<String, String>> {
+    build_binaries_with(if e2e { &["--e2e"] } else { &[] })
+}
+
+/// [`build_binaries`] with build.sh's own flags (`--e2e`, `--node`, ...).
+pub fn build_binaries_with(flags: &[&str]) -> Result<BTreeMap<String, String>> {
     let mut cmd = Command::new("bash");
     cmd.arg(testbed_scripts().join("build.sh"))
-        .arg("--print-env");
-    if e2e {
-        cmd.arg("--e2e");
-    }
+        .arg("--print-env")
+        .args(flags);
     // A cold build takes 20-40 min on 2 cores; bounded nonetheless.
     let out = process::run(&mut cmd, None, Duration::from_secs(100 * 60))?;
     if !out.success() {
@@ -82,11 +85,34 @@ impl ControlPlane {
     /// `PADDOCK_E2E_KEEP=1` keeps it running after the test (no reaper; stop it with down.sh).
     pub fn start() -> Result<Self> {
         let bins = build_binaries(false)?;
-        match Self::start_with(&bins) {
+        Self::start_retrying(&bins, &[])
+    }
+
+    /// [`ControlPlane::start`] plus the real node (tests/testbed/node.sh): a kubelet, kube-proxy
+    /// and containerd in a network namespace of their own, the node `paddock-node-0` labelled
+    /// `paddock.test/pool=real` and tainted `paddock.test/real-node=true:NoSchedule`, with the
+    /// locally built images `paddock.test/busybox:1.35` and `paddock.test/pause:3.10`.
+    pub fn start_real_node() -> Result<Self> {
+        let bins = build_binaries_with(&["--node"])?;
+        // Built (or found cached) before up.sh, whose own time limit is for starting only.
+        let mut images = Command::new("bash");
+        images.arg(testbed_scripts().join("images.sh"));
+        let out = process::run(&mut images, None, Duration::from_secs(15 * 60))?;
+        if !out.success() {
+            bail!(
+                "tests/testbed/images.sh failed:\n{}",
+                tail_lines(&out.stderr, 40)
+            );
+        }
+        Self::start_retrying(&bins, &["--real-node"])
+    }
+
+    fn start_retrying(bins: &BTreeMap<String, String>, flags: &[&str]) -> Result<Self> {
+        match Self::start_with(bins, flags) {
             // Ports are picked free and then released; another process may take one in between.
             Err(e) if format!("{e:#}").contains("address already in use") => {
                 eprintln!("a port was taken during startup; trying once more");
-                Self::start_with(&bins)
+                Self::start_with(bins, flags)
             }
             r => r,
         }
@@ -100,15 +126,7 @@ impl ControlPlane {
         let bins = build_binaries(false)?;
         let started: Vec<Result<Self>> = std::thread::scope(|s| {
             let handles: Vec<_> = (0..n)
-                .map(|_| {
-                    s.spawn(|| match Self::start_with(&bins) {
-                        Err(e) if format!("{e:#}").contains("address already in use") => {
-                            eprintln!("a port was taken during startup; trying once more");
-                            Self::start_with(&bins)
-                        }
-                        r => r,
-                    })
-                })
+                .map(|_| s.spawn(|| Self::start_retrying(&bins, &[])))
                 .collect();
             handles
                 .into_iter()
@@ -122,7 +140,7 @@ impl ControlPlane {
         started.into_iter().collect()
     }
 
-    fn start_with(bins: &BTreeMap<String, String>) -> Result<Self> {
+    fn start_with(bins: &BTreeMap<String, String>, flags: &[&str]) -> Result<Self> {
         let keep = std::env::var("PADDOCK_E2E_KEEP").is_ok_and(|v| v == "1");
         let dir = tempfile::Builder::new()
             .prefix("paddock-testbed-")
@@ -131,7 +149,9 @@ impl ControlPlane {
             .keep();
         let t0 = Instant::now();
         let mut cmd = Command::new("bash");
-        cmd.arg(testbed_scripts().join("up.sh")).arg(&dir);
+        cmd.arg(testbed_scripts().join("up.sh"))
+            .arg(&dir)
+            .args(flags);
         if !keep {
             cmd.arg("--owner-pid").arg(std::process::id().to_string());
         }
