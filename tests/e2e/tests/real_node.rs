@@ -1,8 +1,10 @@
 //! A tenant's containers really run (issue 35): the test bed's real node (tests/testbed/node.sh,
 //! a kubelet and containerd in a network namespace of their own) is tenant `realaa`'s node pool;
 //! its busybox Deployment becomes Ready there, and exec (with and without stdin), logs, cp both
-//! ways, port-forward and pods/proxy through paddock return what the container holds. Each step
-//! also runs as the cluster admin straight at the apiserver, and the two answers are compared.
+//! ways, port-forward, pods/proxy and services/proxy through paddock return what the container
+//! holds; `logs -f` and `attach` follow a container's output, `logs --previous` shows a failed
+//! run, `kubectl debug` adds an ephemeral container, `kubectl top` shows the tenant's pod. Each
+//! step also runs as the cluster admin straight at the apiserver, and the answers are compared.
 //! A second tenant, `otherb`, cannot reach realaa's pod by any of its own names (positive
 //! control: its own pod on the kwok nodes answers it).
 //!
@@ -26,6 +28,18 @@ const IMAGE: &str = "paddock.test/busybox:1.35";
 /// What the container serves and logs; written by the container itself at start.
 const PAGE: &str = "served-by-a-real-container";
 const GREETING: &str = "hello-from-busybox";
+const CRASHER: &str = "apiVersion: v1
+kind: Pod
+metadata: {name: crasher}
+spec:
+  volumes: [{name: state, emptyDir: {}}]
+  containers:
+  - name: crasher
+    image: paddock.test/busybox:1.35
+    imagePullPolicy: Never
+    volumeMounts: [{name: state, mountPath: /state}]
+    command: [sh, -c, 'if [ -f /state/ran ]; then echo second-run; exec sleep 3600; fi; touch /state/ran; echo run-of-crasher; exit 1']
+";
 const SCRIPT: &str = "echo hello-from-busybox; echo to-stderr >&2; mkdir -p /www; \
     echo served-by-a-real-container > /www/index.html; exec httpd -f -p 8080 -h /www";
 
@@ -217,6 +231,8 @@ fn run(cp: &ControlPlane, p: &Paddock) -> Result<()> {
     eprintln!("port-forward and pods/proxy reach the container's server");
 
     top(&k, &other, &up, &pod, &node)?;
+    following_streams(&k, &up, &dir)?;
+    services_proxy(&k, &up)?;
 
     // Isolation: otherb names realaa's pod in its own namespace of the same name: not found.
     other.run(&["create", "namespace", NS])?;
@@ -443,6 +459,210 @@ fn top(k: &Kubectl, other: &Kubectl, up: &Kubectl, pod: &str, node: &str) -> Res
         t0.elapsed().as_secs_f64()
     );
     Ok(())
+}
+
+/// The streams that follow a running container: `logs -f` and `attach` see lines the container
+/// writes after they started; `logs --previous` shows a restarted container's last run; `kubectl
+/// debug` adds an ephemeral container whose output `logs -c` returns, through paddock as directly.
+fn following_streams(k: &Kubectl, up: &Kubectl, dir: &std::path::Path) -> Result<()> {
+    let up_ns = format!("{TENANT}-{NS}");
+    k.run(&[
+        "-n",
+        NS,
+        "run",
+        "ticker",
+        &format!("--image={IMAGE}"),
+        "--image-pull-policy=Never",
+        "--",
+        "sh",
+        "-c",
+        "i=0; while true; do echo tick-$i; i=$((i+1)); sleep 1; done",
+    ])?;
+    // fails once, then stays up (an emptyDir outlives the container): the kubelet keeps the
+    // failed run for `logs --previous`
+    k.run_stdin(&["-n", NS, "apply", "-f", "-"], Some(CRASHER))?;
+    k.run(&[
+        "-n",
+        NS,
+        "wait",
+        "--for=condition=Ready",
+        "pod/ticker",
+        "--timeout=60s",
+    ])?;
+    // a line the container writes after the stream began: the newest line when it started
+    // (`--tail=1`; attach shows only new output), then the one two seconds later
+    for args in [
+        vec!["logs", "-f", "--tail=1", "ticker"],
+        vec!["attach", "ticker"],
+    ] {
+        let mut run = Follow::spawn(k, dir, &with_ns(NS, &args))?;
+        let first = run.wait_for(
+            |out| {
+                out.lines()
+                    .find(|l| l.starts_with("tick-"))
+                    .map(str::to_owned)
+            },
+            Duration::from_secs(30),
+        )?;
+        let n: u32 = first
+            .trim_start_matches("tick-")
+            .trim()
+            .parse()
+            .context("tick number")?;
+        let later = format!("tick-{}", n + 2);
+        run.wait_for(
+            |out| out.lines().any(|l| l.trim() == later).then_some(()),
+            Duration::from_secs(30),
+        )?;
+        eprintln!(
+            "{}: {first} then {later} arrived while it ran",
+            args.join(" ")
+        );
+    }
+    wait_until("the crasher's restart", Duration::from_secs(90), || {
+        Ok(k.run(&[
+            "-n",
+            NS,
+            "get",
+            "pod",
+            "crasher",
+            "-o",
+            "jsonpath={.status.containerStatuses[0].restartCount}",
+        ])?
+        .parse::<u32>()
+        .is_ok_and(|n| n >= 1))
+    })?;
+    let previous = k.run(&["-n", NS, "logs", "--previous", "crasher"])?;
+    let direct = up.run(&["-n", &up_ns, "logs", "--previous", "crasher"])?;
+    ensure!(
+        previous == "run-of-crasher\n" && previous == direct,
+        "logs --previous: {previous:?}, directly {direct:?}"
+    );
+    k.run(&[
+        "-n",
+        NS,
+        "debug",
+        "pod/ticker",
+        &format!("--image={IMAGE}"),
+        "--image-pull-policy=Never",
+        "--container=dbg",
+        "--",
+        "sh",
+        "-c",
+        "echo from-an-ephemeral-container; sleep 60",
+    ])?;
+    let mut seen = String::new();
+    wait_until(
+        "the ephemeral container's output",
+        Duration::from_secs(60),
+        || {
+            seen = k
+                .run(&["-n", NS, "logs", "ticker", "-c", "dbg"])
+                .unwrap_or_default();
+            Ok(seen.contains("from-an-ephemeral-container"))
+        },
+    )
+    .with_context(|| format!("last: {seen:?}"))?;
+    let direct = up.run(&["-n", &up_ns, "logs", "ticker", "-c", "dbg"])?;
+    ensure!(
+        direct == seen,
+        "logs -c dbg: paddock {seen:?}, directly {direct:?}"
+    );
+    eprintln!(
+        "logs --previous and kubectl debug (ephemeral container): same answers through paddock and directly"
+    );
+    Ok(())
+}
+
+/// services/proxy to the container's server, through paddock and directly.
+fn services_proxy(k: &Kubectl, up: &Kubectl) -> Result<()> {
+    k.run(&["-n", NS, "expose", "deployment", "bb", "--port=8080"])?;
+    let up_ns = format!("{TENANT}-{NS}");
+    let mut via = String::new();
+    wait_until(
+        "services/proxy through paddock",
+        Duration::from_secs(30),
+        || {
+            via = k
+                .run(&[
+                    "get",
+                    "--raw",
+                    &format!("/api/v1/namespaces/{NS}/services/bb:8080/proxy/index.html"),
+                ])
+                .unwrap_or_default();
+            Ok(via.trim() == PAGE)
+        },
+    )
+    .with_context(|| format!("last: {via:?}"))?;
+    let direct = up.run(&[
+        "get",
+        "--raw",
+        &format!("/api/v1/namespaces/{up_ns}/services/bb:8080/proxy/index.html"),
+    ])?;
+    ensure!(
+        via == direct,
+        "services/proxy: paddock {via:?}, directly {direct:?}"
+    );
+    eprintln!("services/proxy reaches the container's server");
+    Ok(())
+}
+
+/// A kubectl that keeps running (`logs -f`, `attach`); its stdout collected as it comes.
+struct Follow {
+    child: std::process::Child,
+    out: std::sync::Arc<std::sync::Mutex<String>>,
+}
+
+impl Follow {
+    fn spawn(k: &Kubectl, dir: &std::path::Path, args: &[&str]) -> Result<Self> {
+        let mut child = Command::new(k.bin())
+            .arg(format!("--kubeconfig={}", k.kubeconfig().display()))
+            .arg(format!("--cache-dir={}", dir.join("cache").display()))
+            .args(args)
+            .env_remove("KUBECONFIG")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .with_context(|| format!("starting kubectl {}", args.join(" ")))?;
+        let out = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+        let (pipe, sink) = (child.stdout.take(), out.clone());
+        std::thread::spawn(move || {
+            let Some(pipe) = pipe else { return };
+            for line in BufReader::new(pipe).lines().map_while(Result::ok) {
+                if let Ok(mut s) = sink.lock() {
+                    s.push_str(&line);
+                    s.push('\n');
+                }
+            }
+        });
+        Ok(Self { child, out })
+    }
+
+    fn wait_for<T>(
+        &mut self,
+        mut found: impl FnMut(&str) -> Option<T>,
+        timeout: Duration,
+    ) -> Result<T> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let out = self.out.lock().map(|s| s.clone()).unwrap_or_default();
+            if let Some(t) = found(&out) {
+                return Ok(t);
+            }
+            if Instant::now() >= deadline {
+                bail!("not seen within {timeout:?}; output so far: {out:?}");
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+impl Drop for Follow {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }
 
 /// `exec` passes the container command's exit code on (through paddock as directly).
