@@ -4,7 +4,7 @@
 #   etcd                                                       (go.etcd.io/etcd/server/v3 via a wrapper module)
 #   kwok                                                       (sigs.k8s.io/kwok, go install)
 #   kubelet, kube-proxy (only with --node)                   (the real node, node.sh)
-#   metrics-server (only with --node)                         (sigs.k8s.io/metrics-server, go install)
+#   metrics-server (only with --node)                         (sigs.k8s.io/metrics-server via a wrapper module)
 #   e2e-apimachinery.test (only with --e2e)                    (slim conformance binary)
 #   e2e-conformance.test (only with --e2e-full)                (every sig's [Conformance] tests)
 # Everything comes from the Go module proxy. The cache lives outside the repo:
@@ -127,14 +127,47 @@ GOSRC
   mv -f "$NODE_DIR/bin.tmp/"* "$NODE_DIR/bin/" && rmdir "$NODE_DIR/bin.tmp"
 }
 
-METRICS_DIR="$CACHE/metrics-server-$METRICS_SERVER_VERSION"
+# metrics-server in a wrapper module whose k8s.io staging modules are the control plane's own
+# release (not the v0.33.2 its go.mod names): the packages are then the ones the control plane's
+# build already compiled, found in the Go build cache (a cold machine builds them once).
+METRICS_DIR="$CACHE/metrics-server-$METRICS_SERVER_VERSION-k8s-$K8S_VERSION"
 build_metrics_server() {
   [ -x "$METRICS_DIR/bin/metrics-server" ] && return 0
-  log "building metrics-server $METRICS_SERVER_VERSION into $METRICS_DIR"
-  mkdir -p "$METRICS_DIR/bin"; rm -rf "$METRICS_DIR/bin.tmp"
-  GOBIN="$METRICS_DIR/bin.tmp" go install -ldflags "-s -w" "sigs.k8s.io/metrics-server/cmd/metrics-server@$METRICS_SERVER_VERSION"
-  "$METRICS_DIR/bin.tmp/metrics-server" --version >&2 || true
-  mv -f "$METRICS_DIR/bin.tmp/metrics-server" "$METRICS_DIR/bin/metrics-server" && rmdir "$METRICS_DIR/bin.tmp"
+  log "building metrics-server $METRICS_SERVER_VERSION (k8s.io staging $K8S_VERSION) into $METRICS_DIR"
+  mkdir -p "$METRICS_DIR/src" "$METRICS_DIR/bin"; cd "$METRICS_DIR/src"
+  k8s_wrapper_gomod local.test/paddock-metrics-server
+  go mod edit -droprequire=k8s.io/kubernetes -require="sigs.k8s.io/metrics-server@$METRICS_SERVER_VERSION"
+  cat > main.go <<'GOSRC'
+// The metrics-server command (its cmd/metrics-server/metrics-server.go), built here so that the
+// k8s.io modules are the control plane's release.
+package main
+
+import (
+	"os"
+	"runtime"
+
+	genericapiserver "k8s.io/apiserver/pkg/server"
+	"k8s.io/component-base/logs"
+
+	"sigs.k8s.io/metrics-server/cmd/metrics-server/app"
+)
+
+func main() {
+	logs.InitLogs()
+	defer logs.FlushLogs()
+	if len(os.Getenv("GOMAXPROCS")) == 0 {
+		runtime.GOMAXPROCS(runtime.NumCPU())
+	}
+	cmd := app.NewMetricsServerCommand(genericapiserver.SetupSignalHandler())
+	if err := cmd.Execute(); err != nil {
+		panic(err)
+	}
+}
+GOSRC
+  go mod tidy
+  go build -ldflags "-s -w" -o "$METRICS_DIR/bin/metrics-server.tmp" .
+  "$METRICS_DIR/bin/metrics-server.tmp" --help >/dev/null
+  mv -f "$METRICS_DIR/bin/metrics-server.tmp" "$METRICS_DIR/bin/metrics-server"
 }
 
 build_etcd() {
