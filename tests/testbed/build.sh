@@ -76,29 +76,31 @@ k8s_ldflags() {
   echo "$ldf"
 }
 
+# build_k8s_commands DIR MODULE CMD...: the release's k8s.io/kubernetes/cmd/<CMD> binaries into
+# DIR/bin, through a wrapper module in DIR/src (tools.go imports each command's app package, so
+# that `go mod tidy` records what they need). Built into bin.tmp and moved into place: bin/ only
+# ever holds complete binaries.
+build_k8s_commands() {
+  local dir=$1 module=$2 c
+  shift 2
+  mkdir -p "$dir/src" "$dir/bin"; cd "$dir/src"
+  k8s_wrapper_gomod "$module"
+  {
+    printf '//go:build tools\n\npackage tools\n\nimport (\n'
+    for c in "$@"; do printf '\t_ "k8s.io/kubernetes/cmd/%s/app"\n' "$c"; done
+    printf ')\n'
+  } > tools.go
+  go mod tidy
+  rm -rf "$dir/bin.tmp"; mkdir -p "$dir/bin.tmp"
+  go build -tags=selinux,notest,grpcnotrace -ldflags "$(k8s_ldflags)" -o "$dir/bin.tmp/" "${@/#/k8s.io/kubernetes/cmd/}"
+  "$dir/bin.tmp/$1" --version >&2
+  mv -f "$dir/bin.tmp/"* "$dir/bin/" && rmdir "$dir/bin.tmp"
+}
+
 build_k8s() {
   [ -x "$K8S_DIR/bin/kube-apiserver" ] && [ -x "$K8S_DIR/bin/kube-controller-manager" ] && [ -x "$K8S_DIR/bin/kube-scheduler" ] && return 0
   log "building kube-apiserver, kube-controller-manager, kube-scheduler $K8S_VERSION into $K8S_DIR (cold: ~15-25 min on 2 cores)"
-  mkdir -p "$K8S_DIR/src" "$K8S_DIR/bin"; cd "$K8S_DIR/src"
-  k8s_wrapper_gomod local.test/paddock-testbed
-  cat > tools.go <<'GOSRC'
-//go:build tools
-
-package tools
-
-import (
-	_ "k8s.io/kubernetes/cmd/kube-apiserver/app"
-	_ "k8s.io/kubernetes/cmd/kube-controller-manager/app"
-	_ "k8s.io/kubernetes/cmd/kube-scheduler/app"
-)
-GOSRC
-  go mod tidy
-  # Build into bin.tmp and move into place: bin/ only ever holds complete binaries.
-  rm -rf "$K8S_DIR/bin.tmp"; mkdir -p "$K8S_DIR/bin.tmp"
-  go build -tags=selinux,notest,grpcnotrace -ldflags "$(k8s_ldflags)" -o "$K8S_DIR/bin.tmp/" \
-    k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kube-scheduler
-  "$K8S_DIR/bin.tmp/kube-apiserver" --version >&2
-  mv -f "$K8S_DIR/bin.tmp/"* "$K8S_DIR/bin/" && rmdir "$K8S_DIR/bin.tmp"
+  build_k8s_commands "$K8S_DIR" local.test/paddock-testbed kube-apiserver kube-controller-manager kube-scheduler
 }
 
 # The real node (issue 35): kubelet and kube-proxy of the same release as the control plane, in a
@@ -107,24 +109,7 @@ NODE_DIR="$CACHE/node-$K8S_VERSION"
 build_node() {
   [ -x "$NODE_DIR/bin/kubelet" ] && [ -x "$NODE_DIR/bin/kube-proxy" ] && return 0
   log "building kubelet, kube-proxy $K8S_VERSION into $NODE_DIR (cold: ~5-10 min after the control plane)"
-  mkdir -p "$NODE_DIR/src" "$NODE_DIR/bin"; cd "$NODE_DIR/src"
-  k8s_wrapper_gomod local.test/paddock-node
-  cat > tools.go <<'GOSRC'
-//go:build tools
-
-package tools
-
-import (
-	_ "k8s.io/kubernetes/cmd/kube-proxy/app"
-	_ "k8s.io/kubernetes/cmd/kubelet/app"
-)
-GOSRC
-  go mod tidy
-  rm -rf "$NODE_DIR/bin.tmp"; mkdir -p "$NODE_DIR/bin.tmp"
-  go build -tags=selinux,notest,grpcnotrace -ldflags "$(k8s_ldflags)" -o "$NODE_DIR/bin.tmp/" \
-    k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kube-proxy
-  "$NODE_DIR/bin.tmp/kubelet" --version >&2
-  mv -f "$NODE_DIR/bin.tmp/"* "$NODE_DIR/bin/" && rmdir "$NODE_DIR/bin.tmp"
+  build_k8s_commands "$NODE_DIR" local.test/paddock-node kubelet kube-proxy
 }
 
 # metrics-server in a wrapper module whose k8s.io staging modules are the control plane's own

@@ -12,16 +12,21 @@
 //! for the node's address to the guard inside the node's namespace, whose log must show them.
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::process::{Command, Stdio};
+use std::path::Path;
+use std::process::Command;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result, bail, ensure};
-use paddock_e2e::process::{indent, tail_file};
+use anyhow::{Context, Result, ensure};
+use paddock_e2e::process::{indent, poll_within, tail_file};
+use paddock_e2e::running::Running;
 use paddock_e2e::{ControlPlane, Kubectl, Paddock, StoreKind};
 
 const TENANT: &str = "realaa";
+/// How often a wait asks again.
+const EVERY: Duration = Duration::from_millis(500);
+const WAIT_30S: Duration = Duration::from_secs(30);
 const OTHER: &str = "otherb";
 const NS: &str = "app";
 const IMAGE: &str = "paddock.test/busybox:1.35";
@@ -68,9 +73,10 @@ fn tenant_containers_run_on_the_real_node() -> Result<()> {
 fn run(cp: &ControlPlane, p: &Paddock) -> Result<()> {
     let up = cp.kubectl_admin()?;
     let node = cp.var("REAL_NODE_NAME")?.to_owned();
-    wait_until(
-        "paddock's mutating webhook upstream",
+    poll_within(
         Duration::from_secs(60),
+        EVERY,
+        "paddock's mutating webhook upstream",
         || {
             Ok(up
                 .run(&[
@@ -90,7 +96,7 @@ fn run(cp: &ControlPlane, p: &Paddock) -> Result<()> {
         "tenant", "policy", TENANT, "--patch",
         r#"{"scheduling":{"nodeSelector":{"paddock.test/pool":"real"},"tolerations":[{"key":"paddock.test/real-node","operator":"Exists","effect":"NoSchedule"}]}}"#,
     ])?;
-    let up_ns = format!("{TENANT}-{NS}");
+    let up_ns = upstream_ns();
 
     k.run(&["create", "namespace", NS])?;
     let t0 = Instant::now();
@@ -214,16 +220,9 @@ fn run(cp: &ControlPlane, p: &Paddock) -> Result<()> {
     port_forward(&k, &dir, &pod_ref)?;
     // pods/proxy to the same server (`get --raw` takes the path as is: each side names its own
     // namespace)
-    let via = k.run(&[
-        "get",
-        "--raw",
-        &format!("/api/v1/namespaces/{NS}/pods/{pod}:8080/proxy/index.html"),
-    ])?;
-    let direct = up.run(&[
-        "get",
-        "--raw",
-        &format!("/api/v1/namespaces/{up_ns}/pods/{pod}:8080/proxy/index.html"),
-    ])?;
+    let (via, direct) = raw_both(&k, &up, |ns| {
+        format!("/api/v1/namespaces/{ns}/pods/{pod}:8080/proxy/index.html")
+    })?;
     ensure!(
         via.trim() == PAGE && via == direct,
         "pods/proxy: paddock {via:?}, apiserver {direct:?}"
@@ -259,17 +258,22 @@ fn run(cp: &ControlPlane, p: &Paddock) -> Result<()> {
     }
     // positive control: otherb's own pod (on the kwok nodes: not its pool) answers logs
     other.run(&["-n", NS, "run", "own", "--image=registry.k8s.io/pause:3.10"])?;
-    wait_until("otherb's pod Running", Duration::from_secs(60), || {
-        Ok(other.run(&[
-            "-n",
-            NS,
-            "get",
-            "pod",
-            "own",
-            "-o",
-            "jsonpath={.status.phase}",
-        ])? == "Running")
-    })?;
+    poll_within(
+        Duration::from_secs(60),
+        EVERY,
+        "otherb's pod Running",
+        || {
+            Ok(other.run(&[
+                "-n",
+                NS,
+                "get",
+                "pod",
+                "own",
+                "-o",
+                "jsonpath={.status.phase}",
+            ])? == "Running")
+        },
+    )?;
     let own_node = up.run(&[
         "-n",
         &format!("{OTHER}-{NS}"),
@@ -329,9 +333,10 @@ fn confined(cp: &ControlPlane, up: &Kubectl) -> Result<()> {
     let pod = "apiVersion: v1\nkind: Pod\nmetadata: {name: remote-image, namespace: default}\nspec:\n  nodeSelector: {paddock.test/pool: real}\n  tolerations: [{key: paddock.test/real-node, operator: Exists}]\n  containers: [{name: c, image: registry.example/nothing/here:1}]\n";
     up.run_stdin(&["create", "-f", "-"], Some(pod))?;
     let mut why = String::new();
-    wait_until(
-        "the remote image's pull to fail",
+    poll_within(
         Duration::from_secs(60),
+        EVERY,
+        "the remote image's pull to fail",
         || {
             why = up.run(&[
                 "-n",
@@ -377,9 +382,10 @@ fn top(k: &Kubectl, other: &Kubectl, up: &Kubectl, pod: &str, node: &str) -> Res
     let t0 = Instant::now();
     let mut seen = String::new();
     // metrics-server scrapes every 10 s; a new pod has metrics after one or two scrapes
-    wait_until(
-        "realaa's pod in `kubectl top pod`",
+    poll_within(
         Duration::from_secs(90),
+        EVERY,
+        "realaa's pod in `kubectl top pod`",
         || {
             let (_, out) = k.run_raw(
                 &to_strings(&["-n", NS, "top", "pod", "--no-headers"]),
@@ -399,17 +405,10 @@ fn top(k: &Kubectl, other: &Kubectl, up: &Kubectl, pod: &str, node: &str) -> Res
             && !all.contains(TENANT),
         "top pod -A as realaa: {all:?}"
     );
-    let up_ns = format!("{TENANT}-{NS}");
-    let via = k.run(&[
-        "get",
-        "--raw",
-        &format!("/apis/metrics.k8s.io/v1beta1/namespaces/{NS}/pods/{pod}"),
-    ])?;
-    let direct = up.run(&[
-        "get",
-        "--raw",
-        &format!("/apis/metrics.k8s.io/v1beta1/namespaces/{up_ns}/pods/{pod}"),
-    ])?;
+    let up_ns = upstream_ns();
+    let (via, direct) = raw_both(k, up, |ns| {
+        format!("/apis/metrics.k8s.io/v1beta1/namespaces/{ns}/pods/{pod}")
+    })?;
     let (via, direct): (serde_json::Value, serde_json::Value) =
         (serde_json::from_str(&via)?, serde_json::from_str(&direct)?);
     ensure!(
@@ -464,8 +463,8 @@ fn top(k: &Kubectl, other: &Kubectl, up: &Kubectl, pod: &str, node: &str) -> Res
 /// The streams that follow a running container: `logs -f` and `attach` see lines the container
 /// writes after they started; `logs --previous` shows a restarted container's last run; `kubectl
 /// debug` adds an ephemeral container whose output `logs -c` returns, through paddock as directly.
-fn following_streams(k: &Kubectl, up: &Kubectl, dir: &std::path::Path) -> Result<()> {
-    let up_ns = format!("{TENANT}-{NS}");
+fn following_streams(k: &Kubectl, up: &Kubectl, dir: &Path) -> Result<()> {
+    let up_ns = upstream_ns();
     k.run(&[
         "-n",
         NS,
@@ -495,43 +494,43 @@ fn following_streams(k: &Kubectl, up: &Kubectl, dir: &std::path::Path) -> Result
         vec!["logs", "-f", "--tail=1", "ticker"],
         vec!["attach", "ticker"],
     ] {
-        let mut run = Follow::spawn(k, dir, &with_ns(NS, &args))?;
-        let first = run.wait_for(
-            |out| {
-                out.lines()
-                    .find(|l| l.starts_with("tick-"))
-                    .map(str::to_owned)
-            },
-            Duration::from_secs(30),
-        )?;
+        let mut run = Running::spawn(k, dir, &with_ns(NS, &args), &BTreeMap::new())?;
+        let out = run.wait_stdout("tick-", Duration::from_secs(30))?;
+        let first = out
+            .lines()
+            .find(|l| l.starts_with("tick-"))
+            .context("no tick line")?
+            .to_owned();
         let n: u32 = first
             .trim_start_matches("tick-")
             .trim()
             .parse()
             .context("tick number")?;
         let later = format!("tick-{}", n + 2);
-        run.wait_for(
-            |out| out.lines().any(|l| l.trim() == later).then_some(()),
-            Duration::from_secs(30),
-        )?;
+        run.wait_stdout(&format!("{later}\n"), Duration::from_secs(30))?;
         eprintln!(
             "{}: {first} then {later} arrived while it ran",
             args.join(" ")
         );
     }
-    wait_until("the crasher's restart", Duration::from_secs(90), || {
-        Ok(k.run(&[
-            "-n",
-            NS,
-            "get",
-            "pod",
-            "crasher",
-            "-o",
-            "jsonpath={.status.containerStatuses[0].restartCount}",
-        ])?
-        .parse::<u32>()
-        .is_ok_and(|n| n >= 1))
-    })?;
+    poll_within(
+        Duration::from_secs(90),
+        EVERY,
+        "the crasher's restart",
+        || {
+            Ok(k.run(&[
+                "-n",
+                NS,
+                "get",
+                "pod",
+                "crasher",
+                "-o",
+                "jsonpath={.status.containerStatuses[0].restartCount}",
+            ])?
+            .parse::<u32>()
+            .is_ok_and(|n| n >= 1))
+        },
+    )?;
     let previous = k.run(&["-n", NS, "logs", "--previous", "crasher"])?;
     let direct = up.run(&["-n", &up_ns, "logs", "--previous", "crasher"])?;
     ensure!(
@@ -552,9 +551,10 @@ fn following_streams(k: &Kubectl, up: &Kubectl, dir: &std::path::Path) -> Result
         "echo from-an-ephemeral-container; sleep 60",
     ])?;
     let mut seen = String::new();
-    wait_until(
-        "the ephemeral container's output",
+    poll_within(
         Duration::from_secs(60),
+        EVERY,
+        "the ephemeral container's output",
         || {
             seen = k
                 .run(&["-n", NS, "logs", "ticker", "-c", "dbg"])
@@ -577,92 +577,21 @@ fn following_streams(k: &Kubectl, up: &Kubectl, dir: &std::path::Path) -> Result
 /// services/proxy to the container's server, through paddock and directly.
 fn services_proxy(k: &Kubectl, up: &Kubectl) -> Result<()> {
     k.run(&["-n", NS, "expose", "deployment", "bb", "--port=8080"])?;
-    let up_ns = format!("{TENANT}-{NS}");
-    let mut via = String::new();
-    wait_until(
-        "services/proxy through paddock",
-        Duration::from_secs(30),
-        || {
-            via = k
-                .run(&[
-                    "get",
-                    "--raw",
-                    &format!("/api/v1/namespaces/{NS}/services/bb:8080/proxy/index.html"),
-                ])
-                .unwrap_or_default();
-            Ok(via.trim() == PAGE)
-        },
-    )
-    .with_context(|| format!("last: {via:?}"))?;
-    let direct = up.run(&[
-        "get",
-        "--raw",
-        &format!("/api/v1/namespaces/{up_ns}/services/bb:8080/proxy/index.html"),
-    ])?;
+    let path = |ns: &str| format!("/api/v1/namespaces/{ns}/services/bb:8080/proxy/index.html");
+    // the Service's endpoints follow the Service by a moment
+    let mut last = String::new();
+    poll_within(WAIT_30S, EVERY, "services/proxy through paddock", || {
+        last = k.run(&["get", "--raw", &path(NS)]).unwrap_or_default();
+        Ok(last.trim() == PAGE)
+    })
+    .with_context(|| format!("last: {last:?}"))?;
+    let (via, direct) = raw_both(k, up, path)?;
     ensure!(
-        via == direct,
+        via.trim() == PAGE && via == direct,
         "services/proxy: paddock {via:?}, directly {direct:?}"
     );
     eprintln!("services/proxy reaches the container's server");
     Ok(())
-}
-
-/// A kubectl that keeps running (`logs -f`, `attach`); its stdout collected as it comes.
-struct Follow {
-    child: std::process::Child,
-    out: std::sync::Arc<std::sync::Mutex<String>>,
-}
-
-impl Follow {
-    fn spawn(k: &Kubectl, dir: &std::path::Path, args: &[&str]) -> Result<Self> {
-        let mut child = Command::new(k.bin())
-            .arg(format!("--kubeconfig={}", k.kubeconfig().display()))
-            .arg(format!("--cache-dir={}", dir.join("cache").display()))
-            .args(args)
-            .env_remove("KUBECONFIG")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .with_context(|| format!("starting kubectl {}", args.join(" ")))?;
-        let out = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
-        let (pipe, sink) = (child.stdout.take(), out.clone());
-        std::thread::spawn(move || {
-            let Some(pipe) = pipe else { return };
-            for line in BufReader::new(pipe).lines().map_while(Result::ok) {
-                if let Ok(mut s) = sink.lock() {
-                    s.push_str(&line);
-                    s.push('\n');
-                }
-            }
-        });
-        Ok(Self { child, out })
-    }
-
-    fn wait_for<T>(
-        &mut self,
-        mut found: impl FnMut(&str) -> Option<T>,
-        timeout: Duration,
-    ) -> Result<T> {
-        let deadline = Instant::now() + timeout;
-        loop {
-            let out = self.out.lock().map(|s| s.clone()).unwrap_or_default();
-            if let Some(t) = found(&out) {
-                return Ok(t);
-            }
-            if Instant::now() >= deadline {
-                bail!("not seen within {timeout:?}; output so far: {out:?}");
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    }
-}
-
-impl Drop for Follow {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 /// `exec` passes the container command's exit code on (through paddock as directly).
@@ -678,44 +607,39 @@ fn exit_code_passes(k: &Kubectl, pod_ref: &str) -> Result<()> {
     Ok(())
 }
 
-fn port_forward(k: &Kubectl, dir: &std::path::Path, pod_ref: &str) -> Result<()> {
-    let mut child = Command::new(k.bin())
-        .arg(format!("--kubeconfig={}", k.kubeconfig().display()))
-        .arg(format!("--cache-dir={}", dir.join("cache").display()))
-        .args([
-            "-n",
-            NS,
-            "port-forward",
-            pod_ref,
-            ":8080",
-            "--address=127.0.0.1",
-        ])
-        .env_remove("KUBECONFIG")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .context("starting kubectl port-forward")?;
-    let result = (|| -> Result<()> {
-        let mut lines = BufReader::new(child.stdout.take().context("no stdout")?).lines();
-        let first = lines.next().context("port-forward printed nothing")??;
-        let port: u16 = first
-            .strip_prefix("Forwarding from 127.0.0.1:")
-            .and_then(|r| r.split_whitespace().next())
-            .and_then(|p| p.parse().ok())
-            .with_context(|| format!("no local port in {first:?}"))?;
-        for i in 0..3 {
-            let resp = http_get(port).with_context(|| format!("GET #{i} through port-forward"))?;
-            ensure!(
-                resp.starts_with("HTTP/1.") && resp.contains(PAGE),
-                "GET #{i}: {resp:?}"
-            );
-        }
-        Ok(())
-    })();
-    let _ = child.kill();
-    let _ = child.wait();
-    result
+fn port_forward(k: &Kubectl, dir: &Path, pod_ref: &str) -> Result<()> {
+    let args = [
+        "-n",
+        NS,
+        "port-forward",
+        pod_ref,
+        ":8080",
+        "--address=127.0.0.1",
+    ];
+    let mut pf = Running::spawn(k, dir, &args, &BTreeMap::new())?;
+    let out = pf.wait_stdout("Forwarding from 127.0.0.1:", Duration::from_secs(30))?;
+    let port: u16 = out
+        .lines()
+        .find_map(|l| l.strip_prefix("Forwarding from 127.0.0.1:"))
+        .and_then(|r| r.split_whitespace().next())
+        .and_then(|p| p.parse().ok())
+        .with_context(|| format!("no local port in {out:?}"))?;
+    for i in 0..3 {
+        let resp = http_get(port).with_context(|| format!("GET #{i} through {}", pf.report()))?;
+        ensure!(
+            resp.starts_with("HTTP/1.") && resp.contains(PAGE),
+            "GET #{i}: {resp:?}"
+        );
+    }
+    Ok(())
+}
+
+/// `get --raw` of the same path through paddock (the tenant's namespace) and at the apiserver
+/// (its upstream namespace): `get --raw` takes the path as is, so each side names its own.
+fn raw_both(k: &Kubectl, up: &Kubectl, path: impl Fn(&str) -> String) -> Result<(String, String)> {
+    let via = k.run(&["get", "--raw", &path(NS)])?;
+    let direct = up.run(&["get", "--raw", &path(&upstream_ns())])?;
+    Ok((via, direct))
 }
 
 /// One HTTP/1.0 GET on 127.0.0.1:`port`, read to the end (busybox httpd closes).
@@ -736,6 +660,11 @@ fn http_get(port: u16) -> Result<String> {
     Ok(String::from_utf8_lossy(&buf).into_owned())
 }
 
+/// realaa's namespace `app` as the apiserver knows it.
+fn upstream_ns() -> String {
+    format!("{TENANT}-{NS}")
+}
+
 fn with_ns<'a>(ns: &'a str, args: &[&'a str]) -> Vec<&'a str> {
     let mut v = vec!["-n", ns];
     v.extend_from_slice(args);
@@ -744,18 +673,4 @@ fn with_ns<'a>(ns: &'a str, args: &[&'a str]) -> Vec<&'a str> {
 
 fn to_strings(args: &[&str]) -> Vec<String> {
     args.iter().map(|s| (*s).to_owned()).collect()
-}
-
-fn wait_until(what: &str, timeout: Duration, mut ok: impl FnMut() -> Result<bool>) -> Result<()> {
-    let deadline = Instant::now() + timeout;
-    loop {
-        match ok() {
-            Ok(true) => return Ok(()),
-            Ok(false) | Err(_) if Instant::now() < deadline => {
-                std::thread::sleep(Duration::from_millis(500))
-            }
-            Ok(false) => bail!("timed out after {timeout:?} waiting for {what}"),
-            Err(e) => return Err(e).with_context(|| format!("waiting for {what}")),
-        }
-    }
 }
