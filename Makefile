@@ -1,5 +1,5 @@
 # paddock: the two commands a newcomer needs are `make demo` and `make test`.
-.PHONY: demo test test-static test-ha test-k9s testbed-build conformance conformance-fast conformance-full testbed-up testbed-down fmt lint bench
+.PHONY: demo test test-static test-chart test-ha test-k9s testbed-build conformance conformance-fast conformance-full testbed-up testbed-down fmt lint bench
 
 ## Build paddock, start a local control plane (unless PADDOCK_UPSTREAM_KUBECONFIG is set),
 ## start paddock, create tenant demo01 and print the kubectl line to use it.
@@ -14,6 +14,13 @@ test:
 ## crt-static, target/static), checked with file/ldd, and run against the test bed.
 test-static:
 	cargo test -p paddock-e2e --test deploy -- --ignored --nocapture static_binary_runs
+
+## paddock as operators deploy it (docs/operations.md "The chart on the test bed"): the image
+## built from deploy/Dockerfile with buildah, deploy/chart installed with helm on the real node
+## (2 replicas, etcd store, admission webhook from the pods), helm upgrade and a pod deleted
+## under load, the ServiceAccount token replaced by the kubelet (~20 min; not in `make test`).
+test-chart:
+	cargo test -p paddock-e2e --test chart -- --ignored --nocapture
 
 ## Only the HA tests (also in `make test`): replicas behind HAProxy under load, replica kill,
 ## rolling restart, etcd members down; the apiserver frozen, killed, restarted (~5 min).

@@ -3,9 +3,13 @@
 #   paddock.test/pause:3.10    the kubernetes release's own build/pause/linux/pause.c, gcc -static
 #   paddock.test/busybox:1.35  Debian's busybox-static, every applet linked, FROM scratch
 #   paddock.test/metrics-server:<version>  build.sh --node's static binary, FROM scratch
+#   paddock.test/static-base:1  what distroless/static holds, FROM scratch: /etc/passwd and
+#                              /etc/group naming nonroot (65532), /etc/nsswitch.conf, the machine's
+#                              CA bundle (Debian's ca-certificates), /tmp; deploy/Dockerfile's
+#                              RUNTIME_IMAGE in the chart test (tests/e2e/tests/chart.rs)
 # Each is an OCI archive written by buildah (Debian package) into
 #   ${PADDOCK_TESTBED_CACHE:-$HOME/.cache/paddock-testbed}/images-<key>/<name>.tar
-# where <key> hashes everything an image is made of (this script, pause.c, the busybox binary),
+# where <key> hashes everything an image is made of (this script, pause.c, the busybox binary, the CA bundle),
 # so a change rebuilds and an unchanged tree reuses. node.sh imports the archives into containerd.
 #
 #   tests/testbed/images.sh [--print-dir]
@@ -27,8 +31,10 @@ fi
 [ -f "$PAUSE_C" ] || die "pause.c not found at $PAUSE_C"
 eval "$("$HERE/build.sh" --node --print-env)"
 METRICS_SERVER="$PADDOCK_METRICS_SERVER_BIN/metrics-server"
+CA_BUNDLE=/etc/ssl/certs/ca-certificates.crt
+[ -f "$CA_BUNDLE" ] || die "$CA_BUNDLE is missing (apt-get install ca-certificates)"
 
-KEY="$(cat "$0" "$PAUSE_C" "$BUSYBOX" "$METRICS_SERVER" | sha256sum | cut -c1-16)"
+KEY="$(cat "$0" "$PAUSE_C" "$BUSYBOX" "$METRICS_SERVER" "$CA_BUNDLE" | sha256sum | cut -c1-16)"
 OUT="$CACHE/images-$KEY"
 if [ "${1:-}" = --print-dir ] && [ -f "$OUT/.complete" ]; then echo "$OUT"; exit 0; fi
 if [ -f "$OUT/.complete" ]; then log "images cached in $OUT"; exit 0; fi
@@ -70,6 +76,14 @@ if [ ! -f "$OUT/.complete" ]; then
   mkdir -p "$WORK/metrics-server/tmp"; chmod 1777 "$WORK/metrics-server/tmp"
   cp "$METRICS_SERVER" "$WORK/metrics-server/metrics-server"
   image "paddock.test/metrics-server:$METRICS_SERVER_VERSION" "$WORK/metrics-server" '["/metrics-server"]' ''
+
+  R="$WORK/static-base"; mkdir -p "$R/etc/ssl/certs" "$R/tmp" "$R/home/nonroot"
+  printf 'root:x:0:0:root:/root:/sbin/nologin\nnobody:x:65534:65534:nobody:/nonexistent:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin\n' > "$R/etc/passwd"
+  printf 'root:x:0:\nnobody:x:65534:\nnonroot:x:65532:\n' > "$R/etc/group"
+  printf 'hosts: files dns\n' > "$R/etc/nsswitch.conf"
+  cp "$CA_BUNDLE" "$R/etc/ssl/certs/ca-certificates.crt"
+  chmod 1777 "$R/tmp"; chown 65532:65532 "$R/home/nonroot"
+  image paddock.test/static-base:1 "$R" '' ''
 
   rm -rf "$OUT"; mv "$OUT.tmp" "$OUT"; touch "$OUT/.complete"
 fi

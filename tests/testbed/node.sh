@@ -7,7 +7,8 @@
 #
 # Network: the node lives in a network namespace of its own (paddock-tb-<hash of dir>) that holds
 # only its loopback, the node's address (NODE_IP, on that loopback) and the pod bridge ptb0
-# (POD_CIDR, CNI bridge + host-local, no masquerade). The namespace has no interface to the host
+# (POD_CIDR, CNI bridge + host-local, no masquerade); its routes: the pod bridge and the
+# Service range (to kube-proxy's rules). The namespace has no interface to the host
 # and no route out: nothing a pod sends can leave it. The two ways across are unix sockets:
 #   - node -> apiserver: socat on 127.0.0.1:<apiserver port> inside the namespace, carried over
 #     a unix socket to the host's 127.0.0.1:<apiserver port> (the kubelet, kube-proxy);
@@ -41,6 +42,7 @@ IMAGES="$("$HERE/images.sh" --print-dir)"
 NODE_NAME=paddock-node-0
 NODE_IP=10.243.0.2
 POD_CIDR=10.244.0.0/24
+SERVICE_CIDR=10.96.0.0/16   # up.sh's --service-cluster-ip-range
 KUBELET_PORT=10250
 ID="$(echo "$DIR" | sha256sum | cut -c1-10)"
 NS="paddock-tb-$ID"
@@ -75,6 +77,11 @@ in_ns ip addr add "$NODE_IP/32" dev lo
 # kube-proxy's service rules see bridged pod-to-pod replies only with bridge netfilter on
 in_ns sysctl -qw net.bridge.bridge-nf-call-iptables=1 2>/dev/null || true
 in_ns sysctl -qw net.ipv4.ip_forward=1
+# Services from the node itself (a bridge to a Service's cluster IP, as a NodePort or a load
+# balancer would be): the first route lookup of a connection to a cluster IP needs some route;
+# kube-proxy's OUTPUT rules then send it to an endpoint on the pod bridge. Only the Service
+# range, from the node's address; still no route out.
+in_ns ip route add "$SERVICE_CIDR" dev lo src "$NODE_IP"
 start node-api-host socat "UNIX-LISTEN:$N/apiserver.sock,fork,mode=600" "TCP:127.0.0.1:$APISERVER_PORT"
 start node-api-ns nsenter --net="/run/netns/$NS" socat \
   "TCP-LISTEN:$APISERVER_PORT,bind=127.0.0.1,fork,reuseaddr" "UNIX-CONNECT:$N/apiserver.sock"

@@ -38,6 +38,10 @@ use crate::testbed::{ControlPlane, build_binaries};
 /// Members of a cluster started with [`EtcdCluster::start_in`].
 pub const MEMBERS: usize = 3;
 
+/// A name every member's serving certificate also carries: pods on the real node reach a member
+/// by it (the chart's `hostAliases` map it to the node's bridge into the host; chart.rs).
+pub const NAME_FOR_PODS: &str = "etcd.paddock.test";
+
 /// The certificates of the cluster and of its clients, as PEM files in one directory.
 pub struct EtcdPki {
     dir: PathBuf,
@@ -107,7 +111,8 @@ fn new_ca(cn: &str) -> Result<(Issuer<'static, KeyPair>, String)> {
     Ok((Issuer::new(p, key), cert.pem()))
 }
 
-/// A leaf certificate and key; `server` adds 127.0.0.1/localhost and serverAuth.
+/// A leaf certificate and key; `server` adds 127.0.0.1, localhost, [`NAME_FOR_PODS`] and
+/// serverAuth.
 fn leaf(
     ca: &Issuer<'static, KeyPair>,
     cn: &str,
@@ -129,6 +134,7 @@ fn leaf(
         p.subject_alt_names = vec![
             SanType::IpAddress(std::net::IpAddr::from([127, 0, 0, 1])),
             SanType::DnsName("localhost".try_into()?),
+            SanType::DnsName(NAME_FOR_PODS.try_into()?),
         ];
     }
     let now = time::OffsetDateTime::now_utc();

@@ -23,6 +23,7 @@ pub mod kubectl;
 pub mod load;
 pub mod paddock;
 pub mod process;
+pub mod real_node;
 pub mod running;
 pub mod scenario;
 pub mod testbed;

@@ -779,3 +779,71 @@ async fn watch_loop(
         }
     }
 }
+
+/// The runtime the load runs on (two threads: the load is light; the machine is shared).
+pub fn runtime() -> Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("tokio runtime")
+}
+
+/// Runs the load on a thread of its own while `disrupt` runs here; returns the report and
+/// the instant the load started.
+pub fn under_load(
+    tenants: &[TenantLoad],
+    spec: Spec,
+    admin: &Tls,
+    disrupt: impl FnOnce(Instant) -> Result<Vec<String>>,
+) -> Result<(Report, Vec<String>)> {
+    let tenants = tenants.to_vec();
+    let admin = admin.clone();
+    let t0 = Instant::now();
+    let h = std::thread::spawn(move || -> Result<Report> {
+        runtime()?.block_on(run(tenants, spec, admin))
+    });
+    let notes = disrupt(t0);
+    let report = h
+        .join()
+        .map_err(|_| anyhow::anyhow!("the load thread panicked"))??;
+    Ok((report, notes?))
+}
+
+/// Adds to `failures` what a client would have noticed in `r`: more than `max_failures` failed
+/// requests, lost or duplicated writes, missed watch events, watches that had to re-list, or a
+/// load that did nothing.
+pub fn check(name: &str, r: &Report, max_failures: usize, failures: &mut Vec<String>) {
+    if r.failed() > max_failures {
+        failures.push(format!(
+            "{name}: {} failed requests (at most {max_failures} allowed), first: {:?}",
+            r.failed(),
+            r.failures.iter().take(5).collect::<Vec<_>>()
+        ));
+    }
+    if !r.lost_writes.is_empty() {
+        failures.push(format!("{name}: lost writes {:?}", r.lost_writes));
+    }
+    if !r.duplicated_writes.is_empty() {
+        failures.push(format!(
+            "{name}: duplicated writes {:?}",
+            r.duplicated_writes
+        ));
+    }
+    if !r.missed_events.is_empty() {
+        failures.push(format!(
+            "{name}: {} missed watch events, first {:?}",
+            r.missed_events.len(),
+            r.missed_events.iter().take(5).collect::<Vec<_>>()
+        ));
+    }
+    if r.relists() > 0 {
+        failures.push(format!(
+            "{name}: {} watches could not resume (410) and re-listed",
+            r.relists()
+        ));
+    }
+    if r.creates_acked == 0 || r.watch_events() == 0 {
+        failures.push(format!("{name}: the load did nothing: {}", r.summary()));
+    }
+}

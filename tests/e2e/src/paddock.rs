@@ -59,6 +59,39 @@ pub fn paddock_binary() -> Result<PathBuf> {
     Ok(bin)
 }
 
+/// The statically linked binary deploy/Dockerfile packages, built as the Dockerfile builds it
+/// (x86_64-unknown-linux-gnu, `-C target-feature=+crt-static`; the dev profile: minutes, not the
+/// release profile's fat LTO) into `target/static`; its path, relative to the workspace root
+/// (what the Dockerfile's `PREBUILT` names).
+pub fn static_binary() -> Result<PathBuf> {
+    let root = workspace_root();
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let mut build = Command::new(cargo);
+    build
+        .current_dir(&root)
+        .args(["build", "-p", "paddock", "--bin", "paddock"])
+        .args([
+            "--target",
+            "x86_64-unknown-linux-gnu",
+            "--target-dir",
+            "target/static",
+        ])
+        .env("RUSTFLAGS", "-C target-feature=+crt-static");
+    let out = process::run(&mut build, None, Duration::from_secs(60 * 60))?;
+    if !out.success() {
+        bail!(
+            "{}:\n{}",
+            process::describe(&build),
+            process::tail_lines(&out.stderr, 40)
+        );
+    }
+    let bin = PathBuf::from("target/static/x86_64-unknown-linux-gnu/debug/paddock");
+    if !root.join(&bin).is_file() {
+        bail!("{} does not exist after the build", bin.display());
+    }
+    Ok(bin)
+}
+
 /// A running `paddock serve`, killed on drop.
 pub struct Paddock {
     bin: PathBuf,

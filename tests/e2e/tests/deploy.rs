@@ -18,22 +18,13 @@ use std::process::Command;
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
-use paddock_e2e::paddock::paddock_binary;
+use paddock_e2e::paddock::{paddock_binary, static_binary};
 use paddock_e2e::process::{self, describe, free_port};
-use paddock_e2e::testbed::{testbed_scripts, workspace_root};
+use paddock_e2e::testbed::workspace_root;
 use paddock_e2e::token::{sa_token_file_kubeconfig, service_account};
+use paddock_e2e::tools::helm;
 use paddock_e2e::{ControlPlane, EtcdCluster, Kubectl, Paddock, StoreKind};
 use serde_json::Value;
-
-fn helm() -> Result<PathBuf> {
-    let mut cmd = Command::new("bash");
-    cmd.arg(testbed_scripts().join("tools.sh")).arg("helm");
-    let out = process::run(&mut cmd, None, Duration::from_secs(30 * 60))?;
-    if !out.success() {
-        bail!("tools.sh helm failed: {}", out.stderr);
-    }
-    Ok(PathBuf::from(out.stdout.trim()))
-}
 
 fn chart() -> PathBuf {
     workspace_root().join("deploy").join("chart")
@@ -344,24 +335,7 @@ fn chart_and_self_check() -> Result<()> {
 #[test]
 #[ignore = "builds paddock for x86_64-unknown-linux-gnu with crt-static (minutes); make test-static"]
 fn static_binary_runs() -> Result<()> {
-    let root = workspace_root();
-    let target_dir = root.join("target").join("static");
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let mut build = Command::new(cargo);
-    build
-        .current_dir(&root)
-        .args(["build", "-p", "paddock", "--bin", "paddock"])
-        .args(["--target", "x86_64-unknown-linux-gnu", "--target-dir"])
-        .arg(&target_dir)
-        .env("RUSTFLAGS", "-C target-feature=+crt-static");
-    let out = process::run(&mut build, None, Duration::from_secs(60 * 60))?;
-    assert!(
-        out.success(),
-        "{}:\n{}",
-        describe(&build),
-        process::tail_lines(&out.stderr, 40)
-    );
-    let bin = target_dir.join("x86_64-unknown-linux-gnu/debug/paddock");
+    let bin = workspace_root().join(static_binary()?);
 
     let file = process::run(
         Command::new("file").arg(&bin),

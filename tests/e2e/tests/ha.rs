@@ -22,7 +22,7 @@ use anyhow::{Context, Result, bail, ensure};
 use http::Method;
 use paddock_e2e::ha::{Haproxy, haproxy_binary};
 use paddock_e2e::http::Tls;
-use paddock_e2e::load::{self, Report, Spec, TenantLoad};
+use paddock_e2e::load::{Spec, TenantLoad, check, runtime, under_load};
 use paddock_e2e::paddock::rewrite_server;
 use paddock_e2e::process::tail_file;
 use paddock_e2e::{ControlPlane, EtcdCluster, Paddock, StoreKind};
@@ -31,14 +31,6 @@ use serde_json::Value;
 /// The drain delay the replicas run with: longer than HAProxy needs to mark a replica down
 /// (2 failed checks 500 ms apart).
 const SHUTDOWN_DELAY: &str = "3s";
-
-fn runtime() -> Result<tokio::runtime::Runtime> {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .context("tokio runtime")
-}
 
 /// `GET path` with the credential of `kubeconfig` against `server`, on a fresh connection
 /// (so that through the LB, successive calls reach different replicas).
@@ -159,62 +151,6 @@ fn propagation(
         "certificate revoked through replica 3: refused on all 3 replicas and through the LB after {took:?}"
     ));
     Ok(())
-}
-
-/// Runs the load on a thread of its own while `disrupt` runs here; returns the report and
-/// the instant the load started.
-fn under_load(
-    tenants: &[TenantLoad],
-    spec: Spec,
-    admin: &Tls,
-    disrupt: impl FnOnce(Instant) -> Result<Vec<String>>,
-) -> Result<(Report, Vec<String>)> {
-    let tenants = tenants.to_vec();
-    let admin = admin.clone();
-    let t0 = Instant::now();
-    let h = std::thread::spawn(move || -> Result<Report> {
-        runtime()?.block_on(load::run(tenants, spec, admin))
-    });
-    let notes = disrupt(t0);
-    let report = h
-        .join()
-        .map_err(|_| anyhow::anyhow!("the load thread panicked"))??;
-    Ok((report, notes?))
-}
-
-fn check(name: &str, r: &Report, max_failures: usize, failures: &mut Vec<String>) {
-    if r.failed() > max_failures {
-        failures.push(format!(
-            "{name}: {} failed requests (at most {max_failures} allowed), first: {:?}",
-            r.failed(),
-            r.failures.iter().take(5).collect::<Vec<_>>()
-        ));
-    }
-    if !r.lost_writes.is_empty() {
-        failures.push(format!("{name}: lost writes {:?}", r.lost_writes));
-    }
-    if !r.duplicated_writes.is_empty() {
-        failures.push(format!(
-            "{name}: duplicated writes {:?}",
-            r.duplicated_writes
-        ));
-    }
-    if !r.missed_events.is_empty() {
-        failures.push(format!(
-            "{name}: {} missed watch events, first {:?}",
-            r.missed_events.len(),
-            r.missed_events.iter().take(5).collect::<Vec<_>>()
-        ));
-    }
-    if r.relists() > 0 {
-        failures.push(format!(
-            "{name}: {} watches could not resume (410) and re-listed",
-            r.relists()
-        ));
-    }
-    if r.creates_acked == 0 || r.watch_events() == 0 {
-        failures.push(format!("{name}: the load did nothing: {}", r.summary()));
-    }
 }
 
 #[test]

@@ -1,0 +1,183 @@
+//! The test bed's real node (tests/testbed/node.sh, `ControlPlane::start_real_node`) as tests
+//! use it: its network namespace, bridges across it, and images loaded into its containerd.
+//!
+//! The node's namespace has no route to the host; the only ways across are unix sockets,
+//! carried by two socats each (one on the host, one inside the namespace), as node.sh does for
+//! the apiserver:
+//! - [`RealNode::bridge_in`]: a port on the node's address that pods reach, forwarded to a
+//!   loopback address of the host (e.g. an etcd the test runs);
+//! - [`RealNode::bridge_out`]: a loopback port of the host forwarded to an address inside the
+//!   namespace (a Service's cluster IP, a pod), what a NodePort or a load balancer would be.
+//!
+//! Every process is recorded in the test bed's pids file: down.sh stops them with the rest.
+
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+
+use crate::ControlPlane;
+use crate::process::{self, describe};
+
+/// The real node of a test bed started with `--real-node`.
+pub struct RealNode {
+    /// The node's network namespace (`ip netns` name).
+    pub netns: String,
+    /// The node's address inside it (pods reach it; nothing outside does).
+    pub ip: String,
+    /// The node's name.
+    pub name: String,
+    containerd: PathBuf,
+    dir: PathBuf,
+}
+
+impl RealNode {
+    /// The real node of `cp`; fails if it was started without one.
+    pub fn of(cp: &ControlPlane) -> Result<RealNode> {
+        Ok(RealNode {
+            netns: cp.var("REAL_NODE_NETNS")?.to_owned(),
+            ip: cp.var("REAL_NODE_IP")?.to_owned(),
+            name: cp.var("REAL_NODE_NAME")?.to_owned(),
+            containerd: PathBuf::from(cp.var("REAL_NODE_CONTAINERD")?),
+            dir: cp.dir().join("node"),
+        })
+    }
+
+    /// Pods reach `<node ip>:<node_port>`, which is `host_addr` (`127.0.0.1:<port>`) of the host.
+    pub fn bridge_in(
+        &self,
+        cp: &ControlPlane,
+        name: &str,
+        node_port: u16,
+        host_addr: &str,
+    ) -> Result<()> {
+        let sock = self.dir.join(format!("bridge-in-{name}.sock"));
+        self.spawn(
+            cp,
+            &format!("bridge-in-{name}-host"),
+            false,
+            &[
+                &format!("UNIX-LISTEN:{},fork,mode=600", sock.display()),
+                &format!("TCP:{host_addr}"),
+            ],
+        )?;
+        wait_for_path(&sock)?;
+        self.spawn(
+            cp,
+            &format!("bridge-in-{name}-node"),
+            true,
+            &[
+                &format!("TCP-LISTEN:{node_port},bind={},fork,reuseaddr", self.ip),
+                &format!("UNIX-CONNECT:{}", sock.display()),
+            ],
+        )?;
+        let listening = format!("{}:{node_port} ", self.ip);
+        process::poll_within(
+            Duration::from_secs(10),
+            Duration::from_millis(100),
+            &format!("bridge {name}: something listening on {listening}"),
+            || {
+                let out = process::run(
+                    Command::new("ip")
+                        .args(["netns", "exec", &self.netns])
+                        .args(["ss", "-Hltn"]),
+                    None,
+                    Duration::from_secs(5),
+                )?;
+                Ok(out.stdout.contains(&listening))
+            },
+        )?;
+        Ok(())
+    }
+
+    /// `127.0.0.1:<host_port>` of the host is `target` (`<ip>:<port>`) inside the node's namespace.
+    pub fn bridge_out(
+        &self,
+        cp: &ControlPlane,
+        name: &str,
+        host_port: u16,
+        target: &str,
+    ) -> Result<()> {
+        let sock = self.dir.join(format!("bridge-out-{name}.sock"));
+        self.spawn(
+            cp,
+            &format!("bridge-out-{name}-node"),
+            true,
+            &[
+                &format!("UNIX-LISTEN:{},fork,mode=600", sock.display()),
+                &format!("TCP:{target}"),
+            ],
+        )?;
+        wait_for_path(&sock)?;
+        self.spawn(
+            cp,
+            &format!("bridge-out-{name}-host"),
+            false,
+            &[
+                &format!("TCP-LISTEN:{host_port},bind=127.0.0.1,fork,reuseaddr"),
+                &format!("UNIX-CONNECT:{}", sock.display()),
+            ],
+        )?;
+        process::poll_within(
+            Duration::from_secs(10),
+            Duration::from_millis(100),
+            &format!("bridge {name}: 127.0.0.1:{host_port} accepting"),
+            || Ok(std::net::TcpStream::connect(("127.0.0.1", host_port)).is_ok()),
+        )?;
+        Ok(())
+    }
+
+    /// Imports an image archive (OCI or docker) into the node's containerd.
+    pub fn import_image(&self, archive: &Path) -> Result<()> {
+        let mut cmd = Command::new("ctr");
+        cmd.arg("--address")
+            .arg(&self.containerd)
+            .args([
+                "-n",
+                "k8s.io",
+                "images",
+                "import",
+                "--snapshotter",
+                "native",
+            ])
+            .arg(archive);
+        let out = process::run(&mut cmd, None, Duration::from_secs(300))?;
+        if !out.success() {
+            bail!("{}: {}{}", describe(&cmd), out.stdout, out.stderr);
+        }
+        Ok(())
+    }
+
+    /// A socat of this node (in its namespace if `in_ns`), recorded in the pids file.
+    fn spawn(&self, cp: &ControlPlane, name: &str, in_ns: bool, args: &[&str]) -> Result<()> {
+        let log = cp.dir().join("logs").join(format!("{name}.log"));
+        let mut cmd = if in_ns {
+            let mut c = Command::new("nsenter");
+            c.arg(format!("--net=/run/netns/{}", self.netns))
+                .arg("socat");
+            c
+        } else {
+            Command::new("socat")
+        };
+        cmd.args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).with_context(|| log.display().to_string())?)
+            // a process group of its own: down.sh stops the group
+            .process_group(0);
+        let child = cmd.spawn().with_context(|| describe(&cmd))?;
+        cp.record_pid(name, child.id())
+    }
+}
+
+fn wait_for_path(p: &Path) -> Result<()> {
+    process::poll_within(
+        Duration::from_secs(10),
+        Duration::from_millis(50),
+        &format!("{} appearing", p.display()),
+        || Ok(p.exists()),
+    )?;
+    Ok(())
+}
