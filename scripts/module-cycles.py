@@ -1,10 +1,14 @@
 #!/usr/bin/env python3
-"""Fails when the modules of a crate import each other in a circle.
+"""Fails when the modules of a crate, or the child modules of one folder, import each other in
+a circle.
 
 For every crate under crates/, an edge A -> B is a `crate::B` path written in module A's
 files (the top-level module: `src/a.rs` or `src/a/**`), outside test code (`#[cfg(test)]`
-onwards, `*tests*.rs`). Cargo already forbids cycles between crates; this keeps the modules
-inside a crate layered the same way. Usage: scripts/module-cycles.py [--graph]
+onwards, `*tests*.rs`). Inside every module folder (`src/x/`, `src/x/y/`, ...) the same is
+done one level down: an edge A -> B is a `super::B` path in a file directly in the folder
+(`a.rs` or `a/mod.rs`), or a `crate::x::B` path anywhere under `a`. Cargo already forbids
+cycles between crates; this keeps the modules inside a crate layered the same way.
+Usage: scripts/module-cycles.py [--graph]
 """
 import os
 import re
@@ -44,6 +48,42 @@ def edges_of(src):
             me = top_module(rel)
             edges.setdefault(me, set()).update(t for t in targets if t != me)
     return edges
+
+
+def child_edges(src, folder):
+    """Edges between the child modules of `folder` (a module folder under `src`)."""
+    base = os.path.join(src, folder)
+    mod_path = "::".join(folder.split(os.sep))
+    full = re.compile(r"\bcrate::" + re.escape(mod_path) + r"::(\w+)")
+    sup = re.compile(r"\bsuper::(\w+)")
+    sup_group = re.compile(r"\bsuper::\{([^}]*)\}", re.S)
+    edges = {}
+    for dirpath, _, files in os.walk(base):
+        for f in files:
+            if not f.endswith(".rs") or "tests" in f or f == "fuzzing.rs":
+                continue
+            path = os.path.join(dirpath, f)
+            rel = os.path.relpath(path, base)
+            if rel == "mod.rs":
+                continue
+            me = top_module(rel)
+            text = non_test_text(path)
+            targets = set(full.findall(text))
+            # `super::` names a sibling only from a file directly in the folder or a/mod.rs
+            if os.sep not in rel or rel == os.path.join(me, "mod.rs"):
+                targets.update(sup.findall(text))
+                for group in sup_group.findall(text):
+                    targets.update(
+                        t.strip().split("::")[0] for t in group.split(",") if t.strip()
+                    )
+            edges.setdefault(me, set()).update(t for t in targets if t not in (me, "self"))
+    return edges
+
+
+def module_folders(src):
+    for dirpath, _, files in os.walk(src):
+        if dirpath != src and "mod.rs" in files:
+            yield os.path.relpath(dirpath, src)
 
 
 def cycles(edges):
@@ -94,6 +134,15 @@ def main():
         for comp in cycles(edges):
             bad = True
             print(f"module cycle in {crate}: {' <-> '.join(comp)}")
+        for folder in sorted(module_folders(src)):
+            inner = child_edges(src, folder)
+            if "--graph" in sys.argv:
+                for m in sorted(inner):
+                    kids = " ".join(sorted(t for t in inner[m] if t in inner))
+                    print(f"{crate}/{folder}: {m} -> {kids}")
+            for comp in cycles(inner):
+                bad = True
+                print(f"module cycle in {crate}/{folder}: {' <-> '.join(comp)}")
     if bad:
         sys.exit(1)
     print("no module cycles in crates/")

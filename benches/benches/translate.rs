@@ -3,7 +3,7 @@
 //!
 //! `cargo bench -p paddock-benches --bench translate`. Throughput is MB/s of upstream input.
 //!
-//! `small_get`: what isolation costs one small GET (issue 19): the request parsed and planned
+//! `small_get`: what isolation costs one small GET: the request parsed and planned
 //! for the tenant (names, namespace, the catalog's rules) and its answer rewritten back, the
 //! loadbench's `GET /api/v1/namespaces/bench/configmaps/small` and the apiserver's answer.
 

@@ -1,4 +1,4 @@
-//! The lone-tenant rule and pacing (session 10): the time is passed in.
+//! The lone-tenant rule and pacing, with the time passed in.
 
 use super::*;
 

@@ -10,7 +10,7 @@
 //! unprefixed, every verb; upstream, the tenant admins' cluster identity gets exactly those
 //! rights (a ClusterRole and binding of the tenant's own, [`grant_role`]). This gives up
 //! isolation for that kind and only that kind (docs/security.md "Platform grants"). Only the
-//! kinds of [`GRANTABLE`] can be granted; a tenant without the grant is refused as before.
+//! kinds of [`GRANTABLE`] can be granted; a tenant without the grant keeps the defaults above.
 
 use std::collections::{BTreeSet, HashMap};
 

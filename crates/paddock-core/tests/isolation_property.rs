@@ -1,4 +1,4 @@
-//! Isolation property (issue 5): generated tenant requests (method, path, query, content type
+//! Isolation property: generated tenant requests (method, path, query, content type
 //! and body, many of them hostile) are driven through the whole request path of the core,
 //! `parse_request` -> `plan` -> `translate_request_body`, exactly as the server does; whatever
 //! is accepted must name nothing upstream outside tenant `foofoo`: every namespace, every

@@ -1,4 +1,4 @@
-//! Request-side properties and fixture checks (engineer A): the round-trip property
+//! Request-side properties and fixture checks: the round-trip property
 //! (object_up then object_down is the identity), the escape property (whatever a tenant asks,
 //! every namespace, name and group that reaches upstream lies inside the tenant's prefix or the
 //! shared set), and checks against objects captured from a real kube-apiserver 1.33.

@@ -501,7 +501,7 @@ proptest! {
 /// fast path answers, it answers what the DOM path (object_down) answers.
 #[test]
 fn splice_fast_path_agrees_with_dom() {
-    use paddock_core::framer::{Members, array_elements};
+    use paddock_core::response::members::{Members, array_elements};
     use paddock_core::response::{ItemType, item_bytes_down};
     use paddock_core::splice::{Fast, Splicer};
 

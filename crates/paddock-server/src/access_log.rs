@@ -3,10 +3,11 @@
 //!
 //! Lines are batched: each is formatted on the request's task into a shared buffer, which is
 //! written out when it holds [`FLUSH_BYTES`] or every [`FLUSH_INTERVAL`] (see
-//! [`AccessLog::flush`]). Going through `tracing` with a write per line, or through a logging
-//! thread woken per line, was 10-15 % of paddock's CPU under a load of small requests
-//! (docs/performance.md); this is about 1 %. A line can thus reach stderr up to
-//! `FLUSH_INTERVAL` after the warnings `tracing` writes at once.
+//! [`AccessLog::flush`]): going through `tracing` with a write per line, or through a logging
+//! thread woken per line, costs a large share of paddock's CPU under a load of small
+//! requests, and batching makes it a small one (docs/performance/sessions-01-06.md has the
+//! figures). A line can thus reach stderr up to `FLUSH_INTERVAL` after the warnings
+//! `tracing` writes at once.
 
 use std::io::Write as _;
 use std::time::Duration;

@@ -5,16 +5,17 @@
 //! The h2 crate copies a frame into its 16 KB write buffer only when the payload is small
 //! (256 bytes when the transport says it writes vectored, as tokio-rustls does; 1 KB
 //! otherwise); a larger DATA payload is chained behind the buffer, and the buffer must be
-//! written out and flushed before the next frame is encoded. A small GET's answer (a few
-//! hundred bytes) was therefore one TLS record and one `sendmsg` per response, however many
-//! responses were ready at once (session 9's profile: rustls writes 9.7 % of a small GET).
+//! written out and flushed before the next frame is encoded. Left so, a small GET's answer (a
+//! few hundred bytes) is one TLS record and one `sendmsg` per response, however many
+//! responses are ready at once, and rustls' writes are a large part of a small GET's cost
+//! (docs/performance/sessions-07-10.md has the profile).
 //!
 //! [`Coalescing`] tells h2 that it does not write vectored, so that payloads up to 1 KB are
 //! copied into h2's buffer and many small answers leave in one record and one write. The cost
 //! of that choice, a large DATA frame written as two calls (h2's buffer with the frame's
 //! head, then the payload), is taken back here: a write that fits is held and sent together
 //! with the next one, as one vectored write to rustls, so there is never more than one
-//! write per chained frame, as before.
+//! write per chained frame.
 //! Flush and shutdown send what is held first (h2 flushes after every batch of frames). On
 //! HTTP/1.1 connections it is off, a plain pass-through (hyper's HTTP/1.1 writer already
 //! gathers a response's head and body).

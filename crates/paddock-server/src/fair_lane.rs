@@ -2,13 +2,14 @@
 //! threads of a lower OS priority (docs/fairshare.md "Yield lane"; who yields is paddock-core's
 //! `FairQueue::yields`).
 //!
-//! Pacing bounds how much of a heavy tenant's work is admitted; what it admits still ran on
-//! the same two tokio workers as the light tenants' requests, so a light tenant's small GET
-//! could wait behind a heavy tenant's LIST being translated, in tokio's run queue and for the
-//! core. Here such a request — its handling and its answer's body to the last byte — runs as a
-//! task of a second runtime whose threads have a higher nice value (`LANE_NICE`): the kernel's
-//! scheduler then runs the main workers first whenever both want a core, and the main
-//! workers' queues hold only the light tenants' tasks (and the heavy tenant's connection).
+//! Pacing bounds how much of a heavy tenant's work is admitted, but what it admits would
+//! otherwise run on the same tokio workers as the light tenants' requests, so a light tenant's
+//! small GET could wait behind a heavy tenant's LIST being translated, in tokio's run queue
+//! and for the core. Here such a request — its handling and its answer's body to the last
+//! byte — runs as a task of a second runtime whose threads have a higher nice value
+//! (`LANE_NICE`): the kernel's scheduler then runs the main workers first whenever both want a
+//! core, and the main workers' queues hold only the light tenants' tasks (and the heavy
+//! tenant's connection).
 //!
 //! Every poll of the offloaded request is made *in the main runtime's context*: sockets it
 //! opens (an upstream connection dialled for it), tasks it spawns (hyper's connection tasks)

@@ -3,19 +3,21 @@
 //! hyper's HTTP/2 server hands each new stream (the service's future plus the sending of its
 //! response body) to an executor. With tokio's, that is a task per stream: a spawn, and for
 //! every frame a stream queues a wake-up of the connection task, often on the other worker
-//! thread (session 9's profile: hyper's tasks about 31 % of a small GET, context switches
-//! 15 %). [`StreamExec`] instead queues the stream in the connection's [`Streams`], which the
-//! connection task polls beside the connection itself ([`Streams::serve`]): no spawn, no
-//! cross-thread wake-up between a stream and its connection, and the frames of every stream
-//! that made progress in one pass go out in one flush (fewer TLS records and writes).
+//! thread: hyper's tasks and the context switches between them are then a large share of a
+//! small GET's CPU (docs/performance/sessions-07-10.md has the profile). [`StreamExec`]
+//! instead queues the stream in the connection's [`Streams`], which the connection task polls
+//! beside the connection itself ([`Streams::serve`]): no spawn, no cross-thread wake-up
+//! between a stream and its connection, and the frames of every stream that made progress in
+//! one pass go out in one flush (fewer TLS records and writes).
 //!
 //! Each stream still has its own waker (`FuturesUnordered`), so a stream waiting for the
 //! upstream, for flow-control window or for a slow client costs nothing while it waits and
-//! blocks no other stream; watches and long LISTs keep streaming. What is given up is that two
-//! streams of one connection no longer run on two cores at once; a busy client spreads over
-//! connections, and on the measured 2-core machine the apiserver needs the other core anyway
-//! (docs/performance/sessions-11-13.md, issue 19, session 11). HTTP/1.1 does not use the
-//! executor.
+//! blocks no other stream; watches and long LISTs keep streaming. What is given up is that the
+//! streams served this way on one connection do not run on two cores at once; a busy client
+//! spreads over connections, and a stream whose answer may be large or long
+//! ([`answers_small`] says no) gets a task of its own ([`StreamExec::spawn_next`]), so that
+//! translating it can take another core (docs/performance/sessions-11-13.md). HTTP/1.1 does
+//! not use the executor.
 
 use std::future::Future;
 use std::pin::Pin;

@@ -1,13 +1,13 @@
-//! Per-core serving (`paddock serve --serve-threads N`; off by default): N OS threads, each
-//! running a tokio `current_thread` runtime of its own. The accept loop (`front`) hands each
-//! accepted connection to the next thread in turn, and the connection with all its streams
-//! lives there. Each thread marks itself as a serving thread (`paddock_upstream::serving`),
-//! so the short requests it sends go over upstream HTTP/2 connections of its own, dialled and
-//! driven on the same thread: a small GET's front stream, its upstream stream and both
-//! connections' socket work happen in one thread's event loop, with no wake-up of another
-//! worker, no futex and no context switch between them (the runtime idle and wake-up path
-//! was about 30 µs of a small GET's 84 µs at 64 concurrent; docs/performance/sessions-11-13.md,
-//! issue 19, session 12).
+//! Per-core serving (`paddock serve --serve-threads N`, one per CPU by default; 0 turns it
+//! off): N OS threads, each running a tokio `current_thread` runtime of its own. The accept
+//! loop (`front`) hands each accepted connection to the next thread in turn, and the
+//! connection with all its streams lives there. Each thread marks itself as a serving thread
+//! (`paddock_upstream::serving`), so the short requests it sends go over upstream HTTP/2
+//! connections of its own, dialled and driven on the same thread: a small GET's front
+//! stream, its upstream stream and both connections' socket work happen in one thread's event
+//! loop, with no wake-up of another worker, no futex and no context switch between them (on
+//! the multi-thread runtime, the idle and wake-up path is a large share of a small GET's CPU;
+//! docs/performance/sessions-11-13.md has the figures).
 //!
 //! Everything else stays on the main multi-thread runtime: background loops, reconcilers,
 //! the fair queue's pacer and yield lane, and the streams that are not answered small

@@ -1,12 +1,13 @@
 //! One upstream HTTP/2 connection for short requests, driven by paddock's own lean HTTP/2
-//! client ([`paddock_h2::client`]; the h2 crate until issue 19's lean client).
+//! client ([`paddock_h2::client`]).
 //!
-//! Through hyper's client a short request crossed three tasks: the caller's; hyper's dispatch
-//! task, which takes the request off a channel and opens the stream; and a task hyper spawns
-//! per request to await the answer's headers and hand them back through a oneshot channel
-//! (plus hyper-util's pool look-up and a clone of the whole client per request). Here the
-//! caller's task opens the stream and polls its own answer; the connection's one task reads
-//! and writes the socket and wakes it (docs/performance/sessions-07-10.md, session 9).
+//! Through hyper's client a short request would cross three tasks: the caller's; hyper's
+//! dispatch task, which takes the request off a channel and opens the stream; and a task hyper
+//! spawns per request to await the answer's headers and hand them back through a oneshot
+//! channel (plus hyper-util's pool look-up and a clone of the whole client per request). Here
+//! the caller's task opens the stream and polls its own answer; the connection's one task
+//! reads and writes the socket and wakes it (docs/performance/sessions-07-10.md has the
+//! profile).
 
 use std::sync::Arc;
 use std::time::Duration;

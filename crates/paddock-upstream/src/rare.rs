@@ -4,9 +4,9 @@
 //! `Box::pin(rare_call(args)).await` keeps the rare branch's state out of the caller's future,
 //! but the unstarted future is still built as a value in the caller's poll function and then
 //! moved into the box: that function's stack frame reserves the rare future's whole size
-//! (35-43 KB for the admin API, the RBAC follow-ups or a replay to other clusters), and every
-//! poll of every request through it probes those pages (docs/performance/sessions-11-13.md,
-//! session 13).
+//! (tens of KB for the admin API, the RBAC follow-ups or a replay to other clusters), and every
+//! poll of every request through it probes those pages (docs/performance/sessions-11-13.md
+//! has the sizes).
 //! [`boxed`] builds it in a frame of its own, entered only when the branch is taken.
 
 use std::future::Future;

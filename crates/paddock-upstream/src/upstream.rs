@@ -2,20 +2,20 @@
 //! ([`Route`]).
 //!
 //! Lists use a pool of HTTP/1.1 keep-alive connections: kube-apiserver's Go HTTP/2 server
-//! spends about a third more CPU on a 25 MB LIST than its HTTP/1.1 server (it writes the body
-//! as thousands of 4 KiB DATA frames), enough that a LIST through paddock over HTTP/1.1 was
-//! faster than the same LIST sent directly over HTTP/2 (docs/performance.md); and a big list
-//! then never shares a flow-control window with other requests. Other short requests go over
-//! a few HTTP/2 connections ([`crate::short_set`]): for small requests one multiplexed
-//! connection costs paddock less CPU than one HTTP/1.1 connection per request in flight, and
-//! they are driven by the h2 crate directly, without hyper's client ([`crate::h2_conn`]). Watches use HTTP/2 connections of their own
-//! ([`WatchPool`]), each carrying at most [`WATCH_STREAMS_PER_CONN`] watches: hyper's pool never
-//! opens a second connection to a host and kube-apiserver caps the streams of a connection, so
-//! watches on the shared connection would eventually stall every other request; one HTTP/1.1
-//! connection per watch (the first design) cost about 38 KiB of paddock's memory per idle watch
-//! (TLS and read buffers) and a socket on both sides (docs/performance.md). The other
-//! long-running requests (`logs -f`, exec/attach/port-forward upgrades, proxies) use an
-//! HTTP/1.1 pool: upgrades need HTTP/1.1.
+//! spends markedly more CPU on a big LIST than its HTTP/1.1 server (it writes the body as
+//! thousands of 4 KiB DATA frames), and a big list then never shares a flow-control window
+//! with other requests. Other short requests go over a few HTTP/2 connections
+//! ([`crate::short_set`]): for small requests one multiplexed connection costs paddock less
+//! CPU than one HTTP/1.1 connection per request in flight, and they are driven by paddock's
+//! own HTTP/2 client, without hyper's ([`crate::h2_conn`]). Watches use HTTP/2 connections of
+//! their own ([`WatchPool`]), each carrying at most [`WATCH_STREAMS_PER_CONN`] watches: hyper's
+//! pool never opens a second connection to a host and kube-apiserver caps the streams of a
+//! connection, so watches on the shared connection would eventually stall every other
+//! request; one HTTP/1.1 connection per watch would cost paddock several times the memory per
+//! idle watch (TLS and read buffers) and a socket on both sides. The other long-running
+//! requests (`logs -f`, exec/attach/port-forward upgrades, proxies) use an HTTP/1.1 pool:
+//! upgrades need HTTP/1.1. docs/performance/sessions-01-06.md has the figures behind the list
+//! and watch pools.
 
 use std::path::Path;
 use std::sync::Arc;

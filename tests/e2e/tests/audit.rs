@@ -1,4 +1,4 @@
-//! The tenant audit trail (issue 16, acceptance 5) against the real control plane: two tenants
+//! The tenant audit trail against the real control plane: two tenants
 //! make a known set of requests through paddock (running with a kube-apiserver audit Policy,
 //! a log file and a webhook); the log is read back with kube-apiserver's own
 //! `audit.k8s.io/v1` Event type (k8s.io/apiserver, Go, strict decoding: tests/e2e/auditcheck)

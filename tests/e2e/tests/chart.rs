@@ -1,4 +1,4 @@
-//! paddock as operators deploy it (issue 35; `make test-chart`, about 20 minutes; not in
+//! paddock as operators deploy it (`make test-chart`, about 20 minutes; not in
 //! `make test`): deploy/chart installs the image deploy/Dockerfile builds on the test bed's real
 //! node, and it serves tenants through its Service while it is upgraded, loses a pod and has its
 //! ServiceAccount token replaced. docs/operations.md ("The chart on the test bed") walks through

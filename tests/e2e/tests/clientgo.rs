@@ -1,4 +1,4 @@
-//! client-go with protobuf bodies over every creatable built-in kind (issue 12, acceptance 1).
+//! client-go with protobuf bodies over every creatable built-in kind.
 //!
 //! Builds tests/clientgo (client-go v0.33, `ContentType = application/vnd.kubernetes.protobuf`)
 //! cache-aware into target/go-bin, runs it directly as the upstream admin and then through

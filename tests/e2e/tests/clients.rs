@@ -1,4 +1,4 @@
-//! Real clients (issue 13, acceptance 1), each scenario run directly (the upstream admin) and
+//! Real clients, each scenario run directly (the upstream admin) and
 //! through paddock (a tenant admin) on one shared control plane and paddock, so that a failure
 //! is paddock's only when the direct run passes:
 //! - kubectl 1.27 … 1.33 (the pinned binaries beside `kubectl`): the commonest commands

@@ -1,5 +1,5 @@
 //! The isolation suite (`isolation.rs`'s attack table, unchanged, and its bypass) against
-//! tenants spanning two clusters (issue 17, acceptance 3; docs/clusters.md): two control
+//! tenants spanning two clusters (docs/clusters.md): two control
 //! planes, paddock fronting both (`default` with the admission webhook, `east` registered),
 //! the attacker `alphaa` spanning `default,east` (home `default`), the victim `bravoo`
 //! spanning `east,default` (home `east`), and `west`, a registered cluster of neither (its

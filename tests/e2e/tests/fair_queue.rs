@@ -1,4 +1,4 @@
-//! The replica's tenant-fair work queue (issue 16, docs/fairshare.md "Fair queue"), against
+//! The replica's tenant-fair work queue (docs/fairshare.md "Fair queue"), against
 //! the real control plane with paddock as a real process, a budget of 4 work seats and a
 //! lease of 1 s:
 //!

@@ -1,4 +1,4 @@
-//! Slow and greedy clients, and per-tenant fair share (issue 16, acceptance 1), against the
+//! Slow and greedy clients, and per-tenant fair share, against the
 //! real control plane with paddock as a real process:
 //! - idle connections (HTTP/1.1 with and without a first request, HTTP/2) are closed within
 //!   the configured idle / header-read timeouts;

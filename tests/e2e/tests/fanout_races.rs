@@ -1,5 +1,5 @@
-//! A cluster-wide list or watch opened right after the tenant created a namespace (issue 13: a
-//! tenant gets a cluster admin's answer). The new namespace's RoleBindings are written before
+//! A cluster-wide list or watch opened right after the tenant created a namespace gets a
+//! cluster admin's answer. The new namespace's RoleBindings are written before
 //! the create is answered, but the apiserver's RBAC cache may not have seen them yet when the
 //! fan-out asks that namespace: a cluster admin never gets a 403 there, so neither may the
 //! tenant's admin. Straight at the apiserver as the control (the admin creates a namespace and

@@ -1,5 +1,5 @@
-//! The front door against clients that do not play by the rules (issue 34, acceptance 1 and 2;
-//! docs/testing.md "Front door", with the figures).
+//! The front door against clients that do not play by the rules (docs/testing.md "Front
+//! door", with the figures).
 //!
 //! - `h2spec_conformance`: h2spec (tests/testbed/tools.sh h2spec) over TLS against paddock's
 //!   port, without a client certificate (h2spec cannot present one; paddock answers 401, which

@@ -1,4 +1,4 @@
-//! The gateway's operational acceptance checks against the real control plane:
+//! The gateway's operational checks against the real control plane:
 //! - two replicas on one etcd: a tenant created through one is usable through the other within
 //!   1 s; a revoked certificate is refused by both within 1 s;
 //! - bad input gets a `Status` with the right code and no panic;

@@ -1,6 +1,7 @@
-//! Highly available paddock as operators run it (issue 14): three replicas on a three-member
-//! etcd store (TLS, client certificates) behind HAProxy (TCP mode, TLS passed through, `/readyz` health checks over TLS), all on
-//! loopback, under a bounded load of mixed reads, writes and watches from two tenants.
+//! Highly available paddock as operators run it: three replicas on a three-member etcd store
+//! (TLS, client certificates) behind HAProxy (TCP mode, TLS passed through, `/readyz` health
+//! checks over TLS), all on loopback, under a bounded load of mixed reads, writes and watches
+//! from two tenants.
 //!
 //! 1. Tenant creation, certificate issuance and revocation through one replica take effect on
 //!    every replica within 1 s, measured on each replica directly and through the LB.

@@ -1,4 +1,4 @@
-//! helm 3 through paddock (issue 13, acceptance 1, the helm part): charts written for the tests
+//! helm 3 through paddock: charts written for the tests
 //! (tests/e2e/charts) with CRDs, validating/mutating webhooks, aggregated ClusterRoles, hooks,
 //! `--create-namespace` and a chart that brings its own Namespace; each one installed,
 //! upgraded, rolled back and uninstalled, with kubectl checks in between. Every scenario runs

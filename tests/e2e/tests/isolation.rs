@@ -1,4 +1,4 @@
-//! The isolation suite (issue 5): one control plane, one paddock, two tenants (`alphaa` the
+//! The isolation suite: one control plane, one paddock, two tenants (`alphaa` the
 //! attacker, `bravoo` the victim) and a platform namespace with platform objects.
 //!
 //! 1. **Attack cases through paddock** (a table, [`cases`]): each a concrete kubectl command (or

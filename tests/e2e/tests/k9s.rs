@@ -1,4 +1,4 @@
-//! k9s (issue 13, acceptance 1) driven in tmux, directly (the upstream admin) and through
+//! k9s driven in tmux, directly (the upstream admin) and through
 //! paddock (a tenant admin): its namespace view, the pods of all namespaces, and cluster-scoped
 //! views (namespaces, nodes, ClusterRoles, CRDs). k9s asks a SelfSubjectAccessReview (protobuf)
 //! before each view and shows "access denied" when told no; each screen must show the expected

@@ -1,4 +1,4 @@
-//! Metering (issue 16, acceptance 3 and 4) against the real control plane, paddock as a real
+//! Metering against the real control plane, paddock as a real
 //! process and real kubectl:
 //! - **billing key**: set at `tenant create`, present on every upstream namespace of the
 //!   tenant (the default ones and one the tenant creates later); changed with `tenant

@@ -1,4 +1,4 @@
-//! OpenAPI v2 in protobuf (issue 13, item 3), against the real apiserver:
+//! OpenAPI v2 in protobuf, against the real apiserver:
 //! - paddock's encoder, given the apiserver's own JSON document, writes the apiserver's own
 //!   protobuf bytes (so what a tenant gets is what kube-apiserver would give for the tenant's
 //!   filtered document);

@@ -1,6 +1,6 @@
-//! Platform grants (docs/security.md "Platform grants", issue 13 item 8): a tenant whose
+//! Platform grants (docs/security.md "Platform grants"): a tenant whose
 //! policy names a shared built-in kind in `platformKinds` writes it as a cluster admin would;
-//! a tenant without the grant is refused as before, and the grant reaches no other kind.
+//! a tenant without the grant is still refused, and the grant reaches no other kind.
 //! Each step runs directly against the apiserver first (the cluster admin's answer), then
 //! through paddock; the bypass runs (each tenant's cluster identity straight at the apiserver)
 //! show that upstream RBAC grants exactly the granted tenant's admins exactly those kinds.

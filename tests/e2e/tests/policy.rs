@@ -1,4 +1,4 @@
-//! Tenant policy (issue 18) through paddock's admission webhook: one control plane with three
+//! Tenant policy through paddock's admission webhook: one control plane with three
 //! kwok nodes (kwok-node-0 shared, kwok-node-1 the node pool of tenant `poolaa`, kwok-node-2
 //! tainted by the platform for itself), one paddock with its webhook on, tenants `alphaa`
 //! (default policy) and `poolaa` (a node pool, NodePort allowed).

@@ -1,4 +1,4 @@
-//! Tenant-wide quota (issue 15, docs/quota.md) against the real control plane, paddock as a
+//! Tenant-wide quota (docs/quota.md) against the real control plane, paddock as a
 //! real process on etcd, real kubectl:
 //! - the admin sets a quota at `tenant create --quota` and with `tenant quota set`; a bad
 //!   resource name or quantity is refused naming it; `tenant quota get` shows used/hard;

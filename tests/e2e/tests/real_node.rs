@@ -1,4 +1,4 @@
-//! A tenant's containers really run (issue 35): the test bed's real node (tests/testbed/node.sh,
+//! A tenant's containers really run: the test bed's real node (tests/testbed/node.sh,
 //! a kubelet and containerd in a network namespace of their own) is tenant `realaa`'s node pool;
 //! its busybox Deployment becomes Ready there, and exec (with and without stdin), logs, cp both
 //! ways, port-forward, pods/proxy and services/proxy through paddock return what the container

@@ -1,4 +1,4 @@
-//! Namespace templates (issue 15, docs/templates.md) against the real control plane, paddock as
+//! Namespace templates (docs/templates.md) against the real control plane, paddock as
 //! a real process on etcd with its admission webhook, real kubectl:
 //!
 //! - the built-in templates are in every tenant namespace, labelled and locked, and the

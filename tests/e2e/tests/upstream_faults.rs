@@ -1,4 +1,4 @@
-//! Upstream faults as a tenant sees them (issue 14, acceptance 4): under a bounded mixed load
+//! Upstream faults as a tenant sees them: under a bounded mixed load
 //! with open watches, the test bed's kube-apiserver is frozen (SIGSTOP) for 30 s, then killed
 //! and started again. paddock (one replica, `--upstream-timeout 5s`) must answer every request
 //! within its timeout with a `Status` that names no internal address, turn unready while the

@@ -1,5 +1,5 @@
-//! The upstream closing connections under load (issue 13: a tenant gets a cluster admin's
-//! answer). kube-apiserver's `--goaway-chance` (recommended for HA clusters behind a load
+//! The upstream closing connections under load: a tenant still gets a cluster admin's
+//! answer. kube-apiserver's `--goaway-chance` (recommended for HA clusters behind a load
 //! balancer) ends HTTP/2 connections at random with a GOAWAY; requests already on their way on
 //! such a connection are refused unprocessed. Go's HTTP/2 client sends them again, so client-go
 //! users of a real cluster never see them; through paddock they must not turn into 503s. The

@@ -1,5 +1,5 @@
 //! The apiserver's API Priority and Fairness figures per FlowSchema over a phase of the
-//! noisy-neighbour benchmark (issue 16): evidence of whether one tenant's flow takes another's
+//! noisy-neighbour benchmark: evidence of whether one tenant's flow takes another's
 //! upstream seats. Read from the apiserver's own `/metrics` as the upstream admin.
 
 use std::collections::BTreeMap;

@@ -1,4 +1,4 @@
-//! The floor (issue 19): HAProxy as a bare TLS-terminating L7 hop in front of the apiserver —
+//! The floor: HAProxy as a bare TLS-terminating L7 hop in front of the apiserver —
 //! what paddock must do at least (terminate the client's TLS, parse HTTP/2, re-encrypt to the
 //! apiserver over a reused connection) and nothing more: no identity, no translation, no log.
 //! It forwards as the upstream admin (its own client certificate), so the apiserver's work is

@@ -1,4 +1,4 @@
-//! The apiserver's cost of the identity paddock forwards as (issue 19). In the test bed paddock
+//! The apiserver's cost of the identity paddock forwards as. In the test bed paddock
 //! forwards with the upstream admin's certificate (`system:masters`), so the apiserver's
 //! impersonation checks pass at the privileged-group authorizer and RBAC is never walked for
 //! them. A deployment forwards as a least-privilege identity (the chart's ClusterRole:

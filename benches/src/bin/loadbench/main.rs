@@ -1,4 +1,4 @@
-//! paddock's end-to-end benchmark set (issue 6): a real control plane on loopback and paddock
+//! paddock's end-to-end benchmark set: a real control plane on loopback and paddock
 //! as a real process; the same workloads directly against the apiserver (as the upstream
 //! admin) and through paddock (as tenant `foofoo`), alternating in one run; scale benchmarks.
 //! Prints the goals table with the measured values and writes it, with the details, to

@@ -1,7 +1,8 @@
-//! The noisy-neighbour benchmark (issue 16): tenant B runs a steady load of small GETs, first
-//! alone, then while tenant A runs an unbounded-rate loop of LISTs, writes and watch opens;
-//! then alone again. B's latency and errors with A versus alone (same run), A's answers by
-//! status (429 = refused by a fair-share limit), paddock's and the apiserver's CPU.
+//! The noisy-neighbour benchmark (docs/performance.md "Noisy neighbour"): tenant B runs a
+//! steady load of small GETs, first alone, then while tenant A runs an unbounded-rate loop of
+//! LISTs, writes and watch opens; then alone again. B's latency and errors with A versus alone
+//! (same run), A's answers by status (429 = refused by a fair-share limit), paddock's and the
+//! apiserver's CPU.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;

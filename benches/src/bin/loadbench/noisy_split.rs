@@ -1,4 +1,4 @@
-//! Where tenant B's time goes in the noisy-neighbour benchmark (issue 16): B's small GETs as
+//! Where tenant B's time goes in the noisy-neighbour benchmark: B's small GETs as
 //! paddock and the apiserver each measured them, from their own Prometheus histograms scraped
 //! at the phases' boundaries. During a phase B is the only client making GETs (A lists,
 //! patches and opens watches), so `paddock_request_duration_seconds{verb="get"}` (paddock's

@@ -1,4 +1,4 @@
-//! The tenant quota's place in the webhook (issue 15, docs/quota.md): every create in a
+//! The tenant quota's place in the webhook (docs/quota.md): every create in a
 //! tenant namespace (and every tenant Namespace) is sent to paddock, because any kind can be
 //! limited by `count/<resource>` and most pods and claims are created by controllers, never
 //! through paddock. The decision needs the ledger in the store, so this handler only

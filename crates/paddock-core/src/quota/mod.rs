@@ -1,4 +1,4 @@
-//! Tenant-wide quota (issue 15, docs/quota.md): the semantics of a ResourceQuota summed over
+//! Tenant-wide quota (docs/quota.md): the semantics of a ResourceQuota summed over
 //! every namespace of a tenant. Pure: quantities, what an object charges, and the ledger's
 //! admission and recount decisions. The server stores the ledger (compare-and-swap), answers
 //! the admission webhook and runs the recount.

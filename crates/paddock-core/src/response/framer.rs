@@ -704,8 +704,6 @@ impl StreamFramer {
     }
 }
 
-pub use super::members::{MemberAt, MemberSpan, Members, array_elements, object_members};
-
 #[cfg(test)]
 #[path = "framer_tests.rs"]
 mod tests;

@@ -1,5 +1,6 @@
 //! Unit tests of the framer.
 use super::*;
+use crate::response::members::{MemberAt, Members, array_elements, object_members};
 
 #[derive(Debug, PartialEq)]
 enum Ev {

@@ -519,7 +519,7 @@ impl DomCollection {
         if !crate::splice::is_fast_kind(&info.group, &info.kind) {
             return None;
         }
-        let mut members = crate::framer::Members::new(raw);
+        let mut members = crate::response::members::Members::new(raw);
         let mut parts: Vec<(std::ops::Range<usize>, std::ops::Range<usize>)> =
             Vec::with_capacity(3);
         let (mut cells_at, mut object_at) = (None, None);

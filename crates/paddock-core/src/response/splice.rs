@@ -5,7 +5,7 @@
 //! dropped. Finding that one field takes a few dozen bytes of scanning (metadata is the first
 //! member of a built-in object, namespace its third), so the item can be copied out with one
 //! splice, at memcpy speed, instead of being parsed into a `serde_json::Value` and serialised
-//! again (about 15x slower).
+//! again, which is an order of magnitude slower (docs/performance.md, "Translation throughput").
 //!
 //! The fast path answers only when it is sure to produce exactly what `object_down` would;
 //! otherwise it says [`Fast::Fallback`] and the DOM path runs. It is sure when:
@@ -24,7 +24,7 @@ use std::sync::{Arc, LazyLock};
 
 use memchr::memmem::Finder;
 
-use crate::framer::Members;
+use crate::response::members::Members;
 use crate::tenant::{TENANT_ID_LEN, TENANT_LABEL, TenantId};
 
 /// Namespaced built-in kinds whose `object_down` rules touch only the namespace, the tenant

@@ -1,4 +1,4 @@
-//! ClusterRole aggregation inside a tenant (issue 13, item 2).
+//! ClusterRole aggregation inside a tenant.
 //!
 //! A tenant's ClusterRole labelled `rbac.authorization.k8s.io/aggregate-to-admin|edit|view`
 //! must add its rules to the tenant's `admin`/`edit`/`view`, never to the platform's. Upstream

@@ -1,5 +1,5 @@
-//! Tenant FlowSchemas and PriorityLevelConfigurations (API Priority and Fairness; issue 13,
-//! item 7). A tenant writes both kinds as a cluster admin would; upstream they are confined so
+//! Tenant FlowSchemas and PriorityLevelConfigurations (API Priority and Fairness). A tenant
+//! writes both kinds as a cluster admin would; upstream they are confined so
 //! that they can only ever act on the tenant's own requests and never take seats from anyone:
 //!
 //! - a FlowSchema's subjects are mapped into the tenant as RBAC subjects are (users and groups
@@ -19,7 +19,7 @@
 
 use serde_json::{Map, Value};
 
-use super::object::UpMode;
+use super::modes::UpMode;
 use super::refs::namespace_up;
 use crate::error::TranslateError;
 use crate::identity::{map_group_down, map_group_up, map_user_down, map_user_up, tenant_group};

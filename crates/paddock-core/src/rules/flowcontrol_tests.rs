@@ -4,7 +4,8 @@ use serde_json::{Value, json};
 
 use super::SHARES_ANNOTATION;
 use crate::context::tests::ctx;
-use crate::rules::object::{Disposition, object_down, object_up};
+use crate::rules::modes::Disposition;
+use crate::rules::object::{object_down, object_up};
 
 fn up(v: Value) -> Result<Value, crate::error::TranslateError> {
     let mut v = v;
@@ -140,7 +141,7 @@ fn flow_schema_cannot_reach_outside_the_tenant() {
         &mut patch,
         Some(&info),
         None,
-        crate::rules::object::UpMode::MergePatch,
+        crate::rules::modes::UpMode::MergePatch,
     )
     .unwrap();
     assert_eq!(
@@ -241,7 +242,7 @@ fn priority_level_patches() {
             &mut p,
             Some(&info),
             None,
-            crate::rules::object::UpMode::MergePatch,
+            crate::rules::modes::UpMode::MergePatch,
         )
         .map(|()| p)
     };

@@ -3,7 +3,7 @@
 
 use serde_json::{Map, Value, json};
 
-use super::object::{Disposition, UpMode};
+use super::modes::{Disposition, UpMode};
 use super::refs::{namespace_up, ref_api_version_down, str_of, type_of};
 use crate::catalog::{Policy, ResourceInfo, Scope};
 use crate::context::TenantContext;

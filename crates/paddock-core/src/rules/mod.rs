@@ -5,6 +5,7 @@
 
 pub mod aggregate;
 pub mod doc;
+pub mod modes;
 pub mod object;
 pub mod schema;
 pub mod table;
@@ -22,7 +23,8 @@ pub(crate) mod walk;
 
 pub use aggregate::{AGGREGATE_LABEL_PREFIX, TENANT_AGGREGATE_LABEL_PREFIX};
 pub use flowcontrol::SHARES_ANNOTATION;
-pub use object::{Disposition, UpMode, object_down, object_down_as, object_up, object_up_with};
+pub use modes::{Disposition, UpMode};
+pub use object::{object_down, object_down_as, object_up, object_up_with};
 pub use policy::BUILTIN_PARAM_KINDS;
 pub use refs::api_version_down;
 pub use text::{REDACTED, status_down, text_down, text_down_with};

@@ -8,6 +8,7 @@
 use serde_json::{Map, Value};
 
 use super::meta::{metadata_down, metadata_up};
+use super::modes::{Disposition, UpMode};
 use super::refs::type_of;
 use super::table::{self, KindRules};
 use super::text::status_down;
@@ -16,27 +17,6 @@ use crate::catalog::{Policy, ResourceInfo, Scope, split_api_version};
 use crate::context::TenantContext;
 use crate::error::TranslateError;
 use crate::tenant::tenant_of;
-
-/// Whether an upstream object belongs in the tenant's view.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Disposition {
-    Keep,
-    /// The object is not the tenant's (list item / watch event removed).
-    Drop,
-}
-
-/// How complete the object given to [`object_up_with`] is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum UpMode {
-    /// A whole object (create, update) or a server-side apply configuration: paddock may add
-    /// fields (the tenant label, a webhook's namespaceSelector).
-    Full,
-    /// An RFC 7386 merge patch: present fields replace, arrays replace whole.
-    MergePatch,
-    /// A strategic merge patch: lists with merge keys are merged element by element, so a
-    /// missing field in an element keeps the stored (already translated) value.
-    StrategicMerge,
-}
 
 fn bad(m: impl Into<String>) -> TranslateError {
     TranslateError::BadRequest(m.into())

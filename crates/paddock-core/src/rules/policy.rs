@@ -1,4 +1,4 @@
-//! Tenant ValidatingAdmissionPolicies and their bindings (issue 13, item 7).
+//! Tenant ValidatingAdmissionPolicies and their bindings.
 //!
 //! A tenant policy acts only inside the tenant's cluster, as a tenant webhook does: its
 //! `matchConstraints.namespaceSelector` is forced to the tenant's namespaces and its resource
@@ -106,7 +106,8 @@ mod tests {
 
     use crate::catalog::tests::catalog;
     use crate::context::TenantContext;
-    use crate::rules::object::{Disposition, object_down, object_up};
+    use crate::rules::modes::Disposition;
+    use crate::rules::object::{object_down, object_up};
     use crate::tenant::TenantId;
 
     fn ctx() -> TenantContext {

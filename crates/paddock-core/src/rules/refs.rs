@@ -3,7 +3,7 @@
 
 use serde_json::{Map, Value};
 
-use super::object::Disposition;
+use super::modes::Disposition;
 use crate::catalog::{Policy, join_api_version, split_api_version};
 use crate::context::TenantContext;
 use crate::error::TranslateError;

@@ -5,7 +5,7 @@
 
 use serde_json::{Map, Value};
 
-use super::object::{Disposition, UpMode};
+use super::modes::{Disposition, UpMode};
 use super::table::{Check, FieldRule, Holds, KindRules, Step};
 use super::{cel, flowcontrol, policy, rbac, refs, reviews, selectors, text};
 use crate::context::TenantContext;

@@ -1,4 +1,4 @@
-//! Namespace templates (issue 15, docs/templates.md): objects the platform admin writes once,
+//! Namespace templates (docs/templates.md): objects the platform admin writes once,
 //! in the tenant's view, that paddock stamps into tenant namespaces. A *mandatory* template is
 //! stamped into every namespace of the tenants it names (all tenants when it names none) and
 //! locked; an *optional* one only into namespaces whose creator asked for it with the label

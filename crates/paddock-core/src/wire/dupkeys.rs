@@ -9,7 +9,7 @@
 
 use serde_json::Value;
 
-use crate::framer::{array_elements, object_members};
+use crate::response::members::{array_elements, object_members};
 
 /// Does any object in this JSON document repeat a key?
 pub fn has_duplicate_keys(raw: &[u8]) -> bool {

@@ -18,7 +18,8 @@ pub use super::pb_label::{protobuf_label, protobuf_name, set_protobuf_label};
 use crate::catalog::{ResourceInfo, split_api_version};
 use crate::context::TenantContext;
 use crate::error::TranslateError;
-use crate::rules::object::{Disposition, UpMode, object_down_as, object_up_with};
+use crate::rules::modes::{Disposition, UpMode};
+use crate::rules::object::{object_down_as, object_up_with};
 use crate::rules::table::{self, Check, FieldRule, Holds, Step};
 
 fn unsupported(what: impl Into<String>) -> TranslateError {

@@ -11,7 +11,7 @@
 //!
 //! Only a plain block mapping at the top level is handled this way (no directives, no
 //! `---`, no flow document); the result is parsed again and must equal the translated object,
-//! else the caller sends the translated object as JSON, as before.
+//! else the caller sends the translated object as JSON.
 
 use serde_json::Value;
 

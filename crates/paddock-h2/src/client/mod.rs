@@ -1,4 +1,4 @@
-//! A lean HTTP/2 client for paddock's short upstream requests (issue 19): just what a
+//! A lean HTTP/2 client for paddock's short upstream requests: just what a
 //! request to kube-apiserver (Go's HTTP/2 server) needs, in place of the h2 crate on that
 //! path.
 //!

@@ -4,8 +4,9 @@
 //! that an indexed field (most of an apiserver's answer once its table is warm) costs a
 //! reference-count increment, not a parse and an allocation. Every string literal (name or
 //! value, raw or Huffman-coded) is copied out of the header block into a `Bytes` of just its
-//! octets: neither a decoded field nor a table entry keeps the block it came in alive
-//! (issue 34: zero-copy slices of ~1 MB blocks, held by tiny table entries, pinned tens of MiB).
+//! octets: neither a decoded field nor a table entry keeps the block it came in alive (a
+//! zero-copy slice held by a small table entry would pin a whole, possibly megabyte-sized,
+//! block; docs/performance/from-source-headers.md).
 
 use std::sync::LazyLock;
 

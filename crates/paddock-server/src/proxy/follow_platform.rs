@@ -2,8 +2,8 @@
 //! platform's object of that name (paddock_core::platform_get decides and judges; this module
 //! reads). Both reads carry the request's own upstream identity, which may read these kinds
 //! anyway (their lists show the platform's objects); the answer is kept only if the first read
-//! shows a platform object, so another tenant's object or paddock's plumbing answers 404 as
-//! before.
+//! shows a platform object, so for another tenant's object or paddock's plumbing the answer
+//! stays the 404.
 
 use crate::body::AnswerBody;
 use http::{Method, Request, Response, StatusCode, header};

@@ -1,4 +1,4 @@
-//! Attack cases of the spanning surface (issue 17, docs/clusters.md "Spanning tenants"): the
+//! Attack cases of the spanning surface (docs/clusters.md "Spanning tenants"): the
 //! `paddock.io/cluster` label, the namespace map, objects replicated to every cluster of a
 //! tenant, and the merged resourceVersion. Run by `clusters_isolation.rs` after the shared
 //! table, with alphaa spanning `default,east`, bravoo spanning `east,default`, and `west` a
