@@ -51,11 +51,6 @@
 //! work-conserving); a heavy tenant's schedule runs at most [`PACE_MEMORY`] ahead, so past
 //! use costs it at most that much wait when a light tenant appears.
 //!
-//! **Yielding: heavy tenants' CPU work at a lower priority** ([`FairQueue::yields`]). The
-//! same condition decides where the caller runs a request: a heavy tenant's request, while
-//! a light tenant is active, is served on threads of a lower OS priority, so that the light
-//! tenants' requests are not delayed behind its work on the replica's cores.
-//!
 //! The caller does the waiting (tokio in paddock-server); this type only decides. It holds no
 //! clock: `now` is the caller's monotonic time since any fixed origin, and a wait's deadline is
 //! the caller's, who then [`FairQueue::cancel`]s the ticket.
@@ -546,11 +541,10 @@ impl<K: Eq + Hash + Clone> FairQueue<K> {
         }
     }
 
-    /// Whether a request of `tenant` arriving at `now` should yield the replica's CPU to
-    /// light tenants (served on the low-priority yield lane, docs/fairshare.md "Yield
-    /// lane"): pacing applies (a light tenant is active) and `tenant` is heavy. Never for a
-    /// tenant alone, a light tenant, one the queue has not seen, or with pacing off.
-    pub fn yields(&self, tenant: &K, now: Duration) -> bool {
+    /// Whether requests of `tenant` arriving at `now` are paced: a light tenant is active and
+    /// `tenant` is heavy. Never for a tenant alone, a light tenant, one the queue has not
+    /// seen, or with pacing off.
+    pub fn is_paced(&self, tenant: &K, now: Duration) -> bool {
         let line = self.light_line(now);
         self.recent
             .get(tenant)

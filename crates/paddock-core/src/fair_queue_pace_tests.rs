@@ -165,26 +165,26 @@ fn forgotten_tenants_leave_the_recent_map() {
 }
 
 #[test]
-fn a_heavy_tenant_yields_only_while_a_light_one_is_active() {
+fn a_heavy_tenant_is_paced_only_while_a_light_one_is_active() {
     let mut q = FairQueue::new(16, LEASE).with_pace(100);
-    // Unknown to the queue: nothing to yield for.
-    assert!(!q.yields(&"a", t(0)));
+    // Unknown to the queue: not paced.
+    assert!(!q.is_paced(&"a", t(0)));
     // "a" alone, heavy: nobody light to yield to.
     let now = make_heavy(&mut q, "a", 0);
-    assert!(!q.yields(&"a", t(now)));
-    // "b" arrives, light: "a" yields, "b" does not.
+    assert!(!q.is_paced(&"a", t(now)));
+    // "b" arrives, light: "a" is paced, "b" is not.
     let b = admitted(q.arrive(&"b", 1, t(now)));
-    assert!(q.yields(&"a", t(now)));
-    assert!(!q.yields(&"b", t(now)));
+    assert!(q.is_paced(&"a", t(now)));
+    assert!(!q.is_paced(&"b", t(now)));
     q.release(b, MS, t(now + 3));
     // "b" idle past ACTIVE_WINDOW: "a" is alone again.
-    assert!(q.yields(&"a", t(now + 500)));
-    assert!(!q.yields(&"a", t(now + 1_100)));
-    // With pacing off, nobody is light or heavy: nobody yields.
+    assert!(q.is_paced(&"a", t(now + 500)));
+    assert!(!q.is_paced(&"a", t(now + 1_100)));
+    // With pacing off, nobody is light or heavy: nobody is paced.
     let mut off = FairQueue::new(16, LEASE);
     let now = make_heavy(&mut off, "a", 0);
     admitted(off.arrive(&"b", 1, t(now)));
-    assert!(!off.yields(&"a", t(now)));
+    assert!(!off.is_paced(&"a", t(now)));
 }
 
 #[test]
@@ -200,7 +200,7 @@ fn a_light_tenant_slowed_by_a_flood_stays_light_beside_it() {
         at += 50;
     }
     // Alone it is heavy by the line, and nobody is paced (nobody light).
-    assert!(!q.yields(&"b", t(at)));
+    assert!(!q.is_paced(&"b", t(at)));
     // "a" floods: 40 seats held 100 ms, 4 seat-seconds: "b" uses under a quarter of it,
     // so "b" is light beside "a" and "a" is paced (yields; its next request waits).
     let held: Vec<Ticket> = (0..40)
@@ -212,10 +212,10 @@ fn a_light_tenant_slowed_by_a_flood_stays_light_beside_it() {
     at += 100;
     let b = admitted(q.arrive(&"b", 1, t(at)));
     assert!(
-        q.yields(&"a", t(at)),
+        q.is_paced(&"a", t(at)),
         "the flood is not paced beside the slowed light tenant"
     );
-    assert!(!q.yields(&"b", t(at)));
+    assert!(!q.is_paced(&"b", t(at)));
     queued(q.arrive(&"a", 1, t(at)));
     // Two equally busy tenants are both heavy: neither is paced for the other.
     let mut even = FairQueue::new(64, LEASE).with_pace(25);
@@ -227,6 +227,6 @@ fn a_light_tenant_slowed_by_a_flood_stays_light_beside_it() {
             even.release(x, MS, t(100));
         }
     }
-    assert!(!even.yields(&"a", t(100)) && !even.yields(&"b", t(100)));
+    assert!(!even.is_paced(&"a", t(100)) && !even.is_paced(&"b", t(100)));
     let _ = b;
 }

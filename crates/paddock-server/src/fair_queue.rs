@@ -22,7 +22,6 @@ use tokio::sync::{Notify, oneshot};
 
 use crate::body::ResBody;
 use crate::error::{BoxError, ServerError};
-use crate::fair_lane::YieldLane;
 
 fn cores() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
@@ -50,10 +49,6 @@ pub struct FairQueueConfig {
     /// While a light tenant is active, heavy tenants are paced to this percent of one seat's
     /// time (`fair_queue_pace`; 0 turns pacing off; docs/fairshare.md "Pacing").
     pub pace: u32,
-    /// While a light tenant is active, heavy tenants' requests are served on the
-    /// low-priority yield lane (`fair_queue_yield`; needs pacing on; docs/fairshare.md
-    /// "Yield lane").
-    pub yield_lane: bool,
 }
 
 /// On, with 8 seats per core: the queue is work-conserving (a lone tenant may use every
@@ -67,9 +62,6 @@ impl Default for FairQueueConfig {
             lease: Duration::from_secs(1),
             reserve: 0,
             pace: DEFAULT_PACE,
-            // Off until a quiet A/B says it helps (docs/performance/noisy-neighbour.md
-            // "Session 11").
-            yield_lane: false,
         }
     }
 }
@@ -89,7 +81,6 @@ pub struct QueueMetrics {
     queued: Counter,
     timed_out: Counter,
     revoked: Counter,
-    yielded: Counter,
 }
 
 impl QueueMetrics {
@@ -119,11 +110,6 @@ impl QueueMetrics {
             "fair_queue_revoked",
             "Work seats taken back from requests that held them past the lease while others waited",
             m.revoked.clone(),
-        );
-        registry.register(
-            "fair_queue_yielded",
-            "Heavy tenants' requests served on the low-priority yield lane while a light tenant was active",
-            m.yielded.clone(),
         );
         m
     }
@@ -174,8 +160,6 @@ pub struct WorkQueue {
     epoch: tokio::time::Instant,
     /// Wakes the pacer task: a tenant held back by its pace may go earlier than it sleeps.
     pacer: Arc<Notify>,
-    /// Where heavy tenants' requests run while a light tenant is active (None: off).
-    lane: Option<YieldLane>,
     /// The runtime the queue was made on (the main one), where the pacer task is spawned:
     /// not on a per-core serving thread (`serve_threads`), whichever request comes first.
     runtime: Option<tokio::runtime::Handle>,
@@ -206,24 +190,7 @@ impl WorkQueue {
             lease: config.lease,
             epoch: tokio::time::Instant::now(),
             pacer: Arc::new(Notify::new()),
-            // One thread per core, like the main runtime: the lane is as wide, only nicer.
-            lane: (config.yield_lane && config.pace > 0)
-                .then(|| YieldLane::start(cores()))
-                .flatten(),
             runtime: tokio::runtime::Handle::try_current().ok(),
-        })
-    }
-
-    /// The yield lane, if a request of `tenant` arriving now must yield to light tenants
-    /// (`FairQueue::yields`); counted. Call after [`WorkQueue::acquire`] (the arrival is what
-    /// makes the tenant known).
-    pub fn yield_lane(&self, tenant: &TenantId) -> Option<&YieldLane> {
-        let lane = self.lane.as_ref()?;
-        let now = self.now();
-        let s = self.shared.lock();
-        s.queue.yields(tenant, now).then(|| {
-            s.metrics.yielded.inc();
-            lane
         })
     }
 
@@ -545,7 +512,6 @@ mod tests {
                 lease: Duration::from_secs(60),
                 reserve: 0,
                 pace: 0,
-                yield_lane: false,
             },
             QueueMetrics::default(),
         )
@@ -600,7 +566,6 @@ mod tests {
                 lease: Duration::from_secs(60),
                 reserve: 0,
                 pace: 100,
-                yield_lane: false,
             },
             QueueMetrics::default(),
         );
@@ -628,37 +593,6 @@ mod tests {
         assert_eq!(q.load(), (0, 0));
     }
 
-    /// The lane goes to a heavy tenant's requests only while a light one is active (core
-    /// `FairQueue::yields`), and only when configured.
-    #[tokio::test(start_paused = true)]
-    async fn a_heavy_tenant_beside_a_light_one_is_served_on_the_yield_lane() {
-        let config = |yield_lane| FairQueueConfig {
-            seats: 64,
-            timeout: Duration::from_secs(60),
-            lease: Duration::from_secs(60),
-            reserve: 0,
-            pace: 100,
-            yield_lane,
-        };
-        let (a, b) = (tid("noisya"), tid("quietb"));
-        for yield_lane in [true, false] {
-            let q = WorkQueue::new(config(yield_lane), QueueMetrics::default());
-            // A alone holds 30 seats for 200 ms: heavy, but nobody to yield to.
-            let mut held = Vec::new();
-            for _ in 0..30 {
-                held.push(q.acquire(&a, 1).await.unwrap());
-            }
-            tokio::time::sleep(Duration::from_millis(200)).await;
-            drop(held);
-            assert!(q.yield_lane(&a).is_none(), "A alone yielded");
-            let quiet = q.acquire(&b, 1).await.unwrap();
-            assert!(q.yield_lane(&b).is_none(), "the light tenant yielded");
-            assert_eq!(q.yield_lane(&a).is_some(), yield_lane);
-            assert_eq!(q.shared.lock().metrics.yielded.get(), u64::from(yield_lane));
-            drop(quiet);
-        }
-    }
-
     #[tokio::test]
     async fn seats_held_past_the_lease_go_to_a_waiting_tenant() {
         let q = WorkQueue::new(
@@ -668,7 +602,6 @@ mod tests {
                 lease: Duration::from_millis(50),
                 reserve: 0,
                 pace: 0,
-                yield_lane: false,
             },
             QueueMetrics::default(),
         );

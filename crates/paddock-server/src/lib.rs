@@ -19,7 +19,6 @@ pub mod config;
 pub mod conn;
 pub mod discovery;
 pub mod fair_gate;
-pub mod fair_lane;
 pub mod fair_queue;
 pub mod fanout;
 pub mod front;

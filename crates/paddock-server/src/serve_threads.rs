@@ -10,7 +10,7 @@
 //! docs/performance/sessions-11-13.md has the figures).
 //!
 //! Everything else stays on the main multi-thread runtime: background loops, reconcilers,
-//! the fair queue's pacer and yield lane, and the streams that are not answered small
+//! the fair queue's pacer, and the streams that are not answered small
 //! (lists, watches, logs, discovery; `front_streams::answers_small`): those are spawned on
 //! the main runtime ([`spawn_heavy`]), where a large answer is translated on whichever core
 //! is free and the list and watch pools' connections are made and driven.

@@ -6,7 +6,7 @@
 //! with [`enter`] when it starts; `short_set::ShortSet` then gives it connections of
 //! its own, dialled from (and so driven on) that thread, so that a small request and its
 //! upstream stream are handled by one thread with no cross-thread wake-up. Every other thread
-//! (the multi-thread runtime's workers, the yield lane) is unmarked and shares one set.
+//! (the multi-thread runtime's workers) is unmarked and shares one set.
 
 use std::cell::Cell;
 

@@ -131,10 +131,6 @@ pub struct ServeArgs {
     /// seat's time (seats x time held); 0 turns pacing off (docs/fairshare.md "Pacing").
     #[arg(long, env = "PADDOCK_FAIR_QUEUE_PACE")]
     pub fair_queue_pace: Option<u32>,
-    /// While a light tenant is active, serve heavy tenants' requests on threads of a lower
-    /// OS priority (true, or false, the default; docs/fairshare.md "Yield lane").
-    #[arg(long, env = "PADDOCK_FAIR_QUEUE_YIELD")]
-    pub fair_queue_yield: Option<bool>,
     /// Per-tenant default: reads and watch opens per second, per replica (0 = no limit).
     #[arg(long, env = "PADDOCK_TENANT_READ_QPS")]
     pub tenant_read_qps: Option<u32>,
@@ -298,7 +294,6 @@ struct FileConfig {
     fair_queue_lease: Option<String>,
     fair_queue_reserve: Option<u32>,
     fair_queue_pace: Option<u32>,
-    fair_queue_yield: Option<bool>,
     tenant_read_qps: Option<u32>,
     tenant_read_burst: Option<u32>,
     tenant_write_qps: Option<u32>,
@@ -683,10 +678,6 @@ fn fair_queue(args: &ServeArgs, file: &FileConfig) -> Result<FairQueueConfig> {
             .fair_queue_pace
             .or(file.fair_queue_pace)
             .unwrap_or(d.pace),
-        yield_lane: args
-            .fair_queue_yield
-            .or(file.fair_queue_yield)
-            .unwrap_or(d.yield_lane),
     })
 }
 

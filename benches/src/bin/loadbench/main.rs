@@ -119,9 +119,6 @@ struct Args {
     /// paddock's `--fair-queue-reserve` (default: paddock's own, 0: off).
     #[arg(long)]
     fair_queue_reserve: Option<u32>,
-    /// paddock's `--fair-queue-yield` (true or false; default: paddock's own).
-    #[arg(long)]
-    fair_queue_yield: Option<bool>,
     /// Workloads of the load part: get, create, table, list.
     #[arg(long, value_delimiter = ',', default_value = "get,create,table,list")]
     works: Vec<String>,
@@ -361,10 +358,6 @@ async fn run(mut args: Args) -> Result<()> {
     if let Some(n) = args.fair_queue_pace {
         paddock_args.extend(["--fair-queue-pace".to_owned(), n.to_string()]);
         report.notes.push(format!("paddock --fair-queue-pace {n}"));
-    }
-    if let Some(y) = args.fair_queue_yield {
-        paddock_args.extend(["--fair-queue-yield".to_owned(), y.to_string()]);
-        report.notes.push(format!("paddock --fair-queue-yield {y}"));
     }
     if let Some(n) = args.fair_queue_reserve {
         paddock_args.extend(["--fair-queue-reserve".to_owned(), n.to_string()]);

@@ -272,17 +272,6 @@ pub fn table(client: &[(&str, &[f64])], scrapes: &[Scrape]) -> String {
                 "| {phase} | paddock's fair queue (both tenants) | requests that waited: {q:.0}, leases revoked: {r:.0} | | | | |",
             );
         }
-        // A build without the yield lane has no such counter.
-        let yielded = "paddock_fair_queue_yielded_total";
-        if let (Some(a), Some(b)) = (s0.counter(yielded), s1.counter(yielded))
-            && s1.paddock.as_deref().is_some_and(|t| t.contains(yielded))
-        {
-            let _ = writeln!(
-                out,
-                "| {phase} | paddock's yield lane | heavy tenants' requests served on it: {:.0} | | | | |",
-                b - a
-            );
-        }
     }
     out.push_str(
         "\n(The servers' quantiles are interpolated within their histograms' buckets, as Prometheus' histogram_quantile does: paddock's bounds double from 0.5 ms, the apiserver's request durations have 5, 25, 50, 100, 200 ms ...; so they locate a tail, they do not time it. One GET of paddock's /metrics per phase boundary is in paddock's count.)\n",

@@ -14,7 +14,6 @@ use tower::{Layer, Service};
 use crate::body::ResBody;
 use crate::caller::Caller;
 use crate::error::ServerError;
-use crate::fair_lane::Offloaded;
 use crate::fair_queue::{Seat, SeatWait, WorkQueue};
 use crate::limits::Permit;
 
@@ -94,7 +93,7 @@ where
 
     fn call(&mut self, mut req: Request<B>) -> Self::Future {
         let tenant = self.tenant.clone();
-        let (permit, wait, lane) = match tenant.map(|t| (self.admit.admit(&t, &mut req), t)) {
+        let (permit, wait) = match tenant.map(|t| (self.admit.admit(&t, &mut req), t)) {
             Some((Err(e), _)) => return refused(e),
             Some((Ok(p), t)) => {
                 // A request holding in-flight seats takes as many of the replica's work
@@ -102,26 +101,18 @@ where
                 let seats = p.as_ref().and_then(Permit::work_seats);
                 let queue = seats.and(self.admit.work_queue());
                 let wait = seats.zip(queue).map(|(n, q)| q.acquire(&t, n));
-                // A heavy tenant's request beside a light tenant runs on the yield lane.
-                let lane = queue.and_then(|q| q.yield_lane(&t));
-                (p, wait, lane)
+                (p, wait)
             }
-            None => (None, None, None),
+            None => (None, None),
         };
         let until_headers = permit.as_ref().is_some_and(Permit::is_watch);
         // The inner future does nothing until polled, which is after the seats are held.
-        let admitted = FairShareFuture::Admitted {
+        FairShareFuture::Admitted {
             inner: self.inner.call(req),
             permit,
             wait,
             seat: None,
             until_headers,
-        };
-        match lane {
-            Some(lane) => FairShareFuture::Yielded {
-                answer: lane.offload(admitted),
-            },
-            None => admitted,
         }
     }
 }
@@ -148,12 +139,10 @@ fn refused<F>(error: ServerError) -> FairShareFuture<F> {
 
 pin_project_lite::pin_project! {
     /// The inner future, polled once the work seats are held (`wait` resolved), its answer's
-    /// body holding the permit and the seats; the same on the yield lane (`Yielded`: the
-    /// whole of it runs there, `fair_lane.rs`); or the refusal, perhaps tarpitted.
+    /// body holding the permit and the seats; or the refusal, perhaps tarpitted.
     #[project = FairShareProj]
     pub enum FairShareFuture<F> {
         Admitted { #[pin] inner: F, permit: Option<Permit>, wait: Option<SeatWait>, seat: Option<Seat>, until_headers: bool },
-        Yielded { answer: Offloaded },
         Tarpit { #[pin] sleep: tokio::time::Sleep, error: Option<ServerError> },
         Refused { error: Option<ServerError> },
     }
@@ -170,7 +159,6 @@ where
             FairShareProj::Refused { error } => Poll::Ready(Err(error
                 .take()
                 .unwrap_or_else(|| ServerError::Internal("polled after completion".into())))),
-            FairShareProj::Yielded { answer } => Pin::new(answer).poll(cx),
             FairShareProj::Tarpit { sleep, error } => {
                 ready!(sleep.poll(cx));
                 Poll::Ready(Err(error.take().unwrap_or_else(|| {
@@ -235,73 +223,6 @@ mod tests {
                 paddock_core::fairshare::classify(req.method().as_str(), req.uri().query(), false);
             self.0.admit(t, &self.1, class)
         }
-    }
-
-    /// The real limiter and a work queue with pacing and the yield lane.
-    struct WithQueue(Limiter, Arc<WorkQueue>);
-
-    impl Admit for WithQueue {
-        fn admit<B>(
-            &self,
-            t: &TenantId,
-            req: &mut Request<B>,
-        ) -> Result<Option<Permit>, ServerError> {
-            let class =
-                paddock_core::fairshare::classify(req.method().as_str(), req.uri().query(), false);
-            self.0.admit(t, &Limits::default(), class)
-        }
-
-        fn work_queue(&self) -> Option<&Arc<WorkQueue>> {
-            Some(&self.1)
-        }
-    }
-
-    #[tokio::test]
-    async fn a_heavy_tenants_request_beside_a_light_one_is_served_on_the_yield_lane() {
-        use crate::fair_queue::{FairQueueConfig, QueueMetrics};
-        use std::time::Duration;
-        let queue = WorkQueue::new(
-            FairQueueConfig {
-                seats: 64,
-                timeout: Duration::from_secs(60),
-                lease: Duration::from_secs(60),
-                reserve: 0,
-                pace: 100,
-                yield_lane: true,
-            },
-            QueueMetrics::default(),
-        );
-        let gate = Arc::new(WithQueue(Limiter::default(), queue.clone()));
-        // The answer tells which thread the handling ran on.
-        let svc = FairShareLayer::new(gate, &tenant()).layer(tower::service_fn(
-            |_req: Request<()>| async {
-                let on = std::thread::current().name().unwrap_or("").to_owned();
-                Ok::<_, ServerError>(Response::new(full(on)))
-            },
-        ));
-        let run = |svc: FairShare<_, _>| async move {
-            let resp = svc.oneshot(request()).await.unwrap();
-            let body = resp.into_body().collect().await.unwrap().to_bytes();
-            String::from_utf8(body.to_vec()).unwrap()
-        };
-        // Alone, the tenant stays on the main runtime.
-        assert_ne!(run(svc.clone()).await, "paddock-lane");
-        // It holds 30 seats for 200 ms (heavy: 6 seat-seconds per second); then a light
-        // tenant is active.
-        let a = TenantId::parse("acme01").unwrap();
-        let mut held = Vec::new();
-        for _ in 0..30 {
-            held.push(queue.acquire(&a, 1).await.unwrap());
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-        drop(held);
-        let light = queue
-            .acquire(&TenantId::parse("quietb").unwrap(), 1)
-            .await
-            .unwrap();
-        assert_eq!(run(svc.clone()).await, "paddock-lane");
-        drop(light);
-        assert_eq!(queue.load(), (0, 0), "the lane's request kept its seats");
     }
 
     fn request() -> Request<()> {
