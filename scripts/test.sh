@@ -7,9 +7,8 @@
 #     makes a venv with the `kubernetes` Python client from PyPI under target/
 #   - the real node's Debian packages (scripts/install-node.sh): containerd, runc, CNI plugins,
 #     iptables, socat, buildah, busybox-static
-#   - the control plane and real node binaries (tests/testbed/build.sh --node --e2e), the node's
-#     images (tests/testbed/images.sh) and the tests' tools (tests/testbed/tools.sh: helm,
-#     h2spec, pyprom); cached outside the repo, built in the background while Rust builds
+#   - the control plane and real node binaries (tests/testbed/build.sh --node) and the node's
+#     images (tests/testbed/images.sh); cached outside the repo
 set -euo pipefail
 cd "$(dirname "$0")/.."
 t0=$SECONDS
@@ -32,26 +31,9 @@ if ! python3 -c 'import ensurepip, venv' >/dev/null 2>&1; then
 fi
 command -v go >/dev/null 2>&1 || { echo "Go is required to build the test control plane" >&2; exit 1; }
 
-step "control plane, node, images and test tools: built in the background while Rust builds (cached in ${PADDOCK_TESTBED_CACHE:-$HOME/.cache/paddock-testbed})"
-# On a new machine these Go builds spend much of their time fetching modules from the proxy
-# (about a third of two cores busy): overlapping them with the Rust build below takes most of
-# their wall time off a cold run. With warm caches every step is a quick cache hit. The tests
-# would build the same tools on first use (each build holds a lock: no double work).
-mkdir -p target
-go_log=target/testbed-build.log
-# A session of its own, so that the whole tree (go build and all) stops if this script ends first.
-# The tools build beside the control plane (their module downloads overlap too); the images
-# need build.sh's metrics-server.
-setsid bash -c '
-  set -e
-  ( for tool in helm h2spec pyprom; do bash tests/testbed/tools.sh "$tool" >/dev/null; done ) &
-  tools=$!
-  bash tests/testbed/build.sh --node --e2e
-  bash tests/testbed/images.sh
-  wait "$tools"
-' >"$go_log" 2>&1 </dev/null &
-go_builds=$!
-trap 'kill -- -"$go_builds" 2>/dev/null || true' EXIT
+step "control plane binaries (cached in ${PADDOCK_TESTBED_CACHE:-$HOME/.cache/paddock-testbed})"
+bash tests/testbed/build.sh --node
+bash tests/testbed/images.sh
 
 step "cargo fmt --check"
 cargo fmt --all -- --check
@@ -64,14 +46,6 @@ python3 scripts/module-cycles.py
 
 step "build"
 cargo build --workspace --all-targets --locked
-
-step "waiting for the background builds (log: $go_log)"
-if ! wait "$go_builds"; then
-  tail -n 60 "$go_log" >&2
-  echo "the test bed's builds failed; the whole log: $go_log" >&2
-  exit 1
-fi
-grep -E 'took|cached|built' "$go_log" | tail -n 20 || true
 
 step "tests (unit, property, fuzz corpora, end-to-end)"
 # The etcd store tests must not skip in CI.
