@@ -31,22 +31,26 @@ def non_test_text(path):
     return re.sub(r"//[^\n]*", "", text)
 
 
+def sources(base):
+    """(path, path relative to base) of every non-test Rust file under base."""
+    for dirpath, _, files in os.walk(base):
+        for f in files:
+            if f.endswith(".rs") and "tests" not in f and f != "fuzzing.rs":
+                path = os.path.join(dirpath, f)
+                yield path, os.path.relpath(path, base)
+
+
 def edges_of(src):
     edges = {}
-    for dirpath, _, files in os.walk(src):
-        for f in files:
-            if not f.endswith(".rs") or "tests" in f or f == "fuzzing.rs":
-                continue
-            path = os.path.join(dirpath, f)
-            rel = os.path.relpath(path, src)
-            if rel in ("lib.rs", "main.rs"):
-                continue
-            text = non_test_text(path)
-            targets = set(PATH.findall(text))
-            for group in GROUP.findall(text):
-                targets.update(t.strip().split("::")[0] for t in group.split(",") if t.strip())
-            me = top_module(rel)
-            edges.setdefault(me, set()).update(t for t in targets if t != me)
+    for path, rel in sources(src):
+        if rel in ("lib.rs", "main.rs"):
+            continue
+        text = non_test_text(path)
+        targets = set(PATH.findall(text))
+        for group in GROUP.findall(text):
+            targets.update(t.strip().split("::")[0] for t in group.split(",") if t.strip())
+        me = top_module(rel)
+        edges.setdefault(me, set()).update(t for t in targets if t != me)
     return edges
 
 
@@ -58,25 +62,20 @@ def child_edges(src, folder):
     sup = re.compile(r"\bsuper::(\w+)")
     sup_group = re.compile(r"\bsuper::\{([^}]*)\}", re.S)
     edges = {}
-    for dirpath, _, files in os.walk(base):
-        for f in files:
-            if not f.endswith(".rs") or "tests" in f or f == "fuzzing.rs":
-                continue
-            path = os.path.join(dirpath, f)
-            rel = os.path.relpath(path, base)
-            if rel == "mod.rs":
-                continue
-            me = top_module(rel)
-            text = non_test_text(path)
-            targets = set(full.findall(text))
-            # `super::` names a sibling only from a file directly in the folder or a/mod.rs
-            if os.sep not in rel or rel == os.path.join(me, "mod.rs"):
-                targets.update(sup.findall(text))
-                for group in sup_group.findall(text):
-                    targets.update(
-                        t.strip().split("::")[0] for t in group.split(",") if t.strip()
-                    )
-            edges.setdefault(me, set()).update(t for t in targets if t not in (me, "self"))
+    for path, rel in sources(base):
+        if rel == "mod.rs":
+            continue
+        me = top_module(rel)
+        text = non_test_text(path)
+        targets = set(full.findall(text))
+        # `super::` names a sibling only from a file directly in the folder or a/mod.rs
+        if os.sep not in rel or rel == os.path.join(me, "mod.rs"):
+            targets.update(sup.findall(text))
+            for group in sup_group.findall(text):
+                targets.update(
+                    t.strip().split("::")[0] for t in group.split(",") if t.strip()
+                )
+        edges.setdefault(me, set()).update(t for t in targets if t not in (me, "self"))
     return edges
 
 

@@ -287,31 +287,29 @@ fn chart_on_the_real_node() -> Result<()> {
         Duration::from_secs(60),
     )?;
     admin.run(&["create", "namespace", NS])?;
-    let from_file = |key: &str, path: PathBuf| format!("--from-file={key}={}", path.display());
-    admin.run(&[
-        "-n",
-        NS,
-        "create",
-        "secret",
-        "generic",
-        "paddock-certs",
-        &from_file("ca.crt", certs.join("ca.crt")),
-        &from_file("ca.key", certs.join("ca.key")),
-        &from_file("serving.crt", certs.join("serving.crt")),
-        &from_file("serving.key", certs.join("serving.key")),
-    ])?;
+    // A Secret in the release's namespace from (key, file) pairs.
+    let secret = |name: &str, files: &[(&str, PathBuf)]| -> Result<String> {
+        let mut args = vec!["-n".to_owned(), NS.into(), "create".into(), "secret".into()];
+        args.extend(["generic".into(), name.into()]);
+        args.extend(
+            files
+                .iter()
+                .map(|(k, p)| format!("--from-file={k}={}", p.display())),
+        );
+        admin.run(&args.iter().map(String::as_str).collect::<Vec<_>>())
+    };
+    let certs_files =
+        ["ca.crt", "ca.key", "serving.crt", "serving.key"].map(|f| (f, certs.join(f)));
+    secret("paddock-certs", &certs_files)?;
     let pki = etcd.pki();
-    admin.run(&[
-        "-n",
-        NS,
-        "create",
-        "secret",
-        "generic",
+    secret(
         "paddock-etcd",
-        &from_file("ca.crt", pki.ca()),
-        &from_file("tls.crt", pki.file("client.crt")),
-        &from_file("tls.key", pki.file("client.key")),
-    ])?;
+        &[
+            ("ca.crt", pki.ca()),
+            ("tls.crt", pki.file("client.crt")),
+            ("tls.key", pki.file("client.key")),
+        ],
+    )?;
     let values_file = work.join("values-testbed.json");
     std::fs::write(&values_file, values(&cp, &node, &tag, &public_url)?)?;
     let helm_cmd = |verb: &str, extra: &[&str]| -> Command {
