@@ -54,8 +54,18 @@ export PADDOCK_REQUIRE_ETCD=1
 # own failure list must be in it (panics keep RUST_BACKTRACE).
 export RUST_LIB_BACKTRACE=0
 set +e
-cargo test --workspace --locked --no-fail-fast 2>&1 | tee target/test-output.txt
+# Unit, property, fuzz-corpus and doc tests of every crate (and the e2e crate's own), then the
+# end-to-end binaries two at a time (scripts/e2e-lanes.py: those that measure a time bound run
+# alone; each binary's output printed whole).
+cargo test --workspace --exclude paddock-e2e --locked --no-fail-fast 2>&1 | tee target/test-output.txt
 status=${PIPESTATUS[0]}
+cargo test -p paddock-e2e --lib --locked 2>&1 | tee -a target/test-output.txt
+[ "${PIPESTATUS[0]}" = 0 ] || status=1
+cargo test -p paddock-e2e --doc --locked 2>&1 | tee -a target/test-output.txt
+[ "${PIPESTATUS[0]}" = 0 ] || status=1
+step "end-to-end binaries (${PADDOCK_E2E_LANES:-2} lanes)"
+python3 scripts/e2e-lanes.py 2>&1 | tee -a target/test-output.txt
+[ "${PIPESTATUS[0]}" = 0 ] || status=1
 set -e
 passed=$(grep -Eo '^test result: .* ([0-9]+) passed' target/test-output.txt | grep -Eo '[0-9]+ passed' | awk '{s+=$1} END {print s+0}')
 failed=$(grep -E '^test result: ' target/test-output.txt | grep -Eo '[0-9]+ failed' | awk '{s+=$1} END {print s+0}')
