@@ -11,7 +11,7 @@ use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use paddock_benches::{
     baseline_list, baseline_watch, pod_list, pods_plan, run_rewriter, tenant_context, watch_stream,
 };
-use paddock_core::framer::{FrameError, ObjectFramer};
+use paddock_core::response::framer::{FrameError, ObjectFramer};
 use paddock_core::{parse_request, plan, rewrite_whole_into};
 
 const CHUNK: usize = 64 * 1024;

@@ -12,14 +12,14 @@
 use std::sync::Arc;
 
 use crate::catalog::Catalog;
-use crate::context::TenantContext;
-use crate::discovery::discovery_down;
+use crate::catalog::context::TenantContext;
 use crate::error::TranslateError;
-use crate::list::CollectionRewriter;
+use crate::response::discovery::discovery_down;
+use crate::response::list::CollectionRewriter;
+use crate::response::table::TableScope;
+use crate::response::watch::WatchRewriter;
 use crate::response::{DomCollection, DomEvents};
-use crate::table::TableScope;
 use crate::tenant::TenantId;
-use crate::watch::WatchRewriter;
 
 /// A small upstream with the shapes that matter: the core group, a built-in group, a
 /// forbidden one, the tenant's CRD group and another tenant's.
@@ -236,7 +236,9 @@ pub fn patch_translator(data: &[u8]) -> Result<(), String> {
     let Ok(plan) = crate::request::plan(&ctx, parsed) else {
         return Ok(());
     };
-    if let Ok((out, _ct)) = crate::body::translate_request_body(&ctx, &plan, content_type, body) {
+    if let Ok((out, _ct)) =
+        crate::wire::body::translate_request_body(&ctx, &plan, content_type, body)
+    {
         if serde_json::from_slice::<serde_json::Value>(&out).is_err() {
             return Err(format!("{content_type}: translated body is not JSON"));
         }

@@ -8,7 +8,10 @@
 
 use std::collections::BTreeSet;
 
-use paddock_core::rules::table::{FieldRule, Holds, KINDS, Step};
+use paddock_core::rules::schema::FieldRule;
+use paddock_core::rules::schema::Holds;
+use paddock_core::rules::schema::Step;
+use paddock_core::rules::table::KINDS;
 use paddock_core::{Catalog, Policy, TenantId};
 use serde_json::Value;
 

@@ -502,8 +502,8 @@ proptest! {
 #[test]
 fn splice_fast_path_agrees_with_dom() {
     use paddock_core::response::members::{Members, array_elements};
+    use paddock_core::response::splice::{Fast, Splicer};
     use paddock_core::response::{ItemType, item_bytes_down};
-    use paddock_core::splice::{Fast, Splicer};
 
     let ctx = ctx();
     let splicer = Splicer::new(&ctx.tenant);

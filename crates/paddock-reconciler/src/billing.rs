@@ -1,11 +1,11 @@
-//! Stamping a tenant's billing key on its upstream namespaces (paddock_core::billing holds the
+//! Stamping a tenant's billing key on its upstream namespaces (paddock_core::observe::billing holds the
 //! decisions; docs/metering.md). Three moments: a namespace the tenant creates is stamped
 //! before the answer; an admin change restamps every namespace of the tenant before the admin
 //! API answers; the 30 s resync restamps any namespace that drifted (another replica's window,
 //! a namespace created while paddock was down).
 
 use paddock_core::TenantId;
-use paddock_core::billing::{BILLING_FIELD_MANAGER, BillingKey};
+use paddock_core::observe::billing::{BILLING_FIELD_MANAGER, BillingKey};
 use serde_json::Value;
 
 use paddock_upstream::error::ServerError;

@@ -57,7 +57,7 @@ impl Reconciler {
     /// The `clusters` of a tenant record created here: none for the default cluster (the
     /// record reads as before clusters existed), else this cluster.
     pub fn placed_on(&self) -> Vec<String> {
-        if self.cluster == paddock_core::cluster::DEFAULT_CLUSTER {
+        if self.cluster == paddock_core::clusters::cluster::DEFAULT_CLUSTER {
             Vec::new()
         } else {
             vec![self.cluster.clone()]

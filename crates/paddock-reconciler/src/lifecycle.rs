@@ -6,15 +6,18 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use paddock_core::TenantId;
-use paddock_core::fairshare::LimitOverrides;
+use paddock_core::fair::share::LimitOverrides;
 use paddock_store::{TenantPhase, TenantRecord};
 use paddock_upstream::error::ServerError;
 use paddock_upstream::upjson;
 use paddock_upstream::upstream::Upstream;
 use serde_json::json;
 
-use crate::provision::{self, *};
+use crate::provision::{self, ensure_builtin_roles, set_up_namespace};
 use crate::{Reconciler, rbac_sync};
+use paddock_core::provision::{
+    DEFAULT_NAMESPACES, legacy_tenant_scope_binding_name, managed_labels,
+};
 
 /// Makes sure a tenant namespace has what paddock keeps in it: the admins' RoleBinding, the
 /// isolation NetworkPolicy, the quota, the locked pod-security label, and the mirrors of the

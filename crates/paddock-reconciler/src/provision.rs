@@ -12,8 +12,15 @@ use paddock_upstream::error::ServerError;
 use paddock_upstream::upjson;
 use paddock_upstream::upstream::Upstream;
 
-use paddock_core::guard::{guard_binding, guard_policies, services_guard_name};
-pub use paddock_core::provision::*;
+use paddock_core::provision::guard::{guard_binding, guard_policies, services_guard_name};
+use paddock_core::provision::{
+    CLUSTER_SCOPE_ROLE, NAMESPACE_ADMIN_BINDING, OWNED_CLUSTER_KINDS, POD_SECURITY_LEVEL,
+    PSA_ENFORCE_LABEL, RESERVED_TENANT_IDS, TENANT_PRIORITY_LEVEL, cluster_scope_binding,
+    cluster_scope_role, keeps_namespace_level, legacy_tenant_scope_binding_name,
+    namespace_admin_binding, owned_by, tenant_cluster_role_name, tenant_flow_schema,
+    tenant_flow_schema_name, tenant_own_flow_schema, tenant_priority_level,
+};
+use paddock_core::tenant::MANAGED_FOR_LABEL;
 
 /// Puts tenant `t`'s own FlowSchema in place (when paddock manages APF at all).
 pub async fn ensure_tenant_flow_schema(
@@ -213,11 +220,11 @@ pub fn lock_namespace_labels(
     if content_type.starts_with("application/vnd.kubernetes.protobuf") {
         // Typed clients (kubectl create namespace, client-go, the e2e framework) send protobuf:
         // hold the label there too rather than have the guard refuse the namespace.
-        let current = paddock_core::protobuf::protobuf_label(&body, PSA_ENFORCE_LABEL)?;
+        let current = paddock_core::wire::pb_label::protobuf_label(&body, PSA_ENFORCE_LABEL)?;
         if current.as_deref().is_some_and(|l| level.permits(l)) {
             return Ok(body);
         }
-        return Ok(paddock_core::protobuf::set_protobuf_label(
+        return Ok(paddock_core::wire::pb_label::set_protobuf_label(
             &body,
             PSA_ENFORCE_LABEL,
             stamped,
@@ -252,9 +259,9 @@ pub fn lock_namespace_labels(
 }
 
 /// The tenant's copies of the built-in ClusterRoles (`cluster-admin`, `admin`, `edit`, `view`,
-/// the discovery roles; paddock_core::builtin_roles), from the platform's current roles.
+/// the discovery roles; paddock_core::provision::builtin_roles), from the platform's current roles.
 pub async fn ensure_builtin_roles(up: &Upstream, t: &TenantId) -> Result<(), ServerError> {
-    use paddock_core::builtin_roles::{BUILTIN_CLUSTER_ROLES, tenant_copy};
+    use paddock_core::provision::builtin_roles::{BUILTIN_CLUSTER_ROLES, tenant_copy};
     let base = "/apis/rbac.authorization.k8s.io/v1/clusterroles";
     futures_util::future::try_join_all(BUILTIN_CLUSTER_ROLES.iter().map(|name| async move {
         let platform =
@@ -321,7 +328,7 @@ pub async fn delete_tenant_objects(
         let own = [
             legacy_tenant_scope_binding_name(t),
             tenant_cluster_role_name(t),
-            paddock_core::platform_grant::grant_role_name(t),
+            paddock_core::catalog::platform_grant::grant_role_name(t),
         ];
         for kind in ["clusterrolebindings", "clusterroles"] {
             let path = format!("/apis/rbac.authorization.k8s.io/v1/{kind}");

@@ -21,12 +21,11 @@ use paddock_core::identity::{SA_USER, cluster_unshadow};
 use paddock_core::{TENANT_LABEL, TenantId};
 use serde_json::{Value, json};
 
-use crate::provision::{MANAGED_FOR_LABEL, shadow_admin_group, tenant_cluster_role_name};
+use paddock_core::identity::shadow_admin_group;
+use paddock_core::provision::tenant_cluster_role_name;
+use paddock_core::tenant::MANAGED_FOR_LABEL;
 use paddock_upstream::error::ServerError;
 
-// Moved to paddock-core (pure decisions); re-exported for callers of the old paths.
-pub use paddock_core::identity::{As, impersonation};
-pub use paddock_core::request::{identity_for, needs_sync};
 use paddock_upstream::upjson;
 use paddock_upstream::upstream::Upstream;
 
@@ -376,10 +375,10 @@ pub(crate) async fn reconcile_tenant(
         // A namespace that missed its setup (created while paddock was down, or by a request
         // paddock did not recognise): the whole setup, mirrors included.
         // (A level the tenant chose counts as set up: it is kept.)
-        let level = n["metadata"]["labels"][crate::provision::PSA_ENFORCE_LABEL].as_str();
+        let level = n["metadata"]["labels"][paddock_core::provision::PSA_ENFORCE_LABEL].as_str();
         let existing = view.mirrors.get(ns).unwrap_or(&none);
         let mirrors = reconcile_mirrors(up, t, ns, &view.crbs, existing);
-        if !crate::provision::keeps_namespace_level(level) {
+        if !paddock_core::provision::keeps_namespace_level(level) {
             crate::provision::set_up_namespace(up, t, ns, mirrors).await?;
         } else {
             mirrors.await?;

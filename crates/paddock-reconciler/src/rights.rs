@@ -371,7 +371,7 @@ mod tests {
     /// Every kind the usage report counts may be listed, except secrets (docs/metering.md).
     #[test]
     fn usage_lists_are_rights() {
-        use paddock_core::usage::{COUNTED_CLUSTER, COUNTED_NAMESPACED};
+        use paddock_core::observe::usage::{COUNTED_CLUSTER, COUNTED_NAMESPACED};
         let counted = COUNTED_NAMESPACED
             .iter()
             .chain(COUNTED_CLUSTER)

@@ -2,76 +2,35 @@
 //! tenants by client certificate, runs each request through the translation core, talks to
 //! the upstream apiserver as the impersonated tenant user, and serves the admin API.
 
-pub mod absent;
-pub mod access_log;
 pub mod admin;
-pub mod admin_metering;
-pub mod admission;
-pub mod answer;
-pub mod audit;
-pub mod audit_answer;
 pub mod auth;
-pub mod caller;
-pub mod claims_gc;
+pub mod body;
 pub mod clusters;
-pub mod coalesce;
 pub mod config;
-pub mod conn;
-pub mod discovery;
-pub mod fair_gate;
-pub mod fair_queue;
-pub mod fanout;
+pub mod fair;
 pub mod front;
-pub mod front_streams;
-pub mod health;
-pub mod impersonate;
-pub mod limits;
-pub mod metering;
-#[cfg(test)]
-mod metering_tests;
-pub mod metric_values;
-pub mod metrics;
-pub mod nsmap;
-pub mod outbound;
-pub mod platform_grant;
-pub mod policy_admin;
-pub mod preauth;
+pub mod observe;
 pub mod proxy;
-pub mod quota;
-pub mod quota_api;
-pub mod req_body;
-pub mod reviews;
-pub mod rewrite;
-pub mod router;
-pub mod serve_threads;
 pub mod stack;
 pub mod startup;
 pub mod state;
 pub mod tasks;
-pub mod templates_api;
-pub mod templates_sync;
-pub mod token_gate;
-pub mod usage;
-
-// The upstream client and the reconciler are crates of their own; their modules keep the
-// paths they had here (`crate::upstream`, `crate::provision`, ...).
-pub use paddock_reconciler::{billing, lifecycle, provision, prune, rbac_sync, resync, rights};
-pub use paddock_upstream::serving::MAX_SERVING_THREADS;
-pub use paddock_upstream::{body, error, limit, upjson, upstream};
+pub mod webhook;
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use paddock_reconciler::{provision, prune, rights};
 use paddock_store::Store;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 pub use config::{LogFormat, ServerConfig, StoreKind};
-pub use error::ServerError;
+use paddock_upstream::error::ServerError;
 
 use crate::front::ReloadingTls;
 use crate::state::AppState;
-use crate::upstream::{Upstream, UpstreamCredential};
+use paddock_upstream::upstream::{Upstream, UpstreamCredential};
 
 /// How long the start-up self-check waits for an apiserver that does not answer.
 const SELF_CHECK_PATIENCE: Duration = Duration::from_secs(60);
@@ -108,7 +67,7 @@ pub async fn run(config: ServerConfig, shutdown: CancellationToken) -> Result<()
     )
     .await?;
     record_admin_certificate(&config, &store).await;
-    let admission = admission::AdmissionServer::bind(&config).await?;
+    let admission = webhook::admission::AdmissionServer::bind(&config).await?;
     provision::set_admission_webhook(admission.is_some());
     if admission.is_none() {
         tracing::warn!(
@@ -125,25 +84,29 @@ pub async fn run(config: ServerConfig, shutdown: CancellationToken) -> Result<()
 
     let state = startup::new_state(config, store, upstream, ca)?;
     // Namespace templates: where the reconciler's set-up finds them, and their sync loop.
-    paddock_reconciler::templates::set_template_source(Arc::new(templates_sync::StoreTemplates(
+    paddock_reconciler::templates::set_template_source(Arc::new(tasks::templates::StoreTemplates(
         state.clone(),
     )));
-    tokio::spawn(templates_sync::sync_loop(state.clone()));
+    tokio::spawn(tasks::templates::sync_loop(state.clone()));
     tokio::spawn(clusters::sync_loop(state.clone()));
     tokio::spawn(clusters::span_resync::resync_loop(state.clone()));
     tokio::spawn(drain_on(state.clone(), shutdown));
     if let Some(a) = admission {
         tokio::spawn(a.serve(state.clone()));
-        tokio::spawn(claims_gc::sweep_loop(state.clone()));
+        tokio::spawn(tasks::claims_gc::sweep_loop(state.clone()));
     }
-    tokio::spawn(tasks::probe_loop(state.clone()));
+    tokio::spawn(tasks::probe_loop(
+        state.clone(),
+        paddock_core::clusters::cluster::DEFAULT_CLUSTER.to_string(),
+        true,
+    ));
     tokio::spawn(startup::flush_access_log_loop(state.clone()));
     // Bootstrap and discovery retry in the background until they succeed; /readyz reports
     // when they have.
     tokio::spawn(startup::bootstrap_loop(state.clone(), admission_url));
     tokio::spawn(prune::prune_loop(state.reconciler.clone()));
-    tokio::spawn(usage::refresh_loop(state.clone()));
-    tokio::spawn(quota::recount_loop(state.clone()));
+    tokio::spawn(admin::usage::refresh_loop(state.clone()));
+    tokio::spawn(webhook::quota::recount_loop(state.clone()));
     tokio::spawn(startup::known_tenants_loop(state.clone()));
     tokio::spawn(startup::reload_loop(state.clone(), tls.clone()));
     front::serve(state, listener, tls).await

@@ -9,16 +9,17 @@ use arc_swap::ArcSwap;
 use paddock_store::{Store, TenantPhase};
 use tokio_util::sync::CancellationToken;
 
-use crate::discovery::CatalogCache;
-use crate::error::ServerError;
 use crate::front::ReloadingTls;
-use crate::metrics::Metrics;
+use crate::observe::metrics::Metrics;
 use crate::state::AppState;
-use crate::upstream::Upstream;
+use crate::state::discovery::CatalogCache;
 use crate::{
-    ServerConfig, access_log, admission, audit, fair_queue, health, limits, provision, quota,
-    resync,
+    ServerConfig, fair::limits, fair::queue, observe::access_log, observe::audit, observe::health,
+    webhook::admission,
 };
+use paddock_reconciler::{provision, resync};
+use paddock_upstream::error::ServerError;
+use paddock_upstream::upstream::Upstream;
 
 /// The replica's state, with the reconciler it shares the store and upstream with.
 pub fn new_state(
@@ -39,10 +40,10 @@ pub fn new_state(
         shutdown: stop.clone(),
         tenant_priority_shares: config.tenant_priority_shares,
         prune_grace: config.prune_grace,
-        cluster: paddock_core::cluster::DEFAULT_CLUSTER.to_string(),
+        cluster: paddock_core::clusters::cluster::DEFAULT_CLUSTER.to_string(),
     });
     let work_queue = (config.fair_queue.seats > 0)
-        .then(|| fair_queue::WorkQueue::new(config.fair_queue, metrics.fair_queue.clone()));
+        .then(|| queue::WorkQueue::new(config.fair_queue, metrics.fair_queue.clone()));
     Ok(Arc::new(AppState {
         reconciler,
         cache: store.cache(),
@@ -58,7 +59,7 @@ pub fn new_state(
         draining: std::sync::atomic::AtomicBool::new(false),
         limiter: limits::Limiter::default(),
         work_queue,
-        quota_locks: quota::QuotaLocks::default(),
+        quota_locks: crate::state::QuotaLocks::default(),
         access_log: access_log::AccessLog::new(config.log_format, config.access_log),
         clusters: Default::default(),
         config,
@@ -118,7 +119,7 @@ async fn finish_interrupted_work(state: &Arc<AppState>) {
             // Another cluster's tenant: its cluster's member does this (clusters/).
         } else if t.phase == TenantPhase::Terminating {
             crate::clusters::span_tenant::resume_deletion(state, (*t).clone());
-        } else if let Err(e) = crate::platform_grant::sync(
+        } else if let Err(e) = crate::tasks::platform_grant::sync(
             &state.upstream,
             &t.id,
             t.policy.as_ref().unwrap_or(&state.config.default_policy),
@@ -146,7 +147,7 @@ pub async fn known_tenants_loop(state: Arc<AppState>) {
         let known: std::collections::HashSet<&str> = ids.iter().map(String::as_str).collect();
         state.limiter.retain(|t| known.contains(t.as_str()));
         state.catalogs.set_known_tenants(ids);
-        crate::platform_grant::refresh_catalog(&state);
+        crate::tasks::platform_grant::refresh_catalog(&state);
         tokio::select! {
             r = changes.changed() => if r.is_err() { return },
             _ = state.shutdown.cancelled() => return,

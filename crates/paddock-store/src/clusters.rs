@@ -51,7 +51,8 @@ impl std::fmt::Debug for ClusterRecord {
 }
 
 pub(crate) fn check_cluster(name: &str) -> Result<(), StoreError> {
-    paddock_core::cluster::check_cluster_name(name).map_err(|e| StoreError::Invalid(e.to_string()))
+    paddock_core::clusters::cluster::check_cluster_name(name)
+        .map_err(|e| StoreError::Invalid(e.to_string()))
 }
 
 /// Cluster records.

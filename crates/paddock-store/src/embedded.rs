@@ -35,7 +35,7 @@ pub(crate) struct State {
     certs: BTreeMap<String, CertRecord>,
     /// Quota ledgers by tenant id, with their version (docs/quota.md).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    quota: BTreeMap<String, (i64, crate::Ledger)>,
+    quota: BTreeMap<String, (i64, paddock_core::quota::Ledger)>,
     /// Cluster-wide claims: `<kind>/<key>` to the owning tenant.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     claims: BTreeMap<String, String>,
@@ -373,7 +373,7 @@ impl EmbeddedStore {
     pub(crate) async fn swap_quota_ledger(
         &self,
         id: &str,
-        ledger: &crate::Ledger,
+        ledger: &paddock_core::quota::Ledger,
         expected: i64,
     ) -> Result<bool, StoreError> {
         check_tenant_id(id)?;

@@ -699,7 +699,7 @@ impl EtcdStore {
     pub(crate) async fn swap_quota_ledger(
         &self,
         id: &str,
-        ledger: &crate::Ledger,
+        ledger: &paddock_core::quota::Ledger,
         expected: i64,
     ) -> Result<bool, StoreError> {
         check_tenant_id(id)?;

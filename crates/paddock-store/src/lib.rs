@@ -87,14 +87,14 @@ pub struct TenantRecord {
     /// The tenant's overrides of the configured fair-share limits (absent in records written
     /// before they existed, and when nothing is overridden).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub limits: Option<paddock_core::fairshare::LimitOverrides>,
+    pub limits: Option<paddock_core::fair::share::LimitOverrides>,
     /// The billing key stamped on every upstream namespace of the tenant (empty in records
     /// written before it existed).
     #[serde(
         default,
-        skip_serializing_if = "paddock_core::billing::BillingKey::is_empty"
+        skip_serializing_if = "paddock_core::observe::billing::BillingKey::is_empty"
     )]
-    pub billing: paddock_core::billing::BillingKey,
+    pub billing: paddock_core::observe::billing::BillingKey,
     /// The tenant's quota: hard limits by resource name, summed over all its namespaces
     /// (docs/quota.md); absent = no tenant-wide quota.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -112,15 +112,16 @@ impl TenantRecord {
     /// The clusters the tenant lives on (`default` when the record names none); the first is
     /// its home.
     pub fn cluster_names(&self) -> Vec<&str> {
-        paddock_core::cluster::tenant_clusters(&self.clusters)
+        paddock_core::clusters::cluster::tenant_clusters(&self.clusters)
     }
 
     /// The tenant's home cluster: the first of [`Self::cluster_names`] (asked on every
     /// request, so without making the list).
     pub fn home_cluster(&self) -> &str {
-        self.clusters
-            .first()
-            .map_or(paddock_core::cluster::DEFAULT_CLUSTER, String::as_str)
+        self.clusters.first().map_or(
+            paddock_core::clusters::cluster::DEFAULT_CLUSTER,
+            String::as_str,
+        )
     }
 
     /// Whether the tenant lives on `cluster`.
@@ -149,7 +150,7 @@ impl TenantRecord {
     }
 }
 
-pub use paddock_core::quota::Ledger;
+use paddock_core::quota::Ledger;
 
 /// A tenant's quota ledger as read, with the version a compare-and-swap must name.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -524,7 +525,7 @@ mod tests {
         // No overrides: the record serializes exactly as before (no `limits` key).
         assert!(!serde_json::to_string(&rec).unwrap().contains("limits"));
         let mut rec2 = rec.clone();
-        rec2.limits = Some(paddock_core::fairshare::LimitOverrides {
+        rec2.limits = Some(paddock_core::fair::share::LimitOverrides {
             write_qps: Some(7),
             ..Default::default()
         });

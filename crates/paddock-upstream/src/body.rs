@@ -11,12 +11,12 @@ use http_body_util::BodyExt;
 use http_body_util::combinators::UnsyncBoxBody;
 use paddock_core::ChunkRewriter;
 
-pub use crate::answer_body::{AnswerBody, AnswerError};
+use crate::answer_body::AnswerBody;
 
 /// Boxed error used in body streams.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
-pub use crate::res_body::ResBody;
+use crate::res_body::ResBody;
 
 /// Request body type sent upstream.
 pub type UpBody = UnsyncBoxBody<Bytes, BoxError>;

@@ -3,8 +3,8 @@
 use bytes::Bytes;
 use http::{HeaderValue, Response, StatusCode};
 
-pub use crate::body::BoxError;
-use crate::body::{ResBody, full};
+use crate::body::full;
+use crate::res_body::ResBody;
 
 /// Everything that can go wrong while serving a request or starting up.
 #[derive(Debug, thiserror::Error)]
@@ -120,7 +120,8 @@ impl ServerError {
             ..
         } = &self
         {
-            let body = paddock_core::status::status_body_retry(code, reason, message, *retry_after);
+            let body =
+                paddock_core::error::status::status_body_retry(code, reason, message, *retry_after);
             let mut resp = json_response(code, body);
             resp.headers_mut()
                 .insert(http::header::RETRY_AFTER, HeaderValue::from(*retry_after));

@@ -31,8 +31,8 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use serde::Deserialize;
 
-pub use crate::answer_body::AnswerBody;
-pub use crate::body::UpBody;
+use crate::answer_body::AnswerBody;
+use crate::body::UpBody;
 use crate::error::ServerError;
 
 /// paddock's credential for the upstream apiserver, read from a kubeconfig.

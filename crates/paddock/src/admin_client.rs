@@ -6,13 +6,15 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use http::Method;
-use paddock_server::upjson;
-use paddock_server::upstream::{Upstream, UpstreamCredential};
+use paddock_upstream::upjson;
+use paddock_upstream::upstream::{Upstream, UpstreamCredential};
 use serde_json::{Value, json};
 
 use crate::IssueArgs;
 
-const BASE: &str = "/apis/paddock.io/v1alpha1";
+use paddock_api::BASE;
+use paddock_api::certificate::{IssueRequest, IssueSpec};
+use paddock_api::tenant::{Tenant, TenantSpec};
 
 /// A connection to one paddock.
 pub struct AdminClient {
@@ -58,7 +60,7 @@ impl AdminClient {
         .with_context(|| format!("cannot reach paddock at {}", self.up.server()))
     }
 
-    /// The `Tenant` object `tenant create` posts.
+    /// The `Tenant` object `tenant create` posts (placement, `clusters`, is set by the caller).
     pub fn tenant_body(
         id: &str,
         display: Option<&str>,
@@ -66,14 +68,18 @@ impl AdminClient {
         limits: &serde_json::Map<String, Value>,
         billing: &Value,
         quota: &std::collections::BTreeMap<String, String>,
-    ) -> Value {
-        let mut body = json!({"apiVersion": "paddock.io/v1alpha1", "kind": "Tenant",
-            "metadata": {"name": id, "labels": labels},
-            "spec": {"displayName": display.unwrap_or(id), "limits": limits, "billing": billing}});
-        if !quota.is_empty() {
-            body["spec"]["quota"] = json!({"hard": quota});
-        }
-        body
+    ) -> Tenant {
+        Tenant::request(
+            id,
+            labels.clone(),
+            TenantSpec {
+                display_name: Some(display.unwrap_or(id).to_string()),
+                limits: Some(Value::Object(limits.clone())),
+                billing: Some(billing.clone()),
+                quota: (!quota.is_empty()).then(|| json!({"hard": quota})),
+                ..TenantSpec::default()
+            },
+        )
     }
 
     /// POST a tenant.
@@ -242,14 +248,19 @@ impl AdminClient {
         };
         let validity = match &args.validity {
             Some(v) => Some(
-                paddock_server::config::parse_duration(v)
+                paddock_api::duration::parse_duration(v)
                     .map_err(anyhow::Error::msg)?
                     .as_secs(),
             ),
             None => None,
         };
-        let body = json!({"apiVersion": "paddock.io/v1alpha1", "kind": "IssuedCertificate",
-            "spec": {"tenant": args.tenant, "user": args.user, "groups": args.groups, "csr": csr_pem, "validitySeconds": validity}});
+        let body = serde_json::to_value(IssueRequest::new(IssueSpec {
+            tenant: Some(args.tenant.clone()),
+            user: args.user.clone(),
+            groups: args.groups.clone(),
+            csr: csr_pem.clone(),
+            validity_seconds: validity,
+        }))?;
         let v = check(
             self.call(
                 Method::POST,

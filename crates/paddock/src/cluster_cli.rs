@@ -6,14 +6,14 @@ use std::path::PathBuf;
 use anyhow::{Context, Result};
 use base64::Engine;
 use http::Method;
-use paddock_server::upstream::UpstreamCredential;
+use paddock_upstream::upstream::UpstreamCredential;
 use serde_json::{Value, json};
 
 use crate::Output;
 use crate::admin_client::{AdminClient, check};
 use crate::output;
 
-const BASE: &str = "/apis/paddock.io/v1alpha1/clusters";
+use paddock_api::paths::CLUSTERS as BASE;
 
 #[derive(clap::Subcommand)]
 pub enum ClusterCommand {
@@ -69,7 +69,7 @@ fn cluster_object(
     if let Some(c) = capacity {
         spec["capacity"] = json!(c);
     }
-    json!({"apiVersion": "paddock.io/v1alpha1", "kind": "Cluster",
+    json!({"apiVersion": paddock_api::GROUP_VERSION, "kind": "Cluster",
            "metadata": {"name": name, "labels": labels}, "spec": spec})
 }
 

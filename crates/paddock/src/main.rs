@@ -368,13 +368,13 @@ async fn run(cli: Cli) -> Result<()> {
                     );
                     if let Some(c) = clusters {
                         // Placement (docs/clusters.md): a label selector or cluster names.
-                        body["spec"]["clusters"] = serde_json::json!(c);
+                        body.spec.clusters = Some(serde_json::json!(c));
                     }
-                    client.create_tenant(&id, &body).await?;
+                    client.create_tenant(&id, &body.to_value()).await?;
                     let issue = IssueArgs {
                         tenant: id.clone(),
                         user: "admin".into(),
-                        groups: vec![paddock_server::provision::TENANT_ADMIN_GROUP.to_string()],
+                        groups: vec![paddock_core::provision::TENANT_ADMIN_GROUP.to_string()],
                         validity,
                         csr: None,
                         key_out: None,
@@ -425,7 +425,7 @@ async fn run(cli: Cli) -> Result<()> {
                     output::print_tenants(&[client.get_tenant(&id).await?], output)
                 }
                 TenantCommand::Delete { id, wait, timeout } => {
-                    let timeout = paddock_server::config::parse_duration(&timeout)
+                    let timeout = paddock_api::duration::parse_duration(&timeout)
                         .map_err(anyhow::Error::msg)?;
                     client.delete_tenant(&id, wait, timeout).await
                 }

@@ -8,7 +8,7 @@ use serde_json::{Map, Value, json};
 use crate::Output;
 use crate::admin_client::{AdminClient, check};
 
-const TENANTS: &str = "/apis/paddock.io/v1alpha1/tenants";
+use paddock_api::paths::TENANTS;
 
 /// `k=v` sets a key, `k-` removes it (a JSON null in the merge patch).
 fn parse_changes(what: &str, pairs: &[String]) -> Result<Map<String, Value>> {

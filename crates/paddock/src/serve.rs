@@ -5,9 +5,10 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
-use paddock_core::fairshare::Limits;
-use paddock_server::config::{AuditConfig, ConnectionConfig, Secret, parse_duration};
-use paddock_server::fair_queue::FairQueueConfig;
+use paddock_api::duration::parse_duration;
+use paddock_core::fair::share::Limits;
+use paddock_server::config::FairQueueConfig;
+use paddock_server::config::{AuditConfig, ConnectionConfig, Secret};
 use paddock_server::{LogFormat, ServerConfig, StoreKind};
 use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
@@ -214,7 +215,7 @@ pub struct ServeArgs {
     /// their own upstream HTTP/2 connections for short requests, so that a small request is
     /// handled in one thread end to end; lists, watches and background work stay on the
     /// worker threads (docs/architecture.md "Per-core serving").
-    #[arg(long, env = "PADDOCK_SERVE_THREADS", value_parser = clap::value_parser!(u16).range(0..=paddock_server::MAX_SERVING_THREADS as i64))]
+    #[arg(long, env = "PADDOCK_SERVE_THREADS", value_parser = clap::value_parser!(u16).range(0..=paddock_upstream::serving::MAX_SERVING_THREADS as i64))]
     pub serve_threads: Option<u16>,
 
     // ---- Upstream faults and draining ----
@@ -510,13 +511,16 @@ pub fn resolve(args: &ServeArgs) -> Result<(ServerConfig, LogFormat)> {
 
 /// `[quota]` settings: the default tenant quota (flag `k=v,...` or a TOML table), checked
 /// here so that a bad default stops the start rather than every tenant creation.
-fn quota_config(args: &ServeArgs, file: &FileConfig) -> Result<paddock_server::quota::QuotaConfig> {
-    let d = paddock_server::quota::QuotaConfig::default();
+fn quota_config(
+    args: &ServeArgs,
+    file: &FileConfig,
+) -> Result<paddock_server::config::QuotaConfig> {
+    let d = paddock_server::config::QuotaConfig::default();
     let default_hard = match &args.tenant_default_quota {
         Some(s) => crate::output::parse_quota_pairs(s).context("tenant_default_quota")?,
         None => file.tenant_default_quota.clone().unwrap_or_default(),
     };
-    paddock_server::quota::validate_hard(&default_hard)
+    paddock_server::webhook::quota::validate_hard(&default_hard)
         .map_err(|e| anyhow::anyhow!("tenant_default_quota: {e}"))?;
     let recount_interval = match args
         .quota_recount_interval
@@ -528,7 +532,7 @@ fn quota_config(args: &ServeArgs, file: &FileConfig) -> Result<paddock_server::q
         }
         None => d.recount_interval,
     };
-    Ok(paddock_server::quota::QuotaConfig {
+    Ok(paddock_server::config::QuotaConfig {
         default_hard,
         recount_interval,
     })
@@ -724,7 +728,7 @@ fn init_logging(format: LogFormat) {
         tracing_subscriber::EnvFilter::new("info,hyper=warn,h2=warn,rustls=warn,tonic=warn")
     });
     // The access log (one line per request) does not go through here: see
-    // paddock_server::access_log.
+    // paddock_server::observe::access_log.
     // Colour codes only for a terminal: a log file or a collector gets plain text.
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
     let builder = tracing_subscriber::fmt()
@@ -784,5 +788,5 @@ mod tests;
 pub fn default_serve_threads() -> usize {
     std::thread::available_parallelism()
         .map_or(1, std::num::NonZeroUsize::get)
-        .min(paddock_server::MAX_SERVING_THREADS)
+        .min(paddock_upstream::serving::MAX_SERVING_THREADS)
 }

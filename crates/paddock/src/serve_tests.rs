@@ -58,7 +58,7 @@ fn serve_threads_one_per_cpu_by_default_and_from_the_file() {
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     assert_eq!(
         default_serve_threads(),
-        cpus.min(paddock_server::MAX_SERVING_THREADS)
+        cpus.min(paddock_upstream::serving::MAX_SERVING_THREADS)
     );
     assert!(default_serve_threads() >= 1);
 }

@@ -12,7 +12,7 @@ use crate::Output;
 use crate::admin_client::{AdminClient, check};
 use crate::output::{structured, table};
 
-const PATH: &str = "/apis/paddock.io/v1alpha1/namespacetemplates";
+use paddock_api::paths::NAMESPACE_TEMPLATES as PATH;
 
 /// What a template is made of (create and apply).
 #[derive(Args)]
@@ -86,7 +86,7 @@ pub fn read_manifests(path: &Path) -> Result<Vec<Value>> {
 
 fn body(spec: &TemplateSpec) -> Result<Value> {
     Ok(json!({
-        "apiVersion": "paddock.io/v1alpha1", "kind": "NamespaceTemplate",
+        "apiVersion": paddock_api::GROUP_VERSION, "kind": "NamespaceTemplate",
         "metadata": {"name": spec.name},
         "spec": {"mandatory": spec.mandatory, "tenants": spec.tenants, "manifests": read_manifests(&spec.file)?}
     }))

@@ -20,7 +20,7 @@ pub fn services_rule_without_webhook(cp: &ControlPlane, p: &Paddock, tid: &str) 
         .run(&["get", "namespace", "default"])?;
     let t = TenantId::parse(tid).map_err(|e| anyhow!("{e}"))?;
     let mut h = HeaderMap::new();
-    paddock_server::outbound::add_impersonation_as(
+    paddock_server::proxy::outbound::add_impersonation_as(
         &mut h,
         &t,
         "admin",

@@ -14,7 +14,7 @@ use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
-use paddock_server::upstream::UpstreamCredential;
+use paddock_upstream::upstream::UpstreamCredential;
 
 /// How a request failed without an HTTP answer.
 #[derive(Debug)]

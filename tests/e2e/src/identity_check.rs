@@ -46,7 +46,7 @@ pub fn impersonated_groups(cp: &ControlPlane, p: &Paddock, tid: &str) -> Result<
         ("system:serviceaccount:web:builder", As::Real),
     ] {
         let mut h = HeaderMap::new();
-        paddock_server::outbound::add_impersonation_as(&mut h, &t, user, &cert_groups, who)
+        paddock_server::proxy::outbound::add_impersonation_as(&mut h, &t, user, &cert_groups, who)
             .map_err(|e| anyhow::anyhow!("{e}"))?;
         let mut args = vec![
             "auth".to_owned(),

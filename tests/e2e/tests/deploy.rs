@@ -180,7 +180,7 @@ fn chart_and_self_check() -> Result<()> {
         .iter()
         .find(|d| d["kind"] == "ClusterRole")
         .context("no ClusterRole rendered")?;
-    let declared = paddock_server::rights::cluster_role_rules();
+    let declared = paddock_reconciler::rights::cluster_role_rules();
     assert_eq!(
         triples(&role["rules"]),
         triples(&declared),

@@ -28,7 +28,7 @@ use bytes::Bytes;
 use http::{Method, Request, StatusCode};
 use paddock_e2e::http::Tls;
 use paddock_e2e::{ControlPlane, Paddock, StoreKind};
-use paddock_server::upstream::UpstreamCredential;
+use paddock_upstream::upstream::UpstreamCredential;
 use serde_json::json;
 
 /// Generous: the machine running this is shared and loaded.

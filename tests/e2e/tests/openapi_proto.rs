@@ -11,7 +11,7 @@
 use std::time::Duration;
 
 use anyhow::{Context, Result, ensure};
-use paddock_core::openapi_pb::{OPENAPI_V2_PROTOBUF, openapi_v2_protobuf};
+use paddock_core::response::openapi_pb::{OPENAPI_V2_PROTOBUF, openapi_v2_protobuf};
 use paddock_e2e::http::Tls;
 use paddock_e2e::{ControlPlane, Paddock, StoreKind};
 

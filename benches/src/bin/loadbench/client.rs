@@ -62,13 +62,18 @@ impl Cred {
         let tenant = paddock_core::TenantId::parse(peer.tenant.as_deref().unwrap_or_default())
             .context("the certificate names no tenant")?;
         let mut h = http::HeaderMap::new();
-        paddock_server::proxy::add_impersonation(&mut h, &tenant, &peer.user, &peer.groups)
-            .context("impersonation headers")?;
+        paddock_server::proxy::outbound::add_impersonation(
+            &mut h,
+            &tenant,
+            &peer.user,
+            &peer.groups,
+        )
+        .context("impersonation headers")?;
         Ok(h)
     }
 
     pub fn from_kubeconfig(path: &Path) -> Result<Self> {
-        let c = paddock_server::upstream::UpstreamCredential::from_kubeconfig(path)
+        let c = paddock_upstream::upstream::UpstreamCredential::from_kubeconfig(path)
             .with_context(|| format!("reading {}", path.display()))?;
         let (Some(cert), Some(key)) = (c.client_cert_pem, c.client_key_pem) else {
             bail!("{}: no client certificate and key", path.display());

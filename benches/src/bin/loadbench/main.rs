@@ -335,7 +335,7 @@ async fn run(mut args: Args) -> Result<()> {
         report.notes.push(format!("paddock --serve-threads {n}"));
     }
     if args.paddock_upstream == UpstreamIdentity::Chart {
-        let rules = paddock_server::rights::cluster_role_rules();
+        let rules = paddock_reconciler::rights::cluster_role_rules();
         let kubeconfig = paddock_e2e::token::service_account(&cp, "paddock-bench", &rules)
             .context("paddock's upstream identity (the chart's ClusterRole)")?;
         paddock_args.extend([

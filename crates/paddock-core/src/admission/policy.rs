@@ -17,7 +17,7 @@ pub struct TenantPolicy {
     /// The pod-security level enforced on every namespace of the tenant.
     pub pod_security: PodSecurityLevel,
     /// Shared built-in kinds the tenant's admins may write as a cluster admin would
-    /// (`ingressclasses.networking.k8s.io`, ...; crate::platform_grant). Empty by default:
+    /// (`ingressclasses.networking.k8s.io`, ...; crate::catalog::platform_grant). Empty by default:
     /// a grant gives up isolation for that kind.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub platform_kinds: Vec<String>,
@@ -194,7 +194,7 @@ impl TenantPolicy {
                 ));
             }
         }
-        crate::platform_grant::validate(&self.platform_kinds).map_err(PolicyError)?;
+        crate::catalog::platform_grant::validate(&self.platform_kinds).map_err(PolicyError)?;
         for d in &self.ingress.allowed_domains {
             if d.is_empty() || d.starts_with('.') || d.starts_with('*') || d.contains('/') {
                 return Err(PolicyError(format!(

@@ -1,7 +1,7 @@
 //! The decisions a plan carries: route, identity, actions.
 
 use super::*;
-use crate::context::tests::ctx;
+use crate::catalog::context::tests::ctx;
 use crate::request::{Plan, identity_for, needs_sync, parse_request, plan};
 
 fn planned(method: &str, path: &str, query: Option<&str>) -> Plan {

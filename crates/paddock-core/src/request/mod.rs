@@ -6,13 +6,13 @@
 //! - [`actions`]: the upstream identity and the follow-ups a plan asks of the server;
 //! - [`selectors`]: query parameters, label and field selectors.
 
+pub mod absent;
 pub mod actions;
 pub mod parse;
 pub mod plan;
+pub mod platform_get;
 pub mod selectors;
 
-pub use crate::context::TenantContext;
-pub use crate::names::*;
 pub use actions::{Actions, Identity, Route};
 pub use parse::*;
 pub use plan::*;

@@ -6,7 +6,7 @@ use percent_encoding::percent_decode_str;
 use smallvec::SmallVec;
 
 use crate::error::TranslateError;
-use crate::names::is_dns_label;
+use crate::identity::names::is_dns_label;
 
 /// What the tenant asked for, parsed from method + path + query (no translation yet).
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -6,8 +6,8 @@ use std::sync::Arc;
 use super::actions::{Actions, Identity, Route};
 use super::parse::{ApiPath, ParsedRequest, ResourcePath, Verb, query_flag};
 use super::selectors::{KNOWN_QUERY, translate_query};
-use crate::context::TenantContext;
-use crate::names::{check_plain_name_up, name_up};
+use crate::catalog::context::TenantContext;
+use crate::identity::names::{check_plain_name_up, name_up};
 
 use percent_encoding::{AsciiSet, CONTROLS, utf8_percent_encode};
 

@@ -1,8 +1,8 @@
 //! Query parameters and label/field selectors, translated into the upstream's names.
 
 use super::parse::{ResourcePath, Verb};
-use crate::context::TenantContext;
-use crate::names::{api_version_up, name_up, resolve_ref_kind};
+use crate::catalog::context::TenantContext;
+use crate::identity::names::{api_version_up, name_up, resolve_ref_kind};
 
 use crate::catalog::{Policy, ResourceInfo};
 use crate::error::TranslateError;
@@ -77,7 +77,7 @@ pub(super) fn translate_query(
         // on the way down). A deletecollection: the tenant's own only. Either way paddock's
         // per-tenant plumbing (which carries the tenant label too) is left out upstream,
         // Tables without objects included.
-        let plumbing = format!("!{}", crate::provision::MANAGED_FOR_LABEL);
+        let plumbing = format!("!{}", crate::tenant::MANAGED_FOR_LABEL);
         Some(if verb == Verb::DeleteCollection {
             format!("{},{plumbing}", ctx.tenant.tenant_label_selector())
         } else {

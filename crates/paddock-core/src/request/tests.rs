@@ -5,7 +5,7 @@ use super::*;
 use crate::catalog::ResourceInfo;
 use crate::error::TranslateError;
 
-use crate::context::tests::ctx;
+use crate::catalog::context::tests::ctx;
 
 fn pr(method: &str, path: &str, q: Option<&str>) -> ParsedRequest {
     parse_request(method, path, q).unwrap()

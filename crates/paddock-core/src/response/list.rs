@@ -9,7 +9,8 @@
 use serde_json::{Map, Value};
 
 use crate::error::TranslateError;
-use crate::framer::{Event, FrameError, ObjectFramer};
+use crate::response::framer::{Event, FrameError, ObjectFramer};
+use crate::rules::api_version_down;
 use crate::tenant::TenantId;
 
 impl From<FrameError> for TranslateError {
@@ -154,18 +155,6 @@ pub fn list_meta_down(
     serde_json::to_writer(&mut *out, &m)
         .map_err(|e| TranslateError::Internal(format!("list metadata: {e}")))
 }
-
-/// Whether a list's `remainingItemCount` may be shown: only for a namespaced kind listed in
-/// one namespace (which the plan has mapped into the tenant).
-pub fn keeps_remaining(scope: &crate::table::TableScope) -> bool {
-    !scope.cluster_wide
-        && scope
-            .resource
-            .as_ref()
-            .is_some_and(|r| matches!(r.scope, crate::catalog::Scope::Namespaced))
-}
-
-pub use crate::rules::api_version_down;
 
 /// Rewrites a raw JSON string value holding an `apiVersion`.
 pub fn api_version_raw_down(

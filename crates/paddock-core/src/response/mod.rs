@@ -30,18 +30,17 @@ use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
 use crate::catalog::ResourceInfo;
-use crate::context::TenantContext;
-use crate::discovery::discovery_down;
+use crate::catalog::context::TenantContext;
 use crate::error::TranslateError;
-use crate::list::{
-    Collection, CollectionRewriter, api_version_down, api_version_raw_down, list_meta_down,
-};
-use crate::openapi::openapi_down;
 use crate::request::{Plan, ResponseKind};
+use crate::response::discovery::discovery_down;
+use crate::response::list::{Collection, CollectionRewriter, api_version_raw_down, list_meta_down};
+use crate::response::openapi::openapi_down;
+use crate::response::splice::{Fast, Splicer};
+use crate::response::table::{Columns, TableScope, TableState, row_down, table_down};
+use crate::response::watch::{Events, WatchRewriter};
+use crate::rules::api_version_down;
 use crate::rules::{Disposition, object_down, status_down, text_down};
-use crate::splice::{Fast, Splicer};
-use crate::table::{Columns, TableScope, TableState, row_down, table_down};
-use crate::watch::{Events, WatchRewriter};
 
 /// Cap on buffered bodies (objects, Status, discovery, OpenAPI). OpenAPI v2 of a cluster with
 /// many CRDs is the largest at tens of MiB; anything beyond this is refused, not buffered.
@@ -320,7 +319,7 @@ fn error_body_down(
     }
     match std::str::from_utf8(body) {
         Ok(s) => out.extend_from_slice(text_down(ctx, s).as_bytes()),
-        Err(_) => out.extend_from_slice(&crate::status::status_body(
+        Err(_) => out.extend_from_slice(&crate::error::status::status_body(
             502,
             "InternalError",
             "upstream returned an error paddock cannot translate",
@@ -516,7 +515,7 @@ impl DomCollection {
     /// otherwise. Equivalent to `row_down` (tests below, and on every captured Table).
     fn row_fast(&mut self, raw: &[u8], out: &mut Vec<u8>) -> Option<bool> {
         let info = self.scope.resource.as_ref()?;
-        if !crate::splice::is_fast_kind(&info.group, &info.kind) {
+        if !crate::response::splice::is_fast_kind(&info.group, &info.kind) {
             return None;
         }
         let mut members = crate::response::members::Members::new(raw);
@@ -564,7 +563,7 @@ impl DomCollection {
         cells_at: usize,
         object_at: usize,
         object_out: &[u8],
-        found: &crate::splice::Found,
+        found: &crate::response::splice::Found,
         out: &mut Vec<u8>,
     ) -> Option<bool> {
         #[derive(serde::Deserialize)]
@@ -596,7 +595,7 @@ impl DomCollection {
         };
         let mut cells: Vec<Value> = serde_json::from_slice(&raw[parts[cells_at].1.clone()]).ok()?;
         let cols = self.columns.clone().unwrap_or_default();
-        crate::table::cells_down(
+        crate::response::table::cells_down(
             &self.ctx,
             &cols,
             &mut cells,
@@ -670,7 +669,11 @@ impl Collection for DomCollection {
 
     fn member(&mut self, key: &str, raw: &[u8], out: &mut Vec<u8>) -> Result<bool, TranslateError> {
         match key {
-            "metadata" => list_meta_down(raw, out, crate::list::keeps_remaining(&self.scope))?,
+            "metadata" => list_meta_down(
+                raw,
+                out,
+                crate::response::table::keeps_remaining(&self.scope),
+            )?,
             "apiVersion" => {
                 if let Ok(av) = serde_json::from_slice::<String>(raw) {
                     self.list_api_version = Some(av);

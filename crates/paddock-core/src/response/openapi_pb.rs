@@ -17,7 +17,7 @@
 use serde_json::{Map, Value};
 
 use crate::error::TranslateError;
-pub use crate::response::openapi_yaml::yaml_text;
+use crate::response::openapi_yaml::yaml_text;
 
 /// What kube-apiserver answers with (the `@` of the request media type becomes a `.`).
 pub const OPENAPI_V2_PROTOBUF: &str = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf";

@@ -14,10 +14,10 @@
 
 use serde_json::{Map, Value};
 
+use crate::catalog::context::TenantContext;
 use crate::catalog::{ResourceInfo, Scope};
-use crate::context::TenantContext;
 use crate::error::TranslateError;
-use crate::names::name_down;
+use crate::identity::names::name_down;
 use crate::rules::{Disposition, object_down, text_down};
 
 /// Where the Name and Namespace cells are.
@@ -235,7 +235,7 @@ pub fn table_down(
         state.columns = Some(c);
         defs_here = true;
     }
-    if !crate::list::keeps_remaining(scope)
+    if !keeps_remaining(scope)
         && let Some(meta) = t.get_mut("metadata").and_then(Value::as_object_mut)
     {
         meta.remove("remainingItemCount");
@@ -268,6 +268,16 @@ pub fn table_down(
         state.pending_defs = None;
     }
     Ok(Disposition::Keep)
+}
+
+/// Whether a list's `remainingItemCount` may be shown: only for a namespaced kind listed in
+/// one namespace (which the plan has mapped into the tenant).
+pub fn keeps_remaining(scope: &TableScope) -> bool {
+    !scope.cluster_wide
+        && scope
+            .resource
+            .as_ref()
+            .is_some_and(|r| matches!(r.scope, crate::catalog::Scope::Namespaced))
 }
 
 #[cfg(test)]

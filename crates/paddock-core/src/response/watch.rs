@@ -8,7 +8,7 @@
 use std::ops::Range;
 
 use crate::error::TranslateError;
-use crate::framer::{Shape, StreamFramer};
+use crate::response::framer::{Shape, StreamFramer};
 use crate::response::members::object_members;
 
 /// Per-event policy of a watch rewrite.

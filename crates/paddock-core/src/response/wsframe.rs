@@ -10,7 +10,7 @@
 //! frame or fragments) is collected, rewritten and sent as one frame. The base64 protocols
 //! (`base64.channel.k8s.io`, text frames with an ASCII channel digit) are not rewritten.
 
-use crate::context::TenantContext;
+use crate::catalog::context::TenantContext;
 
 /// The error channel of the channel.k8s.io protocols.
 pub const ERROR_CHANNEL: u8 = 3;

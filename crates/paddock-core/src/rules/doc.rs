@@ -1,7 +1,11 @@
 //! The rule table as Markdown, for docs/translation.md (`tests/rule_table_doc.rs` fails when
 //! the document is stale and prints the command that regenerates it).
 
-use super::table::{Check, FieldRule, Holds, KINDS, Step};
+use super::table::KINDS;
+use crate::rules::schema::Check;
+use crate::rules::schema::FieldRule;
+use crate::rules::schema::Holds;
+use crate::rules::schema::Step;
 
 /// Markers around the generated part of docs/translation.md.
 pub const BEGIN: &str =
@@ -236,7 +240,7 @@ pub fn markdown() -> String {
     out
 }
 
-fn collect_embedded(h: Holds, out: &mut Vec<&'static super::table::Struct>) {
+fn collect_embedded(h: Holds, out: &mut Vec<&'static crate::rules::schema::Struct>) {
     if let Holds::Embed(s) = h {
         if !out.iter().any(|x| x.name == s.name) {
             out.push(s);

@@ -3,7 +3,7 @@
 use serde_json::{Value, json};
 
 use super::SHARES_ANNOTATION;
-use crate::context::tests::ctx;
+use crate::catalog::context::tests::ctx;
 use crate::rules::modes::Disposition;
 use crate::rules::object::{object_down, object_up};
 

@@ -5,10 +5,10 @@ use serde_json::{Map, Value, json};
 
 use super::modes::{Disposition, UpMode};
 use super::refs::{namespace_up, ref_api_version_down, str_of, type_of};
+use crate::catalog::context::TenantContext;
 use crate::catalog::{Policy, ResourceInfo, Scope};
-use crate::context::TenantContext;
 use crate::error::TranslateError;
-use crate::names::{api_version_up, name_down, name_up};
+use crate::identity::names::{api_version_up, name_down, name_up};
 use crate::tenant::{NAMESPACE_NAME_LABEL, TENANT_LABEL};
 
 fn bad(m: impl Into<String>) -> TranslateError {

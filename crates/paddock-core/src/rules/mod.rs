@@ -4,21 +4,20 @@
 //! reach the same rules through it (`crate::wire`, `crate::request`).
 
 pub mod aggregate;
-pub mod doc;
-pub mod modes;
-pub mod object;
-pub mod schema;
-pub mod table;
-pub mod text;
-
 mod cel;
+pub mod doc;
 pub(crate) mod flowcontrol;
 mod meta;
+pub mod modes;
+pub mod object;
 mod policy;
 mod rbac;
 mod refs;
 pub(crate) mod reviews;
+pub mod schema;
 mod selectors;
+pub mod table;
+pub mod text;
 pub(crate) mod walk;
 
 pub use aggregate::{AGGREGATE_LABEL_PREFIX, TENANT_AGGREGATE_LABEL_PREFIX};

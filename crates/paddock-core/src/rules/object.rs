@@ -10,12 +10,13 @@ use serde_json::{Map, Value};
 use super::meta::{metadata_down, metadata_up};
 use super::modes::{Disposition, UpMode};
 use super::refs::type_of;
-use super::table::{self, KindRules};
+use super::table::{self};
 use super::text::status_down;
 use super::walk;
+use crate::catalog::context::TenantContext;
 use crate::catalog::{Policy, ResourceInfo, Scope, split_api_version};
-use crate::context::TenantContext;
 use crate::error::TranslateError;
+use crate::rules::schema::KindRules;
 use crate::tenant::tenant_of;
 
 fn bad(m: impl Into<String>) -> TranslateError {

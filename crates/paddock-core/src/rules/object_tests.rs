@@ -5,7 +5,7 @@ use serde_json::{Value, json};
 use super::*;
 use crate::rules::text::{text_down, text_down_with};
 
-use crate::context::tests::ctx;
+use crate::catalog::context::tests::ctx;
 
 fn up(v: Value) -> Result<Value, TranslateError> {
     let mut v = v;

@@ -17,8 +17,8 @@
 
 use serde_json::Value;
 
+use crate::catalog::context::TenantContext;
 use crate::catalog::{join_api_version, split_api_version};
-use crate::context::TenantContext;
 use crate::error::TranslateError;
 use crate::tenant::{NameKind, check_prefixed_len};
 
@@ -104,8 +104,8 @@ mod tests {
 
     use serde_json::{Value, json};
 
+    use crate::catalog::context::TenantContext;
     use crate::catalog::tests::catalog;
-    use crate::context::TenantContext;
     use crate::rules::modes::Disposition;
     use crate::rules::object::{object_down, object_up};
     use crate::tenant::TenantId;

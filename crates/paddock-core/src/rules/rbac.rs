@@ -5,12 +5,12 @@ use serde_json::{Map, Value};
 
 use super::refs::{namespace_up, str_of};
 use crate::catalog::ResourceInfo;
-use crate::context::TenantContext;
+use crate::catalog::context::TenantContext;
 use crate::error::TranslateError;
+use crate::identity::names::{name_down, name_up};
 use crate::identity::{
     cluster_shadow, cluster_unshadow, map_group_down, map_group_up, map_user_down, map_user_up,
 };
-use crate::names::{name_down, name_up};
 use crate::tenant::{NameKind, TenantId, check_prefixed_len};
 
 fn bad(m: impl Into<String>) -> TranslateError {

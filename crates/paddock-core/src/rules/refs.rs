@@ -4,11 +4,13 @@
 use serde_json::{Map, Value};
 
 use super::modes::Disposition;
+use crate::catalog::context::TenantContext;
 use crate::catalog::{Policy, join_api_version, split_api_version};
-use crate::context::TenantContext;
 use crate::error::TranslateError;
-use crate::names::is_dns_label;
-use crate::names::{api_version_up, check_crd_group, name_down, name_up, resolve_ref_kind};
+use crate::identity::names::is_dns_label;
+use crate::identity::names::{
+    api_version_up, check_crd_group, name_down, name_up, resolve_ref_kind,
+};
 use crate::tenant::{NameKind, TenantId, check_prefixed_len, looks_tenant_prefixed};
 
 /// A namespace name the tenant wrote -> upstream (checked: a DNS label that still fits).
@@ -22,7 +24,7 @@ pub(crate) fn namespace_up(t: &TenantId, ns: &str) -> Result<String, TranslateEr
     Ok(t.upstream_name(ns))
 }
 
-/// [`Holds::Namespace`](super::table::Holds::Namespace): one namespace (empty = none), or a
+/// [`Holds::Namespace`](crate::rules::schema::Holds::Namespace): one namespace (empty = none), or a
 /// list of them (each must be a namespace).
 pub(crate) fn namespaces_up(t: &TenantId, v: &mut Value) -> Result<(), TranslateError> {
     match v {

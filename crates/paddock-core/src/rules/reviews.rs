@@ -6,13 +6,13 @@ use serde_json::{Value, json};
 use super::rbac::{group_down, rule_resource_infos};
 use super::refs::{namespace_up, str_of};
 use super::text::REDACTED;
-use crate::context::TenantContext;
+use crate::catalog::context::TenantContext;
 use crate::error::TranslateError;
+use crate::identity::names::{name_down, name_up};
 use crate::identity::{
     map_group_down, map_group_up, map_user_down, map_user_info_group_down, map_user_up,
     tenant_group,
 };
-use crate::names::{name_down, name_up};
 use crate::tenant::{TENANT_LABEL, TenantId};
 
 pub(crate) fn resource_attributes_up(

@@ -4,7 +4,7 @@
 use serde_json::{Value, json};
 
 use super::refs::{name_or_redacted, namespace_up};
-use crate::context::TenantContext;
+use crate::catalog::context::TenantContext;
 use crate::error::TranslateError;
 use crate::tenant::{NAMESPACE_NAME_LABEL, TENANT_LABEL, TenantId};
 

@@ -10,7 +10,7 @@
 //! Every kind also gets the universal rules of `metadata` (ObjectMeta, protobuf field 1 of
 //! every built-in kind), which are not repeated per row.
 
-pub use super::schema::*;
+use super::schema::*;
 use super::schema::{f, kind};
 
 // ---------------------------------------------------------------------------------------------

@@ -2,8 +2,8 @@
 
 use serde_json::Value;
 
-use crate::context::TenantContext;
-use crate::names::name_down;
+use crate::catalog::context::TenantContext;
+use crate::identity::names::name_down;
 use crate::tenant::{TENANT_ID_LEN, looks_tenant_prefixed};
 
 /// A `metav1.Status` (error bodies, watch ERROR events) in place: message, details.name /

@@ -6,10 +6,14 @@
 use serde_json::{Map, Value};
 
 use super::modes::{Disposition, UpMode};
-use super::table::{Check, FieldRule, Holds, KindRules, Step};
 use super::{cel, flowcontrol, policy, rbac, refs, reviews, selectors, text};
-use crate::context::TenantContext;
+use crate::catalog::context::TenantContext;
 use crate::error::TranslateError;
+use crate::rules::schema::Check;
+use crate::rules::schema::FieldRule;
+use crate::rules::schema::Holds;
+use crate::rules::schema::KindRules;
+use crate::rules::schema::Step;
 
 type Visit<'a> = dyn FnMut(&mut Value) -> Result<(), TranslateError> + 'a;
 

@@ -31,7 +31,7 @@ fn tenant_condition() -> Value {
 }
 
 fn policy(name: &str, match_constraints: Value, variables: Value, validations: Value) -> Value {
-    crate::guard::policy_object(
+    crate::provision::guard::policy_object(
         name,
         match_constraints,
         tenant_condition(),

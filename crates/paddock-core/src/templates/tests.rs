@@ -3,7 +3,7 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use super::*;
-use crate::context::TenantContext;
+use crate::catalog::context::TenantContext;
 use crate::tenant::TenantId;
 
 fn ctx() -> TenantContext {

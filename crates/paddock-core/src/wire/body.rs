@@ -4,12 +4,12 @@
 use serde_json::Value;
 
 use crate::catalog::ResourceInfo;
-use crate::context::TenantContext;
+use crate::catalog::context::TenantContext;
 use crate::error::TranslateError;
-use crate::patch::translate_json_patch;
-use crate::protobuf::translate_protobuf_body;
 use crate::request::{Plan, Verb};
 use crate::rules::{UpMode, object_up_with};
+use crate::wire::patch::translate_json_patch;
+use crate::wire::protobuf::translate_protobuf_body;
 
 /// The apiserver's request body cap (`MaxRequestBodyBytes`).
 pub const MAX_BODY_BYTES: usize = 3 * 1024 * 1024;
@@ -99,7 +99,7 @@ pub fn translate_request_body(
     match mt.as_str() {
         CT_PROTOBUF if !is_patch => {
             let hint = if deleting { None } else { hint };
-            if deleting && crate::protobuf::envelope_type(body)?.1 != "DeleteOptions" {
+            if deleting && crate::wire::protobuf::envelope_type(body)?.1 != "DeleteOptions" {
                 return Err(bad("a delete request body must be DeleteOptions"));
             }
             Ok((
@@ -128,12 +128,12 @@ pub fn translate_request_body(
                 object_up_with(ctx, &mut v2, None, ns, UpMode::Full)?;
                 return Ok((body.to_vec(), content_type.to_owned()));
             }
-            let parsed =
-                (mt != CT_YAML && crate::dupkeys::has_duplicate_keys(body)).then(|| v.clone());
+            let parsed = (mt != CT_YAML && crate::wire::dupkeys::has_duplicate_keys(body))
+                .then(|| v.clone());
             object_up_with(ctx, &mut v, hint.as_ref(), ns, UpMode::Full)?;
             // Duplicate keys are the apiserver's to report (fieldValidation): keep them.
             if let Some(before) = parsed
-                && let Some(spliced) = crate::dupkeys::splice_changes(body, &before, &v)
+                && let Some(spliced) = crate::wire::dupkeys::splice_changes(body, &before, &v)
             {
                 return Ok((spliced, CT_JSON.to_owned()));
             }
@@ -147,8 +147,8 @@ pub fn translate_request_body(
             // The apiserver reports what is wrong with an apply body by line and key
             // (duplicates under fieldValidation): the original text keeps its lines.
             let spliced = if is_json {
-                crate::dupkeys::has_duplicate_keys(body)
-                    .then(|| crate::dupkeys::splice_changes(body, &before, &v))
+                crate::wire::dupkeys::has_duplicate_keys(body)
+                    .then(|| crate::wire::dupkeys::splice_changes(body, &before, &v))
                     .flatten()
             } else {
                 super::yaml_splice::splice_yaml(body, &before, &v)
@@ -189,7 +189,7 @@ mod tests {
 
     use crate::request::{parse_request, plan};
 
-    use crate::context::tests::ctx;
+    use crate::catalog::context::tests::ctx;
 
     fn tb(
         method: &str,

@@ -4,7 +4,7 @@
 pub mod body;
 pub mod dupkeys;
 pub mod patch;
-mod pb;
-mod pb_label;
+pub mod pb;
+pub mod pb_label;
 pub mod protobuf;
 pub mod yaml_splice;

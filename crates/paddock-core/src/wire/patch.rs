@@ -5,7 +5,7 @@
 use serde_json::{Map, Value};
 
 use crate::catalog::ResourceInfo;
-use crate::context::TenantContext;
+use crate::catalog::context::TenantContext;
 use crate::error::TranslateError;
 use crate::rules::{UpMode, object_up_with};
 use crate::tenant::TENANT_LABEL;
@@ -211,7 +211,7 @@ mod tests {
 
     use super::*;
 
-    use crate::context::tests::ctx;
+    use crate::catalog::context::tests::ctx;
 
     fn info(g: &str, r: &str) -> ResourceInfo {
         let c = ctx();

@@ -12,15 +12,18 @@
 
 use serde_json::{Map, Value};
 
-pub use super::pb::MAGIC;
+use super::pb::MAGIC;
 use super::pb::{Field, Wire, as_bytes, as_str, decode, encode, len_field, malformed};
-pub use super::pb_label::{protobuf_label, protobuf_name, set_protobuf_label};
+use crate::catalog::context::TenantContext;
 use crate::catalog::{ResourceInfo, split_api_version};
-use crate::context::TenantContext;
 use crate::error::TranslateError;
 use crate::rules::modes::{Disposition, UpMode};
 use crate::rules::object::{object_down_as, object_up_with};
-use crate::rules::table::{self, Check, FieldRule, Holds, Step};
+use crate::rules::schema::Check;
+use crate::rules::schema::FieldRule;
+use crate::rules::schema::Holds;
+use crate::rules::schema::Step;
+use crate::rules::table::{self};
 
 fn unsupported(what: impl Into<String>) -> TranslateError {
     TranslateError::UnsupportedMediaType(what.into())

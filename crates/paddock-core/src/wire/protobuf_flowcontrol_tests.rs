@@ -7,7 +7,7 @@ use k8s_pb::apimachinery::pkg::runtime::{TypeMeta, Unknown};
 use prost::Message;
 
 use super::*;
-use crate::context::tests::ctx;
+use crate::catalog::context::tests::ctx;
 use crate::rules::SHARES_ANNOTATION;
 
 const AV: &str = "flowcontrol.apiserver.k8s.io/v1";

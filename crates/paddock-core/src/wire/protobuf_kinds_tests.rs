@@ -19,7 +19,7 @@ use prost::Message;
 
 use super::*;
 
-use crate::context::tests::ctx;
+use crate::catalog::context::tests::ctx;
 
 fn st(s: &str) -> Option<String> {
     Some(s.to_owned())

@@ -5,7 +5,7 @@
 use super::*;
 use crate::wire::pb::{read_varint, write_varint};
 
-use crate::context::tests::ctx;
+use crate::catalog::context::tests::ctx;
 
 fn s(num: u32, v: &str) -> Field {
     len_field(num, v.as_bytes().to_vec())

@@ -11,11 +11,11 @@ use std::time::Duration;
 use arc_swap::ArcSwap;
 use paddock_store::ClusterRecord;
 
-use crate::discovery::CatalogCache;
-use crate::error::ServerError;
-use crate::health::{PROBE_INTERVAL, PROBE_TIMEOUT, UpstreamHealth};
+use crate::observe::health::UpstreamHealth;
+use crate::state::discovery::CatalogCache;
 use crate::state::{AppState, ClusterMember};
-use crate::upstream::{Upstream, UpstreamCredential};
+use paddock_upstream::error::ServerError;
+use paddock_upstream::upstream::{Upstream, UpstreamCredential};
 
 /// How often a non-default cluster's discovery is read again (the default cluster's is read
 /// by the replica's own periodic task).
@@ -66,9 +66,9 @@ pub fn start(main: &Arc<AppState>, record: ClusterRecord) -> Result<ClusterMembe
         metrics: main.metrics.clone(),
         shutdown: stop.clone(),
         // The replica's router logs and meters every request; nothing is logged twice.
-        access_log: crate::access_log::AccessLog::new(main.config.log_format, false),
+        access_log: crate::observe::access_log::AccessLog::new(main.config.log_format, false),
         audit: main.audit.clone(),
-        limiter: crate::limits::Limiter::default(),
+        limiter: crate::fair::limits::Limiter::default(),
         // The replica's queue is taken before a cluster is routed to; shared all the same.
         work_queue: main.work_queue.clone(),
         bootstrapped: std::sync::atomic::AtomicBool::new(false),
@@ -77,7 +77,11 @@ pub fn start(main: &Arc<AppState>, record: ClusterRecord) -> Result<ClusterMembe
         quota_locks: crate::state::QuotaLocks::default(),
         clusters: main.clusters.clone(),
     });
-    tokio::spawn(probe_loop(state.clone(), record.name.clone()));
+    tokio::spawn(crate::tasks::probe_loop(
+        state.clone(),
+        record.name.clone(),
+        false,
+    ));
     tokio::spawn(bootstrap_then_resync(state.clone(), record.name.clone()));
     Ok(ClusterMember {
         record,
@@ -86,33 +90,12 @@ pub fn start(main: &Arc<AppState>, record: ClusterRecord) -> Result<ClusterMembe
     })
 }
 
-/// Probes the cluster's apiserver every second, judged with the same hysteresis as the
-/// default upstream's (health.rs).
-async fn probe_loop(state: Arc<AppState>, name: String) {
-    let mut tick = tokio::time::interval(PROBE_INTERVAL);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let mut was = false;
-    loop {
-        tokio::select! {
-            _ = tick.tick() => {}
-            _ = state.shutdown.cancelled() => return,
-        }
-        let ok = state.upstream.probe(PROBE_TIMEOUT).await;
-        state.health.record(ok);
-        let now = state.health.is_healthy();
-        if now != was {
-            tracing::info!(cluster = %name, reachable = now, "cluster reachability changed");
-            was = now;
-        }
-    }
-}
-
 /// Installs the platform objects and reads discovery (retrying until both succeed), then
 /// repairs and resyncs the tenants that live on the cluster and refreshes discovery.
 async fn bootstrap_then_resync(state: Arc<AppState>, name: String) {
     let mut delay = Duration::from_millis(200);
     loop {
-        let boot = crate::provision::bootstrap_with(
+        let boot = paddock_reconciler::provision::bootstrap_with(
             &state.upstream,
             state.config.tenant_priority_shares,
             false,
@@ -139,7 +122,9 @@ async fn bootstrap_then_resync(state: Arc<AppState>, name: String) {
             super::span_tenant::resume_deletion(&state, (*t).clone());
         }
     }
-    tokio::spawn(crate::resync::resync_loop(state.reconciler.clone()));
+    tokio::spawn(paddock_reconciler::resync::resync_loop(
+        state.reconciler.clone(),
+    ));
     // Keep the catalog's list of tenant ids in step with the store (messages are scrubbed of
     // other tenants' names), and discovery fresh.
     let mut changes = state.cache.subscribe();
@@ -148,7 +133,7 @@ async fn bootstrap_then_resync(state: Arc<AppState>, name: String) {
     refresh.tick().await;
     loop {
         state.catalogs.set_known_tenants(state.known_tenant_ids());
-        crate::platform_grant::refresh_catalog(&state);
+        crate::tasks::platform_grant::refresh_catalog(&state);
         tokio::select! {
             r = changes.changed() => if r.is_err() { return },
             _ = refresh.tick() => {

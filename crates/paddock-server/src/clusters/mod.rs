@@ -8,7 +8,6 @@
 //! A tenant request is served with the state of the tenant's home cluster: [`route`] is the
 //! one place the request path picks it.
 
-pub mod api;
 pub mod member;
 pub mod span;
 pub mod span_resync;
@@ -21,10 +20,10 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use paddock_core::TenantId;
-use paddock_core::cluster::{ClusterLoad, DEFAULT_CLUSTER};
+use paddock_core::clusters::cluster::{ClusterLoad, DEFAULT_CLUSTER};
 
-use crate::error::ServerError;
 use crate::state::AppState;
+use paddock_upstream::error::ServerError;
 
 /// How often each replica reads the cluster records again (a cluster added or removed through
 /// another replica takes effect here within this period).
@@ -184,7 +183,7 @@ pub fn loads(main: &Arc<AppState>) -> Vec<ClusterLoad> {
 pub fn readyz_answer(
     store: bool,
     clusters: &[(String, bool)],
-) -> http::Response<crate::body::ResBody> {
+) -> http::Response<paddock_upstream::res_body::ResBody> {
     let names: Vec<String> = clusters
         .iter()
         .map(|(n, ok)| format!("{n}={}", if *ok { "ready" } else { "unreachable" }))
@@ -206,8 +205,11 @@ pub fn readyz_answer(
     }
 }
 
-fn plain(code: http::StatusCode, body: &str) -> http::Response<crate::body::ResBody> {
-    let mut r = http::Response::new(crate::body::full(body.to_string()));
+fn plain(
+    code: http::StatusCode,
+    body: &str,
+) -> http::Response<paddock_upstream::res_body::ResBody> {
+    let mut r = http::Response::new(paddock_upstream::body::full(body.to_string()));
     *r.status_mut() = code;
     r.headers_mut().insert(
         http::header::CONTENT_TYPE,

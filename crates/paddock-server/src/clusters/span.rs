@@ -4,22 +4,20 @@
 //! the store's namespace map before the upstream create. Routing by namespace is a read of
 //! this replica's copy of that map (the store is read on a miss); a namespace with no entry
 //! is the home cluster's (where it is then absent, or was created without a readable body).
-//! The pure decisions are `paddock_core::span`.
+//! The pure decisions are `paddock_core::clusters::span`.
 
 use std::sync::{Arc, Weak};
 
-use crate::req_body::ReqBody;
+use crate::body::ReqBody;
 use bytes::Bytes;
 use http::{Request, StatusCode};
 use paddock_core::TenantId;
-use paddock_core::cluster::DEFAULT_CLUSTER;
-use paddock_core::span::{CLUSTER_LABEL, SpanTarget, place_namespace, requested_cluster};
+use paddock_core::clusters::cluster::DEFAULT_CLUSTER;
+use paddock_core::clusters::span::{CLUSTER_LABEL, SpanTarget, place_namespace, requested_cluster};
 use serde_json::Value;
 
-use crate::error::ServerError;
 use crate::state::AppState;
-
-pub use crate::nsmap::NamespaceMap;
+use paddock_upstream::error::ServerError;
 
 /// The body of a namespace create, read by the router to place the namespace; the body
 /// translation takes it in place of the request's (then drained) body.
@@ -150,7 +148,7 @@ pub async fn route(
         .unwrap_or(DEFAULT_CLUSTER);
     let method = req.method().as_str().to_string();
     let path = req.uri().path().to_string();
-    match paddock_core::span::span_target(&method, &path) {
+    match paddock_core::clusters::span::span_target(&method, &path) {
         SpanTarget::Namespace(ns) => {
             let after = if method == "DELETE" && is_namespace_object(&path, ns) {
                 After::Deleted { ns: ns.to_string() }
@@ -162,10 +160,14 @@ pub async fn route(
             Ok((state, after))
         }
         SpanTarget::CreateNamespace => create_namespace(main, tenant, clusters, req).await,
-        SpanTarget::ClusterWide if paddock_core::span::shared_object_get(&method, &path) => Ok((
-            holder_of(main, tenant, clusters, &path).await?,
-            After::Nothing,
-        )),
+        SpanTarget::ClusterWide
+            if paddock_core::clusters::span::shared_object_get(&method, &path) =>
+        {
+            Ok((
+                holder_of(main, tenant, clusters, &path).await?,
+                After::Nothing,
+            ))
+        }
         SpanTarget::ListNamespaces | SpanTarget::ClusterWide => {
             Ok((state_of(main, tenant, home)?, After::Nothing))
         }
@@ -185,7 +187,9 @@ async fn holder_of(
 ) -> Result<Arc<AppState>, ServerError> {
     let states = all_states(main, tenant, clusters)?;
     for (_, state) in &states {
-        let a = crate::upjson::call(&state.upstream, http::Method::GET, path, None, None).await?;
+        let a =
+            paddock_upstream::upjson::call(&state.upstream, http::Method::GET, path, None, None)
+                .await?;
         if a.status.is_success() {
             return Ok(state.clone());
         }
@@ -210,7 +214,8 @@ async fn create_namespace(
     req: &mut Request<ReqBody>,
 ) -> Result<(Arc<AppState>, After), ServerError> {
     // Read through `&mut`: the (drained) body stays in the request, which goes on down the stack.
-    let raw = crate::limit::collect_limited(req.body_mut(), main.config.max_body_bytes).await?;
+    let raw = paddock_upstream::limit::collect_limited(req.body_mut(), main.config.max_body_bytes)
+        .await?;
     let home = clusters[0].as_str();
     let json = req
         .headers()
@@ -227,7 +232,7 @@ async fn create_namespace(
         req.extensions_mut().insert(PreRead(raw));
         return Ok((state_of(main, tenant, home)?, After::Nothing));
     };
-    let bad = |e: paddock_core::span::SpanError| ServerError::BadRequest(e.to_string());
+    let bad = |e: paddock_core::clusters::span::SpanError| ServerError::BadRequest(e.to_string());
     let requested = body.requested().map_err(bad)?;
     let names: Vec<&str> = clusters.iter().map(String::as_str).collect();
     let counts = main.clusters.namespaces.counts(tenant.as_str());
@@ -275,7 +280,7 @@ impl NamespaceBody {
     fn read(json: bool, raw: &Bytes) -> Option<NamespaceBody> {
         if json {
             serde_json::from_slice(raw).ok().map(NamespaceBody::Json)
-        } else if paddock_core::protobuf::is_protobuf(raw) {
+        } else if paddock_core::wire::protobuf::is_protobuf(raw) {
             Some(NamespaceBody::Protobuf(raw.clone()))
         } else {
             None
@@ -288,19 +293,22 @@ impl NamespaceBody {
                 .pointer("/metadata/name")
                 .and_then(Value::as_str)
                 .map(str::to_string),
-            NamespaceBody::Protobuf(b) => paddock_core::protobuf::protobuf_name(b).ok().flatten(),
+            NamespaceBody::Protobuf(b) => paddock_core::wire::pb_label::protobuf_name(b)
+                .ok()
+                .flatten(),
         }
     }
 
     /// The cluster the tenant asked for with the label.
-    fn requested(&self) -> Result<Option<String>, paddock_core::span::SpanError> {
+    fn requested(&self) -> Result<Option<String>, paddock_core::clusters::span::SpanError> {
         match self {
             NamespaceBody::Json(v) => Ok(requested_cluster(v)?.map(str::to_string)),
-            NamespaceBody::Protobuf(b) => {
-                Ok(paddock_core::protobuf::protobuf_label(b, CLUSTER_LABEL)
-                    .ok()
-                    .flatten())
-            }
+            NamespaceBody::Protobuf(b) => Ok(paddock_core::wire::pb_label::protobuf_label(
+                b,
+                CLUSTER_LABEL,
+            )
+            .ok()
+            .flatten()),
         }
     }
 
@@ -323,7 +331,7 @@ impl NamespaceBody {
                 serde_json::to_vec(&body).map_err(|e| ServerError::Internal(e.to_string()))
             }
             NamespaceBody::Protobuf(b) => {
-                paddock_core::protobuf::set_protobuf_label(b, CLUSTER_LABEL, cluster)
+                paddock_core::wire::pb_label::set_protobuf_label(b, CLUSTER_LABEL, cluster)
                     .map_err(|e| ServerError::BadRequest(e.to_string()))
             }
         }
@@ -346,13 +354,15 @@ pub fn merged_read(state: &AppState, tenant: &TenantId, plan: &paddock_core::Pla
             plan.request.verb,
             paddock_core::Verb::List | paddock_core::Verb::Watch
         )
-        && (kind == ("", "namespaces") || paddock_core::span::merged_shared_kind(kind.0, kind.1))
+        && (kind == ("", "namespaces")
+            || paddock_core::clusters::span::merged_shared_kind(kind.0, kind.1))
         && spanning_clusters(state, tenant).is_some()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::state::nsmap::NamespaceMap;
 
     #[test]
     fn the_namespace_map_counts_a_tenants_namespaces_per_cluster() {

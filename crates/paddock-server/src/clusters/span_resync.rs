@@ -2,24 +2,24 @@
 //! ClusterRoleBindings) the same on every cluster it spans: the home's are the truth; each
 //! other cluster gets what is missing or different and loses what the home no longer has
 //! (a write replayed while that cluster was down, or that it refused). Decisions:
-//! `paddock_core::span::sync_steps`.
+//! `paddock_core::clusters::span::sync_steps`.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use paddock_core::TenantId;
-use paddock_core::span::{SyncStep, sync_steps};
+use paddock_core::clusters::span::{SyncStep, sync_steps};
 use paddock_core::tenant::TENANT_LABEL;
 use paddock_store::TenantPhase;
 
-use crate::error::ServerError;
 use crate::state::AppState;
-use crate::upjson;
+use paddock_upstream::error::ServerError;
+use paddock_upstream::upjson;
 
 /// How often the spanning tenants' cluster-scoped objects are compared.
 pub const RESYNC_INTERVAL: Duration = Duration::from_secs(30);
 
-/// The replicated kinds (`paddock_core::span::replicated_kind`): collection path,
+/// The replicated kinds (`paddock_core::clusters::span::replicated_kind`): collection path,
 /// apiVersion, kind. CRDs first (their CRs need them), RBAC before what it may reference.
 const KINDS: [(&str, &str, &str); 9] = [
     (
@@ -125,7 +125,7 @@ pub async fn resync_tenant(
             }
             if repaired > 0 && kind.starts_with("ClusterRole") {
                 // The mirrors of its ClusterRoleBindings in its namespaces there.
-                crate::rbac_sync::sync_tenant(&other.upstream, tenant).await?;
+                paddock_reconciler::rbac_sync::sync_tenant(&other.upstream, tenant).await?;
             }
         }
     }

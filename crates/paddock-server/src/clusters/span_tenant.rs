@@ -9,10 +9,10 @@ use paddock_core::TenantId;
 use paddock_reconciler::Reconciler;
 use paddock_store::{TenantPhase, TenantRecord};
 
-use crate::error::ServerError;
-use crate::lifecycle;
-use crate::provision;
 use crate::state::AppState;
+use paddock_reconciler::lifecycle;
+use paddock_reconciler::provision;
+use paddock_upstream::error::ServerError;
 
 /// Provisions (or repairs) the tenant on each of `others`, after its home created it, and
 /// makes its record name every cluster (home first).
@@ -45,7 +45,7 @@ pub async fn extend_tenant(
 /// live on the home (a namespace with no entry in the map is the home's).
 async fn provision_on(r: &Reconciler, t: &TenantId) -> Result<(), ServerError> {
     provision::ensure_builtin_roles(&r.upstream, t).await?;
-    crate::rbac_sync::sync_tenant(&r.upstream, t).await?;
+    paddock_reconciler::rbac_sync::sync_tenant(&r.upstream, t).await?;
     provision::ensure_tenant_flow_schema(&r.upstream, t, r.tenant_priority_shares).await
 }
 

@@ -10,9 +10,9 @@ use bytes::Bytes;
 use http::{HeaderMap, Method, Request};
 use paddock_core::{Plan, TenantId};
 
-use crate::error::ServerError;
 use crate::state::AppState;
-use crate::upstream::Route;
+use paddock_upstream::error::ServerError;
+use paddock_upstream::upstream::Route;
 
 /// A write to replay on the tenant's other clusters, carried in the upstream request's
 /// extensions from the body translation to the send.
@@ -43,7 +43,7 @@ pub fn replay_of(
         return None;
     }
     let info = plan.resource.as_ref()?;
-    if !paddock_core::span::replicated_kind(&info.group, &info.resource) {
+    if !paddock_core::clusters::span::replicated_kind(&info.group, &info.resource) {
         return None;
     }
     super::span::spanning_clusters(state, tenant)?;
@@ -76,12 +76,12 @@ async fn replay_on(home: &Arc<AppState>, r: &Replay, name: &str) -> Result<(), S
     let mut req = Request::builder()
         .method(r.method.clone())
         .uri(state.upstream.uri(&r.path_and_query)?)
-        .body(crate::body::full_up(r.body.clone()))
+        .body(paddock_upstream::body::full_up(r.body.clone()))
         .map_err(|e| ServerError::Internal(format!("building a replayed write: {e}")))?;
     *req.headers_mut() = r.headers.clone();
     let resp = state.upstream.send(req, Route::Short).await?;
     let status = resp.status();
-    let raw = crate::limit::collect_limited(resp.into_body(), 1 << 20).await?;
+    let raw = paddock_upstream::limit::collect_limited(resp.into_body(), 1 << 20).await?;
     // Already there (created before) or already gone: the state the home has.
     let same = (r.method == Method::POST && status == http::StatusCode::CONFLICT)
         || (r.method == Method::DELETE && status == http::StatusCode::NOT_FOUND);
@@ -93,7 +93,7 @@ async fn replay_on(home: &Arc<AppState>, r: &Replay, name: &str) -> Result<(), S
     }
     if r.rbac {
         // The mirrors of the tenant's ClusterRoleBindings in its namespaces there.
-        crate::rbac_sync::sync_tenant(&state.upstream, &r.tenant).await?;
+        paddock_reconciler::rbac_sync::sync_tenant(&state.upstream, &r.tenant).await?;
     }
     Ok(())
 }

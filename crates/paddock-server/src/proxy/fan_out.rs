@@ -8,10 +8,10 @@ use std::sync::Arc;
 use http::Response;
 
 use super::{Job, Planned, Step, pipeline_layer};
-use crate::body::ResBody;
-use crate::error::ServerError;
 use crate::state::AppState;
+use paddock_upstream::error::ServerError;
 use paddock_upstream::rare::boxed;
+use paddock_upstream::res_body::ResBody;
 
 pipeline_layer!(FanOutLayer, FanOut);
 
@@ -32,7 +32,7 @@ impl FanningOut for AppState {
     async fn fan_out(self: Arc<Self>, job: Arc<Job>) -> Result<Response<ResBody>, ServerError> {
         let c = &job.caller;
         let accept = job.accept.as_deref();
-        crate::fanout::serve(&self, &job.ctx, &job.plan, &c.user, &c.groups, accept).await
+        crate::proxy::fanout::serve(&self, &job.ctx, &job.plan, &c.user, &c.groups, accept).await
     }
 
     fn merged_read(&self, job: &Job) -> bool {

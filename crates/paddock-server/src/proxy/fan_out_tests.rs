@@ -9,8 +9,8 @@ use tower::Layer;
 use crate::proxy::{Step, step_fn};
 
 use super::*;
-use crate::body::full;
 use crate::proxy::test_support::{job, text};
+use paddock_upstream::body::full;
 
 /// Counts fan-outs and answers with the upstream path the plan holds.
 #[derive(Default)]

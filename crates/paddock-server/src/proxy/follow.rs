@@ -4,17 +4,17 @@
 
 use std::future::Future;
 
-use crate::body::AnswerBody;
 use http::{Response, StatusCode};
 use paddock_core::TenantId;
+use paddock_upstream::answer_body::AnswerBody;
 
 use super::rewrite::whole_answer;
 use super::{FollowedUp, Job, Planned, Sent, Step, pipeline_layer};
-use crate::body::ResBody;
-use crate::error::ServerError;
-use crate::rewrite::{content_type_of, rewrite_whole};
+use crate::proxy::whole::{content_type_of, rewrite_whole};
 use crate::state::AppState;
+use paddock_upstream::error::ServerError;
 use paddock_upstream::rare::boxed;
+use paddock_upstream::res_body::ResBody;
 
 pipeline_layer!(FollowUpLayer, FollowUps);
 
@@ -55,11 +55,13 @@ pub trait FollowingUp: Send + Sync + 'static {
 impl FollowingUp for AppState {
     async fn absent_namespace(&self, job: &Job) -> Result<Option<Response<ResBody>>, ServerError> {
         let c = &job.caller;
-        crate::absent::answer_if_absent_namespace(self, &job.ctx, &job.plan, &c.user, &c.groups)
-            .await
+        crate::proxy::absent::answer_if_absent_namespace(
+            self, &job.ctx, &job.plan, &c.user, &c.groups,
+        )
+        .await
     }
     async fn sync_rbac(&self, tenant: &TenantId) {
-        if let Err(e) = crate::rbac_sync::sync_tenant(&self.upstream, tenant).await {
+        if let Err(e) = paddock_reconciler::rbac_sync::sync_tenant(&self.upstream, tenant).await {
             tracing::warn!(tenant = %tenant, error = %e, "RBAC mirror sync failed; the periodic resync will retry");
         }
     }
@@ -103,25 +105,24 @@ async fn follow_ups<P: FollowingUp>(state: &P, sent: Sent) -> Result<FollowedUp,
     {
         // Rights in a namespace come from RoleBindings inside it: in a namespace that does
         // not exist a cluster admin gets an empty list or a NotFound, not a refusal.
-        crate::body::drain(sent.resp.into_body()).await;
+        paddock_upstream::body::drain(sent.resp.into_body()).await;
         return Ok(FollowedUp::Answered(answer));
     }
     if status == StatusCode::NOT_FOUND
-        && let Some(path) = paddock_core::platform_get::platform_object_path(&sent.job.plan)
+        && let Some(path) =
+            paddock_core::request::platform_get::platform_object_path(&sent.job.plan)
         && let Some(resp) = state.platform_object(&sent, &path).await?
     {
         let missed = sent.resp;
-        crate::body::drain(missed.into_body()).await;
-        if paddock_core::platform_get::is_write(&sent.job.plan) {
+        paddock_upstream::body::drain(missed.into_body()).await;
+        if paddock_core::request::platform_get::is_write(&sent.job.plan) {
             // The tenant has no object of that name, the platform has: a refusal that says
             // so, not a NotFound for an object the tenant can see.
-            crate::body::drain(resp.into_body()).await;
-            let msg = paddock_core::platform_get::refusal_message(&sent.job.plan);
-            return Ok(FollowedUp::Answered(crate::error::status_response(
-                403,
-                "Forbidden",
-                &msg,
-            )));
+            paddock_upstream::body::drain(resp.into_body()).await;
+            let msg = paddock_core::request::platform_get::refusal_message(&sent.job.plan);
+            return Ok(FollowedUp::Answered(
+                paddock_upstream::error::status_response(403, "Forbidden", &msg),
+            ));
         }
         // The list shows the platform's `exempt` beside the tenant's own: so does a GET.
         return Ok(FollowedUp::Upstream(Sent { resp, ..sent }));
@@ -156,7 +157,7 @@ async fn self_review(state: &AppState, sent: Sent) -> Result<Response<ResBody>, 
         .upstream
         .collect_until(sent.resp.into_body(), FOLLOW_UP_BYTES, sent.deadline)
         .await?;
-    let raw = crate::reviews::answer_for_tenant(
+    let raw = crate::proxy::reviews::answer_for_tenant(
         state,
         &job.ctx,
         &job.plan,
@@ -187,11 +188,13 @@ async fn bind_namespace(state: &AppState, sent: Sent) -> Result<Response<ResBody
         .and_then(|v| v["metadata"]["name"].as_str().map(str::to_string))
         && ns.starts_with(&tenant.prefix())
     {
-        crate::lifecycle::ensure_namespace_binding(&state.upstream, tenant, &ns).await?;
+        paddock_reconciler::lifecycle::ensure_namespace_binding(&state.upstream, tenant, &ns)
+            .await?;
         if let Some(rec) = state.cache.tenant(tenant.as_str())
             && !rec.billing.is_empty()
         {
-            crate::billing::stamp_namespace(&state.upstream, &rec.billing, &ns).await?;
+            paddock_reconciler::billing::stamp_namespace(&state.upstream, &rec.billing, &ns)
+                .await?;
         }
     }
     let doc = rewrite_whole(&sent.job.ctx, &sent.job.plan, status, &ct, &raw)?;

@@ -1,17 +1,17 @@
 //! The follow-up of a 404 of a GET of a FlowSchema or PriorityLevelConfiguration: the
-//! platform's object of that name (paddock_core::platform_get decides and judges; this module
+//! platform's object of that name (paddock_core::request::platform_get decides and judges; this module
 //! reads). Both reads carry the request's own upstream identity, which may read these kinds
 //! anyway (their lists show the platform's objects); the answer is kept only if the first read
 //! shows a platform object, so for another tenant's object or paddock's plumbing the answer
 //! stays the 404.
 
-use crate::body::AnswerBody;
 use http::{Method, Request, Response, StatusCode, header};
-use paddock_core::platform_get::is_platform_object;
+use paddock_core::request::platform_get::is_platform_object;
+use paddock_upstream::answer_body::AnswerBody;
 
 use super::Sent;
-use crate::error::ServerError;
 use crate::state::AppState;
+use paddock_upstream::error::ServerError;
 
 /// Largest platform object read to judge it.
 const PLATFORM_OBJECT_BYTES: usize = 1 << 20;
@@ -25,7 +25,7 @@ pub async fn platform_object(
 ) -> Result<Option<Response<AnswerBody>>, ServerError> {
     let judged = read(state, sent, path, "application/json").await?;
     if judged.status() != StatusCode::OK {
-        crate::body::drain(judged.into_body()).await;
+        paddock_upstream::body::drain(judged.into_body()).await;
         return Ok(None);
     }
     let raw = state
@@ -43,7 +43,7 @@ pub async fn platform_object(
     let accept = sent.job.accept.as_deref().unwrap_or("application/json");
     let resp = read(state, sent, path, accept).await?;
     if resp.status() != StatusCode::OK {
-        crate::body::drain(resp.into_body()).await;
+        paddock_upstream::body::drain(resp.into_body()).await;
         return Ok(None);
     }
     Ok(Some(resp))
@@ -59,10 +59,10 @@ async fn read(
         .method(Method::GET)
         .uri(state.upstream.uri(path)?)
         .header(header::ACCEPT, accept)
-        .body(crate::body::empty_up())
+        .body(paddock_upstream::body::empty_up())
         .map_err(|e| ServerError::Internal(e.to_string()))?;
     let c = &sent.job.caller;
-    crate::outbound::add_impersonation_as(
+    crate::proxy::outbound::add_impersonation_as(
         r.headers_mut(),
         &c.tenant,
         &c.user,
@@ -71,6 +71,6 @@ async fn read(
     )?;
     state
         .upstream
-        .send_until(r, crate::upstream::Route::Short, sent.deadline)
+        .send_until(r, paddock_upstream::upstream::Route::Short, sent.deadline)
         .await
 }

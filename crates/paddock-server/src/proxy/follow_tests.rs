@@ -9,8 +9,8 @@ use tower::Layer;
 use crate::proxy::{Step, step_fn};
 
 use super::*;
-use crate::body::full;
 use crate::proxy::test_support::{job, json_answer, sent, text};
+use paddock_upstream::body::full;
 
 /// Records the actions carried out; `absent` says whether the namespace is missing.
 #[derive(Default)]

@@ -12,33 +12,36 @@
 //! Every decision is the plan's (`paddock_core::Plan`: route, identity, actions); the layers
 //! execute it.
 
+pub mod absent;
 pub mod fan_out;
+pub mod fanout;
 pub mod follow;
 mod follow_platform;
+pub mod impersonate;
+pub mod outbound;
 pub mod plan;
+pub mod reviews;
 pub mod rewrite;
 pub mod send;
 pub mod translate;
+pub mod whole;
 
 use std::future::Future;
 use std::sync::Arc;
 
-use crate::body::AnswerBody;
-use crate::req_body::ReqBody;
+use crate::body::ReqBody;
 use http::{Request, Response};
 use paddock_core::identity::As;
 use paddock_core::{Plan, TenantContext, TenantId};
+use paddock_upstream::answer_body::AnswerBody;
 use tower::Layer;
 
-use crate::body::{ResBody, UpBody};
-use crate::error::ServerError;
 use crate::state::AppState;
-use crate::upstream::StreamSlot;
+use paddock_upstream::body::UpBody;
+use paddock_upstream::error::ServerError;
+use paddock_upstream::res_body::ResBody;
+use paddock_upstream::upstream::StreamSlot;
 
-// Moved out of the pipeline; re-exported for callers of the old paths.
-pub use crate::metrics::{method_verb, verb_name};
-pub use crate::outbound::{add_impersonation, add_impersonation_as};
-pub use crate::rewrite::{content_type_of, rewrite_whole};
 pub use plan::Planning;
 
 /// The tenant user a request is served for (after `kubectl --as`).

@@ -10,11 +10,11 @@ use http::{HeaderMap, Request, Response, header};
 use paddock_core::{Catalog, ParsedRequest, Plan, TenantContext};
 
 use super::{Job, Planned, Step, TenantUser, pipeline_layer};
-use crate::body::ResBody;
-use crate::error::ServerError;
-use crate::metrics::{method_verb, verb_name};
+use crate::observe::metrics::{method_verb, verb_name};
 use crate::state::AppState;
+use paddock_upstream::error::ServerError;
 use paddock_upstream::rare::boxed;
+use paddock_upstream::res_body::ResBody;
 
 /// What planning asks of the replica (its state; a fake in the unit tests).
 pub trait Planning: Send + Sync + 'static {
@@ -51,8 +51,10 @@ impl Planning for AppState {
         {
             return Ok(None);
         }
-        boxed(|| crate::impersonate::acting_identity(self, &c.tenant, &c.user, &c.groups, headers))
-            .await
+        boxed(|| {
+            crate::proxy::impersonate::acting_identity(self, &c.tenant, &c.user, &c.groups, headers)
+        })
+        .await
     }
     async fn catalog(&self) -> Result<Arc<Catalog>, ServerError> {
         AppState::catalog(self).await
@@ -66,7 +68,8 @@ impl Planning for AppState {
         parsed: &ParsedRequest,
         c: &TenantUser,
     ) -> Result<Option<Response<ResBody>>, ServerError> {
-        crate::absent::answer_if_shared_object_absent(self, ctx, parsed, &c.user, &c.groups).await
+        crate::proxy::absent::answer_if_shared_object_absent(self, ctx, parsed, &c.user, &c.groups)
+            .await
     }
 }
 

@@ -9,7 +9,7 @@ use tower::Layer;
 use crate::proxy::{Step, step_fn};
 
 use super::*;
-use crate::body::full;
+use paddock_upstream::body::full;
 
 const CORE: &[u8] = include_bytes!("../../../paddock-core/testdata/discovery-core.json");
 const APIS: &[u8] = include_bytes!("../../../paddock-core/testdata/discovery-apis.json");

@@ -4,25 +4,26 @@
 
 use std::future::Future;
 
-use crate::body::AnswerBody;
 use http::header::{self, HeaderValue};
 use http::{Response, StatusCode};
 use paddock_core::{Plan, ResponseKind, TenantContext};
+use paddock_upstream::answer_body::AnswerBody;
 use tokio_util::sync::CancellationToken;
 
 use super::{FollowedUp, Planned, Sent, Step, pipeline_layer};
-use crate::body::{ResBody, RewriteBody, empty, full, passthrough};
-use crate::error::ServerError;
-use crate::outbound::{
+use crate::proxy::outbound::{
     FORWARDED_RESPONSE_HEADERS, UPGRADE_RESPONSE_HEADERS, copy_response_headers, header_value,
     keep_only,
 };
-use crate::rewrite::{
+use crate::proxy::whole::{
     MAX_DOCUMENT_BYTES, content_type_of, rewrite_whole, small_complete_body,
     splice_rewriting_errors,
 };
 use crate::state::AppState;
-use crate::upstream::StreamSlot;
+use paddock_upstream::body::{RewriteBody, empty, full, passthrough};
+use paddock_upstream::error::ServerError;
+use paddock_upstream::res_body::ResBody;
+use paddock_upstream::upstream::StreamSlot;
 
 pipeline_layer!(RewriteLayer, Rewrite);
 
@@ -46,7 +47,7 @@ pub trait Rewriting: Send + Sync + 'static {
 }
 
 impl Rewriting for AppState {
-    type WatchGuard = crate::metrics::WatchGuard;
+    type WatchGuard = crate::observe::metrics::WatchGuard;
     async fn collect_until(
         &self,
         body: AnswerBody,
@@ -55,8 +56,8 @@ impl Rewriting for AppState {
     ) -> Result<bytes::Bytes, ServerError> {
         self.upstream.collect_until(body, limit, deadline).await
     }
-    fn watch_opened(&self) -> crate::metrics::WatchGuard {
-        crate::metrics::WatchGuard::open(self.metrics.clone())
+    fn watch_opened(&self) -> crate::observe::metrics::WatchGuard {
+        crate::observe::metrics::WatchGuard::open(self.metrics.clone())
     }
     fn shutdown(&self) -> CancellationToken {
         self.shutdown.clone()
@@ -124,7 +125,7 @@ fn splice_upgrade(sent: Sent) -> Result<Response<ResBody>, ServerError> {
             .headers()
             .get("sec-websocket-protocol")
             .and_then(|v| v.to_str().ok())
-            .is_some_and(paddock_core::wsframe::is_channel_protocol);
+            .is_some_and(paddock_core::response::wsframe::is_channel_protocol);
     let stream_ctx = ctx.clone();
     tokio::spawn(async move {
         match (client_upgrade.await, upstream_upgrade.await) {
@@ -209,12 +210,12 @@ async fn rewrite_response<P: Rewriting>(
                 .map_err(|e| ServerError::Internal(e.to_string()));
         }
         if matches!(plan.request.path, paddock_core::ApiPath::OpenApiV2)
-            && paddock_core::openapi_pb::wants_openapi_v2_protobuf(job.accept.as_deref())
+            && paddock_core::response::openapi_pb::wants_openapi_v2_protobuf(job.accept.as_deref())
         {
-            doc = paddock_core::openapi_pb::openapi_v2_protobuf(&doc)?;
+            doc = paddock_core::response::openapi_pb::openapi_v2_protobuf(&doc)?;
             out_headers.insert(
                 header::CONTENT_TYPE,
-                HeaderValue::from_static(paddock_core::openapi_pb::OPENAPI_V2_PROTOBUF),
+                HeaderValue::from_static(paddock_core::response::openapi_pb::OPENAPI_V2_PROTOBUF),
             );
         }
         full(doc)
@@ -262,7 +263,7 @@ fn stream_body<P: Rewriting>(
         body.until(state.shutdown())
             .interrupt_on(
                 state.upstream_lost(),
-                crate::error::watch_interrupted_event(),
+                paddock_upstream::error::watch_interrupted_event(),
             )
             .boxed()
     } else if plan.long_running {

@@ -5,18 +5,18 @@
 use std::future::Future;
 use std::sync::Arc;
 
-use crate::body::AnswerBody;
 use http::{Request, Response};
 use paddock_core::request::Route as PlanRoute;
+use paddock_upstream::answer_body::AnswerBody;
 use tokio::time::Instant;
 
 use super::{Outbound, Sent, Step};
-use crate::body::UpBody;
 use crate::clusters::span_write::Replay;
-use crate::error::ServerError;
 use crate::state::AppState;
-use crate::upstream::{Route, StreamSlot};
+use paddock_upstream::body::UpBody;
+use paddock_upstream::error::ServerError;
 use paddock_upstream::rare::boxed;
+use paddock_upstream::upstream::{Route, StreamSlot};
 
 /// Upstream's answer to a request: its headers, the body still to read.
 pub type Answer = Result<Response<AnswerBody>, ServerError>;

@@ -76,7 +76,7 @@ fn outbound(method: &str, uri: &str) -> Outbound {
             "https://upstream{}",
             job.plan.upstream_path_and_query
         ))
-        .body(crate::body::empty_up())
+        .body(paddock_upstream::body::empty_up())
         .unwrap();
     Outbound {
         job,

@@ -5,16 +5,16 @@
 use std::convert::Infallible;
 use std::sync::{Arc, Mutex};
 
-use crate::body::AnswerBody;
 use bytes::Bytes;
 use http::{Request, Response, StatusCode};
 use http_body_util::{BodyExt, Empty, Full};
 use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
 use paddock_core::{Catalog, TenantContext, TenantId};
+use paddock_upstream::answer_body::AnswerBody;
 
 use super::{Job, Sent, SentWith, TenantUser};
-use crate::body::ResBody;
+use paddock_upstream::res_body::ResBody;
 
 const CORE: &[u8] = include_bytes!("../../../paddock-core/testdata/discovery-core.json");
 const APIS: &[u8] = include_bytes!("../../../paddock-core/testdata/discovery-apis.json");

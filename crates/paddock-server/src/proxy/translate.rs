@@ -11,13 +11,13 @@ use paddock_core::admission::policy::PodSecurityLevel;
 use paddock_core::{Plan, TenantId};
 
 use super::{Job, Outbound, Planned, Sent, SentWith, Step, pipeline_layer};
-use crate::body::UpBody;
 use crate::clusters::span_write::Replay;
-use crate::error::ServerError;
-use crate::limit::collect_limited;
-use crate::outbound::{add_impersonation_as, copy_request_headers, header_value};
-use crate::rewrite::parts_content_type;
+use crate::proxy::outbound::{add_impersonation_as, copy_request_headers, header_value};
+use crate::proxy::whole::parts_content_type;
 use crate::state::AppState;
+use paddock_upstream::body::UpBody;
+use paddock_upstream::error::ServerError;
+use paddock_upstream::limit::collect_limited;
 use paddock_upstream::rare::boxed;
 
 pipeline_layer!(TranslateLayer, Translate);
@@ -73,7 +73,14 @@ impl Translating for AppState {
         content_type: &str,
         dry_run: bool,
     ) -> Result<(), ServerError> {
-        crate::quota::admit_namespace_create(self, tenant, translated, content_type, dry_run).await
+        crate::webhook::quota::admit_namespace_create(
+            self,
+            tenant,
+            translated,
+            content_type,
+            dry_run,
+        )
+        .await
     }
     fn replay_of(
         &self,
@@ -144,30 +151,36 @@ where
             Some(pre) => pre.0.clone(),
             None => collect_limited(body, state.max_body_bytes()).await?,
         };
-        if let Some(slot) = parts.extensions.get::<crate::audit::AuditBody>() {
+        if let Some(slot) = parts.extensions.get::<crate::observe::audit::AuditBody>() {
             let _ = slot.0.set(raw.clone());
         }
         let translated =
             translated_body(state, &job, &parts.headers, headers, &raw, &mut sent).await?;
         replay_body = translated.clone();
-        crate::body::full_up(translated)
+        paddock_upstream::body::full_up(translated)
     } else if plan.upgrade {
         let mut client_req = Request::from_parts(parts, body);
         sent.client_upgrade = Some(hyper::upgrade::on(&mut client_req));
-        crate::body::empty_up()
+        paddock_upstream::body::empty_up()
     } else {
         plain_body(state.max_body_bytes(), body, headers).await?
     };
     let c = &job.caller;
     add_impersonation_as(headers, &c.tenant, &c.user, &c.groups, sent.who)?;
     if plan.asserts_platform_grant(&c.groups) {
-        let g = paddock_core::platform_grant::grant_group(&c.tenant);
-        headers.append("impersonate-group", crate::outbound::header_value(&g)?);
+        let g = paddock_core::catalog::platform_grant::grant_group(&c.tenant);
+        headers.append(
+            "impersonate-group",
+            crate::proxy::outbound::header_value(&g)?,
+        );
     }
     if plan.actions.namespace_write && state.pod_security(&c.tenant) == PodSecurityLevel::Privileged
     {
         let g = paddock_core::admission::podsecurity::privileged_group(&c.tenant);
-        headers.append("impersonate-group", crate::outbound::header_value(&g)?);
+        headers.append(
+            "impersonate-group",
+            crate::proxy::outbound::header_value(&g)?,
+        );
     }
     let mut request = up
         .body(up_body)
@@ -205,7 +218,8 @@ async fn translated_body<P: Translating>(
         paddock_core::translate_request_body(ctx, plan, content_type, raw)?;
     if plan.actions.lock_namespace_labels {
         let level = state.pod_security(&ctx.tenant);
-        translated = crate::provision::lock_namespace_labels(translated, &up_ct, level)?;
+        translated =
+            paddock_reconciler::provision::lock_namespace_labels(translated, &up_ct, level)?;
     }
     if plan.actions.admit_namespace_quota {
         let dry_run = plan.upstream_path_and_query.contains("dryRun=");
@@ -213,8 +227,8 @@ async fn translated_body<P: Translating>(
         boxed(|| state.admit_namespace_create(&ctx.tenant, &translated, &up_ct, dry_run)).await?;
     }
     if plan.actions.self_review {
-        translated = crate::reviews::normalize_self_review(ctx, plan, translated);
-        sent.rules_namespace = paddock_core::review::rules_review_namespace(&translated);
+        translated = crate::proxy::reviews::normalize_self_review(ctx, plan, translated);
+        sent.rules_namespace = paddock_core::identity::review::rules_review_namespace(&translated);
     }
     sent.who = plan.identity.resolve(Some(&translated));
     headers.insert(header::CONTENT_TYPE, header_value(&up_ct)?);
@@ -234,12 +248,12 @@ where
 {
     let raw = collect_limited(body, max_body_bytes).await?;
     if raw.is_empty() {
-        return Ok(crate::body::empty_up());
+        return Ok(paddock_upstream::body::empty_up());
     }
     if let Some(ct) = parts_content_type(headers) {
         headers.insert(header::CONTENT_TYPE, ct);
     }
-    Ok(crate::body::full_up(raw))
+    Ok(paddock_upstream::body::full_up(raw))
 }
 
 #[cfg(test)]

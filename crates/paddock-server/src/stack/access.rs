@@ -12,9 +12,9 @@ use http::{Method, Request, Response};
 use tower::{Layer, Service};
 
 use super::Answered;
-use crate::body::ResBody;
-use crate::caller::Caller;
-use crate::error::ServerError;
+use paddock_core::identity::Caller;
+use paddock_upstream::error::ServerError;
+use paddock_upstream::res_body::ResBody;
 
 /// One request as it was answered.
 pub struct Done<'a> {
@@ -127,7 +127,7 @@ where
 }
 
 /// Whether a request's query asks for a watch, as far as the verb of a request answered
-/// without a plan goes ([`crate::metrics::unplanned_verb`]).
+/// without a plan goes ([`crate::observe::metrics::unplanned_verb`]).
 pub(crate) fn asks_watch(uri: &http::Uri) -> bool {
     uri.query().is_some_and(|q| q.contains("watch="))
 }
@@ -181,7 +181,7 @@ where
             }
         };
         let verb = resp.extensions().get::<Answered>().map_or_else(
-            || crate::metrics::unplanned_verb(&seen.method, &seen.path, seen.watch),
+            || crate::observe::metrics::unplanned_verb(&seen.method, &seen.path, seen.watch),
             |a| a.verb,
         );
         let done = Done {
@@ -201,7 +201,7 @@ where
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
-    use crate::body::full;
+    use paddock_upstream::body::full;
     use parking_lot::Mutex;
     use tower::ServiceExt;
 

@@ -11,11 +11,11 @@ use http::{Request, Response};
 use paddock_core::TenantId;
 use tower::{Layer, Service};
 
-use crate::body::ResBody;
-use crate::caller::Caller;
-use crate::error::ServerError;
-use crate::fair_queue::{Seat, SeatWait, WorkQueue};
-use crate::limits::Permit;
+use crate::fair::limits::Permit;
+use crate::fair::queue::{Seat, SeatWait, WorkQueue};
+use paddock_core::identity::Caller;
+use paddock_upstream::error::ServerError;
+use paddock_upstream::res_body::ResBody;
 
 /// Admits a tenant's request under its limits (the replica's limiter; a fake in tests). May
 /// lower a LIST's `limit` in the request's URI.
@@ -118,14 +118,14 @@ where
 }
 
 /// A refusal; one by a rate limit is answered only after `min(Retry-After, 1 s)` (the
-/// tarpit, `paddock_core::fair_weight::tarpit`): the wait holds no seat, only a timer, so a
+/// tarpit, `paddock_core::fair::weight::tarpit`): the wait holds no seat, only a timer, so a
 /// client that retries at once without honouring `Retry-After` makes at most one refused
 /// request per second per request it keeps in flight.
 fn refused<F>(error: ServerError) -> FairShareFuture<F> {
     let wait = match &error {
         ServerError::TooManyRequests {
             limit, retry_after, ..
-        } => paddock_core::fair_weight::tarpit(limit, *retry_after),
+        } => paddock_core::fair::weight::tarpit(limit, *retry_after),
         _ => None,
     };
     match wait {
@@ -185,12 +185,12 @@ where
                 // A watch's seats end with its start (dropped here); anything else holds them
                 // until its answer's last byte.
                 let resp = match seat.take() {
-                    Some(s) if !*until_headers => resp.map(|b| crate::fair_queue::seated(b, s)),
+                    Some(s) if !*until_headers => resp.map(|b| crate::fair::queue::seated(b, s)),
                     _ => resp,
                 };
                 Poll::Ready(Ok(match permit.take() {
                     None => resp,
-                    Some(p) => resp.map(|b| crate::limits::hold(b, p)),
+                    Some(p) => resp.map(|b| crate::fair::limits::hold(b, p)),
                 }))
             }
         }
@@ -201,13 +201,13 @@ where
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
-    use crate::body::full;
-    use crate::limits::Limiter;
+    use crate::fair::limits::Limiter;
     use bytes::Bytes;
     use http_body::Frame;
     use http_body_util::{BodyExt, StreamBody};
-    use paddock_core::fairshare::Limits;
+    use paddock_core::fair::share::Limits;
     use paddock_upstream::body::BoxError;
+    use paddock_upstream::body::full;
     use tower::ServiceExt;
 
     /// The real limiter with one in-flight slot per tenant.
@@ -219,8 +219,11 @@ mod tests {
             t: &TenantId,
             req: &mut Request<B>,
         ) -> Result<Option<Permit>, ServerError> {
-            let class =
-                paddock_core::fairshare::classify(req.method().as_str(), req.uri().query(), false);
+            let class = paddock_core::fair::share::classify(
+                req.method().as_str(),
+                req.uri().query(),
+                false,
+            );
             self.0.admit(t, &self.1, class)
         }
     }

@@ -17,25 +17,27 @@
 
 pub mod access;
 pub mod fair;
+pub mod fair_gate;
 pub mod refuse;
+pub mod router;
 
 use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Instant;
 
-use crate::req_body::ReqBody;
+use crate::body::ReqBody;
 use http::{Request, Response};
 use paddock_core::TenantId;
 use tower::{Layer, ServiceExt};
 
-use crate::body::ResBody;
-use crate::caller::Caller;
-use crate::error::ServerError;
-use crate::limits::Permit;
+use crate::fair::limits::Permit;
 use crate::state::AppState;
 use access::{AccessLogLayer, Done, Observe};
 use fair::{Admit, FairShareLayer};
+use paddock_core::identity::Caller;
+use paddock_upstream::error::ServerError;
 use paddock_upstream::rare::boxed;
+use paddock_upstream::res_body::ResBody;
 use refuse::RefuseLayer;
 
 /// In a response's extensions: the Kubernetes verb the request was served as (the plan's,
@@ -115,7 +117,7 @@ async fn gateway(
             ..
         } => {
             // What the access layer makes of the request's verb without a plan.
-            let unplanned = crate::metrics::unplanned_verb(
+            let unplanned = crate::observe::metrics::unplanned_verb(
                 req.method(),
                 req.uri().path(),
                 crate::stack::access::asks_watch(req.uri()),
@@ -151,17 +153,20 @@ async fn gateway(
 }
 
 fn is_paddock_group(path: &str) -> bool {
-    path == "/apis/paddock.io" || path.starts_with("/apis/paddock.io/")
+    path == paddock_api::GROUP_PATH
+        || path
+            .strip_prefix(paddock_api::GROUP_PATH)
+            .is_some_and(|rest| rest.starts_with('/'))
 }
 
 impl Observe for AppState {
-    type Note = Option<crate::audit::RequestInfo>;
+    type Note = Option<crate::observe::audit::RequestInfo>;
 
     fn begin<B>(&self, req: &mut Request<B>, start: Instant) -> Self::Note {
         let info = self
             .audit
             .as_ref()
-            .map(|_| crate::audit::RequestInfo::of(req, start))?;
+            .map(|_| crate::observe::audit::RequestInfo::of(req, start))?;
         req.extensions_mut().insert(info.body.clone());
         Some(info)
     }
@@ -174,7 +179,7 @@ impl Observe for AppState {
     ) -> Response<ResBody> {
         let tenant = d.caller.map_or("_anonymous", Caller::tenant_label);
         let user = d.caller.map_or("-", Caller::user);
-        self.access_log.record(&crate::access_log::Entry {
+        self.access_log.record(&crate::observe::access_log::Entry {
             tenant,
             user,
             verb: d.verb,
@@ -185,7 +190,9 @@ impl Observe for AppState {
         self.metrics
             .observe(tenant, d.verb, d.code, d.elapsed.as_secs_f64());
         let resp = match (&self.audit, &note, d.caller) {
-            (Some(a), Some(i), Some(c)) => crate::audit_answer::audit_answer(a, c, i, resp),
+            (Some(a), Some(i), Some(c)) => {
+                crate::observe::audit_answer::audit_answer(a, c, i, resp)
+            }
             _ => resp,
         };
         match d.caller {
@@ -194,7 +201,9 @@ impl Observe for AppState {
                 let t = tenant.as_str();
                 self.metrics.tenant.request(t, d.announced);
                 let watch = d.verb == "watch" && d.code < 300;
-                resp.map(|b| crate::metering::meter_response(b, &self.metrics.tenant, t, watch))
+                resp.map(|b| {
+                    crate::observe::metering::meter_response(b, &self.metrics.tenant, t, watch)
+                })
             }
             _ => resp,
         }
@@ -207,10 +216,10 @@ impl Admit for AppState {
         tenant: &TenantId,
         req: &mut Request<B>,
     ) -> Result<Option<Permit>, ServerError> {
-        crate::fair_gate::admit_request(self, tenant, req)
+        crate::stack::fair_gate::admit_request(self, tenant, req)
     }
 
-    fn work_queue(&self) -> Option<&Arc<crate::fair_queue::WorkQueue>> {
+    fn work_queue(&self) -> Option<&Arc<crate::fair::queue::WorkQueue>> {
         self.work_queue.as_ref()
     }
 }

@@ -10,8 +10,8 @@ use http_body::Body;
 use http_body_util::BodyExt;
 use tower::{Layer, Service};
 
-use crate::body::ResBody;
-use crate::error::ServerError;
+use paddock_upstream::error::ServerError;
+use paddock_upstream::res_body::ResBody;
 
 /// Refuses requests whose announced body is larger than `max_body_bytes`.
 #[derive(Clone, Copy)]
@@ -99,8 +99,8 @@ async fn drain<B: Body + Unpin>(mut body: B) {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
-    use crate::body::full;
     use http_body_util::Full;
+    use paddock_upstream::body::full;
     use tower::ServiceExt;
 
     fn inner() -> impl Service<

@@ -1,0 +1,145 @@
+//! `Tenant` (`tenants.paddock.io/v1alpha1`, cluster-scoped): what `paddock tenant create`
+//! posts and what the server answers for a tenant. The nested parts whose vocabulary belongs
+//! to other parts of paddock (fair-share limits, the billing key, the tenant policy, quota)
+//! are carried as JSON values and judged by the server.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// The kind's name.
+pub const KIND: &str = "Tenant";
+/// The kind of a list of tenants.
+pub const LIST_KIND: &str = "TenantList";
+
+/// A tenant as an object of the admin API.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Tenant {
+    /// Always [`crate::GROUP_VERSION`] when written.
+    #[serde(default)]
+    pub api_version: String,
+    /// Always [`KIND`] when written.
+    #[serde(default)]
+    pub kind: String,
+    /// Name (the tenant id) and labels.
+    #[serde(default)]
+    pub metadata: TenantMeta,
+    /// What the tenant is to be.
+    #[serde(default)]
+    pub spec: TenantSpec,
+    /// What it is (answers only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<TenantStatus>,
+}
+
+/// The tenant's metadata.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TenantMeta {
+    /// The tenant id (six characters, docs/architecture.md "Tenant lifecycle").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// When it was created (answers only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub creation_timestamp: Option<Value>,
+    /// The platform's labels of the tenant (placement selects on them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub labels: Option<Value>,
+    /// Changes of the record (answers only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generation: Option<Value>,
+}
+
+/// The tenant's specification. A field left out of a request takes the server's default.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TenantSpec {
+    /// Shown by `paddock tenant list`; the id when left out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub display_name: Option<String>,
+    /// Fair-share overrides (docs/fairshare.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limits: Option<Value>,
+    /// The billing key (docs/metering.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub billing: Option<Value>,
+    /// The tenant policy (docs/policy.md); `null` in an answer when there is none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy: Option<Value>,
+    /// Tenant-wide quota, `{"hard": {...}}` (docs/quota.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quota: Option<Value>,
+    /// The clusters the tenant lives on, or how to place it (docs/clusters.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clusters: Option<Value>,
+}
+
+/// The tenant's state.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TenantStatus {
+    /// `Active`, `Suspended`, `Terminating`, ...
+    pub phase: String,
+    /// What a creation or deletion in progress has done so far.
+    #[serde(default)]
+    pub progress: Value,
+}
+
+impl Tenant {
+    /// The object `paddock tenant create` posts: the id, its labels, and what was given.
+    pub fn request(id: &str, labels: Map<String, Value>, spec: TenantSpec) -> Tenant {
+        Tenant {
+            api_version: crate::GROUP_VERSION.to_string(),
+            kind: KIND.to_string(),
+            metadata: TenantMeta {
+                name: Some(id.to_string()),
+                labels: Some(Value::Object(labels)),
+                ..TenantMeta::default()
+            },
+            spec,
+            status: None,
+        }
+    }
+
+    /// As JSON (fields in the order above, absent ones left out).
+    pub fn to_value(&self) -> Value {
+        // A struct of strings and JSON values always serializes.
+        serde_json::to_value(self).unwrap_or(Value::Null)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_request_writes_only_what_was_given() {
+        let mut labels = Map::new();
+        labels.insert("team".into(), json!("a"));
+        let t = Tenant::request(
+            "acme01",
+            labels,
+            TenantSpec {
+                display_name: Some("Acme".into()),
+                limits: Some(json!({})),
+                billing: Some(json!({})),
+                ..TenantSpec::default()
+            },
+        );
+        assert_eq!(
+            serde_json::to_string(&t).unwrap_or_default(),
+            r#"{"apiVersion":"paddock.io/v1alpha1","kind":"Tenant","metadata":{"name":"acme01","labels":{"team":"a"}},"spec":{"displayName":"Acme","limits":{},"billing":{}}}"#
+        );
+    }
+
+    #[test]
+    fn a_request_reads_back_and_tolerates_missing_parts() {
+        let t: Tenant =
+            serde_json::from_value(json!({"metadata": {"name": "acme01"}})).unwrap_or_default();
+        assert_eq!(t.metadata.name.as_deref(), Some("acme01"));
+        assert_eq!(t.spec, TenantSpec::default());
+        let bad = serde_json::from_value::<Tenant>(json!({"spec": "no"}));
+        assert!(bad.is_err());
+    }
+}

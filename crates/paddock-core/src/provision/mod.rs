@@ -1,0 +1,300 @@
+//! What paddock installs upstream, as data: the names, labels and groups of the objects it
+//! keeps there, the platform-wide bootstrap (the shared cluster-scope role, the admission
+//! guard policies, the tenants' priority level), and each tenant namespace's own objects.
+//! The reconciler (`paddock-reconciler`) writes them; nothing here does I/O.
+
+pub mod builtin_roles;
+pub mod guard;
+
+use serde_json::{Value, json};
+
+use crate::tenant::{TENANT_LABEL, TenantId};
+
+use crate::identity::upstream_admin_group;
+
+/// The tenant's default namespaces (its view).
+pub const DEFAULT_NAMESPACES: &[&str] =
+    &["default", "kube-system", "kube-public", "kube-node-lease"];
+/// In-tenant group of the tenant's administrators.
+pub const TENANT_ADMIN_GROUP: &str = crate::identity::TENANT_ADMIN_GROUP;
+/// Shared ClusterRole with the cluster-scoped rights of tenant admins, bound once (a
+/// ClusterRoleBinding of the same name) to [`CLUSTER_SCOPE_GROUP`], which paddock asserts only
+/// on requests of a tenant admin for cluster-scoped objects; the real identity of a tenant user
+/// holds no cluster-scoped right at all.
+pub const CLUSTER_SCOPE_ROLE: &str = "paddock:tenant-cluster-scope";
+/// The group every tenant admin's *shadow* identity carries besides its own shadow groups.
+///
+/// One binding for all tenants, not one per tenant: the apiserver's RBAC authorizer lists and
+/// matches every ClusterRoleBinding of the cluster for every request of every user that is not
+/// `system:masters`, so a binding per tenant made every request in the cluster cost
+/// O(tenants) (docs/performance.md). Every tenant's admins had the same role anyway; what keeps
+/// them apart is the admission guard (`paddock:tenant:<tid>`) and paddock's label-filtered
+/// lists, not the binding. Not `paddock:cluster:<tid>:`-shaped, so no tenant
+/// ClusterRoleBinding can name it (the guard), and no tenant-written group maps to it (tenant
+/// groups become `paddock:<tid>:<g>`).
+pub const CLUSTER_SCOPE_GROUP: &str = crate::identity::CLUSTER_SCOPE_GROUP;
+use crate::tenant::MANAGED_FOR_LABEL;
+/// Name of the RoleBinding paddock keeps in each tenant namespace.
+pub const NAMESPACE_ADMIN_BINDING: &str = "paddock-tenant-admins";
+/// Name of the NetworkPolicy paddock keeps in each tenant namespace (MTB NI-1).
+pub const NAMESPACE_NETWORK_POLICY: &str = "paddock-tenant-isolation";
+/// Name of the ResourceQuota paddock keeps in each tenant namespace (MTB FNS-2, HI NodePort).
+pub const NAMESPACE_QUOTA: &str = "paddock-tenant-limits";
+/// The pod-security level stamped on a tenant namespace that asks for none (a locked label).
+/// A tenant's policy may raise it (`restricted`) or let the tenant's namespaces choose
+/// `privileged` (crate::admission::policy::PodSecurityLevel).
+pub const POD_SECURITY_LEVEL: &str = "baseline";
+/// The pod-security enforce label.
+pub const PSA_ENFORCE_LABEL: &str = "pod-security.kubernetes.io/enforce";
+
+/// Whether the reconciler keeps a tenant namespace's enforce label as it is: any known level,
+/// `privileged` included. Who may write which level is decided where the label is written: the
+/// request path's lock and the admission guard (a tenant's policy), and a policy change raises
+/// the namespaces below the new level. A namespace without the label, or with an unknown
+/// value, is set up with [`POD_SECURITY_LEVEL`].
+pub fn keeps_namespace_level(label: Option<&str>) -> bool {
+    label
+        .and_then(crate::admission::policy::PodSecurityLevel::parse)
+        .is_some()
+}
+/// Tenant ids refused because their identities would collide with paddock's own
+/// (`paddock:tenant:<tid>` is the tenant marker group).
+pub const RESERVED_TENANT_IDS: &[&str] = &["tenant"];
+
+/// The per-tenant ClusterRoleBinding of the tenant admins' shadow group to
+/// [`CLUSTER_SCOPE_ROLE`] that paddock wrote before [`CLUSTER_SCOPE_GROUP`]; removed when a
+/// tenant is repaired (start-up) or deleted.
+pub fn legacy_tenant_scope_binding_name(t: &TenantId) -> String {
+    format!("paddock:tenant:{}", t.as_str())
+}
+
+/// Per-tenant ClusterRole (and its binding) for the tenant's custom resources (its CRD groups),
+/// bound to the admins' shadow group; kept in step by `rbac_sync`, and present only while the
+/// tenant has CRDs.
+pub fn tenant_cluster_role_name(t: &TenantId) -> String {
+    format!("paddock:tenant:{}:custom-resources", t.as_str())
+}
+
+pub fn managed_labels(t: &TenantId) -> Value {
+    json!({MANAGED_FOR_LABEL: t.as_str(), "app.kubernetes.io/managed-by": "paddock"})
+}
+
+/// The cluster-scope role shared by every tenant's admins (shadow identity): rights on the
+/// cluster-scoped kinds a tenant owns (the admission guard limits writes to the tenant's prefix
+/// and label; paddock label-filters lists) and reads of the shared read-only kinds. It grants
+/// nothing inside any namespace.
+pub fn cluster_scope_role() -> Value {
+    let all = json!([
+        "get",
+        "list",
+        "watch",
+        "create",
+        "update",
+        "patch",
+        "delete",
+        "deletecollection"
+    ]);
+    let read = json!(["get", "list", "watch"]);
+    json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRole",
+        "metadata": {"name": CLUSTER_SCOPE_ROLE, "labels": {"app.kubernetes.io/managed-by": "paddock"}},
+        "rules": [
+            {"apiGroups": [""], "resources": ["namespaces", "persistentvolumes"], "verbs": all},
+            {"apiGroups": [""], "resources": ["namespaces/status", "namespaces/finalize", "persistentvolumes/status"], "verbs": ["get", "update", "patch"]},
+            {"apiGroups": ["rbac.authorization.k8s.io"], "resources": ["clusterroles", "clusterrolebindings"],
+             "verbs": ["get", "list", "watch", "create", "update", "patch", "delete", "deletecollection", "bind", "escalate"]},
+            {"apiGroups": ["apiextensions.k8s.io"], "resources": ["customresourcedefinitions", "customresourcedefinitions/status"], "verbs": all},
+            {"apiGroups": ["admissionregistration.k8s.io"], "resources": ["validatingwebhookconfigurations", "mutatingwebhookconfigurations"], "verbs": all},
+            {"apiGroups": ["admissionregistration.k8s.io"], "resources": ["validatingadmissionpolicies", "validatingadmissionpolicybindings"], "verbs": all},
+            {"apiGroups": ["admissionregistration.k8s.io"], "resources": ["validatingadmissionpolicies/status"], "verbs": ["get", "update", "patch"]},
+            {"apiGroups": [""], "resources": ["nodes"], "verbs": read},
+            // `kubectl top node` (catalog::OPEN_AGGREGATED_GROUPS); PodMetrics come with the
+            // namespace admin binding
+            {"apiGroups": ["metrics.k8s.io"], "resources": ["nodes"], "verbs": read},
+            {"apiGroups": ["storage.k8s.io"], "resources": ["storageclasses", "csidrivers", "csinodes"], "verbs": read},
+            {"apiGroups": ["scheduling.k8s.io"], "resources": ["priorityclasses"], "verbs": read},
+            {"apiGroups": ["networking.k8s.io"], "resources": ["ingressclasses"], "verbs": read},
+            {"apiGroups": ["node.k8s.io"], "resources": ["runtimeclasses"], "verbs": read},
+            {"apiGroups": ["flowcontrol.apiserver.k8s.io"], "resources": ["flowschemas", "prioritylevelconfigurations"], "verbs": all},
+            {"apiGroups": ["flowcontrol.apiserver.k8s.io"], "resources": ["flowschemas/status", "prioritylevelconfigurations/status"], "verbs": ["get", "update", "patch"]},
+            {"apiGroups": ["authorization.k8s.io"], "resources": ["selfsubjectaccessreviews", "selfsubjectrulesreviews"], "verbs": ["create"]},
+            // A tenant admin's SubjectAccessReview (about a tenant identity: paddock-core maps
+            // its user and groups into the tenant) is asked as the admin's shadow.
+            {"apiGroups": ["authorization.k8s.io"], "resources": ["subjectaccessreviews"], "verbs": ["create"]},
+            // A tenant admin's TokenReview, asked as the admin's shadow: the answer is confined
+            // to the tenant's own tokens on the way down (rules/reviews.rs).
+            {"apiGroups": ["authentication.k8s.io"], "resources": ["tokenreviews"], "verbs": ["create"]}
+        ]
+    })
+}
+
+/// The one binding of [`CLUSTER_SCOPE_ROLE`]: to [`CLUSTER_SCOPE_GROUP`].
+pub fn cluster_scope_binding() -> Value {
+    json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRoleBinding",
+        "metadata": {"name": CLUSTER_SCOPE_ROLE, "labels": {"app.kubernetes.io/managed-by": "paddock"}},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": CLUSTER_SCOPE_ROLE},
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": CLUSTER_SCOPE_GROUP}]
+    })
+}
+
+/// Name of the FlowSchema and the priority level of tenants' requests (API Priority and
+/// Fairness).
+pub const TENANT_PRIORITY_LEVEL: &str = "paddock-tenants";
+
+/// The priority level of tenants' requests. Without it they land in `global-default` (20
+/// shares: about 50 seats of a default apiserver, shared with every other user), where 64
+/// concurrent requests of one tenant already queue; with its own level tenants get seats in
+/// proportion to `shares` and queue fairly among themselves (one queue per user, shuffle
+/// sharded), and the rest of the cluster keeps its own.
+pub fn tenant_priority_level(shares: u32) -> Value {
+    json!({
+        "apiVersion": "flowcontrol.apiserver.k8s.io/v1",
+        "kind": "PriorityLevelConfiguration",
+        "metadata": {"name": TENANT_PRIORITY_LEVEL, "labels": {"app.kubernetes.io/managed-by": "paddock"}},
+        "spec": {"type": "Limited", "limited": {
+            "nominalConcurrencyShares": shares,
+            "lendablePercent": 50,
+            "limitResponse": {"type": "Queue", "queuing": {"queues": 128, "handSize": 6, "queueLengthLimit": 50}}
+        }}
+    })
+}
+
+/// The FlowSchema that sends every request paddock makes as a tenant (they all carry
+/// [`crate::identity::ALL_TENANTS_GROUP`]) to [`tenant_priority_level`]. Its precedence
+/// is ahead of `service-accounts` (9000) so tenants' service accounts, impersonated through
+/// paddock, land there too; requests from inside tenant pods do not pass through paddock.
+pub fn tenant_flow_schema() -> Value {
+    json!({
+        "apiVersion": "flowcontrol.apiserver.k8s.io/v1",
+        "kind": "FlowSchema",
+        "metadata": {"name": TENANT_PRIORITY_LEVEL, "labels": {"app.kubernetes.io/managed-by": "paddock"}},
+        "spec": {
+            "priorityLevelConfiguration": {"name": TENANT_PRIORITY_LEVEL},
+            "matchingPrecedence": 8000,
+            "distinguisherMethod": {"type": "ByUser"},
+            "rules": [{
+                "subjects": [{"kind": "Group", "group": {"name": crate::identity::ALL_TENANTS_GROUP}}],
+                "resourceRules": [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"],
+                                   "clusterScope": true, "namespaces": ["*"]}],
+                "nonResourceRules": [{"verbs": ["*"], "nonResourceURLs": ["*"]}]
+            }]
+        }
+    })
+}
+
+/// Name of tenant `t`'s own FlowSchema, `paddock-tenants-<tid>-flow`: it carries `<tid>-`
+/// like every other upstream object of the tenant (not at the start: that form is a tenant's
+/// own object name, and tenants cannot write FlowSchemas).
+pub fn tenant_flow_schema_name(t: &TenantId) -> String {
+    format!("{TENANT_PRIORITY_LEVEL}-{}-flow", t.as_str())
+}
+
+/// Tenant `t`'s own FlowSchema: every request paddock makes as any user of `t` (they all
+/// carry `paddock:tenant:<tid>`) is ONE flow of the `paddock-tenants` priority level — no
+/// distinguisher — so APF's fair queuing shares the level among tenants, not among users: a
+/// tenant with a hundred users (or service accounts) gets one tenant's share, not a hundred.
+/// It matches ahead of the catch-all [`tenant_flow_schema`] (which, per user, only still
+/// catches a request of a tenant whose FlowSchema is not there yet). Labelled with the tenant,
+/// so other tenants' reads of the shared FlowSchemas do not show it.
+pub fn tenant_own_flow_schema(t: &TenantId) -> Value {
+    json!({
+        "apiVersion": "flowcontrol.apiserver.k8s.io/v1",
+        "kind": "FlowSchema",
+        "metadata": {"name": tenant_flow_schema_name(t), "labels": {
+            MANAGED_FOR_LABEL: t.as_str(), TENANT_LABEL: t.as_str(), "app.kubernetes.io/managed-by": "paddock"}},
+        "spec": {
+            "priorityLevelConfiguration": {"name": TENANT_PRIORITY_LEVEL},
+            "matchingPrecedence": 7900,
+            "rules": [{
+                "subjects": [{"kind": "Group", "group": {"name": crate::identity::tenant_group(t)}}],
+                "resourceRules": [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"],
+                                   "clusterScope": true, "namespaces": ["*"]}],
+                "nonResourceRules": [{"verbs": ["*"], "nonResourceURLs": ["*"]}]
+            }]
+        }
+    })
+}
+
+/// The RoleBinding that gives the tenant's admins full rights inside one of its namespaces.
+pub fn namespace_admin_binding(t: &TenantId, upstream_ns: &str) -> Value {
+    json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "RoleBinding",
+        "metadata": {"name": NAMESPACE_ADMIN_BINDING, "namespace": upstream_ns, "labels": managed_labels(t)},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": upstream_admin_group(t)}]
+    })
+}
+
+/// Default isolation of a tenant namespace: ingress only from the tenant's own namespaces
+/// (MTB NI-1). Shown to the tenant as "from every namespace" (its own).
+pub fn namespace_network_policy(t: &TenantId, upstream_ns: &str) -> Value {
+    json!({
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": {"name": NAMESPACE_NETWORK_POLICY, "namespace": upstream_ns, "labels": managed_labels(t)},
+        "spec": {
+            "podSelector": {},
+            "policyTypes": ["Ingress"],
+            "ingress": [{"from": [{"namespaceSelector": {"matchExpressions": [
+                {"key": TENANT_LABEL, "operator": "In", "values": [t.as_str()]}
+            ]}}]}]
+        }
+    })
+}
+
+/// Count limits of a tenant namespace (MTB FNS-2); no NodePorts or LoadBalancers (MTB HI)
+/// unless the admission webhook decides those per tenant (its policy's services settings).
+pub fn namespace_quota(t: &TenantId, upstream_ns: &str, admission_webhook: bool) -> Value {
+    let mut quota = namespace_quota_fixed(t, upstream_ns);
+    if admission_webhook && let Some(hard) = quota["spec"]["hard"].as_object_mut() {
+        hard.remove("services.nodeports");
+        hard.remove("services.loadbalancers");
+    }
+    quota
+}
+
+fn namespace_quota_fixed(t: &TenantId, upstream_ns: &str) -> Value {
+    json!({
+        "apiVersion": "v1",
+        "kind": "ResourceQuota",
+        "metadata": {"name": NAMESPACE_QUOTA, "namespace": upstream_ns, "labels": managed_labels(t)},
+        "spec": {"hard": {
+            "pods": "500", "services": "200", "persistentvolumeclaims": "100", "secrets": "1000", "configmaps": "1000",
+            "services.nodeports": "0", "services.loadbalancers": "0"
+        }}
+    })
+}
+
+/// Cluster-scoped kinds a tenant can own, as list paths. Namespaces are handled separately
+/// (their deletion takes the namespaced contents with it), after the admission kinds: a
+/// tenant's policy or webhook could refuse the deletion of the tenant's namespaces.
+pub const OWNED_CLUSTER_KINDS: &[&str] = &[
+    "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings",
+    "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies",
+    "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations",
+    "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations",
+    "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
+    "/apis/rbac.authorization.k8s.io/v1/clusterroles",
+    "/apis/flowcontrol.apiserver.k8s.io/v1/flowschemas",
+    "/apis/flowcontrol.apiserver.k8s.io/v1/prioritylevelconfigurations",
+    "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+    "/api/v1/persistentvolumes",
+];
+
+pub fn owned_by(obj: &Value, t: &TenantId, crd: bool) -> bool {
+    let labelled = obj["metadata"]["labels"][TENANT_LABEL].as_str() == Some(t.as_str());
+    let name = obj["metadata"]["name"].as_str().unwrap_or_default();
+    // Exact `<tid>-` check, never a bare prefix match: `foofoo` must not take `foofoox-...`.
+    let prefixed = if crd {
+        obj["spec"]["group"]
+            .as_str()
+            .is_some_and(|g| g.starts_with(&t.prefix()))
+    } else {
+        name.starts_with(&t.prefix())
+    };
+    labelled && prefixed
+}

@@ -1,0 +1,228 @@
+//! Usage per tenant (docs/metering.md): the current figures, taken upstream with paddock's own
+//! credential, and the report of `GET tenants/<id>/usage`.
+//!
+//! Cost: one refresh reads the cluster with a fixed set of lists (the tenant namespaces by
+//! label, pods and PersistentVolumeClaims in full, the other counted resources as
+//! `PartialObjectMetadataList`, the cluster-scoped ones by the tenant label): 21 lists
+//! whatever the number of tenants, in pages folded into the tally one at a time (a refresh
+//! never holds the cluster's pods at once). A replica refreshes at most once per `usage_refresh`
+//! (background loop for `/metrics`; a usage report older than that refreshes first, and
+//! concurrent reports share that one refresh).
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use paddock_core::TENANT_LABEL;
+use paddock_core::observe::usage::{COUNTED_CLUSTER, COUNTED_NAMESPACED, UsageTally};
+use paddock_store::TenantRecord;
+use serde_json::{Map, Value, json};
+
+use crate::observe::metering::{TenantLabel, UsageSnapshot};
+use crate::state::AppState;
+use paddock_upstream::error::ServerError;
+use paddock_upstream::upjson;
+
+const METADATA_LIST: &str =
+    "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json";
+
+/// Verbs the request counter can hold (proxy::verb_name and proxy::method_verb).
+const VERBS: &[&str] = &[
+    "get",
+    "list",
+    "watch",
+    "create",
+    "update",
+    "patch",
+    "delete",
+    "deletecollection",
+    "connect",
+    "other",
+];
+const CLASSES: &[&str] = &["2xx", "3xx", "4xx", "5xx"];
+
+/// Objects per page of the refresh's lists: a page of 5 KB pods parsed is a few MiB, the most
+/// a refresh holds at once.
+const REFRESH_PAGE: usize = 100;
+
+/// Hands every object of `path` to `visit`, a page at a time. A kind the upstream does not
+/// serve (404) has nothing to count; a list paddock's credential may not make (403: its least
+/// ClusterRole, rights.rs, holds no `list` on most workload kinds) is noted in `uncounted`
+/// rather than failing the whole refresh.
+async fn visit_or_none(
+    state: &AppState,
+    path: &str,
+    accept: &str,
+    uncounted: &mut Vec<String>,
+    mut visit: impl FnMut(Value),
+) -> Result<(), ServerError> {
+    let pages = upjson::visit_pages(&state.upstream, path, accept, REFRESH_PAGE, |page| {
+        page.into_iter().for_each(&mut visit);
+    });
+    match pages.await {
+        Ok(()) => Ok(()),
+        Err(ServerError::Upstream(m)) if m.contains("(404") => Ok(()),
+        Err(ServerError::Upstream(m)) if m.contains("(403") => {
+            uncounted.push(path.split('?').next().unwrap_or(path).to_string());
+            Ok(())
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// Reads the cluster once and replaces the snapshot.
+pub async fn refresh(state: &AppState) -> Result<Arc<UsageSnapshot>, ServerError> {
+    let mut tally = UsageTally::default();
+    let mut uncounted = Vec::new();
+    let namespaces = upjson::list(
+        &state.upstream,
+        &format!("/api/v1/namespaces?labelSelector={TENANT_LABEL}"),
+    )
+    .await?;
+    namespaces.iter().for_each(|n| tally.add_namespace(n));
+    // Pods and PVCs in full, folded into the tally a page at a time (never the whole list).
+    let pods = "/api/v1/pods";
+    visit_or_none(state, pods, "application/json", &mut uncounted, |p| {
+        tally.add_pod(&p);
+    })
+    .await?;
+    let pvcs = "/api/v1/persistentvolumeclaims";
+    visit_or_none(state, pvcs, "application/json", &mut uncounted, |p| {
+        tally.add_pvc(&p);
+    })
+    .await?;
+    for (resource, path) in COUNTED_NAMESPACED {
+        visit_or_none(state, path, METADATA_LIST, &mut uncounted, |o| {
+            tally.add_namespaced(resource, &o);
+        })
+        .await?;
+    }
+    for (resource, path) in COUNTED_CLUSTER {
+        let labelled = format!("{path}?labelSelector={TENANT_LABEL}");
+        // CRDs in full: their owner is decided by spec.group.
+        let accept = if resource.starts_with("customresourcedefinitions.") {
+            "application/json"
+        } else {
+            METADATA_LIST
+        };
+        visit_or_none(state, &labelled, accept, &mut uncounted, |o| {
+            tally.add_cluster(resource, &o);
+        })
+        .await?;
+    }
+    if !uncounted.is_empty() {
+        tracing::warn!(
+            ?uncounted,
+            "usage refresh: paddock's credential may not list these; their figures are missing"
+        );
+    }
+    let snap = Arc::new(UsageSnapshot {
+        tally,
+        uncounted,
+        observed_at: paddock_store::now_rfc3339(),
+        at: Instant::now(),
+    });
+    state.metrics.tenant.figures.store(Some(snap.clone()));
+    Ok(snap)
+}
+
+/// The snapshot, refreshed first when it is older than `usage_refresh`.
+pub async fn current(state: &AppState) -> Result<Arc<UsageSnapshot>, ServerError> {
+    let fresh = |s: &Option<Arc<UsageSnapshot>>| {
+        s.as_ref()
+            .filter(|s| s.at.elapsed() < state.config.usage_refresh)
+            .cloned()
+    };
+    if let Some(s) = fresh(&state.metrics.tenant.figures.load_full()) {
+        return Ok(s);
+    }
+    let _one = state.metrics.tenant.refresh_lock.lock().await;
+    // Another report may have refreshed while this one waited.
+    if let Some(s) = fresh(&state.metrics.tenant.figures.load_full()) {
+        return Ok(s);
+    }
+    refresh(state).await
+}
+
+/// Refreshes every `usage_refresh` so that `/metrics` has current figures.
+pub async fn refresh_loop(state: Arc<AppState>) {
+    loop {
+        if let Err(e) = current(&state).await {
+            tracing::warn!(error = %e, "usage refresh failed; /metrics keeps the last figures");
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(state.config.usage_refresh) => {}
+            _ = state.shutdown.cancelled() => return,
+        }
+    }
+}
+
+/// The usage report of one tenant.
+pub async fn report(state: &Arc<AppState>, rec: &TenantRecord) -> Result<Value, ServerError> {
+    let snap = current(state).await?;
+    let figures = snap.tally.figures(rec.id.as_str());
+    let mut current =
+        serde_json::to_value(&figures).map_err(|e| ServerError::Internal(e.to_string()))?;
+    current["observedAt"] = json!(snap.observed_at);
+    if !snap.uncounted.is_empty() {
+        current["uncounted"] = json!(snap.uncounted);
+    }
+    // The tenant quota's hard limits and the ledger's used figures (docs/quota.md); null when
+    // the tenant has no quota.
+    let quota = match crate::webhook::quota::status(state, &rec.id).await? {
+        Some((hard, used)) => json!({
+            "hard": paddock_core::quota::display_map(&hard),
+            "used": paddock_core::quota::display_map(&used),
+        }),
+        None => Value::Null,
+    };
+    json_report(state, rec, current, quota)
+}
+
+fn json_report(
+    state: &AppState,
+    rec: &TenantRecord,
+    current: Value,
+    quota: Value,
+) -> Result<Value, ServerError> {
+    let t = rec.id.as_str();
+    let m = &state.metrics;
+    let mut requests = Map::new();
+    for verb in VERBS {
+        let mut classes = Map::new();
+        for class in CLASSES {
+            let labels = crate::observe::metrics::RequestLabels {
+                tenant: t.into(),
+                verb,
+                code: class,
+            };
+            if let Some(c) = m.requests.get(&labels) {
+                classes.insert(class.to_string(), json!(c.get()));
+            }
+        }
+        if !classes.is_empty() {
+            requests.insert(verb.to_string(), Value::Object(classes));
+        }
+    }
+    let label = TenantLabel { tenant: t.into() };
+    let counter = |f: &prometheus_client::metrics::family::Family<
+        TenantLabel,
+        prometheus_client::metrics::counter::Counter,
+    >| f.get(&label).map_or(0, |c| c.get());
+    let (connections, inflight, watches) = state.limiter.usage(&rec.id);
+    Ok(json!({
+        "apiVersion": paddock_api::GROUP_VERSION,
+        "kind": "TenantUsage",
+        "metadata": {"name": t},
+        "current": current,
+        "replica": {
+            "openConnections": connections,
+            "inflightRequests": inflight,
+            "openWatches": watches,
+            "requests": requests,
+            "requestBytes": counter(&m.tenant.request_bytes),
+            "responseBytes": counter(&m.tenant.response_bytes),
+            "watchSeconds": m.tenant.watch_seconds.get(&label).map_or(0.0, |c| c.get()),
+        },
+        "quota": quota,
+    }))
+}

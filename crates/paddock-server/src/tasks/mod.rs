@@ -1,0 +1,36 @@
+//! Background tasks of one replica that read and write its shared state.
+
+pub mod claims_gc;
+pub mod platform_grant;
+pub mod templates;
+
+use std::sync::Arc;
+
+use crate::observe::health::{PROBE_INTERVAL, PROBE_TIMEOUT};
+use crate::state::AppState;
+
+/// Probes one cluster's apiserver every [`PROBE_INTERVAL`] until its shutdown, judged with
+/// hysteresis (`observe::health`); a change of reachability is logged, and the default
+/// cluster's also sets `paddock_upstream_up` (a member cluster shares the replica's metrics,
+/// so it must not).
+pub async fn probe_loop(state: Arc<AppState>, cluster: String, sets_up_metric: bool) {
+    let mut tick = tokio::time::interval(PROBE_INTERVAL);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut was = false;
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {}
+            _ = state.shutdown.cancelled() => return,
+        }
+        let ok = state.upstream.probe(PROBE_TIMEOUT).await;
+        state.health.record(ok);
+        let now = state.health.is_healthy();
+        if now != was {
+            tracing::info!(cluster = %cluster, reachable = now, "cluster reachability changed");
+            was = now;
+        }
+        if sets_up_metric {
+            state.metrics.upstream_up.set(i64::from(now));
+        }
+    }
+}

@@ -1,0 +1,350 @@
+//! Tenant-wide quota (docs/quota.md): the ledger in the store, changed only by
+//! compare-and-swap (exact across replicas); admission of creates against it (the webhook,
+//! and paddock's own path for namespaces); the recount that replaces the ledger's count with
+//! what exists upstream and returns reservations whose object never appeared; the tenant's
+//! read-only `TenantQuota` view. The decisions are `paddock_core::quota`'s.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use paddock_core::quota::{
+    self, Admission, ChargedKind, Hard, Ledger, QUOTA_NAME, Usage, display_map,
+};
+use paddock_core::{TENANT_LABEL, TenantId};
+use serde_json::{Value, json};
+
+use crate::state::AppState;
+use paddock_upstream::error::ServerError;
+use paddock_upstream::upjson;
+
+/// Swap attempts of one admission before it gives up (503): every lost swap means another
+/// writer changed the ledger, so this only runs out under a pathological write storm.
+const SWAP_ATTEMPTS: usize = 200;
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+/// The tenant's hard limits (none: no tenant quota).
+pub fn hard_of(state: &AppState, tid: &TenantId) -> Result<Option<Hard>, ServerError> {
+    let Some(rec) = state.cache.tenant(tid.as_str()) else {
+        return Ok(None);
+    };
+    match &rec.quota {
+        Some(h) if !h.is_empty() => quota::parse_hard(h)
+            .map(Some)
+            .map_err(|e| ServerError::Internal(format!("tenant {tid}: stored quota: {e}"))),
+        _ => Ok(None),
+    }
+}
+
+/// Checks an admin's quota before it is stored.
+pub fn validate_hard(hard: &BTreeMap<String, String>) -> Result<(), ServerError> {
+    quota::parse_hard(hard)
+        .map(|_| ())
+        .map_err(|e| ServerError::BadRequest(e.to_string()))
+}
+
+/// One create to charge: the upstream group and resource, the upstream namespace (`""` for
+/// cluster-scoped objects) and name, and the object as admission sees it.
+pub struct Create<'a> {
+    pub upstream_group: &'a str,
+    pub resource: &'a str,
+    pub namespace: &'a str,
+    pub name: &'a str,
+    pub object: &'a Value,
+    /// A dry run is decided but never reserved.
+    pub dry_run: bool,
+}
+
+/// The ledger key of an object: reservations and recounted objects meet on it. A name, not a
+/// uid: a create refused later with AlreadyExists, or re-created under the same name, is
+/// still one object.
+pub fn object_key(upstream_group: &str, resource: &str, namespace: &str, name: &str) -> String {
+    format!("{resource}.{upstream_group}/{namespace}/{name}")
+}
+
+/// The four namespaces every tenant has from the start are the platform's, not the
+/// tenant's: they do not count against `namespaces` (docs/quota.md).
+fn is_default_namespace(tid: &TenantId, upstream_name: &str) -> bool {
+    tid.strip(upstream_name)
+        .is_some_and(|n| paddock_core::provision::DEFAULT_NAMESPACES.contains(&n))
+}
+
+/// Admits (reserving its charge in the ledger) or refuses one create of the tenant's.
+pub async fn admit_create(
+    state: &AppState,
+    tid: &TenantId,
+    c: &Create<'_>,
+) -> Result<(), ServerError> {
+    let Some(hard) = hard_of(state, tid)? else {
+        return Ok(());
+    };
+    if c.upstream_group.is_empty()
+        && c.resource == "namespaces"
+        && is_default_namespace(tid, c.name)
+    {
+        return Ok(());
+    }
+    let group = tid.strip(c.upstream_group).unwrap_or(c.upstream_group);
+    let kind = ChargedKind {
+        group,
+        resource: c.resource,
+    };
+    let charge = quota::usage_of(&kind, c.object)
+        .map_err(|e| ServerError::BadRequest(format!("{}: {e}", quota::count_resource(&kind))))?;
+    if group.is_empty() && c.resource == "pods" && !charge.is_empty() {
+        let tracked: Vec<&str> = hard.keys().map(String::as_str).collect();
+        let missing = quota::missing_pod_resources(c.object, &tracked);
+        if !missing.is_empty() {
+            return Err(ServerError::Forbidden(quota::must_specify_message(
+                &missing,
+            )));
+        }
+    }
+    // A Namespace's review carries its own name as its namespace; its key has none, as in
+    // paddock's own path and the recount.
+    let namespace = if group.is_empty() && c.resource == "namespaces" {
+        ""
+    } else {
+        c.namespace
+    };
+    let key = object_key(c.upstream_group, c.resource, namespace, c.name);
+    let what = format!("{} {namespace}/{}", c.resource, c.name);
+    let lock = state.quota_locks.of(tid);
+    let _serial = lock.lock().await;
+    for _ in 0..SWAP_ATTEMPTS {
+        let cur = state.store.get_quota_ledger(tid).await?;
+        match quota::admit(&hard, &cur.ledger, &key, &what, &charge, now_ms()) {
+            Admission::Untouched => return Ok(()),
+            Admission::Exceeded(msg) => {
+                state.metrics.quota_refused.inc();
+                return Err(ServerError::Forbidden(msg));
+            }
+            Admission::Reserve(_) if c.dry_run => return Ok(()),
+            Admission::Reserve(next) => {
+                if state
+                    .store
+                    .swap_quota_ledger(tid, &next, cur.version)
+                    .await?
+                {
+                    return Ok(());
+                }
+                state.metrics.quota_swap_conflicts.inc();
+            }
+        }
+    }
+    Err(ServerError::Unavailable(format!(
+        "tenant {tid}: the quota ledger kept changing; retry"
+    )))
+}
+
+/// Lists what exists upstream of every kind the quota limits: (usage, object keys).
+async fn count_upstream(
+    state: &AppState,
+    tid: &TenantId,
+    hard: &Hard,
+) -> Result<(Usage, BTreeSet<String>), ServerError> {
+    let up = &state.upstream;
+    let selector = format!("labelSelector={TENANT_LABEL}%3D{}", tid.as_str());
+    let namespaces: Vec<String> = upjson::list(up, &format!("/api/v1/namespaces?{selector}"))
+        .await?
+        .iter()
+        .filter_map(|ns| ns["metadata"]["name"].as_str())
+        .filter(|n| n.starts_with(&tid.prefix()))
+        .map(str::to_string)
+        .collect();
+    let catalog = state.catalog().await?;
+    let (mut usage, mut seen) = (Usage::new(), BTreeSet::new());
+    let mut charge = |group: &str, ug: &str, resource: &str, ns: &str, obj: &Value| {
+        let name = obj["metadata"]["name"].as_str().unwrap_or_default();
+        seen.insert(object_key(ug, resource, ns, name));
+        let kind = ChargedKind { group, resource };
+        // An object upstream accepted but whose quantities paddock cannot read charges
+        // its count only.
+        let u = quota::usage_of(&kind, obj)
+            .unwrap_or_else(|_| [(quota::count_resource(&kind), quota::Milli::units(1))].into());
+        for (k, v) in u {
+            let slot = usage.entry(k).or_default();
+            *slot = slot.plus(v);
+        }
+    };
+    for (group, resource) in quota::tracked_kinds(hard) {
+        if group.is_empty() && resource == "namespaces" {
+            for ns in namespaces
+                .iter()
+                .filter(|ns| !is_default_namespace(tid, ns))
+            {
+                charge("", "", "namespaces", "", &json!({"metadata": {"name": ns}}));
+            }
+            continue;
+        }
+        // A kind the upstream does not serve (a CRD not yet created) has no objects.
+        let Some(info) = catalog.resolve_any_version(tid, &group, &resource) else {
+            continue;
+        };
+        let base = if info.upstream_group.is_empty() {
+            format!("/api/{}", info.version)
+        } else {
+            format!("/apis/{}/{}", info.upstream_group, info.version)
+        };
+        if info.scope == paddock_core::Scope::Cluster {
+            for obj in upjson::list(up, &format!("{base}/{resource}?{selector}")).await? {
+                charge(&group, &info.upstream_group, &resource, "", &obj);
+            }
+            continue;
+        }
+        for ns in &namespaces {
+            for obj in upjson::list(up, &format!("{base}/namespaces/{ns}/{resource}")).await? {
+                charge(&group, &info.upstream_group, &resource, ns, &obj);
+            }
+        }
+    }
+    Ok((usage, seen))
+}
+
+/// Recounts one tenant: what exists upstream replaces the ledger's count; reservations of
+/// objects now counted, or too old to still be coming, are dropped.
+pub async fn recount_tenant(state: &AppState, tid: &TenantId) -> Result<(), ServerError> {
+    let Some(hard) = hard_of(state, tid)? else {
+        return Ok(());
+    };
+    let listed_at = now_ms();
+    let (usage, seen) = count_upstream(state, tid, &hard).await?;
+    let lock = state.quota_locks.of(tid);
+    let _serial = lock.lock().await;
+    for _ in 0..SWAP_ATTEMPTS {
+        let cur = state.store.get_quota_ledger(tid).await?;
+        let next = quota::recount(&cur.ledger, usage.clone(), &seen, listed_at, now_ms());
+        if next == cur.ledger {
+            return Ok(());
+        }
+        // A recount older than the one stored (another replica's, listed later) loses.
+        if cur.ledger.counted_at_ms > listed_at {
+            return Ok(());
+        }
+        if state
+            .store
+            .swap_quota_ledger(tid, &next, cur.version)
+            .await?
+        {
+            return Ok(());
+        }
+    }
+    Ok(())
+}
+
+/// Every replica recounts every active tenant with a quota, each `recount_interval`.
+pub async fn recount_loop(state: Arc<AppState>) {
+    let mut tick = tokio::time::interval(state.config.quota.recount_interval);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {}
+            _ = state.shutdown.cancelled() => return,
+        }
+        if !state.health.is_healthy() {
+            continue;
+        }
+        for rec in state.cache.tenants() {
+            if rec.phase != paddock_store::TenantPhase::Active || rec.quota.is_none() {
+                continue;
+            }
+            if let Err(e) = recount_tenant(&state, &rec.id).await {
+                tracing::warn!(tenant = %rec.id, error = %e, "quota recount failed");
+            }
+        }
+    }
+}
+
+/// The tenant's quota as hard and used, or `None` without a quota. For the tenant's view and
+/// the usage report.
+pub async fn status(
+    state: &AppState,
+    tid: &TenantId,
+) -> Result<Option<(Hard, Usage)>, ServerError> {
+    let Some(hard) = hard_of(state, tid)? else {
+        return Ok(None);
+    };
+    let ledger: Ledger = state.store.get_quota_ledger(tid).await?.ledger;
+    let used = quota::used_of_hard(&hard, &ledger);
+    Ok(Some((hard, used)))
+}
+
+/// The tenant's `TenantQuota` object (cluster-scoped, read-only, `paddock.io/v1alpha1`).
+pub fn tenant_quota_object(created: &str, hard: &Hard, used: &Usage) -> Value {
+    json!({
+        "apiVersion": paddock_api::GROUP_VERSION,
+        "kind": "TenantQuota",
+        "metadata": {"name": QUOTA_NAME, "creationTimestamp": created},
+        "spec": {"hard": display_map(hard)},
+        "status": {"hard": display_map(hard), "used": display_map(used)}
+    })
+}
+
+/// `kubectl get tenantquotas` columns, as for ResourceQuotas (`REQUEST: pods: 3/10, ...`).
+pub fn tenant_quota_table(objects: &[Value]) -> Value {
+    let rows: Vec<Value> = objects
+        .iter()
+        .map(|o| {
+            let hard = o["status"]["hard"].as_object().cloned().unwrap_or_default();
+            let pairs: Vec<String> = hard
+                .iter()
+                .map(|(k, h)| {
+                    let u = o["status"]["used"][k].as_str().unwrap_or("0");
+                    format!("{k}: {u}/{}", h.as_str().unwrap_or_default())
+                })
+                .collect();
+            json!({
+                "cells": [o["metadata"]["name"], o["metadata"]["creationTimestamp"], pairs.join(", ")],
+                "object": {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": o["metadata"]}
+            })
+        })
+        .collect();
+    json!({
+        "kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": {},
+        "columnDefinitions": [
+            {"name": "Name", "type": "string", "format": "name", "description": "Name", "priority": 0},
+            {"name": "Created", "type": "string", "format": "", "description": "Since", "priority": 0},
+            {"name": "Used/Hard", "type": "string", "format": "", "description": "Usage of each limited resource over all the tenant's namespaces", "priority": 0}
+        ],
+        "rows": rows
+    })
+}
+
+/// paddock's own path: a tenant's namespace create is charged before it goes upstream (the
+/// webhook then finds it reserved). A body whose name paddock cannot read (protobuf) is only
+/// checked here; the webhook reserves it.
+pub async fn admit_namespace_create(
+    state: &AppState,
+    tid: &TenantId,
+    body: &[u8],
+    content_type: &str,
+    dry_run: bool,
+) -> Result<(), ServerError> {
+    let obj: Value = if content_type.starts_with("application/json") {
+        serde_json::from_slice(body).unwrap_or(Value::Null)
+    } else if content_type.starts_with("application/vnd.kubernetes.protobuf") {
+        let name = paddock_core::wire::pb_label::protobuf_name(body)?;
+        json!({"metadata": {"name": name}})
+    } else {
+        Value::Null
+    };
+    let name = obj["metadata"]["name"].as_str().unwrap_or_default();
+    admit_create(
+        state,
+        tid,
+        &Create {
+            upstream_group: "",
+            resource: "namespaces",
+            namespace: "",
+            name,
+            object: &obj,
+            dry_run: dry_run || name.is_empty(),
+        },
+    )
+    .await
+}
