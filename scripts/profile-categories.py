@@ -22,7 +22,7 @@ INCLUSIVE = [
     ("h2 crate", r"\bh2::"),
     ("paddock_h2 server (front)", r"paddock_h2::server|lean_front"),
     ("paddock_h2 client (upstream)", r"paddock_h2::client|lean_h2"),
-    ("conn.rs Front (the front's service)", r"paddock_server::conn::"),
+    ("front/conn.rs Front (the front's service)", r"paddock_server::front::conn::"),
     ("tokio park/unpark", r"tokio::runtime::.*(park|unpark|Parker|Unparker|notify_parked|wake_by_ref|Idle)"),
     ("epoll_wait", r"epoll_wait"),
     ("malloc/free", r"\bmalloc\b|\bfree\b|_int_malloc|_int_free|cfree|realloc"),
