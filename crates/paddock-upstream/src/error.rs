@@ -50,16 +50,9 @@ pub enum ServerError {
     /// Not ready yet (discovery or store not synced).
     #[error("{0}")]
     Unavailable(String),
-    /// Over a fair-share limit (429 with `Retry-After`).
-    #[error("{message}")]
-    TooManyRequests {
-        /// Names the tenant, the limit and its value.
-        message: String,
-        /// Seconds, for `Retry-After` and the Status' `details.retryAfterSeconds`.
-        retry_after: u64,
-        /// The limit's field name (metrics).
-        limit: &'static str,
-    },
+    /// Over a limit (429 with `Retry-After`; paddock_core::fair::refusal decides).
+    #[error("{}", .0.message)]
+    TooManyRequests(paddock_core::fair::refusal::Refusal),
     /// The request's header block is larger than the configured bound.
     #[error("{0}")]
     HeadersTooLarge(String),
@@ -85,7 +78,7 @@ impl ServerError {
             ServerError::UpstreamUnreachable(_) => (503, "ServiceUnavailable"),
             ServerError::UpstreamTimeout(..) => (504, "Timeout"),
             ServerError::Unavailable(_) => (503, "ServiceUnavailable"),
-            ServerError::TooManyRequests { .. } => (429, "TooManyRequests"),
+            ServerError::TooManyRequests(_) => (429, "TooManyRequests"),
             ServerError::HeadersTooLarge(_) => (431, "RequestHeaderFieldsTooLarge"),
         }
     }
@@ -114,17 +107,16 @@ impl ServerError {
     /// The error as a `Status` response.
     pub fn into_response(self) -> Response<ResBody> {
         let (code, reason) = self.code_and_reason();
-        if let ServerError::TooManyRequests {
-            message,
-            retry_after,
-            ..
-        } = &self
-        {
-            let body =
-                paddock_core::error::status::status_body_retry(code, reason, message, *retry_after);
+        if let ServerError::TooManyRequests(r) = &self {
+            let body = paddock_core::error::status::status_body_retry(
+                code,
+                reason,
+                &r.message,
+                r.retry_after,
+            );
             let mut resp = json_response(code, body);
             resp.headers_mut()
-                .insert(http::header::RETRY_AFTER, HeaderValue::from(*retry_after));
+                .insert(http::header::RETRY_AFTER, HeaderValue::from(r.retry_after));
             return resp;
         }
         status_response(code, reason, &self.public_message())

@@ -132,48 +132,6 @@ impl Limits {
     }
 }
 
-/// One of the limits, as named in a refusal and in metrics.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Limit {
-    ReadRate,
-    WriteRate,
-    InFlight,
-    Watches,
-    Connections,
-}
-
-impl Limit {
-    /// The field name of the limit (tenant record, config).
-    pub fn name(self) -> &'static str {
-        match self {
-            Limit::ReadRate => "readQPS",
-            Limit::WriteRate => "writeQPS",
-            Limit::InFlight => "maxInflight",
-            Limit::Watches => "maxWatches",
-            Limit::Connections => "maxConnections",
-        }
-    }
-
-    fn what(self) -> &'static str {
-        match self {
-            Limit::ReadRate => "read requests per second",
-            Limit::WriteRate => "write requests per second",
-            Limit::InFlight => "requests in flight",
-            Limit::Watches => "open watches",
-            Limit::Connections => "open connections",
-        }
-    }
-
-    /// The message of the 429 `Status`: names the tenant, the limit and its value.
-    pub fn refusal(self, tenant: &str, value: u32, retry_after: u64) -> String {
-        format!(
-            "tenant {tenant} is over its limit of {value} {} in this paddock replica (fair-share limit {}); retry after {retry_after}s",
-            self.what(),
-            self.name()
-        )
-    }
-}
-
 /// A token bucket: `rate` tokens per second, at most `burst` banked. Time is passed in as
 /// the duration since any fixed origin (the server's start), so the arithmetic is testable.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -211,12 +169,6 @@ impl TokenBucket {
             ))
         }
     }
-}
-
-/// `Retry-After` seconds for a wait: whole seconds, at least 1 (the header has no fractions,
-/// and 0 would invite an immediate retry).
-pub fn retry_after_secs(wait: Duration) -> u64 {
-    wait.as_secs_f64().ceil().max(1.0) as u64
 }
 
 /// The query of a LIST with its `limit` lowered to `max`, when it asked for more; None when
@@ -313,13 +265,6 @@ mod tests {
     }
 
     #[test]
-    fn retry_after_rounds_up_to_a_second() {
-        assert_eq!(retry_after_secs(ms(0)), 1);
-        assert_eq!(retry_after_secs(ms(10)), 1);
-        assert_eq!(retry_after_secs(ms(1001)), 2);
-    }
-
-    #[test]
     fn overrides_merge_and_serialize() {
         let d = Limits::default();
         assert_eq!(d.with(None), d);
@@ -348,14 +293,5 @@ mod tests {
         assert_eq!(clamp_list_limit("limit=5000", 0), None);
         assert_eq!(clamp_list_limit("limit=5000&watch=true", 500), None);
         assert_eq!(clamp_list_limit("limit=junk", 500), None);
-    }
-
-    #[test]
-    fn refusal_names_the_limit() {
-        let m = Limit::WriteRate.refusal("acme01", 20, 1);
-        assert!(
-            m.contains("acme01") && m.contains("writeQPS") && m.contains("20"),
-            "{m}"
-        );
     }
 }

@@ -9,9 +9,7 @@
 //!   that ignores `Retry-After` cannot turn refusals (each of which costs paddock TLS framing
 //!   and a `Status`) into load faster than its own concurrency allows.
 
-use std::time::Duration;
-
-use crate::fair::share::{Limit, RequestClass};
+use crate::fair::share::RequestClass;
 
 /// Objects per seat (APF's work estimator: `objectsPerSeat` = 100).
 pub const OBJECTS_PER_SEAT: u32 = 100;
@@ -20,8 +18,6 @@ pub const MAX_LIST_SEATS: u32 = 10;
 /// The objects assumed for a LIST without a `limit` when `maxList` is lifted (0): APF's
 /// estimate for a LIST it cannot count is its maximum too.
 const UNBOUNDED_LIST_OBJECTS: u32 = OBJECTS_PER_SEAT * MAX_LIST_SEATS;
-/// Longest wait before a rate-limit refusal is answered.
-pub const TARPIT_MAX: Duration = Duration::from_secs(1);
 
 /// Whether a request path names a collection (a LIST), not one object: after `/api/v1` or
 /// `/apis/<group>/<version>`, one segment (`pods`, `namespaces`) or `namespaces/<ns>/<res>`.
@@ -96,14 +92,6 @@ pub fn watch_seats(path: &str, query: Option<&str>, max_list: u32, max_inflight:
         return 1;
     }
     seats(RequestClass::Read, path, query, max_list, max_inflight)
-}
-
-/// How long a refusal for `limit` waits before it is answered: rate limits wait
-/// `min(Retry-After, 1 s)` (holding no seat, only a timer); other refusals are answered at
-/// once (a seat or a watch frees when another request ends, not with time).
-pub fn tarpit(limit: &str, retry_after_secs: u64) -> Option<Duration> {
-    let rate = limit == Limit::ReadRate.name() || limit == Limit::WriteRate.name();
-    rate.then(|| Duration::from_secs(retry_after_secs).min(TARPIT_MAX))
 }
 
 #[cfg(test)]
@@ -195,14 +183,5 @@ mod tests {
             ),
             1
         );
-    }
-
-    #[test]
-    fn only_rate_refusals_wait() {
-        assert_eq!(tarpit("readQPS", 1), Some(Duration::from_secs(1)));
-        assert_eq!(tarpit("writeQPS", 7), Some(TARPIT_MAX));
-        assert_eq!(tarpit("maxInflight", 1), None);
-        assert_eq!(tarpit("maxWatches", 10), None);
-        assert_eq!(tarpit("maxConnections", 1), None);
     }
 }

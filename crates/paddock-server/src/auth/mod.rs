@@ -12,6 +12,7 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 use paddock_core::TenantId;
+use paddock_core::fair::refusal::Refusal;
 use paddock_pki::PeerCert;
 use paddock_store::{StoreCache, TenantPhase};
 
@@ -160,15 +161,9 @@ pub async fn authenticate_token(state: &AppState, token: &str) -> Result<Caller,
             r
         }
         Gate::Busy(retry_after) => {
-            state.metrics.limit_refused("tokenReviewQPS");
-            return Err(ServerError::TooManyRequests {
-                message: format!(
-                    "too many new bearer tokens to verify on this paddock replica (token_review_qps {}); retry after {retry_after}s",
-                    cfg.token_review_qps
-                ),
-                retry_after,
-                limit: "tokenReviewQPS",
-            });
+            let refusal = Refusal::token_reviews(cfg.token_review_qps, retry_after);
+            state.metrics.limit_refused(refusal.limit);
+            return Err(ServerError::TooManyRequests(refusal));
         }
     };
     let (tenant, user) = result.map_err(ServerError::Unauthorized)?;

@@ -9,7 +9,8 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use paddock_core::TenantId;
-use paddock_core::fair::share::{TokenBucket, retry_after_secs};
+use paddock_core::fair::refusal::retry_after_secs;
+use paddock_core::fair::share::TokenBucket;
 use parking_lot::Mutex;
 
 /// How long an accepted token is taken on trust (a deleted pod's token stops working within

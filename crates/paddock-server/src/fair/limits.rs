@@ -14,7 +14,8 @@ use std::time::Instant;
 use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
 use paddock_core::TenantId;
-use paddock_core::fair::share::{Limit, Limits, RequestClass, TokenBucket, retry_after_secs};
+use paddock_core::fair::refusal::{Limit, retry_after_secs};
+use paddock_core::fair::share::{Limits, RequestClass, TokenBucket};
 use parking_lot::Mutex;
 
 use paddock_upstream::body::BoxError;
@@ -100,11 +101,7 @@ fn acquire(counter: &AtomicU32, max: u32, units: u32) -> bool {
 }
 
 fn refuse(limit: Limit, tenant: &TenantId, value: u32, retry_after: u64) -> ServerError {
-    ServerError::TooManyRequests {
-        message: limit.refusal(tenant.as_str(), value, retry_after),
-        retry_after,
-        limit: limit.name(),
-    }
+    ServerError::TooManyRequests(limit.refusal(tenant.as_str(), value, retry_after))
 }
 
 impl Limiter {
@@ -301,7 +298,7 @@ mod tests {
         let b = l.admit(&t(), &limits, RequestClass::Write);
         assert!(a.is_ok() && b.is_ok());
         match l.admit(&t(), &limits, RequestClass::Read) {
-            Err(ServerError::TooManyRequests { limit, .. }) => assert_eq!(limit, "maxInflight"),
+            Err(ServerError::TooManyRequests(r)) => assert_eq!(r.limit, Limit::InFlight),
             _ => panic!("third request admitted"),
         }
         // Watches and long-running requests take no in-flight slot.
@@ -350,11 +347,9 @@ mod tests {
         assert!(l.admit(&t(), &limits, RequestClass::Read).is_ok());
         assert!(l.admit(&t(), &limits, RequestClass::Watch).is_ok());
         match l.admit(&t(), &limits, RequestClass::Read) {
-            Err(ServerError::TooManyRequests {
-                limit, retry_after, ..
-            }) => {
-                assert_eq!(limit, "readQPS");
-                assert_eq!(retry_after, 1);
+            Err(ServerError::TooManyRequests(r)) => {
+                assert_eq!(r.limit, Limit::ReadRate);
+                assert_eq!(r.retry_after, 1);
             }
             _ => panic!("read over budget admitted"),
         }

@@ -15,6 +15,7 @@ use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
 use paddock_core::TenantId;
 use paddock_core::fair::queue::{Arrival, Cancelled, FairQueue, Ticket};
+use paddock_core::fair::refusal::Refusal;
 use parking_lot::Mutex;
 use tokio::sync::{Notify, oneshot};
 
@@ -23,9 +24,6 @@ use crate::observe::metrics::QueueMetrics;
 use paddock_upstream::body::BoxError;
 use paddock_upstream::error::ServerError;
 use paddock_upstream::res_body::ResBody;
-
-/// The limit's name in refusals and `paddock_fairshare_refusals_total{limit}`.
-pub const LIMIT_NAME: &str = "fairQueueWait";
 
 struct Shared {
     queue: FairQueue<TenantId>,
@@ -380,14 +378,10 @@ impl Future for SeatWait {
         }
         asked.queue.shared.lock().metrics.timed_out.inc();
         let (tenant, waited) = (asked.tenant, asked.queue.timeout.as_secs());
-        Poll::Ready(Err(ServerError::TooManyRequests {
-            message: format!(
-                "tenant {tenant} waited {waited}s for a share of this paddock replica's work \
-                 seats, busy with other requests (fair-share limit {LIMIT_NAME}); retry after 1s"
-            ),
-            retry_after: 1,
-            limit: LIMIT_NAME,
-        }))
+        Poll::Ready(Err(ServerError::TooManyRequests(Refusal::fair_queue_wait(
+            tenant.as_str(),
+            waited,
+        ))))
     }
 }
 
@@ -411,6 +405,7 @@ fn polled_twice() -> ServerError {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+    use paddock_core::fair::refusal::Limit;
 
     fn tid(s: &str) -> TenantId {
         TenantId::parse(s).unwrap()
@@ -539,8 +534,8 @@ mod tests {
             Ok(_) => panic!("admitted while the only seat was held"),
         };
         assert!(
-            matches!(&err, ServerError::TooManyRequests { limit, message, .. }
-                if *limit == LIMIT_NAME && message.contains("quietb")),
+            matches!(&err, ServerError::TooManyRequests(r)
+                if r.limit == Limit::FairQueueWait && r.message.contains("quietb")),
             "{err:?}"
         );
         assert_eq!(q.load(), (1, 0));

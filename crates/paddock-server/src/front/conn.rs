@@ -5,6 +5,7 @@
 //! oversized header block. docs/fairshare.md and docs/security.md "Front door" have the
 //! numbers and why.
 
+use paddock_core::fair::refusal::Refusal;
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -107,7 +108,7 @@ const MAX_HEADER_FIELDS: usize = 1024;
 fn tenant_permit(
     state: &AppState,
     peer: Option<&Peer>,
-) -> (Option<crate::fair::limits::Permit>, Option<(String, u64)>) {
+) -> (Option<crate::fair::limits::Permit>, Option<Refusal>) {
     let Some(tid) = peer
         .and_then(|p| p.cert().tenant.as_deref())
         .and_then(|t| TenantId::parse(t).ok())
@@ -121,13 +122,9 @@ fn tenant_permit(
         .with(record.as_ref().and_then(|r| r.limits.as_ref()));
     match state.limiter.connect(&tid, &limits) {
         Ok(p) => (Some(p), None),
-        Err(ServerError::TooManyRequests {
-            message,
-            retry_after,
-            limit,
-        }) => {
-            state.metrics.limit_refused(limit);
-            (None, Some((message, retry_after)))
+        Err(ServerError::TooManyRequests(refusal)) => {
+            state.metrics.limit_refused(refusal.limit);
+            (None, Some(refusal))
         }
         Err(_) => (None, None),
     }
@@ -175,7 +172,7 @@ struct Front {
     state: Arc<AppState>,
     peer: Option<Arc<Peer>>,
     activity: Arc<Activity>,
-    refused: Option<(String, u64)>,
+    refused: Option<Refusal>,
 }
 
 impl Front {
@@ -192,15 +189,10 @@ impl Front {
         async move {
             let busy = activity.begin();
             let max_header_bytes = state.config.connections.max_header_bytes;
-            let resp = if let Some((message, retry_after)) = refused {
+            let resp = if let Some(refusal) = refused {
                 // One answer saying why, then the connection closes.
                 activity.close.notify_one();
-                ServerError::TooManyRequests {
-                    message,
-                    retry_after,
-                    limit: "maxConnections",
-                }
-                .into_response()
+                ServerError::TooManyRequests(refusal).into_response()
             } else if header_bytes(req.headers()) > max_header_bytes {
                 ServerError::HeadersTooLarge(format!(
                     "the request's header block ({} bytes) is larger than the limit of {max_header_bytes} bytes",

@@ -7,6 +7,7 @@ pub mod preauth;
 pub mod serve_threads;
 pub mod streams;
 
+use paddock_core::fair::refusal::Limit;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
@@ -111,8 +112,8 @@ pub async fn serve(
             Err(refused) => {
                 // Closed before any TLS work: a flood of connections costs an accept each.
                 state.metrics.limit_refused(match refused {
-                    Refused::Total => "maxUnauthenticatedConnections",
-                    Refused::Source => "maxUnauthenticatedConnectionsPerSource",
+                    Refused::Total => Limit::UnauthenticatedConnections,
+                    Refused::Source => Limit::UnauthenticatedConnectionsPerSource,
                 });
                 tracing::debug!(%remote, ?refused, "connection refused: too many without a client certificate");
                 drop(tcp);

@@ -196,10 +196,10 @@ impl Metrics {
     }
 
     /// Counts a fair-share refusal.
-    pub fn limit_refused(&self, limit: &str) {
+    pub fn limit_refused(&self, limit: paddock_core::fair::refusal::Limit) {
         self.limit_refusals
             .get_or_create(&LimitLabels {
-                limit: limit.to_string(),
+                limit: limit.name().to_string(),
             })
             .inc();
     }

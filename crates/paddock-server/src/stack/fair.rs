@@ -117,15 +117,10 @@ where
     }
 }
 
-/// A refusal; one by a rate limit is answered only after `min(Retry-After, 1 s)` (the
-/// tarpit, `paddock_core::fair::weight::tarpit`): the wait holds no seat, only a timer, so a
-/// client that retries at once without honouring `Retry-After` makes at most one refused
-/// request per second per request it keeps in flight.
+/// A refusal, answered after its tarpit (`paddock_core::fair::refusal::Refusal::tarpit`).
 fn refused<F>(error: ServerError) -> FairShareFuture<F> {
     let wait = match &error {
-        ServerError::TooManyRequests {
-            limit, retry_after, ..
-        } => paddock_core::fair::weight::tarpit(limit, *retry_after),
+        ServerError::TooManyRequests(refusal) => refusal.tarpit(),
         _ => None,
     };
     match wait {
@@ -261,7 +256,7 @@ mod tests {
         let first = svc.clone().oneshot(request()).await.unwrap();
         // The first answer's body is not sent yet: its slot is still held.
         let refused = svc.clone().oneshot(request()).await.unwrap_err();
-        assert!(matches!(refused, ServerError::TooManyRequests { .. }));
+        assert!(matches!(refused, ServerError::TooManyRequests(_)));
         let admin = Caller::Admin {
             user: "root".into(),
             serial: "02".into(),

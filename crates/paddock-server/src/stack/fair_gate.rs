@@ -44,8 +44,8 @@ pub fn admit_request<B>(
         _ => seats(class, path, query, limits.max_list, limits.max_inflight),
     };
     let r = state.limiter.admit_weighted(tenant, &limits, class, seats);
-    if let Err(ServerError::TooManyRequests { limit, .. }) = &r {
-        state.metrics.limit_refused(limit);
+    if let Err(ServerError::TooManyRequests(refusal)) = &r {
+        state.metrics.limit_refused(refusal.limit);
     }
     r
 }
