@@ -10,14 +10,19 @@ use paddock_core::fair::share::Limits;
 use paddock_server::config::FairQueueConfig;
 use paddock_server::config::{AuditConfig, ConnectionConfig, Secret};
 use paddock_server::{LogFormat, ServerConfig, StoreKind};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
-/// Flags of `paddock serve`; each also reads `PADDOCK_<NAME>`.
-#[derive(clap::Args, Default)]
+/// The settings of `paddock serve`, each declared once: its flag (`--<name>`), its variable
+/// (`PADDOCK_<NAME>`), its key in the TOML file (`<name>`), its help (the doc comment). Its
+/// default is where [`resolve`] turns it into the server's configuration. Flags beat
+/// variables (clap), which beat the file ([`merged`]), which beats the default.
+#[derive(clap::Args, Clone, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct ServeArgs {
     /// TOML config file (see config/paddock.toml).
     #[arg(long, env = "PADDOCK_CONFIG")]
+    #[serde(skip)]
     pub config: Option<PathBuf>,
     /// Listen address.
     #[arg(long, env = "PADDOCK_LISTEN")]
@@ -203,12 +208,15 @@ pub struct ServeArgs {
     #[arg(long, env = "PADDOCK_ADMISSION_CLAIMS_GC_INTERVAL")]
     pub admission_claims_gc_interval: Option<String>,
     /// Policy of tenants without their own, as JSON (docs/security.md "Tenant policy").
+    /// (In the file, a table.)
     #[arg(long, env = "PADDOCK_DEFAULT_POLICY")]
+    #[serde(deserialize_with = "json_text")]
     pub default_policy: Option<String>,
     /// Threads serving requests (default: one per CPU). Read before the config file, so a
     /// flag or variable only. Where paddock shares its cores with the apiserver, 1 costs
     /// about a quarter less CPU per request (docs/performance.md).
     #[arg(long, env = "PADDOCK_WORKER_THREADS", value_parser = clap::value_parser!(u16).range(1..=1024))]
+    #[serde(skip)]
     pub worker_threads: Option<u16>,
     /// Per-core serving (default: one thread per CPU; 0 turns it off): this many threads,
     /// each with a single-threaded runtime, serve the client connections (round robin) and
@@ -232,7 +240,9 @@ pub struct ServeArgs {
     pub usage_refresh: Option<String>,
     // ---- Tenant quota (docs/quota.md) ----
     /// Quota given to tenants created without one, e.g. `namespaces=10,pods=100,requests.cpu=20`.
+    /// (In the file, a table.)
     #[arg(long, env = "PADDOCK_TENANT_DEFAULT_QUOTA")]
+    #[serde(deserialize_with = "quota_pairs_text")]
     pub tenant_default_quota: Option<String>,
     /// How often each replica recounts tenants' usage upstream, e.g. 2s.
     #[arg(long, env = "PADDOCK_QUOTA_RECOUNT_INTERVAL")]
@@ -250,80 +260,87 @@ pub struct ServeArgs {
 /// Shares of the tenants' APF priority level: as many as `workload-low` (service accounts).
 const DEFAULT_TENANT_PRIORITY_SHARES: u32 = 100;
 
-/// The TOML file. Unknown keys are an error that names the key.
-#[derive(Deserialize, Default)]
-#[serde(deny_unknown_fields)]
-struct FileConfig {
-    listen: Option<String>,
-    certs_dir: Option<PathBuf>,
-    upstream_kubeconfig: Option<PathBuf>,
-    store: Option<String>,
-    data_dir: Option<PathBuf>,
-    etcd_endpoints: Option<Vec<String>>,
-    etcd_prefix: Option<String>,
-    etcd_ca_file: Option<PathBuf>,
-    etcd_cert_file: Option<PathBuf>,
-    etcd_key_file: Option<PathBuf>,
-    etcd_username: Option<String>,
-    etcd_password_file: Option<PathBuf>,
-    prune_grace: Option<String>,
-    public_url: Option<String>,
-    cert_validity: Option<String>,
-    max_body_bytes: Option<usize>,
-    log_format: Option<String>,
-    shutdown_grace: Option<String>,
-    serve_threads: Option<u16>,
-    tenant_priority_shares: Option<u32>,
-    access_log: Option<bool>,
-
-    // ---- Upstream faults and draining ----
-    upstream_timeout: Option<String>,
-    shutdown_delay: Option<String>,
-    usage_refresh: Option<String>,
-    tls_handshake_timeout: Option<String>,
-    header_read_timeout: Option<String>,
-    body_read_timeout: Option<String>,
-    idle_timeout: Option<String>,
-    http2_keepalive: Option<String>,
-    max_header_bytes: Option<usize>,
-    max_unauthenticated_connections: Option<usize>,
-    max_unauthenticated_connections_per_source: Option<usize>,
-    token_review_qps: Option<u32>,
-    token_review_burst: Option<u32>,
-    fair_queue_seats: Option<u32>,
-    fair_queue_timeout: Option<String>,
-    fair_queue_lease: Option<String>,
-    fair_queue_reserve: Option<u32>,
-    fair_queue_pace: Option<u32>,
-    tenant_read_qps: Option<u32>,
-    tenant_read_burst: Option<u32>,
-    tenant_write_qps: Option<u32>,
-    tenant_write_burst: Option<u32>,
-    tenant_max_inflight: Option<u32>,
-    tenant_max_watches: Option<u32>,
-    tenant_max_list: Option<u32>,
-    tenant_max_connections: Option<u32>,
-    audit_policy_file: Option<PathBuf>,
-    audit_log_path: Option<PathBuf>,
-    audit_log_max_size_mb: Option<u64>,
-    audit_log_max_backups: Option<u32>,
-    audit_webhook_url: Option<String>,
-    audit_webhook_ca: Option<PathBuf>,
-    audit_platform_log_path: Option<PathBuf>,
-    tenant_default_quota: Option<std::collections::BTreeMap<String, String>>,
-    quota_recount_interval: Option<String>,
-    default_templates: Option<String>,
-    template_sync_interval: Option<String>,
-    admission_listen: Option<SocketAddr>,
-    admission_url: Option<String>,
-    admission_client_ca: Option<PathBuf>,
-    admission_client_names: Option<Vec<String>>,
-    cluster_domain: Option<String>,
-    admission_claims_gc_interval: Option<String>,
-    default_policy: Option<paddock_core::admission::TenantPolicy>,
+/// A table in the file (the default policy) as the JSON text its flag takes.
+fn json_text<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    let v = serde_json::Value::deserialize(d)?;
+    Ok(match v {
+        serde_json::Value::Null => None,
+        serde_json::Value::String(s) => Some(s),
+        other => Some(other.to_string()),
+    })
 }
 
-fn load_file(path: &Path) -> Result<FileConfig> {
+/// A table in the file (the default quota) as the `k=v,...` its flag takes.
+fn quota_pairs_text<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Pairs {
+        Text(String),
+        Table(std::collections::BTreeMap<String, String>),
+    }
+    Ok(match Option::<Pairs>::deserialize(d)? {
+        None => None,
+        Some(Pairs::Text(s)) => Some(s),
+        Some(Pairs::Table(t)) => Some(
+            t.iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect::<Vec<_>>()
+                .join(","),
+        ),
+    })
+}
+
+/// The file's settings over `args`' unset ones (flags and variables win), the file's
+/// relative paths taken relative to the file. One merge for every setting: both sides are
+/// [`ServeArgs`], merged as JSON objects key by key.
+fn merged(args: &ServeArgs) -> Result<ServeArgs> {
+    let Some(path) = &args.config else {
+        return Ok(args.clone());
+    };
+    let file = load_file(path)?;
+    let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
+    let paths = path_settings();
+    let (serde_json::Value::Object(mut over), serde_json::Value::Object(under)) =
+        (serde_json::to_value(args)?, serde_json::to_value(&file)?)
+    else {
+        bail!("settings are not objects");
+    };
+    for (key, value) in under {
+        if value.is_null() || over.get(&key).is_some_and(|v| !v.is_null()) {
+            continue;
+        }
+        let value = match value {
+            serde_json::Value::String(p) if paths.contains(&key) => {
+                let p = PathBuf::from(p);
+                serde_json::Value::String(
+                    if p.is_absolute() { p } else { base.join(p) }
+                        .to_string_lossy()
+                        .into_owned(),
+                )
+            }
+            v => v,
+        };
+        over.insert(key, value);
+    }
+    // Unset is absent, not null: a setting's own reader never sees a null.
+    over.retain(|_, v| !v.is_null());
+    let mut m: ServeArgs = serde_json::from_value(serde_json::Value::Object(over))?;
+    m.config = args.config.clone();
+    m.worker_threads = args.worker_threads;
+    Ok(m)
+}
+
+/// The settings that name files: their arguments parse as paths.
+fn path_settings() -> std::collections::BTreeSet<String> {
+    use clap::Args as _;
+    let cmd = ServeArgs::augment_args(clap::Command::new("serve"));
+    cmd.get_arguments()
+        .filter(|a| a.get_value_parser().type_id() == std::any::TypeId::of::<PathBuf>())
+        .map(|a| a.get_id().to_string())
+        .collect()
+}
+
+fn load_file(path: &Path) -> Result<ServeArgs> {
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("config: cannot read {}", path.display()))?;
     toml::from_str(&text).map_err(|e| {
@@ -347,74 +364,31 @@ fn span_hint(text: &str, span: Option<std::ops::Range<usize>>) -> String {
 
 /// Merges flags/env over the file over defaults, and validates.
 pub fn resolve(args: &ServeArgs) -> Result<(ServerConfig, LogFormat)> {
-    let file = match &args.config {
-        Some(p) => load_file(p)?,
-        None => FileConfig::default(),
-    };
-    // Relative paths in the file are relative to the file.
-    let base = args
-        .config
-        .as_ref()
-        .and_then(|p| p.parent().map(Path::to_path_buf))
-        .unwrap_or_default();
-    let rel = |p: PathBuf| if p.is_absolute() { p } else { base.join(p) };
-    let connections = connections(args, &file)?;
-    let limits = limits(args, &file);
-    let fair_queue = fair_queue(args, &file)?;
-    let quota = quota_config(args, &file)?;
-    let templates = templates_config(args, &file)?;
+    let m = merged(args)?;
+    let connections = connections(&m)?;
+    let limits = limits(&m);
+    let fair_queue = fair_queue(&m)?;
+    let quota = quota_config(&m)?;
+    let templates = templates_config(&m)?;
     let audit = AuditConfig {
-        policy_file: args
-            .audit_policy_file
-            .clone()
-            .or(file.audit_policy_file.clone().map(&rel)),
-        log_path: args
-            .audit_log_path
-            .clone()
-            .or(file.audit_log_path.clone().map(&rel)),
-        log_max_size_mb: args
-            .audit_log_max_size_mb
-            .or(file.audit_log_max_size_mb)
-            .unwrap_or(100),
-        log_max_backups: args
-            .audit_log_max_backups
-            .or(file.audit_log_max_backups)
-            .unwrap_or(10),
-        webhook_url: args
-            .audit_webhook_url
-            .clone()
-            .or(file.audit_webhook_url.clone()),
-        webhook_ca: args
-            .audit_webhook_ca
-            .clone()
-            .or(file.audit_webhook_ca.clone().map(&rel)),
-        platform_log_path: args
-            .audit_platform_log_path
-            .clone()
-            .or(file.audit_platform_log_path.clone().map(&rel)),
+        policy_file: m.audit_policy_file.clone(),
+        log_path: m.audit_log_path.clone(),
+        log_max_size_mb: m.audit_log_max_size_mb.unwrap_or(100),
+        log_max_backups: m.audit_log_max_backups.unwrap_or(10),
+        webhook_url: m.audit_webhook_url.clone(),
+        webhook_ca: m.audit_webhook_ca.clone(),
+        platform_log_path: m.audit_platform_log_path.clone(),
     };
 
-    let listen_s = args
-        .listen
-        .clone()
-        .or(file.listen)
-        .unwrap_or_else(|| "127.0.0.1:8443".into());
+    let listen_s = m.listen.clone().unwrap_or_else(|| "127.0.0.1:8443".into());
     let listen: SocketAddr = listen_s
         .parse()
         .with_context(|| format!("listen: {listen_s:?} is not an address:port"))?;
-    let store_s = args
-        .store
-        .clone()
-        .or(file.store)
-        .unwrap_or_else(|| "embedded".into());
+    let store_s = m.store.clone().unwrap_or_else(|| "embedded".into());
     let store: StoreKind = store_s
         .parse()
         .map_err(|e: String| anyhow::anyhow!("store: {e}"))?;
-    let log_s = args
-        .log_format
-        .clone()
-        .or(file.log_format)
-        .unwrap_or_else(|| "json".into());
+    let log_s = m.log_format.clone().unwrap_or_else(|| "json".into());
     let log_format = match log_s.as_str() {
         "json" => LogFormat::Json,
         "text" => LogFormat::Text,
@@ -424,54 +398,43 @@ pub fn resolve(args: &ServeArgs) -> Result<(ServerConfig, LogFormat)> {
         let s = v.unwrap_or_else(|| d.to_string());
         parse_duration(&s).map_err(|e| anyhow::anyhow!("{key}: {e}"))
     };
-    let etcd_password = etcd_password(
-        args.etcd_password_file
-            .clone()
-            .or(file.etcd_password_file.map(&rel)),
-    )?;
+    let etcd_password = etcd_password(m.etcd_password_file.clone())?;
     let config = ServerConfig {
         listen,
-        certs_dir: args.certs_dir.clone().or(file.certs_dir.map(&rel)).unwrap_or_else(|| "certs".into()),
-        upstream_kubeconfig: args
-            .upstream_kubeconfig
-            .clone()
-            .or(file.upstream_kubeconfig.map(&rel))
+        certs_dir: m.certs_dir.clone().unwrap_or_else(|| "certs".into()),
+        upstream_kubeconfig: m.upstream_kubeconfig.clone()
             .context("upstream_kubeconfig: required (flag --upstream-kubeconfig, env PADDOCK_UPSTREAM_KUBECONFIG, or the config file)")?,
         store,
-        data_dir: args.data_dir.clone().or(file.data_dir.map(&rel)).unwrap_or_else(|| ".paddock/data".into()),
-        etcd_endpoints: args.etcd_endpoints.clone().or(file.etcd_endpoints).unwrap_or_default(),
-        etcd_prefix: args.etcd_prefix.clone().or(file.etcd_prefix).unwrap_or_else(|| "/paddock".into()),
-        etcd_ca_file: args.etcd_ca_file.clone().or(file.etcd_ca_file.map(&rel)),
-        etcd_cert_file: args.etcd_cert_file.clone().or(file.etcd_cert_file.map(&rel)),
-        etcd_key_file: args.etcd_key_file.clone().or(file.etcd_key_file.map(&rel)),
-        etcd_username: args.etcd_username.clone().or(file.etcd_username),
+        data_dir: m.data_dir.clone().unwrap_or_else(|| ".paddock/data".into()),
+        etcd_endpoints: m.etcd_endpoints.clone().unwrap_or_default(),
+        etcd_prefix: m.etcd_prefix.clone().unwrap_or_else(|| "/paddock".into()),
+        etcd_ca_file: m.etcd_ca_file.clone(),
+        etcd_cert_file: m.etcd_cert_file.clone(),
+        etcd_key_file: m.etcd_key_file.clone(),
+        etcd_username: m.etcd_username.clone(),
         etcd_password,
-        prune_grace: dur("prune_grace", args.prune_grace.clone().or(file.prune_grace), "7d")?,
-        public_url: args.public_url.clone().or(file.public_url).unwrap_or_else(|| format!("https://{listen}")),
-        cert_validity: dur("cert_validity", args.cert_validity.clone().or(file.cert_validity), "24h")?,
-        max_body_bytes: args.max_body_bytes.or(file.max_body_bytes).unwrap_or(3 * 1024 * 1024),
+        prune_grace: dur("prune_grace", m.prune_grace.clone(), "7d")?,
+        public_url: m.public_url.clone().unwrap_or_else(|| format!("https://{listen}")),
+        cert_validity: dur("cert_validity", m.cert_validity.clone(), "24h")?,
+        max_body_bytes: m.max_body_bytes.unwrap_or(3 * 1024 * 1024),
         cert_reload_interval: Duration::from_secs(5),
-        shutdown_grace: dur("shutdown_grace", args.shutdown_grace.clone().or(file.shutdown_grace), "10s")?,
-        serve_threads: args
-            .serve_threads
-            .or(file.serve_threads)
+        shutdown_grace: dur("shutdown_grace", m.shutdown_grace.clone(), "10s")?,
+        serve_threads: m.serve_threads
             .map_or_else(default_serve_threads, usize::from),
-        tenant_priority_shares: args
-            .tenant_priority_shares
-            .or(file.tenant_priority_shares)
+        tenant_priority_shares: m.tenant_priority_shares
             .unwrap_or(DEFAULT_TENANT_PRIORITY_SHARES),
         log_format,
-        access_log: args.access_log.or(file.access_log).unwrap_or(true),
+        access_log: m.access_log.unwrap_or(true),
 
         // ---- Upstream faults and draining ----
         upstream_timeout: dur(
             "upstream_timeout",
-            args.upstream_timeout.clone().or(file.upstream_timeout),
+            m.upstream_timeout.clone(),
             "60s",
         )?,
         shutdown_delay: dur(
             "shutdown_delay",
-            args.shutdown_delay.clone().or(file.shutdown_delay),
+            m.shutdown_delay.clone(),
             "5s",
         )?,
         connections,
@@ -480,29 +443,29 @@ pub fn resolve(args: &ServeArgs) -> Result<(ServerConfig, LogFormat)> {
         audit,
         usage_refresh: dur(
             "usage_refresh",
-            args.usage_refresh.clone().or(file.usage_refresh),
+            m.usage_refresh.clone(),
             "30s",
         )?,
         quota,
         templates,
         admission: paddock_server::config::AdmissionConfig {
-            listen: args.admission_listen.or(file.admission_listen),
-            url: args.admission_url.clone().or(file.admission_url),
-            client_ca: args.admission_client_ca.clone().or(file.admission_client_ca.map(&rel)),
-            client_names: args.admission_client_names.clone().or(file.admission_client_names).unwrap_or_default(),
-            cluster_domain: args.cluster_domain.clone().or(file.cluster_domain).unwrap_or_else(|| "cluster.local".into()),
+            listen: m.admission_listen,
+            url: m.admission_url.clone(),
+            client_ca: m.admission_client_ca.clone(),
+            client_names: m.admission_client_names.clone().unwrap_or_default(),
+            cluster_domain: m.cluster_domain.clone().unwrap_or_else(|| "cluster.local".into()),
             claims_gc_interval: Some(dur(
                 "admission_claims_gc_interval",
-                args.admission_claims_gc_interval.clone().or(file.admission_claims_gc_interval),
+                m.admission_claims_gc_interval.clone(),
                 "30s",
             )?),
         },
-        default_policy: match &args.default_policy {
+        default_policy: match &m.default_policy {
             Some(j) => {
                 let v: serde_json::Value = serde_json::from_str(j).context("default_policy: not JSON")?;
                 paddock_core::admission::TenantPolicy::from_json(&v).map_err(|e| anyhow::anyhow!("default_policy: {e}"))?
             }
-            None => file.default_policy.unwrap_or_default(),
+            None => Default::default(),
         },
     };
     config.validate().map_err(anyhow::Error::msg)?;
@@ -511,22 +474,15 @@ pub fn resolve(args: &ServeArgs) -> Result<(ServerConfig, LogFormat)> {
 
 /// `[quota]` settings: the default tenant quota (flag `k=v,...` or a TOML table), checked
 /// here so that a bad default stops the start rather than every tenant creation.
-fn quota_config(
-    args: &ServeArgs,
-    file: &FileConfig,
-) -> Result<paddock_server::config::QuotaConfig> {
+fn quota_config(m: &ServeArgs) -> Result<paddock_server::config::QuotaConfig> {
     let d = paddock_server::config::QuotaConfig::default();
-    let default_hard = match &args.tenant_default_quota {
+    let default_hard = match &m.tenant_default_quota {
         Some(s) => crate::output::parse_quota_pairs(s).context("tenant_default_quota")?,
-        None => file.tenant_default_quota.clone().unwrap_or_default(),
+        None => Default::default(),
     };
     paddock_server::webhook::quota::validate_hard(&default_hard)
         .map_err(|e| anyhow::anyhow!("tenant_default_quota: {e}"))?;
-    let recount_interval = match args
-        .quota_recount_interval
-        .clone()
-        .or(file.quota_recount_interval.clone())
-    {
+    let recount_interval = match m.quota_recount_interval.clone() {
         Some(s) => {
             parse_duration(&s).map_err(|e| anyhow::anyhow!("quota_recount_interval: {e}"))?
         }
@@ -539,26 +495,14 @@ fn quota_config(
 }
 
 /// Namespace template settings.
-fn templates_config(
-    args: &ServeArgs,
-    file: &FileConfig,
-) -> Result<paddock_server::config::TemplatesConfig> {
+fn templates_config(m: &ServeArgs) -> Result<paddock_server::config::TemplatesConfig> {
     let d = paddock_server::config::TemplatesConfig::default();
-    let pl1 = match args
-        .default_templates
-        .clone()
-        .or(file.default_templates.clone())
-        .as_deref()
-    {
+    let pl1 = match m.default_templates.clone().as_deref() {
         Some("pl1") => true,
         None | Some("default") => false,
         Some(o) => anyhow::bail!("default_templates: {o:?} is neither \"pl1\" nor \"default\""),
     };
-    let sync_interval = match args
-        .template_sync_interval
-        .clone()
-        .or(file.template_sync_interval.clone())
-    {
+    let sync_interval = match m.template_sync_interval.clone() {
         Some(s) => {
             parse_duration(&s).map_err(|e| anyhow::anyhow!("template_sync_interval: {e}"))?
         }
@@ -580,14 +524,10 @@ fn etcd_password(file: Option<PathBuf>) -> Result<Option<Secret>> {
     Ok(std::env::var("PADDOCK_ETCD_PASSWORD").ok().map(Secret))
 }
 
-fn connections(args: &ServeArgs, file: &FileConfig) -> Result<ConnectionConfig> {
+fn connections(m: &ServeArgs) -> Result<ConnectionConfig> {
     let d = ConnectionConfig::default();
-    let dur = |key: &str,
-               a: &Option<String>,
-               f: &Option<String>,
-               default: Duration|
-     -> Result<Duration> {
-        match a.clone().or_else(|| f.clone()) {
+    let dur = |key: &str, a: &Option<String>, default: Duration| -> Result<Duration> {
+        match a.clone() {
             Some(s) => parse_duration(&s).map_err(|e| anyhow::anyhow!("{key}: {e}")),
             None => Ok(default),
         }
@@ -595,131 +535,66 @@ fn connections(args: &ServeArgs, file: &FileConfig) -> Result<ConnectionConfig> 
     Ok(ConnectionConfig {
         tls_handshake_timeout: dur(
             "tls_handshake_timeout",
-            &args.tls_handshake_timeout,
-            &file.tls_handshake_timeout,
+            &m.tls_handshake_timeout,
             d.tls_handshake_timeout,
         )?,
         header_read_timeout: dur(
             "header_read_timeout",
-            &args.header_read_timeout,
-            &file.header_read_timeout,
+            &m.header_read_timeout,
             d.header_read_timeout,
         )?,
         body_read_timeout: dur(
             "body_read_timeout",
-            &args.body_read_timeout,
-            &file.body_read_timeout,
+            &m.body_read_timeout,
             d.body_read_timeout,
         )?,
-        idle_timeout: dur(
-            "idle_timeout",
-            &args.idle_timeout,
-            &file.idle_timeout,
-            d.idle_timeout,
-        )?,
-        http2_keepalive: dur(
-            "http2_keepalive",
-            &args.http2_keepalive,
-            &file.http2_keepalive,
-            d.http2_keepalive,
-        )?,
-        max_header_bytes: args
-            .max_header_bytes
-            .or(file.max_header_bytes)
-            .unwrap_or(d.max_header_bytes),
-        max_unauthenticated: args
+        idle_timeout: dur("idle_timeout", &m.idle_timeout, d.idle_timeout)?,
+        http2_keepalive: dur("http2_keepalive", &m.http2_keepalive, d.http2_keepalive)?,
+        max_header_bytes: m.max_header_bytes.unwrap_or(d.max_header_bytes),
+        max_unauthenticated: m
             .max_unauthenticated_connections
-            .or(file.max_unauthenticated_connections)
             .unwrap_or(d.max_unauthenticated),
-        max_unauthenticated_per_source: args
+        max_unauthenticated_per_source: m
             .max_unauthenticated_connections_per_source
-            .or(file.max_unauthenticated_connections_per_source)
             .unwrap_or(d.max_unauthenticated_per_source),
-        token_review_qps: args
-            .token_review_qps
-            .or(file.token_review_qps)
-            .unwrap_or(d.token_review_qps),
-        token_review_burst: args
-            .token_review_burst
-            .or(file.token_review_burst)
-            .unwrap_or(d.token_review_burst),
+        token_review_qps: m.token_review_qps.unwrap_or(d.token_review_qps),
+        token_review_burst: m.token_review_burst.unwrap_or(d.token_review_burst),
     })
 }
 
-fn fair_queue(args: &ServeArgs, file: &FileConfig) -> Result<FairQueueConfig> {
+fn fair_queue(m: &ServeArgs) -> Result<FairQueueConfig> {
     let d = FairQueueConfig::default();
-    let timeout = match args
-        .fair_queue_timeout
-        .clone()
-        .or(file.fair_queue_timeout.clone())
-    {
+    let timeout = match m.fair_queue_timeout.clone() {
         Some(s) => parse_duration(&s).map_err(|e| anyhow::anyhow!("fair_queue_timeout: {e}"))?,
         None => d.timeout,
     };
     if timeout.is_zero() {
         anyhow::bail!("fair_queue_timeout: must be at least 1s");
     }
-    let lease = match args
-        .fair_queue_lease
-        .clone()
-        .or(file.fair_queue_lease.clone())
-    {
+    let lease = match m.fair_queue_lease.clone() {
         Some(s) => parse_duration(&s).map_err(|e| anyhow::anyhow!("fair_queue_lease: {e}"))?,
         None => d.lease,
     };
     Ok(FairQueueConfig {
-        seats: args
-            .fair_queue_seats
-            .or(file.fair_queue_seats)
-            .unwrap_or(d.seats),
+        seats: m.fair_queue_seats.unwrap_or(d.seats),
         timeout,
         lease,
-        reserve: args
-            .fair_queue_reserve
-            .or(file.fair_queue_reserve)
-            .unwrap_or(d.reserve),
-        pace: args
-            .fair_queue_pace
-            .or(file.fair_queue_pace)
-            .unwrap_or(d.pace),
+        reserve: m.fair_queue_reserve.unwrap_or(d.reserve),
+        pace: m.fair_queue_pace.unwrap_or(d.pace),
     })
 }
 
-fn limits(args: &ServeArgs, file: &FileConfig) -> Limits {
+fn limits(m: &ServeArgs) -> Limits {
     let d = Limits::default();
     Limits {
-        read_qps: args
-            .tenant_read_qps
-            .or(file.tenant_read_qps)
-            .unwrap_or(d.read_qps),
-        read_burst: args
-            .tenant_read_burst
-            .or(file.tenant_read_burst)
-            .unwrap_or(d.read_burst),
-        write_qps: args
-            .tenant_write_qps
-            .or(file.tenant_write_qps)
-            .unwrap_or(d.write_qps),
-        write_burst: args
-            .tenant_write_burst
-            .or(file.tenant_write_burst)
-            .unwrap_or(d.write_burst),
-        max_inflight: args
-            .tenant_max_inflight
-            .or(file.tenant_max_inflight)
-            .unwrap_or(d.max_inflight),
-        max_watches: args
-            .tenant_max_watches
-            .or(file.tenant_max_watches)
-            .unwrap_or(d.max_watches),
-        max_list: args
-            .tenant_max_list
-            .or(file.tenant_max_list)
-            .unwrap_or(d.max_list),
-        max_connections: args
-            .tenant_max_connections
-            .or(file.tenant_max_connections)
-            .unwrap_or(d.max_connections),
+        read_qps: m.tenant_read_qps.unwrap_or(d.read_qps),
+        read_burst: m.tenant_read_burst.unwrap_or(d.read_burst),
+        write_qps: m.tenant_write_qps.unwrap_or(d.write_qps),
+        write_burst: m.tenant_write_burst.unwrap_or(d.write_burst),
+        max_inflight: m.tenant_max_inflight.unwrap_or(d.max_inflight),
+        max_watches: m.tenant_max_watches.unwrap_or(d.max_watches),
+        max_list: m.tenant_max_list.unwrap_or(d.max_list),
+        max_connections: m.tenant_max_connections.unwrap_or(d.max_connections),
     }
 }
 
