@@ -12,8 +12,8 @@ use serde_json::{Value, json};
 
 use crate::IssueArgs;
 
-use paddock_api::BASE;
 use paddock_api::certificate::{IssueRequest, IssueSpec};
+use paddock_api::paths::{ISSUED_CERTIFICATES, TENANTS};
 use paddock_api::tenant::{Tenant, TenantSpec};
 
 /// A connection to one paddock.
@@ -85,8 +85,7 @@ impl AdminClient {
     /// POST a tenant.
     pub async fn create_tenant(&self, id: &str, body: &Value) -> Result<Value> {
         check(
-            self.call(Method::POST, &format!("{BASE}/tenants"), Some(body))
-                .await?,
+            self.call(Method::POST, TENANTS, Some(body)).await?,
             &format!("creating tenant {id}"),
         )
     }
@@ -94,7 +93,7 @@ impl AdminClient {
     /// A tenant's quota with its usage (a `TenantQuota`).
     pub async fn get_quota(&self, id: &str) -> Result<Value> {
         check(
-            self.call(Method::GET, &format!("{BASE}/tenants/{id}/quota"), None)
+            self.call(Method::GET, &format!("{TENANTS}/{id}/quota"), None)
                 .await?,
             &format!("getting the quota of tenant {id}"),
         )
@@ -109,7 +108,7 @@ impl AdminClient {
         check(
             self.call(
                 Method::PATCH,
-                &format!("{BASE}/tenants/{id}/quota"),
+                &format!("{TENANTS}/{id}/quota"),
                 Some(&json!({"hard": hard})),
             )
             .await?,
@@ -126,7 +125,7 @@ impl AdminClient {
         check(
             self.call(
                 Method::PATCH,
-                &format!("{BASE}/tenants/{id}/limits"),
+                &format!("{TENANTS}/{id}/limits"),
                 Some(&Value::Object(patch.clone())),
             )
             .await?,
@@ -141,7 +140,7 @@ impl AdminClient {
         patch: Option<&Value>,
         reset: bool,
     ) -> Result<Value> {
-        let path = format!("{BASE}/tenants/{id}/policy");
+        let path = format!("{TENANTS}/{id}/policy");
         let answer = match (patch, reset) {
             (Some(p), _) => self.call(Method::PATCH, &path, Some(p)).await?,
             (None, true) => self.call(Method::DELETE, &path, None).await?,
@@ -170,8 +169,7 @@ impl AdminClient {
     /// All tenants.
     pub async fn list_tenants(&self) -> Result<Vec<Value>> {
         let v = check(
-            self.call(Method::GET, &format!("{BASE}/tenants"), None)
-                .await?,
+            self.call(Method::GET, TENANTS, None).await?,
             "listing tenants",
         )?;
         Ok(v["items"].as_array().cloned().unwrap_or_default())
@@ -180,7 +178,7 @@ impl AdminClient {
     /// One tenant.
     pub async fn get_tenant(&self, id: &str) -> Result<Value> {
         check(
-            self.call(Method::GET, &format!("{BASE}/tenants/{id}"), None)
+            self.call(Method::GET, &format!("{TENANTS}/{id}"), None)
                 .await?,
             &format!("getting tenant {id}"),
         )
@@ -189,7 +187,7 @@ impl AdminClient {
     /// Deletes a tenant; with `wait`, shows progress until it is gone.
     pub async fn delete_tenant(&self, id: &str, wait: bool, timeout: Duration) -> Result<()> {
         check(
-            self.call(Method::DELETE, &format!("{BASE}/tenants/{id}"), None)
+            self.call(Method::DELETE, &format!("{TENANTS}/{id}"), None)
                 .await?,
             &format!("deleting tenant {id}"),
         )?;
@@ -201,7 +199,7 @@ impl AdminClient {
         let mut last = String::new();
         loop {
             let a = self
-                .call(Method::GET, &format!("{BASE}/tenants/{id}"), None)
+                .call(Method::GET, &format!("{TENANTS}/{id}"), None)
                 .await?;
             if a.status == http::StatusCode::NOT_FOUND {
                 eprintln!(
@@ -262,12 +260,8 @@ impl AdminClient {
             validity_seconds: validity,
         }))?;
         let v = check(
-            self.call(
-                Method::POST,
-                &format!("{BASE}/issuedcertificates"),
-                Some(&body),
-            )
-            .await?,
+            self.call(Method::POST, ISSUED_CERTIFICATES, Some(&body))
+                .await?,
             &format!("issuing a certificate for {}/{}", args.tenant, args.user),
         )?;
         let cert = v["status"]["certificate"]
@@ -299,8 +293,8 @@ impl AdminClient {
     /// Issued certificates.
     pub async fn list_certs(&self, tenant: Option<&str>) -> Result<Vec<Value>> {
         let path = match tenant {
-            Some(t) => format!("{BASE}/issuedcertificates?tenant={t}"),
-            None => format!("{BASE}/issuedcertificates"),
+            Some(t) => format!("{ISSUED_CERTIFICATES}?tenant={t}"),
+            None => ISSUED_CERTIFICATES.to_string(),
         };
         let v = check(
             self.call(Method::GET, &path, None).await?,
@@ -314,7 +308,7 @@ impl AdminClient {
         check(
             self.call(
                 Method::POST,
-                &format!("{BASE}/issuedcertificates/{serial}/revocation"),
+                &format!("{ISSUED_CERTIFICATES}/{serial}/revocation"),
                 Some(&json!({})),
             )
             .await?,

@@ -111,7 +111,7 @@ fn phase_str(p: TenantPhase) -> &'static str {
 fn cert_object(c: &CertRecord) -> Value {
     json!({
         "apiVersion": GV,
-        "kind": "IssuedCertificate",
+        "kind": paddock_api::certificate::KIND,
         "metadata": {"name": c.serial_hex},
         "spec": {"tenant": c.tenant.as_ref().map(|t| t.as_str().to_string()), "user": c.user, "groups": c.groups},
         "status": {"notAfter": c.not_after, "revoked": c.revoked, "revokedAt": c.revoked_at}
@@ -164,16 +164,16 @@ fn discovery(path: &str) -> Option<Value> {
         ),
         BASE => Some(
             json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": GV, "resources": [
-                {"name": "tenants", "singularName": "tenant", "namespaced": false, "kind": "Tenant",
+                {"name": "tenants", "singularName": "tenant", "namespaced": false, "kind": paddock_api::tenant::KIND,
                  "verbs": ["get", "list", "create", "delete"], "shortNames": ["tn"]},
-                {"name": "tenants/billing", "singularName": "", "namespaced": false, "kind": "Tenant", "verbs": ["patch"]},
+                {"name": "tenants/billing", "singularName": "", "namespaced": false, "kind": paddock_api::tenant::KIND, "verbs": ["patch"]},
                 {"name": "tenants/usage", "singularName": "", "namespaced": false, "kind": "TenantUsage", "verbs": ["get"]},
                 {"name": "issuedcertificates", "singularName": "issuedcertificate", "namespaced": false,
-                 "kind": "IssuedCertificate", "verbs": ["get", "list", "create"]},
+                 "kind": paddock_api::certificate::KIND, "verbs": ["get", "list", "create"]},
                 {"name": "namespacetemplates", "singularName": "namespacetemplate", "namespaced": false,
                  "kind": "NamespaceTemplate", "verbs": ["get", "list", "create", "update", "delete"], "shortNames": ["nstpl"]},
                 {"name": "issuedcertificates/revocation", "singularName": "", "namespaced": false,
-                 "kind": "IssuedCertificate", "verbs": ["create"]}
+                 "kind": paddock_api::certificate::KIND, "verbs": ["create"]}
             ]}),
         ),
         "/version" => Some(
@@ -308,7 +308,7 @@ fn list_tenants(state: &AppState, table: bool) -> Result<Response<ResBody>, Serv
     }
     json_response(
         StatusCode::OK,
-        &json!({"apiVersion": GV, "kind": "TenantList", "metadata": {}, "items": items}),
+        &json!({"apiVersion": GV, "kind": paddock_api::tenant::LIST_KIND, "metadata": {}, "items": items}),
     )
 }
 
@@ -406,7 +406,7 @@ async fn list_certificates(
     let items: Vec<Value> = certs.iter().map(cert_object).collect();
     json_response(
         StatusCode::OK,
-        &json!({"apiVersion": GV, "kind": "IssuedCertificateList", "metadata": {}, "items": items}),
+        &json!({"apiVersion": GV, "kind": paddock_api::certificate::LIST_KIND, "metadata": {}, "items": items}),
     )
 }
 
@@ -487,7 +487,7 @@ pub async fn serve_tenant_self(
                 return json_response(
                     StatusCode::OK,
                     &json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": GV, "resources": [
-                        {"name": "tenants", "singularName": "tenant", "namespaced": false, "kind": "Tenant",
+                        {"name": "tenants", "singularName": "tenant", "namespaced": false, "kind": paddock_api::tenant::KIND,
                          "verbs": ["get"], "shortNames": ["tn"]},
                         crate::admin::quota::tenant_discovery_resource()
                     ]}),
@@ -537,7 +537,7 @@ pub fn add_tenant_group(doc: &[u8]) -> Option<Vec<u8>> {
                 "versions": [{"version": VERSION, "freshness": "Current", "resources": [{
                     "resource": "tenants", "singularResource": "tenant", "scope": "Cluster",
                     "shortNames": ["tn"],
-                    "responseKind": {"group": GROUP, "version": VERSION, "kind": "Tenant"},
+                    "responseKind": {"group": GROUP, "version": VERSION, "kind": paddock_api::tenant::KIND},
                     "verbs": ["get"]
                 }, crate::admin::quota::tenant_aggregated_resource()]}]
             }));
