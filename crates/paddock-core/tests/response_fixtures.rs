@@ -558,6 +558,9 @@ fn splice_fast_path_agrees_with_dom() {
             s.replacen("\"namespace\":\"foofoo-", "\"namespace\":\"barbar-", 1),
             s.replacen("\"namespace\":\"foofoo-", "\"namespace\":\"foofoo", 1),
             s.replacen("\"uid\":", "\"ownerReferences\":[{\"apiVersion\":\"foofoo-example.com/v1\",\"kind\":\"Widget\",\"name\":\"w\",\"uid\":\"u\"}],\"uid\":", 1),
+            // A field the kind's own rules rewrite, naming another tenant's namespace (the
+            // DOM path redacts it; the fast path must step aside).
+            s.replacen("\"spec\":{", "\"spec\":{\"affinity\":{\"podAntiAffinity\":{\"requiredDuringSchedulingIgnoredDuringExecution\":[{\"namespaces\":[\"barbar-x\"],\"topologyKey\":\"k\"}]}},", 1),
         ] {
             items.push((v.into_bytes(), ty.clone(), gk.clone()));
         }

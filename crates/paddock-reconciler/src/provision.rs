@@ -14,11 +14,11 @@ use paddock_upstream::upstream::Upstream;
 
 use paddock_core::provision::guard::{guard_binding, guard_policies, services_guard_name};
 use paddock_core::provision::{
-    CLUSTER_SCOPE_ROLE, NAMESPACE_ADMIN_BINDING, OWNED_CLUSTER_KINDS, POD_SECURITY_LEVEL,
-    PSA_ENFORCE_LABEL, RESERVED_TENANT_IDS, TENANT_PRIORITY_LEVEL, cluster_scope_binding,
-    cluster_scope_role, keeps_namespace_level, legacy_tenant_scope_binding_name,
-    namespace_admin_binding, owned_by, tenant_cluster_role_name, tenant_flow_schema,
-    tenant_flow_schema_name, tenant_own_flow_schema, tenant_priority_level,
+    CLUSTER_SCOPE_ROLE, NAMESPACE_ADMIN_BINDING, POD_SECURITY_LEVEL, PSA_ENFORCE_LABEL,
+    RESERVED_TENANT_IDS, TENANT_PRIORITY_LEVEL, cluster_scope_binding, cluster_scope_role,
+    keeps_namespace_level, legacy_tenant_scope_binding_name, namespace_admin_binding, owned_by,
+    owned_cluster_kinds, tenant_cluster_role_name, tenant_flow_schema, tenant_flow_schema_name,
+    tenant_own_flow_schema, tenant_priority_level,
 };
 use paddock_core::tenant::MANAGED_FOR_LABEL;
 
@@ -305,7 +305,7 @@ pub async fn delete_tenant_objects(
             .filter_map(|ns| ns["metadata"]["name"].as_str().map(str::to_string))
             .collect();
         let mut remaining = namespaces.len();
-        for kind in OWNED_CLUSTER_KINDS {
+        for kind in owned_cluster_kinds() {
             let crd = kind.ends_with("customresourcedefinitions");
             let items = match upjson::list(up, &format!("{kind}?{selector}")).await {
                 Ok(i) => i,

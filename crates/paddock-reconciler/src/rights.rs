@@ -1,4 +1,5 @@
-//! paddock's own upstream rights, declared once: the start-up self-check asks the apiserver
+//! paddock's own upstream rights, declared once (impersonation here, its rights on each kind in
+//! that kind's row of `paddock_core::catalog::kinds`): the start-up self-check asks the apiserver
 //! for each of them (a SelfSubjectAccessReview per verb) and refuses to start with the exact
 //! list of what is missing; the Helm chart's ClusterRole (deploy/chart) is this table, which a
 //! test checks by rendering the chart.
@@ -13,6 +14,7 @@ use std::time::Duration;
 use http::Method;
 use serde_json::{Value, json};
 
+use paddock_core::catalog::kinds::KINDS;
 use paddock_upstream::error::ServerError;
 use paddock_upstream::upjson;
 use paddock_upstream::upstream::Upstream;
@@ -28,16 +30,8 @@ pub struct Right {
     pub why: &'static str,
 }
 
-/// Server-side apply (a PATCH) creates what does not exist yet: the apiserver authorizes
-/// `patch`, and `create` when the object is new.
-const APPLY: &[&str] = &["create", "patch"];
-/// Read for the usage report only.
-const USAGE: &[&str] = &["list"];
-/// Kept in step by the RBAC resync: listed (by label), applied, deleted.
-const RESYNCED: &[&str] = &["list", "create", "patch", "delete"];
-
-/// Everything paddock's own credential needs upstream.
-pub const REQUIRED_RIGHTS: &[Right] = &[
+/// What paddock's credential needs besides its rights on kinds: acting as the tenants.
+const IMPERSONATION: &[Right] = &[
     Right {
         group: "",
         resource: "users",
@@ -56,188 +50,27 @@ pub const REQUIRED_RIGHTS: &[Right] = &[
         verbs: &["impersonate"],
         why: "tenant requests carry the tenant id as an extra",
     },
-    Right {
-        group: "authentication.k8s.io",
-        resource: "tokenreviews",
-        verbs: &["create"],
-        why: "tenants' service-account tokens are reviewed",
-    },
-    Right {
-        group: "",
-        resource: "namespaces",
-        verbs: &["get", "list", "watch", "create", "patch", "delete"],
-        why: "tenant namespaces are provisioned (read first), fanned out over (list, watch) and deleted",
-    },
-    Right {
-        group: "",
-        resource: "services",
-        verbs: &["list", "create", "patch"],
-        why: "each tenant's default namespace gets its `kubernetes` Service; counted for the usage report",
-    },
-    Right {
-        group: "",
-        resource: "resourcequotas",
-        verbs: APPLY,
-        why: "each tenant namespace gets a quota",
-    },
-    Right {
-        group: "networking.k8s.io",
-        resource: "networkpolicies",
-        verbs: &["list", "create", "patch"],
-        why: "each tenant namespace gets a network policy; counted for the usage report",
-    },
-    Right {
-        group: "rbac.authorization.k8s.io",
-        resource: "rolebindings",
-        verbs: RESYNCED,
-        why: "namespace admin bindings and the mirrors of tenants' RBAC",
-    },
-    Right {
-        group: "rbac.authorization.k8s.io",
-        resource: "roles",
-        verbs: &["list", "bind"],
-        why: "mirrors bind roles tenants wrote; counted for the usage report",
-    },
-    Right {
-        group: "rbac.authorization.k8s.io",
-        resource: "clusterrolebindings",
-        verbs: RESYNCED,
-        why: "the shared cluster-scope binding and tenants' custom-resources bindings",
-    },
-    Right {
-        group: "rbac.authorization.k8s.io",
-        resource: "clusterroles",
-        verbs: &["list", "create", "patch", "delete", "bind", "escalate"],
-        why: "paddock's tenant roles grant what paddock hands on to tenants",
-    },
-    Right {
-        group: "apiextensions.k8s.io",
-        resource: "customresourcedefinitions",
-        verbs: &["list", "delete"],
-        why: "tenants' CRDs are resynced and deleted with the tenant",
-    },
-    Right {
-        group: "",
-        resource: "persistentvolumes",
-        verbs: &["list", "delete"],
-        why: "tenants' volumes are deleted with the tenant",
-    },
-    Right {
-        group: "admissionregistration.k8s.io",
-        resource: "validatingwebhookconfigurations",
-        verbs: &["list", "delete", "create", "patch"],
-        why: "tenants' webhooks are deleted with the tenant; paddock's own admission webhook is applied",
-    },
-    Right {
-        group: "admissionregistration.k8s.io",
-        resource: "mutatingwebhookconfigurations",
-        verbs: &["list", "delete", "create", "patch"],
-        why: "tenants' webhooks are deleted with the tenant; paddock's own admission webhook is applied",
-    },
-    Right {
-        group: "admissionregistration.k8s.io",
-        resource: "validatingadmissionpolicies",
-        verbs: &["list", "create", "patch", "delete"],
-        why: "the tenant guard policies (the Service-type one is removed when the admission webhook decides it); tenants' own policies are deleted with the tenant",
-    },
-    Right {
-        group: "admissionregistration.k8s.io",
-        resource: "validatingadmissionpolicybindings",
-        verbs: &["list", "create", "patch", "delete"],
-        why: "the tenant guard policies' bindings; tenants' own bindings are deleted with the tenant",
-    },
-    Right {
-        group: "",
-        resource: "nodes",
-        verbs: &["get"],
-        why: "the admission webhook checks a pod's nodeName against the tenant's node pool",
-    },
-    Right {
-        group: "networking.k8s.io",
-        resource: "ingresses",
-        verbs: &["list"],
-        why: "Ingress-host claims no Ingress of their holder names any more are returned (claims_gc.rs)",
-    },
-    Right {
-        group: "flowcontrol.apiserver.k8s.io",
-        resource: "flowschemas",
-        verbs: RESYNCED,
-        why: "the paddock-tenants FlowSchema and each tenant's own (tenant_priority_shares > 0); tenants' FlowSchemas are listed and deleted with the tenant",
-    },
-    Right {
-        group: "flowcontrol.apiserver.k8s.io",
-        resource: "prioritylevelconfigurations",
-        verbs: RESYNCED,
-        why: "the paddock-tenants priority level (tenant_priority_shares > 0); tenants' levels are listed and deleted with the tenant",
-    },
-    // The usage report's lists (paddock-server usage.rs): every kind it counts, never
-    // secrets (a `list` on secrets grants their data cluster-wide; they stay uncounted).
-    Right {
-        group: "",
-        resource: "pods",
-        verbs: USAGE,
-        why: "usage report (metering.md): pods: count, phase, CPU and memory requests and limits",
-    },
-    Right {
-        group: "",
-        resource: "persistentvolumeclaims",
-        verbs: USAGE,
-        why: "usage report (metering.md): PersistentVolumeClaims: count and storage requested",
-    },
-    Right {
-        group: "",
-        resource: "configmaps",
-        verbs: USAGE,
-        why: "usage report (metering.md): ConfigMaps: count",
-    },
-    Right {
-        group: "",
-        resource: "serviceaccounts",
-        verbs: USAGE,
-        why: "usage report (metering.md): ServiceAccounts: count",
-    },
-    Right {
-        group: "apps",
-        resource: "deployments",
-        verbs: USAGE,
-        why: "usage report (metering.md): Deployments: count",
-    },
-    Right {
-        group: "apps",
-        resource: "statefulsets",
-        verbs: USAGE,
-        why: "usage report (metering.md): StatefulSets: count",
-    },
-    Right {
-        group: "apps",
-        resource: "daemonsets",
-        verbs: USAGE,
-        why: "usage report (metering.md): DaemonSets: count",
-    },
-    Right {
-        group: "apps",
-        resource: "replicasets",
-        verbs: USAGE,
-        why: "usage report (metering.md): ReplicaSets: count",
-    },
-    Right {
-        group: "batch",
-        resource: "jobs",
-        verbs: USAGE,
-        why: "usage report (metering.md): Jobs: count",
-    },
-    Right {
-        group: "batch",
-        resource: "cronjobs",
-        verbs: USAGE,
-        why: "usage report (metering.md): CronJobs: count",
-    },
 ];
 
-/// The rules of the least ClusterRole: one rule per row of [`REQUIRED_RIGHTS`].
+/// Everything paddock's own credential needs upstream: impersonation, then its rights on each
+/// kind, declared in that kind's row of the kind table (`paddock_core::catalog::kinds`).
+pub fn required_rights() -> Vec<Right> {
+    let on_kinds = KINDS
+        .iter()
+        .filter(|k| !k.paddock_verbs.is_empty())
+        .map(|k| Right {
+            group: k.group,
+            resource: k.resource,
+            verbs: k.paddock_verbs,
+            why: k.paddock_why,
+        });
+    IMPERSONATION.iter().copied().chain(on_kinds).collect()
+}
+
+/// The rules of the least ClusterRole: one rule per [`required_rights`].
 pub fn cluster_role_rules() -> Value {
     Value::Array(
-        REQUIRED_RIGHTS
+        required_rights()
             .iter()
             .map(|r| json!({"apiGroups": [r.group], "resources": [r.resource], "verbs": r.verbs}))
             .collect(),
@@ -289,7 +122,7 @@ async fn allowed(up: &Upstream, r: &Right, verb: &str) -> Result<bool, ServerErr
     Ok(a.body["status"]["allowed"].as_bool() == Some(true))
 }
 
-/// The rights of [`REQUIRED_RIGHTS`] paddock's credential lacks, as [`describe`] spells them.
+/// The rights of [`required_rights`] paddock's credential lacks, as [`describe`] spells them.
 /// Without `apf` (tenant_priority_shares = 0) the APF objects are left alone, so their rights
 /// are not needed.
 pub async fn missing_rights(up: &Upstream, apf: bool) -> Result<Vec<String>, ServerError> {
@@ -297,7 +130,8 @@ pub async fn missing_rights(up: &Upstream, apf: bool) -> Result<Vec<String>, Ser
     let needed = move |r: &Right, v: &str| {
         apf || r.group != "flowcontrol.apiserver.k8s.io" || matches!(v, "list" | "delete")
     };
-    let checks = REQUIRED_RIGHTS.iter().flat_map(move |r| {
+    let rights = required_rights();
+    let checks = rights.iter().flat_map(move |r| {
         r.verbs
             .iter()
             .filter(move |v| needed(r, v))
@@ -321,7 +155,7 @@ pub async fn self_check(up: &Upstream, apf: bool, give_up: Duration) -> Result<(
         match missing_rights(up, apf).await {
             Ok(missing) if missing.is_empty() => {
                 tracing::info!(
-                    rights = REQUIRED_RIGHTS.len(),
+                    rights = required_rights().len(),
                     "self-check: paddock's upstream credential has every right it needs"
                 );
                 return Ok(());
@@ -354,9 +188,9 @@ mod tests {
 
     #[test]
     fn rights_are_spelled_as_kubectl_does() {
-        let r = &REQUIRED_RIGHTS[0];
-        assert_eq!(describe(r, "impersonate"), "impersonate users");
-        let extra = REQUIRED_RIGHTS
+        let rights = required_rights();
+        assert_eq!(describe(&rights[0], "impersonate"), "impersonate users");
+        let extra = rights
             .iter()
             .find(|r| r.resource.starts_with("userextras"))
             .expect("userextras right");
@@ -365,33 +199,15 @@ mod tests {
             "impersonate userextras.authentication.k8s.io/paddock.io/tenant"
         );
         let rules = cluster_role_rules();
-        assert_eq!(rules.as_array().map(Vec::len), Some(REQUIRED_RIGHTS.len()));
-    }
-
-    /// Every kind the usage report counts may be listed, except secrets (docs/metering.md).
-    #[test]
-    fn usage_lists_are_rights() {
-        use paddock_core::observe::usage::{COUNTED_CLUSTER, COUNTED_NAMESPACED};
-        let counted = COUNTED_NAMESPACED
-            .iter()
-            .chain(COUNTED_CLUSTER)
-            .map(|(name, _)| *name)
-            .chain(["pods", "persistentvolumeclaims"]);
-        for name in counted {
-            let (resource, group) = name.split_once('.').unwrap_or((name, ""));
-            let listed = REQUIRED_RIGHTS
-                .iter()
-                .any(|r| r.group == group && r.resource == resource && r.verbs.contains(&"list"));
-            assert_eq!(listed, name != "secrets", "list {name}");
-        }
+        assert_eq!(rules.as_array().map(Vec::len), Some(rights.len()));
     }
 
     #[test]
     fn each_resource_is_declared_once() {
         let mut seen = std::collections::HashSet::new();
-        for r in REQUIRED_RIGHTS {
+        for r in required_rights() {
             assert!(seen.insert((r.group, r.resource)), "{r:?} twice");
-            assert!(!r.verbs.is_empty());
+            assert!(!r.verbs.is_empty() && !r.why.is_empty());
         }
     }
 }

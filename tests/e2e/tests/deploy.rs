@@ -2,7 +2,7 @@
 //!
 //! - `helm lint deploy/chart` passes; `helm template` with the default and with the HA values
 //!   is accepted by the test bed's apiserver (`kubectl apply --dry-run=server`);
-//! - the ClusterRole the chart renders is exactly `REQUIRED_RIGHTS` (paddock-server's table);
+//! - the ClusterRole the chart renders is exactly `required_rights()` (paddock-reconciler's rights.rs);
 //! - paddock started with a ServiceAccount lacking rights of that table refuses to start and
 //!   lists exactly those; with a ServiceAccount bound to the chart's ClusterRole (and nothing
 //!   else) it starts, creates a tenant, serves it and deletes it;
@@ -184,7 +184,7 @@ fn chart_and_self_check() -> Result<()> {
     assert_eq!(
         triples(&role["rules"]),
         triples(&declared),
-        "deploy/chart/templates/clusterrole.yaml differs from REQUIRED_RIGHTS in crates/paddock-server/src/rights.rs"
+        "deploy/chart/templates/clusterrole.yaml differs from required_rights() in crates/paddock-reconciler/src/rights.rs"
     );
     assert_eq!(role["rules"], declared, "same rules, same order");
 

@@ -5,6 +5,7 @@
 //! is hand-kept, and its default is deny.
 
 pub mod context;
+pub mod kinds;
 pub mod platform_grant;
 
 use std::borrow::Cow;
@@ -53,6 +54,8 @@ pub struct ResourceInfo {
     pub tenant_crd: bool,
     /// The group as upstream knows it (equal to `group` except for tenant CRD groups).
     pub upstream_group: String,
+    /// Its row in the kind table, for a built-in kind that has one.
+    pub builtin: Option<&'static kinds::Kind>,
 }
 
 impl ResourceInfo {
@@ -65,7 +68,7 @@ impl ResourceInfo {
     /// Create-only review objects (access reviews, SelfSubjectReview): never stored, no name,
     /// no tenant label.
     pub fn is_review(&self) -> bool {
-        is_review_resource(&self.upstream_group, &self.resource)
+        self.builtin.is_some_and(|k| k.review)
     }
 
     /// The CRD kind itself.
@@ -80,12 +83,7 @@ impl ResourceInfo {
     /// `global-default`, ...). paddock's per-tenant objects among them (`paddock.io/managed-for`)
     /// and other tenants' objects stay hidden.
     pub fn lists_platform_objects(&self) -> bool {
-        self.prefixes_name()
-            && self.upstream_group == "flowcontrol.apiserver.k8s.io"
-            && matches!(
-                self.resource.as_str(),
-                "flowschemas" | "prioritylevelconfigurations"
-            )
+        self.prefixes_name() && self.builtin.is_some_and(|k| k.lists_platform)
     }
 
     /// Objects of this kind carry the tenant label upstream.
@@ -118,22 +116,6 @@ pub fn split_api_version(av: &str) -> (&str, &str) {
         Some((g, v)) => (g, v),
         None => ("", av),
     }
-}
-
-fn is_review_resource(group: &str, resource: &str) -> bool {
-    matches!(
-        (group, resource),
-        (
-            "authorization.k8s.io",
-            "selfsubjectaccessreviews"
-                | "subjectaccessreviews"
-                | "localsubjectaccessreviews"
-                | "selfsubjectrulesreviews"
-        ) | (
-            "authentication.k8s.io",
-            "selfsubjectreviews" | "tokenreviews"
-        )
-    )
 }
 
 /// API groups compiled into kube-apiserver. A tenant may not create a CRD in one of them, and
@@ -175,82 +157,13 @@ pub fn is_builtin_group(g: &str) -> bool {
 /// prefixed (a tenant CRD group of the same name still shadows it, as for every platform group).
 pub const OPEN_AGGREGATED_GROUPS: &[&str] = &["metrics.k8s.io"];
 
-/// The policy of a resource of an [`OPEN_AGGREGATED_GROUPS`] group: PodMetrics are the tenant's
-/// own pods' (namespaced, under the pods' names; the API is read-only), NodeMetrics the shared
-/// nodes' (read-only, as `nodes`). Any other resource of such a group is refused.
-fn open_aggregated_policy(group: &str, resource: &str) -> Option<Policy> {
-    match (group, resource) {
-        ("metrics.k8s.io", "pods") => Some(Policy::TenantOwned),
-        ("metrics.k8s.io", "nodes") => Some(Policy::SharedReadOnly),
-        _ => None,
-    }
-}
-
 fn is_open_aggregated_group(g: &str) -> bool {
     OPEN_AGGREGATED_GROUPS.contains(&g)
 }
 
-/// The hand-kept policy for built-in resources. Everything not listed here falls back to:
-/// namespaced built-ins -> TenantOwned, cluster-scoped built-ins -> Forbidden.
-fn builtin_policy(group: &str, resource: &str, scope: Scope) -> Policy {
-    use Policy::*;
-    match (group, resource) {
-        // Cluster-scoped kinds a tenant owns, names prefixed and labelled.
-        ("", "namespaces" | "persistentvolumes")
-        | ("rbac.authorization.k8s.io", "clusterroles" | "clusterrolebindings")
-        | ("apiextensions.k8s.io", "customresourcedefinitions")
-        | (
-            "admissionregistration.k8s.io",
-            "mutatingwebhookconfigurations"
-            | "validatingwebhookconfigurations"
-            | "validatingadmissionpolicies"
-            | "validatingadmissionpolicybindings",
-        )
-        // API priority and fairness, confined to the tenant's own requests and owning no
-        // seats (rules/flowcontrol.rs).
-        | ("flowcontrol.apiserver.k8s.io", "flowschemas" | "prioritylevelconfigurations") => {
-            TenantOwned
-        }
-        // Review objects: create-only, special body rules.
-        (
-            "authorization.k8s.io",
-            "selfsubjectaccessreviews"
-            | "subjectaccessreviews"
-            | "localsubjectaccessreviews"
-            | "selfsubjectrulesreviews",
-        )
-        | ("authentication.k8s.io", "selfsubjectreviews") => TenantOwned,
-        // A TokenReview is asked as the caller's shadow, and its answer authenticates only a
-        // token of the tenant's own: any other token (another tenant's, the platform's) is
-        // answered `authenticated: false` (rules/reviews.rs `token_review_status_down`).
-        ("authentication.k8s.io", "tokenreviews") => TenantOwned,
-        // Platform objects a tenant may read.
-        ("", "nodes")
-        | ("storage.k8s.io", "storageclasses" | "csidrivers" | "csinodes")
-        | ("scheduling.k8s.io", "priorityclasses")
-        | ("networking.k8s.io", "ingressclasses")
-        | ("node.k8s.io", "runtimeclasses") => SharedReadOnly,
-        // Explicitly forbidden (also covered by the cluster-scoped default, listed so that the
-        // decision is visible).
-        ("apiregistration.k8s.io", "apiservices")
-        | ("", "componentstatuses")
-        | ("certificates.k8s.io", "certificatesigningrequests")
-        | ("storage.k8s.io", "volumeattachments")
-        | (
-            "admissionregistration.k8s.io",
-            "mutatingadmissionpolicies" | "mutatingadmissionpolicybindings",
-        ) => Forbidden,
-        _ => match scope {
-            Scope::Namespaced => TenantOwned,
-            Scope::Cluster => Forbidden,
-        },
-    }
-}
-
-/// Subresources refused whatever the resource's policy.
+/// Subresources refused whatever the resource's policy (the kind table's).
 pub fn subresource_forbidden(group: &str, resource: &str, sub: &str) -> bool {
-    // nodes/proxy reaches the kubelet API of a shared node (exec into any pod on it).
-    matches!((group, resource, sub), ("", "nodes", "proxy"))
+    kinds::find(group, resource).is_some_and(|k| k.forbidden_subresources.contains(&sub))
 }
 
 #[derive(Debug, Clone)]
@@ -259,6 +172,8 @@ struct RawResource {
     scope: Scope,
     verbs: Vec<String>,
     subresources: Vec<String>,
+    /// Its row in the kind table (built-in and open aggregated groups only).
+    builtin: Option<&'static kinds::Kind>,
     /// The resolved resource as made by its first lookup, handed out again to every lookup
     /// that resolves it the same way (same policy, same tenant-CRD status): a lookup per
     /// request then costs a reference count, not a dozen strings.
@@ -398,6 +313,9 @@ impl Catalog {
                     Scope::Namespaced
                 };
                 let kind = r.response_kind.map(|k| k.kind).unwrap_or_default();
+                let builtin = (is_builtin_group(&name) || is_open_aggregated_group(&name))
+                    .then(|| kinds::find(&name, &r.resource))
+                    .flatten();
                 self.kinds
                     .entry((name.clone(), kind.clone()))
                     .or_insert_with(|| (r.resource.clone(), scope));
@@ -416,6 +334,7 @@ impl Catalog {
                                 .into_iter()
                                 .map(|s| s.subresource)
                                 .collect(),
+                            builtin,
                             made: OnceLock::new(),
                         },
                     );
@@ -585,7 +504,10 @@ impl Catalog {
         let policy = if tenant_crd {
             Policy::TenantOwned
         } else if is_builtin_group(ug) {
-            match builtin_policy(ug, resource, raw.scope) {
+            let policy = raw
+                .builtin
+                .map_or(kinds::builtin_policy(ug, resource, raw.scope), |k| k.policy);
+            match policy {
                 Policy::SharedReadOnly | Policy::Forbidden
                     if self.is_granted(tenant, ug, resource) =>
                 {
@@ -599,7 +521,11 @@ impl Catalog {
             self.overrides
                 .get(&(ug.to_owned(), resource.to_owned()))
                 .copied()
-                .or_else(|| open_aggregated_policy(ug, resource))
+                .or_else(|| {
+                    raw.builtin
+                        .filter(|_| is_open_aggregated_group(ug))
+                        .map(|k| k.policy)
+                })
                 .unwrap_or(Policy::Forbidden)
         };
         if let Some(made) = raw.made.get()
@@ -619,6 +545,7 @@ impl Catalog {
             subresources: raw.subresources.clone(),
             tenant_crd,
             upstream_group: ug.to_owned(),
+            builtin: raw.builtin.filter(|_| !tenant_crd),
         });
         // The first way a resource resolves is kept (a granted or overridden policy is made
         // anew each time, which is rare).

@@ -4,6 +4,8 @@
 
 use serde_json::Value;
 
+use crate::catalog::kinds;
+
 /// The namespace label that chooses a spanning tenant's namespace's cluster at creation. It
 /// stays on the namespace (upstream and in the tenant's view), saying where it lives.
 pub const CLUSTER_LABEL: &str = "paddock.io/cluster";
@@ -112,23 +114,10 @@ pub fn place_namespace(
 }
 
 /// Cluster-scoped kinds every cluster of a spanning tenant carries its own copy of (written
-/// to all, home first; read from the home). `span_resync`'s list of kinds is the same set.
+/// to all, home first; read from the home): the kind table's `replicated` rows, which
+/// `span_resync` also keeps the same.
 pub fn replicated_kind(group: &str, resource: &str) -> bool {
-    matches!(
-        (group, resource),
-        ("apiextensions.k8s.io", "customresourcedefinitions")
-            | ("rbac.authorization.k8s.io", "clusterroles")
-            | ("rbac.authorization.k8s.io", "clusterrolebindings")
-            // The tenant's own admission policies and webhooks act on its namespaces of every
-            // cluster (a webhook's service lives on one cluster: elsewhere its failurePolicy
-            // decides, docs/clusters.md), and its API Priority and Fairness objects too.
-            | ("admissionregistration.k8s.io", "validatingadmissionpolicies")
-            | ("admissionregistration.k8s.io", "validatingadmissionpolicybindings")
-            | ("admissionregistration.k8s.io", "validatingwebhookconfigurations")
-            | ("admissionregistration.k8s.io", "mutatingwebhookconfigurations")
-            | ("flowcontrol.apiserver.k8s.io", "flowschemas")
-            | ("flowcontrol.apiserver.k8s.io", "prioritylevelconfigurations")
-    )
+    kinds::find(group, resource).is_some_and(|k| k.replicated)
 }
 
 /// Whether a request is a get of one object of a shared read-only kind by name
@@ -149,10 +138,7 @@ pub fn shared_object_get(method: &str, path: &str) -> bool {
 
 /// Shared read-only kinds a spanning tenant sees merged from all its clusters.
 pub fn merged_shared_kind(group: &str, resource: &str) -> bool {
-    matches!(
-        (group, resource),
-        ("", "nodes") | ("storage.k8s.io", "storageclasses")
-    )
+    kinds::find(group, resource).is_some_and(|k| k.merged_when_spanning)
 }
 
 /// Prefix of a merged list's resourceVersion (a vector of the clusters' own).

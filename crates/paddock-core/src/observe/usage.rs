@@ -10,55 +10,16 @@ use std::collections::{BTreeMap, HashMap};
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::catalog::Scope;
+use crate::catalog::kinds::{self, Counted, Kind};
 use crate::tenant::{TENANT_LABEL, tenant_of};
 
-/// Namespaced resources whose objects are counted per tenant: (report name, list path). Pods
-/// and PersistentVolumeClaims are counted from their own full lists.
-pub const COUNTED_NAMESPACED: &[(&str, &str)] = &[
-    ("configmaps", "/api/v1/configmaps"),
-    ("secrets", "/api/v1/secrets"),
-    ("services", "/api/v1/services"),
-    ("serviceaccounts", "/api/v1/serviceaccounts"),
-    ("deployments.apps", "/apis/apps/v1/deployments"),
-    ("statefulsets.apps", "/apis/apps/v1/statefulsets"),
-    ("daemonsets.apps", "/apis/apps/v1/daemonsets"),
-    ("replicasets.apps", "/apis/apps/v1/replicasets"),
-    ("jobs.batch", "/apis/batch/v1/jobs"),
-    ("cronjobs.batch", "/apis/batch/v1/cronjobs"),
-    (
-        "ingresses.networking.k8s.io",
-        "/apis/networking.k8s.io/v1/ingresses",
-    ),
-    (
-        "networkpolicies.networking.k8s.io",
-        "/apis/networking.k8s.io/v1/networkpolicies",
-    ),
-    (
-        "roles.rbac.authorization.k8s.io",
-        "/apis/rbac.authorization.k8s.io/v1/roles",
-    ),
-    (
-        "rolebindings.rbac.authorization.k8s.io",
-        "/apis/rbac.authorization.k8s.io/v1/rolebindings",
-    ),
-];
-
-/// Cluster-scoped resources counted per tenant (selected upstream by the tenant label).
-pub const COUNTED_CLUSTER: &[(&str, &str)] = &[
-    ("persistentvolumes", "/api/v1/persistentvolumes"),
-    (
-        "clusterroles.rbac.authorization.k8s.io",
-        "/apis/rbac.authorization.k8s.io/v1/clusterroles",
-    ),
-    (
-        "clusterrolebindings.rbac.authorization.k8s.io",
-        "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
-    ),
-    (
-        "customresourcedefinitions.apiextensions.k8s.io",
-        "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
-    ),
-];
+/// The kinds whose objects are counted one by one (metadata lists), of a scope: namespaced
+/// ones by their namespace's tenant, cluster-scoped ones by the tenant label (upstream
+/// selects them). Pods and PersistentVolumeClaims are tallied from their own full lists.
+pub fn counted_objects(scope: Scope) -> impl Iterator<Item = &'static Kind> {
+    kinds::counted().filter(move |k| k.counted == Counted::Objects && k.scope == scope)
+}
 
 /// The current figures of one tenant (what upstream holds for it).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
@@ -82,12 +43,7 @@ pub struct TenantFigures {
 
 impl TenantFigures {
     fn empty() -> TenantFigures {
-        let objects = COUNTED_NAMESPACED
-            .iter()
-            .chain(COUNTED_CLUSTER)
-            .map(|(r, _)| (r.to_string(), 0))
-            .chain([("pods".into(), 0), ("persistentvolumeclaims".into(), 0)])
-            .collect();
+        let objects = kinds::counted().map(|k| (k.qualified(), 0)).collect();
         TenantFigures {
             objects,
             ..TenantFigures::default()

@@ -8,6 +8,7 @@ pub mod guard;
 
 use serde_json::{Value, json};
 
+use crate::catalog::kinds::KINDS;
 use crate::tenant::{TENANT_LABEL, TenantId};
 
 use crate::identity::upstream_admin_group;
@@ -84,48 +85,25 @@ pub fn managed_labels(t: &TenantId) -> Value {
 /// and label; paddock label-filters lists) and reads of the shared read-only kinds. It grants
 /// nothing inside any namespace.
 pub fn cluster_scope_role() -> Value {
-    let all = json!([
-        "get",
-        "list",
-        "watch",
-        "create",
-        "update",
-        "patch",
-        "delete",
-        "deletecollection"
-    ]);
-    let read = json!(["get", "list", "watch"]);
+    let mut rules = Vec::new();
+    for k in KINDS.iter().filter(|k| !k.tenant_verbs.is_empty()) {
+        rules.push(
+            json!({"apiGroups": [k.group], "resources": [k.resource], "verbs": k.tenant_verbs}),
+        );
+        if !k.tenant_subresources.is_empty() {
+            let subs: Vec<String> = k
+                .tenant_subresources
+                .iter()
+                .map(|s| format!("{}/{s}", k.resource))
+                .collect();
+            rules.push(json!({"apiGroups": [k.group], "resources": subs, "verbs": ["get", "update", "patch"]}));
+        }
+    }
     json!({
         "apiVersion": "rbac.authorization.k8s.io/v1",
         "kind": "ClusterRole",
         "metadata": {"name": CLUSTER_SCOPE_ROLE, "labels": {"app.kubernetes.io/managed-by": "paddock"}},
-        "rules": [
-            {"apiGroups": [""], "resources": ["namespaces", "persistentvolumes"], "verbs": all},
-            {"apiGroups": [""], "resources": ["namespaces/status", "namespaces/finalize", "persistentvolumes/status"], "verbs": ["get", "update", "patch"]},
-            {"apiGroups": ["rbac.authorization.k8s.io"], "resources": ["clusterroles", "clusterrolebindings"],
-             "verbs": ["get", "list", "watch", "create", "update", "patch", "delete", "deletecollection", "bind", "escalate"]},
-            {"apiGroups": ["apiextensions.k8s.io"], "resources": ["customresourcedefinitions", "customresourcedefinitions/status"], "verbs": all},
-            {"apiGroups": ["admissionregistration.k8s.io"], "resources": ["validatingwebhookconfigurations", "mutatingwebhookconfigurations"], "verbs": all},
-            {"apiGroups": ["admissionregistration.k8s.io"], "resources": ["validatingadmissionpolicies", "validatingadmissionpolicybindings"], "verbs": all},
-            {"apiGroups": ["admissionregistration.k8s.io"], "resources": ["validatingadmissionpolicies/status"], "verbs": ["get", "update", "patch"]},
-            {"apiGroups": [""], "resources": ["nodes"], "verbs": read},
-            // `kubectl top node` (catalog::OPEN_AGGREGATED_GROUPS); PodMetrics come with the
-            // namespace admin binding
-            {"apiGroups": ["metrics.k8s.io"], "resources": ["nodes"], "verbs": read},
-            {"apiGroups": ["storage.k8s.io"], "resources": ["storageclasses", "csidrivers", "csinodes"], "verbs": read},
-            {"apiGroups": ["scheduling.k8s.io"], "resources": ["priorityclasses"], "verbs": read},
-            {"apiGroups": ["networking.k8s.io"], "resources": ["ingressclasses"], "verbs": read},
-            {"apiGroups": ["node.k8s.io"], "resources": ["runtimeclasses"], "verbs": read},
-            {"apiGroups": ["flowcontrol.apiserver.k8s.io"], "resources": ["flowschemas", "prioritylevelconfigurations"], "verbs": all},
-            {"apiGroups": ["flowcontrol.apiserver.k8s.io"], "resources": ["flowschemas/status", "prioritylevelconfigurations/status"], "verbs": ["get", "update", "patch"]},
-            {"apiGroups": ["authorization.k8s.io"], "resources": ["selfsubjectaccessreviews", "selfsubjectrulesreviews"], "verbs": ["create"]},
-            // A tenant admin's SubjectAccessReview (about a tenant identity: paddock-core maps
-            // its user and groups into the tenant) is asked as the admin's shadow.
-            {"apiGroups": ["authorization.k8s.io"], "resources": ["subjectaccessreviews"], "verbs": ["create"]},
-            // A tenant admin's TokenReview, asked as the admin's shadow: the answer is confined
-            // to the tenant's own tokens on the way down (rules/reviews.rs).
-            {"apiGroups": ["authentication.k8s.io"], "resources": ["tokenreviews"], "verbs": ["create"]}
-        ]
+        "rules": rules
     })
 }
 
@@ -269,21 +247,12 @@ fn namespace_quota_fixed(t: &TenantId, upstream_ns: &str) -> Value {
     })
 }
 
-/// Cluster-scoped kinds a tenant can own, as list paths. Namespaces are handled separately
-/// (their deletion takes the namespaced contents with it), after the admission kinds: a
-/// tenant's policy or webhook could refuse the deletion of the tenant's namespaces.
-pub const OWNED_CLUSTER_KINDS: &[&str] = &[
-    "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings",
-    "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies",
-    "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations",
-    "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations",
-    "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
-    "/apis/rbac.authorization.k8s.io/v1/clusterroles",
-    "/apis/flowcontrol.apiserver.k8s.io/v1/flowschemas",
-    "/apis/flowcontrol.apiserver.k8s.io/v1/prioritylevelconfigurations",
-    "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
-    "/api/v1/persistentvolumes",
-];
+/// Cluster-scoped kinds a tenant can own, as list paths, in deletion order (the kind table's).
+/// Namespaces are handled separately (their deletion takes the namespaced contents with it),
+/// after these: a tenant's policy or webhook could refuse the deletion of its namespaces.
+pub fn owned_cluster_kinds() -> impl Iterator<Item = String> {
+    crate::catalog::kinds::deleted_with_tenant().map(|k| k.list_path())
+}
 
 pub fn owned_by(obj: &Value, t: &TenantId, crd: bool) -> bool {
     let labelled = obj["metadata"]["labels"][TENANT_LABEL].as_str() == Some(t.as_str());

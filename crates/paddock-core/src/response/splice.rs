@@ -9,8 +9,10 @@
 //!
 //! The fast path answers only when it is sure to produce exactly what `object_down` would;
 //! otherwise it says [`Fast::Fallback`] and the DOM path runs. It is sure when:
-//! - the kind is on a short list of namespaced built-in kinds whose down rules (object.rs)
-//!   only ever rewrite strings that carry the tenant's own prefix or the tenant label;
+//! - the kind is one the kind table marks for splicing (namespaced, built in, the tenant's);
+//! - the item holds none of the fields the kind's own rules (the rule table) rewrite, so only
+//!   the universal `metadata` rules apply, and they only ever rewrite strings that carry the
+//!   tenant's own prefix or the tenant label;
 //! - the item contains the tenant prefix exactly once (the namespace value itself) and never
 //!   the tenant label key, so none of those other rules can fire;
 //! - the namespace value is a plain string (no escapes).
@@ -25,31 +27,89 @@ use std::sync::{Arc, LazyLock};
 use memchr::memmem::Finder;
 
 use crate::response::members::Members;
+use crate::rules::schema::{FieldRule, Holds};
+use crate::rules::table::rules_for;
 use crate::tenant::{TENANT_ID_LEN, TENANT_LABEL, TenantId};
 
-/// Namespaced built-in kinds whose `object_down` rules touch only the namespace, the tenant
-/// label, and strings carrying the tenant prefix (ownerReferences, managedFields apiVersion,
-/// pod affinity namespaces). Kinds with other reference fields (events, RBAC, PVCs, endpoints,
-/// network policies, stateful sets' claim templates) always take the DOM path.
-const FAST_KINDS: &[(&str, &str)] = &[
-    ("", "Pod"),
-    ("", "ConfigMap"),
-    ("", "Secret"),
-    ("", "Service"),
-    ("", "ServiceAccount"),
-    ("", "ReplicationController"),
-    ("", "PodTemplate"),
-    ("apps", "Deployment"),
-    ("apps", "ReplicaSet"),
-    ("apps", "DaemonSet"),
-    ("apps", "ControllerRevision"),
-    ("batch", "Job"),
-    ("batch", "CronJob"),
-    ("coordination.k8s.io", "Lease"),
-];
+/// A kind the splicer takes (`catalog::kinds`, `splice`) and the guards its items must pass.
+///
+/// `object_down` of such an item applies the universal `metadata` rules, which only ever
+/// rewrite strings that carry the tenant's own prefix or the tenant label (checked below), and
+/// the kind's own field rules from the rule table (`rules::table`). Those can rewrite any
+/// value (a namespace of another tenant's is redacted), so an item holding one of those fields
+/// at all takes the DOM path: the guards are the JSON keys that end the kind's rule paths,
+/// derived from the rule table, never kept by hand.
+struct FastKind {
+    group: &'static str,
+    kind: &'static str,
+    guards: Vec<Guard>,
+}
+
+/// A key that ends one of a kind's rule paths: `"<key>"` may occur at most `allowed` times
+/// (once for `"namespace"`, the object's own; zero for every other key).
+struct Guard {
+    needle: Finder<'static>,
+    allowed: usize,
+}
+
+static FAST_KINDS: LazyLock<Vec<FastKind>> = LazyLock::new(|| {
+    crate::catalog::kinds::spliced()
+        .filter(|k| !guarded_keys(k.group, k.kind).contains(&""))
+        .map(|k| FastKind {
+            group: k.group,
+            kind: k.kind,
+            guards: guarded_keys(k.group, k.kind)
+                .into_iter()
+                .map(|key| Guard {
+                    needle: Finder::new(format!("\"{key}\"").as_bytes()).into_owned(),
+                    allowed: usize::from(key == "namespace"),
+                })
+                .collect(),
+        })
+        .collect()
+});
+
+/// The JSON keys that end the paths of a kind's field rules, embedded structures included.
+/// A rule on the whole object (an empty path) shows as an empty key: such a kind is never
+/// spliced.
+pub fn guarded_keys(group: &str, kind: &str) -> Vec<&'static str> {
+    fn visit(fields: &[FieldRule], out: &mut Vec<&'static str>) {
+        for r in fields {
+            // An embedded structure's own rules decide; its key alone changes nothing.
+            if let Holds::Embed(s) = r.holds {
+                visit(s.fields, out);
+                continue;
+            }
+            let key = r.path.last().map_or("", |step| step.json);
+            if !out.contains(&key) {
+                out.push(key);
+            }
+        }
+    }
+    let mut keys = Vec::new();
+    if let Some(rules) = rules_for(group, kind) {
+        visit(rules.fields, &mut keys);
+    }
+    keys
+}
+
+fn fast_kind(group: &str, kind: &str) -> Option<&'static FastKind> {
+    FAST_KINDS
+        .iter()
+        .find(|k| k.group == group && k.kind == kind)
+}
 
 pub fn is_fast_kind(group: &str, kind: &str) -> bool {
-    FAST_KINDS.iter().any(|(g, k)| *g == group && *k == kind)
+    fast_kind(group, kind).is_some()
+}
+
+impl FastKind {
+    /// Whether `raw` holds none of the kind's rule fields (beyond its own namespace).
+    fn unguarded(&self, raw: &[u8]) -> bool {
+        self.guards
+            .iter()
+            .all(|g| g.needle.find_iter(raw).nth(g.allowed).is_none())
+    }
 }
 
 /// Outcome of the fast path.
@@ -137,21 +197,21 @@ impl Splicer {
                 _ => {}
             }
         };
-        let ok_kind = match (api_version, kind) {
+        let fast = match (api_version, kind) {
             (Some(av), Some(k)) => {
                 let (Some(av), Some(k)) = (plain_str(&raw[av]), plain_str(&raw[k])) else {
                     return Fast::Fallback;
                 };
                 let group = av.rsplit_once('/').map_or("", |(g, _)| g);
-                is_fast_kind(group, k)
+                fast_kind(group, k)
             }
-            (None, None) => default_gk.is_some_and(|(g, k)| is_fast_kind(g, k)),
-            _ => false,
+            (None, None) => default_gk.and_then(|(g, k)| fast_kind(g, k)),
+            _ => None,
         };
-        if !ok_kind {
+        let Some(fast) = fast else {
             return Fast::Fallback;
-        }
-        self.namespace_splice(raw, meta_start, out, &mut Found::default())
+        };
+        self.namespace_splice(raw, meta_start, fast, out, &mut Found::default())
     }
 
     /// Like [`Splicer::object`] for an object that stands for an item of kind `gk` whatever
@@ -182,9 +242,9 @@ impl Splicer {
         out: &mut Vec<u8>,
         found: &mut Found,
     ) -> Fast {
-        if !is_fast_kind(gk.0, gk.1) {
+        let Some(fast) = fast_kind(gk.0, gk.1) else {
             return Fast::Fallback;
-        }
+        };
         let mut top = Members::new(raw);
         let meta_start = loop {
             let Ok(Some((key, escaped))) = top.next_key() else {
@@ -200,7 +260,7 @@ impl Splicer {
                 return Fast::Fallback;
             }
         };
-        self.namespace_splice(raw, meta_start, out, found)
+        self.namespace_splice(raw, meta_start, fast, out, found)
     }
 
     /// The namespace of the object `raw` whose metadata starts at `meta_start`: drop, splice,
@@ -209,6 +269,7 @@ impl Splicer {
         &self,
         raw: &[u8],
         meta_start: usize,
+        fast: &FastKind,
         out: &mut Vec<u8>,
         found: &mut Found,
     ) -> Fast {
@@ -244,7 +305,7 @@ impl Splicer {
         if !inner.starts_with(&self.prefix) {
             return Fast::Drop;
         }
-        if FIND_LABEL.find(raw).is_some() || self.foreign_group(raw) {
+        if FIND_LABEL.find(raw).is_some() || self.foreign_group(raw) || !fast.unguarded(raw) {
             return Fast::Fallback;
         }
         let mut hits = self.find_prefix.find_iter(raw);
@@ -354,6 +415,36 @@ mod tests {
         assert_eq!(f, Fast::Keep);
         assert_eq!(found.name, None);
         assert!(found.namespace.is_some());
+    }
+
+    /// The fast path's claim comes from the rule table: every kind marked for splicing has
+    /// rule paths that end in a key (none on the whole object), and an item holding one of
+    /// those fields takes the DOM path, which alone decides what such a field shows.
+    #[test]
+    fn guards_come_from_the_rule_table() {
+        for k in crate::catalog::kinds::spliced() {
+            assert!(
+                is_fast_kind(k.group, k.kind),
+                "{} cannot be spliced",
+                k.kind
+            );
+        }
+        let pod = guarded_keys("", "Pod");
+        for key in ["namespaces", "namespaceSelector", "volumeName", "namespace"] {
+            assert!(pod.contains(&key), "{key} in {pod:?}");
+        }
+        assert!(guarded_keys("", "ConfigMap").is_empty());
+        assert_eq!(guarded_keys("", "ServiceAccount"), ["secrets"]);
+        let ns = r#"{"metadata":{"name":"a","namespace":"foofoo-d"},"spec":{}}"#;
+        assert_eq!(run(ns, Some(("", "Pod"))).0, Fast::Keep);
+        for field in [
+            r#""affinity":{"podAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":[{"namespaces":["barbar-x"],"topologyKey":"k"}]}}"#,
+            r#""volumes":[{"name":"v","ephemeral":{"volumeClaimTemplate":{"spec":{"volumeName":"pv-1"}}}}]"#,
+            r#""volumes":[{"name":"v","ephemeral":{"volumeClaimTemplate":{"spec":{"dataSourceRef":{"namespace":"barbar-x"}}}}}]"#,
+        ] {
+            let item = ns.replace(r#""spec":{}"#, &format!(r#""spec":{{{field}}}"#));
+            assert_eq!(run(&item, Some(("", "Pod"))).0, Fast::Fallback, "{item}");
+        }
     }
 
     #[test]

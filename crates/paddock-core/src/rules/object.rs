@@ -118,6 +118,7 @@ pub(crate) fn body_kind_info(row: &KindRules, version: &str) -> ResourceInfo {
         subresources: Vec::new(),
         tenant_crd: false,
         upstream_group: row.group.to_owned(),
+        builtin: None,
     }
 }
 

@@ -13,7 +13,8 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use paddock_core::TENANT_LABEL;
-use paddock_core::observe::usage::{COUNTED_CLUSTER, COUNTED_NAMESPACED, UsageTally};
+use paddock_core::catalog::Scope;
+use paddock_core::observe::usage::{UsageTally, counted_objects};
 use paddock_store::TenantRecord;
 use serde_json::{Map, Value, json};
 
@@ -90,14 +91,22 @@ pub async fn refresh(state: &AppState) -> Result<Arc<UsageSnapshot>, ServerError
         tally.add_pvc(&p);
     })
     .await?;
-    for (resource, path) in COUNTED_NAMESPACED {
-        visit_or_none(state, path, METADATA_LIST, &mut uncounted, |o| {
-            tally.add_namespaced(resource, &o);
-        })
+    for kind in counted_objects(Scope::Namespaced) {
+        let resource = kind.qualified();
+        visit_or_none(
+            state,
+            &kind.list_path(),
+            METADATA_LIST,
+            &mut uncounted,
+            |o| {
+                tally.add_namespaced(&resource, &o);
+            },
+        )
         .await?;
     }
-    for (resource, path) in COUNTED_CLUSTER {
-        let labelled = format!("{path}?labelSelector={TENANT_LABEL}");
+    for kind in counted_objects(Scope::Cluster) {
+        let resource = kind.qualified();
+        let labelled = format!("{}?labelSelector={TENANT_LABEL}", kind.list_path());
         // CRDs in full: their owner is decided by spec.group.
         let accept = if resource.starts_with("customresourcedefinitions.") {
             "application/json"
@@ -105,7 +114,7 @@ pub async fn refresh(state: &AppState) -> Result<Arc<UsageSnapshot>, ServerError
             METADATA_LIST
         };
         visit_or_none(state, &labelled, accept, &mut uncounted, |o| {
-            tally.add_cluster(resource, &o);
+            tally.add_cluster(&resource, &o);
         })
         .await?;
     }

@@ -19,56 +19,6 @@ use paddock_upstream::upjson;
 /// How often the spanning tenants' cluster-scoped objects are compared.
 pub const RESYNC_INTERVAL: Duration = Duration::from_secs(30);
 
-/// The replicated kinds (`paddock_core::clusters::span::replicated_kind`): collection path,
-/// apiVersion, kind. CRDs first (their CRs need them), RBAC before what it may reference.
-const KINDS: [(&str, &str, &str); 9] = [
-    (
-        "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
-        "apiextensions.k8s.io/v1",
-        "CustomResourceDefinition",
-    ),
-    (
-        "/apis/rbac.authorization.k8s.io/v1/clusterroles",
-        "rbac.authorization.k8s.io/v1",
-        "ClusterRole",
-    ),
-    (
-        "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
-        "rbac.authorization.k8s.io/v1",
-        "ClusterRoleBinding",
-    ),
-    (
-        "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies",
-        "admissionregistration.k8s.io/v1",
-        "ValidatingAdmissionPolicy",
-    ),
-    (
-        "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings",
-        "admissionregistration.k8s.io/v1",
-        "ValidatingAdmissionPolicyBinding",
-    ),
-    (
-        "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations",
-        "admissionregistration.k8s.io/v1",
-        "ValidatingWebhookConfiguration",
-    ),
-    (
-        "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations",
-        "admissionregistration.k8s.io/v1",
-        "MutatingWebhookConfiguration",
-    ),
-    (
-        "/apis/flowcontrol.apiserver.k8s.io/v1/prioritylevelconfigurations",
-        "flowcontrol.apiserver.k8s.io/v1",
-        "PriorityLevelConfiguration",
-    ),
-    (
-        "/apis/flowcontrol.apiserver.k8s.io/v1/flowschemas",
-        "flowcontrol.apiserver.k8s.io/v1",
-        "FlowSchema",
-    ),
-];
-
 /// Resyncs every spanning tenant every [`RESYNC_INTERVAL`] until shutdown.
 pub async fn resync_loop(main: Arc<AppState>) {
     let mut tick = tokio::time::interval(RESYNC_INTERVAL);
@@ -105,14 +55,17 @@ pub async fn resync_tenant(
     let home = super::span::state_of(main, tenant, &clusters[0])?;
     let selector = format!("labelSelector={TENANT_LABEL}%3D{}", tenant.as_str());
     let mut repaired = 0;
-    for (path, api_version, kind) in KINDS {
+    // The replicated kinds, in the kind table's order: CRDs first (their CRs need them), what
+    // others name before them.
+    for k in paddock_core::catalog::kinds::replicated() {
+        let (path, api_version, kind) = (k.list_path(), k.api_version(), k.kind);
         let want = upjson::list(&home.upstream, &format!("{path}?{selector}")).await?;
         for name in &clusters[1..] {
             let Ok(other) = super::span::state_of(main, tenant, name) else {
                 continue;
             };
             let have = upjson::list(&other.upstream, &format!("{path}?{selector}")).await?;
-            for step in sync_steps(api_version, kind, &want, &have) {
+            for step in sync_steps(&api_version, kind, &want, &have) {
                 match step {
                     SyncStep::Apply(n, obj) => {
                         upjson::apply(&other.upstream, &format!("{path}/{n}"), &obj).await?

@@ -4,7 +4,9 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use paddock_core::observe::usage::{COUNTED_CLUSTER, COUNTED_NAMESPACED, UsageTally};
+use paddock_core::catalog::Scope;
+use paddock_core::catalog::kinds;
+use paddock_core::observe::usage::{UsageTally, counted_objects};
 use serde_json::json;
 
 use crate::observe::metering::{FIGURES, UsageSnapshot, meter_response};
@@ -24,10 +26,12 @@ const VERBS: &[&str] = &[
 ];
 
 /// Series one tenant can have at most (documented in docs/metering.md).
-const PER_TENANT: usize = VERBS.len() * 4 // requests: verb × status class
+fn per_tenant_bound() -> usize {
+    VERBS.len() * 4 // requests: verb × status class
     + 4 // request and response bytes, watch-seconds, open watches
     + FIGURES.len()
-    + COUNTED_NAMESPACED.len() + COUNTED_CLUSTER.len() + 2; // objects (+ pods, PVCs)
+    + kinds::counted().count() // objects (pods and PVCs among them)
+}
 
 fn series(text: &str) -> usize {
     text.lines()
@@ -61,11 +65,11 @@ fn series_per_tenant_are_bounded_with_1000_tenants() {
         tally.add_pod(&json!({"metadata": {"namespace": ns}, "status": {"phase": "Running"},
             "spec": {"containers": [{"resources": {"requests": {"cpu": "1", "memory": "1Mi"}, "limits": {"cpu": "1", "memory": "1Mi"}}}]}}));
         tally.add_pvc(&json!({"metadata": {"namespace": ns}, "spec": {"resources": {"requests": {"storage": "1Gi"}}}}));
-        for (r, _) in COUNTED_NAMESPACED {
-            tally.add_namespaced(r, &json!({"metadata": {"namespace": ns}}));
+        for k in counted_objects(Scope::Namespaced) {
+            tally.add_namespaced(&k.qualified(), &json!({"metadata": {"namespace": ns}}));
         }
-        for (r, _) in COUNTED_CLUSTER {
-            tally.add_cluster(r, &json!({"metadata": {"name": format!("{t}-x"), "labels": {"paddock.io/tenant": t}}, "spec": {"group": format!("{t}-g.io")}}));
+        for k in counted_objects(Scope::Cluster) {
+            tally.add_cluster(&k.qualified(), &json!({"metadata": {"name": format!("{t}-x"), "labels": {"paddock.io/tenant": t}}, "spec": {"group": format!("{t}-g.io")}}));
         }
     }
     m.tenant.figures.store(Some(Arc::new(UsageSnapshot {
@@ -80,15 +84,13 @@ fn series_per_tenant_are_bounded_with_1000_tenants() {
     let total = series(&text);
     // The latency histogram has one series per verb (its buckets), not per tenant.
     let per_tenant = (total - baseline - histogram_series(&text)) / TENANTS;
+    let bound = per_tenant_bound();
     eprintln!(
-        "1000 tenants: {total} series, {} KiB, encoded in {took:?}; {per_tenant} per tenant (bound {PER_TENANT})",
+        "1000 tenants: {total} series, {} KiB, encoded in {took:?}; {per_tenant} per tenant (bound {bound})",
         text.len() / 1024
     );
-    assert_eq!(per_tenant, PER_TENANT);
-    assert_eq!(
-        total,
-        baseline + histogram_series(&text) + TENANTS * PER_TENANT
-    );
+    assert_eq!(per_tenant, bound);
+    assert_eq!(total, baseline + histogram_series(&text) + TENANTS * bound);
 }
 
 fn histogram_series(text: &str) -> usize {
