@@ -3,12 +3,21 @@
 //! for the server that answers (`paddock-server`'s `admin/`) and the CLI that asks (the
 //! `paddock` binary's admin commands). Plain data: serde, no I/O.
 //!
-//! The shapes keep every field the server answers with, in the order it answers them; a field
-//! the CLI leaves out is `None` and is not written.
+//! The shapes keep every field the server answers with, in the order it answers them (the
+//! workspace's serde_json keeps the order of object keys); a field the CLI leaves out is
+//! `None` and is not written. Each module's tests hold its types to the JSON the server and
+//! the CLI wrote by hand before these types existed.
 
 pub mod certificate;
+pub mod cluster;
 pub mod duration;
+pub mod policy;
+pub mod quota;
+pub mod template;
 pub mod tenant;
+pub mod usage;
+
+use serde::{Deserialize, Serialize};
 
 /// The admin API's group.
 pub const GROUP: &str = "paddock.io";
@@ -46,9 +55,67 @@ pub mod paths {
     pub const NAMESPACE_TEMPLATES: &str = "/apis/paddock.io/v1alpha1/namespacetemplates";
 }
 
+/// A list of objects of one kind (`TenantList`, `ClusterList`, ...), as the server answers
+/// a collection.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct List<T> {
+    /// Always [`GROUP_VERSION`].
+    #[serde(default)]
+    pub api_version: String,
+    /// The list kind (`LIST_KIND` of the item's module).
+    #[serde(default)]
+    pub kind: String,
+    /// Always empty.
+    #[serde(default)]
+    pub metadata: ListMeta,
+    /// The objects.
+    #[serde(default = "Vec::new")]
+    pub items: Vec<T>,
+}
+
+/// A list's metadata: `{}`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ListMeta {}
+
+impl<T> List<T> {
+    /// A list of `kind` holding `items`.
+    pub fn new(kind: &str, items: Vec<T>) -> List<T> {
+        List {
+            api_version: GROUP_VERSION.to_string(),
+            kind: kind.to_string(),
+            metadata: ListMeta {},
+            items,
+        }
+    }
+}
+
+/// For an `Option<serde_json::Value>` field with `#[serde(default, deserialize_with = ...)]`:
+/// present, even as `null`, is `Some` (absent is `None`), so that what is read is written
+/// again as it was.
+pub(crate) fn present<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Option<serde_json::Value>, D::Error> {
+    serde_json::Value::deserialize(d).map(Some)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `json` read as a `T` and written again is `json`, byte for byte: the type holds every
+    /// field, in the order written, and writes no other.
+    pub(crate) fn round_trip<T>(json: &str)
+    where
+        T: Serialize + for<'de> Deserialize<'de>,
+    {
+        let read: Result<T, _> = serde_json::from_str(json);
+        let written = read.map(|t| serde_json::to_string(&t));
+        assert!(
+            matches!(&written, Ok(Ok(w)) if w == json),
+            "{json}\n -> {written:?}"
+        );
+    }
 
     #[test]
     fn the_paths_are_the_base_and_the_resource() {

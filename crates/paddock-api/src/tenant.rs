@@ -1,7 +1,8 @@
 //! `Tenant` (`tenants.paddock.io/v1alpha1`, cluster-scoped): what `paddock tenant create`
 //! posts and what the server answers for a tenant. The nested parts whose vocabulary belongs
 //! to other parts of paddock (fair-share limits, the billing key, the tenant policy, quota)
-//! are carried as JSON values and judged by the server.
+//! are carried as JSON values and judged by the server. Such a part written as `null` reads
+//! back as `Some(Value::Null)` (and is written again): absent and `null` stay apart.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -40,13 +41,25 @@ pub struct TenantMeta {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
     /// When it was created (answers only).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::present"
+    )]
     pub creation_timestamp: Option<Value>,
     /// The platform's labels of the tenant (placement selects on them).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::present"
+    )]
     pub labels: Option<Value>,
     /// Changes of the record (answers only).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::present"
+    )]
     pub generation: Option<Value>,
 }
 
@@ -58,19 +71,39 @@ pub struct TenantSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub display_name: Option<String>,
     /// Fair-share overrides (docs/fairshare.md).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::present"
+    )]
     pub limits: Option<Value>,
     /// The billing key (docs/metering.md).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::present"
+    )]
     pub billing: Option<Value>,
     /// The tenant policy (docs/policy.md); `null` in an answer when there is none.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::present"
+    )]
     pub policy: Option<Value>,
     /// Tenant-wide quota, `{"hard": {...}}` (docs/quota.md).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::present"
+    )]
     pub quota: Option<Value>,
     /// The clusters the tenant lives on, or how to place it (docs/clusters.md).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::present"
+    )]
     pub clusters: Option<Value>,
 }
 
@@ -131,6 +164,15 @@ mod tests {
             serde_json::to_string(&t).unwrap_or_default(),
             r#"{"apiVersion":"paddock.io/v1alpha1","kind":"Tenant","metadata":{"name":"acme01","labels":{"team":"a"}},"spec":{"displayName":"Acme","limits":{},"billing":{}}}"#
         );
+    }
+
+    #[test]
+    fn answers_have_the_shape_the_server_wrote() {
+        let one = r#"{"apiVersion":"paddock.io/v1alpha1","kind":"Tenant","metadata":{"name":"acme01","creationTimestamp":"2026-01-02T03:04:05Z","labels":{"team":"a"},"generation":3},"spec":{"displayName":"Acme","limits":{"readQPS":20},"billing":{"labels":{"cc":"1"}},"policy":null,"quota":{"hard":{}},"clusters":["default"]},"status":{"phase":"Active","progress":null}}"#;
+        crate::tests::round_trip::<Tenant>(one);
+        crate::tests::round_trip::<crate::List<Tenant>>(&format!(
+            r#"{{"apiVersion":"paddock.io/v1alpha1","kind":"TenantList","metadata":{{}},"items":[{one}]}}"#
+        ));
     }
 
     #[test]

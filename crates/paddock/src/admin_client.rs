@@ -8,12 +8,16 @@ use anyhow::{Context, Result, bail};
 use http::Method;
 use paddock_upstream::upjson;
 use paddock_upstream::upstream::{Upstream, UpstreamCredential};
+use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
 use crate::IssueArgs;
 
-use paddock_api::certificate::{IssueRequest, IssueSpec};
+use paddock_api::List;
+use paddock_api::certificate::{IssueRequest, IssueSpec, IssuedCertificate};
 use paddock_api::paths::{ISSUED_CERTIFICATES, TENANTS};
+use paddock_api::policy::TenantPolicy;
+use paddock_api::quota::{QuotaPatch, QuotaSpec, TenantQuota};
 use paddock_api::tenant::{Tenant, TenantSpec};
 
 /// A connection to one paddock.
@@ -27,6 +31,12 @@ pub(crate) fn check(a: upjson::UpAnswer, what: &str) -> Result<Value> {
     } else {
         bail!("{what}: {} ({})", a.message(), a.status)
     }
+}
+
+/// A successful answer read as `T` (a type of paddock-api).
+pub(crate) fn check_as<T: DeserializeOwned>(a: upjson::UpAnswer, what: &str) -> Result<T> {
+    let v = check(a, what)?;
+    serde_json::from_value(v).with_context(|| format!("{what}: unexpected answer"))
 }
 
 impl AdminClient {
@@ -67,7 +77,7 @@ impl AdminClient {
         labels: &serde_json::Map<String, Value>,
         limits: &serde_json::Map<String, Value>,
         billing: &Value,
-        quota: &std::collections::BTreeMap<String, String>,
+        quota: &paddock_api::quota::Quantities,
     ) -> Tenant {
         Tenant::request(
             id,
@@ -76,40 +86,41 @@ impl AdminClient {
                 display_name: Some(display.unwrap_or(id).to_string()),
                 limits: Some(Value::Object(limits.clone())),
                 billing: Some(billing.clone()),
-                quota: (!quota.is_empty()).then(|| json!({"hard": quota})),
+                quota: (!quota.is_empty()).then(|| {
+                    json!(QuotaSpec {
+                        hard: quota.clone()
+                    })
+                }),
                 ..TenantSpec::default()
             },
         )
     }
 
     /// POST a tenant.
-    pub async fn create_tenant(&self, id: &str, body: &Value) -> Result<Value> {
-        check(
-            self.call(Method::POST, TENANTS, Some(body)).await?,
+    pub async fn create_tenant(&self, id: &str, body: &Tenant) -> Result<Tenant> {
+        check_as(
+            self.call(Method::POST, TENANTS, Some(&body.to_value()))
+                .await?,
             &format!("creating tenant {id}"),
         )
     }
 
-    /// A tenant's quota with its usage (a `TenantQuota`).
-    pub async fn get_quota(&self, id: &str) -> Result<Value> {
-        check(
+    /// A tenant's quota with its usage.
+    pub async fn get_quota(&self, id: &str) -> Result<TenantQuota> {
+        check_as(
             self.call(Method::GET, &format!("{TENANTS}/{id}/quota"), None)
                 .await?,
             &format!("getting the quota of tenant {id}"),
         )
     }
 
-    /// Changes a tenant's quota (a JSON merge patch of `hard`: null removes a limit).
-    pub async fn set_quota(
-        &self,
-        id: &str,
-        hard: &serde_json::Map<String, Value>,
-    ) -> Result<Value> {
-        check(
+    /// Changes a tenant's quota (a JSON merge patch of `hard`: `None` removes a limit).
+    pub async fn set_quota(&self, id: &str, patch: &QuotaPatch) -> Result<TenantQuota> {
+        check_as(
             self.call(
                 Method::PATCH,
                 &format!("{TENANTS}/{id}/quota"),
-                Some(&json!({"hard": hard})),
+                Some(&serde_json::to_value(patch)?),
             )
             .await?,
             &format!("setting the quota of tenant {id}"),
@@ -121,8 +132,8 @@ impl AdminClient {
         &self,
         id: &str,
         patch: &serde_json::Map<String, Value>,
-    ) -> Result<Value> {
-        check(
+    ) -> Result<Tenant> {
+        check_as(
             self.call(
                 Method::PATCH,
                 &format!("{TENANTS}/{id}/limits"),
@@ -139,26 +150,26 @@ impl AdminClient {
         id: &str,
         patch: Option<&Value>,
         reset: bool,
-    ) -> Result<Value> {
+    ) -> Result<TenantPolicy> {
         let path = format!("{TENANTS}/{id}/policy");
         let answer = match (patch, reset) {
             (Some(p), _) => self.call(Method::PATCH, &path, Some(p)).await?,
             (None, true) => self.call(Method::DELETE, &path, None).await?,
             (None, false) => self.call(Method::GET, &path, None).await?,
         };
-        check(answer, &format!("the policy of tenant {id}"))
+        check_as(answer, &format!("the policy of tenant {id}"))
     }
 
     /// The items of a list of the admin API (`path` under `/apis/paddock.io/v1alpha1`
     /// or the full path); `what` names the action in an error.
-    pub async fn list_items(&self, path: &str, what: &str) -> Result<Vec<Value>> {
-        let v = check(self.call(Method::GET, path, None).await?, what)?;
-        Ok(v["items"].as_array().cloned().unwrap_or_default())
+    pub async fn list_items<T: DeserializeOwned>(&self, path: &str, what: &str) -> Result<Vec<T>> {
+        let list: List<T> = check_as(self.call(Method::GET, path, None).await?, what)?;
+        Ok(list.items)
     }
 
     /// One object of the admin API.
-    pub async fn get_object(&self, path: &str, what: &str) -> Result<Value> {
-        check(self.call(Method::GET, path, None).await?, what)
+    pub async fn get_object<T: DeserializeOwned>(&self, path: &str, what: &str) -> Result<T> {
+        check_as(self.call(Method::GET, path, None).await?, what)
     }
 
     /// Deletes one object of the admin API.
@@ -167,21 +178,14 @@ impl AdminClient {
     }
 
     /// All tenants.
-    pub async fn list_tenants(&self) -> Result<Vec<Value>> {
-        let v = check(
-            self.call(Method::GET, TENANTS, None).await?,
-            "listing tenants",
-        )?;
-        Ok(v["items"].as_array().cloned().unwrap_or_default())
+    pub async fn list_tenants(&self) -> Result<Vec<Tenant>> {
+        self.list_items(TENANTS, "listing tenants").await
     }
 
     /// One tenant.
-    pub async fn get_tenant(&self, id: &str) -> Result<Value> {
-        check(
-            self.call(Method::GET, &format!("{TENANTS}/{id}"), None)
-                .await?,
-            &format!("getting tenant {id}"),
-        )
+    pub async fn get_tenant(&self, id: &str) -> Result<Tenant> {
+        self.get_object(&format!("{TENANTS}/{id}"), &format!("getting tenant {id}"))
+            .await
     }
 
     /// Deletes a tenant; with `wait`, shows progress until it is gone.
@@ -208,10 +212,11 @@ impl AdminClient {
                 );
                 return Ok(());
             }
-            let progress = a.body["status"]["progress"]
-                .as_str()
-                .unwrap_or("")
-                .to_string();
+            let progress = serde_json::from_value::<Tenant>(a.body)
+                .ok()
+                .and_then(|t| t.status)
+                .and_then(|s| s.progress.as_str().map(str::to_string))
+                .unwrap_or_default();
             if progress != last && !progress.is_empty() {
                 eprintln!("tenant {id}: {progress}");
                 last = progress;
@@ -259,26 +264,28 @@ impl AdminClient {
             csr: csr_pem.clone(),
             validity_seconds: validity,
         }))?;
-        let v = check(
+        let v: IssuedCertificate = check_as(
             self.call(Method::POST, ISSUED_CERTIFICATES, Some(&body))
                 .await?,
             &format!("issuing a certificate for {}/{}", args.tenant, args.user),
         )?;
-        let cert = v["status"]["certificate"]
-            .as_str()
+        let cert = v
+            .status
+            .certificate
+            .as_deref()
             .context("no certificate in the answer")?;
-        let ca = v["status"]["caCertificate"]
-            .as_str()
+        let ca = v
+            .status
+            .ca_certificate
+            .as_deref()
             .context("no CA in the answer")?;
-        let server = v["status"]["server"].as_str().unwrap_or(self.up.server());
+        let server = v.status.server.as_deref().unwrap_or(self.up.server());
         if let (Some(path), Some(k)) = (&args.key_out, &key_pem) {
             crate::kubeconfig::write_private(path, k.as_bytes())?;
         }
         eprintln!(
             "certificate serial {} for {}/{}",
-            v["metadata"]["name"].as_str().unwrap_or("?"),
-            args.tenant,
-            args.user
+            v.metadata.name, args.tenant, args.user
         );
         let context = format!("{}-{}", args.tenant, args.user);
         Ok(crate::kubeconfig::render(
@@ -291,16 +298,12 @@ impl AdminClient {
     }
 
     /// Issued certificates.
-    pub async fn list_certs(&self, tenant: Option<&str>) -> Result<Vec<Value>> {
+    pub async fn list_certs(&self, tenant: Option<&str>) -> Result<Vec<IssuedCertificate>> {
         let path = match tenant {
             Some(t) => format!("{ISSUED_CERTIFICATES}?tenant={t}"),
             None => ISSUED_CERTIFICATES.to_string(),
         };
-        let v = check(
-            self.call(Method::GET, &path, None).await?,
-            "listing certificates",
-        )?;
-        Ok(v["items"].as_array().cloned().unwrap_or_default())
+        self.list_items(&path, "listing certificates").await
     }
 
     /// Revokes by serial.

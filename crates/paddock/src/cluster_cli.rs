@@ -1,18 +1,19 @@
 //! `paddock cluster add|list|get|remove`: the upstream clusters paddock fronts
 //! (docs/clusters.md), through the admin API's `clusters.paddock.io/v1alpha1`.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 use base64::Engine;
 use http::Method;
 use paddock_upstream::upstream::UpstreamCredential;
-use serde_json::{Value, json};
 
 use crate::Output;
-use crate::admin_client::{AdminClient, check};
+use crate::admin_client::{AdminClient, check_as};
 use crate::output;
 
+use paddock_api::cluster::{Cluster, ClusterRequest, ClusterRequestSpec};
 use paddock_api::paths::CLUSTERS as BASE;
 
 #[derive(clap::Subcommand)]
@@ -54,23 +55,26 @@ pub enum ClusterCommand {
 fn cluster_object(
     name: &str,
     cred: &UpstreamCredential,
-    labels: serde_json::Map<String, Value>,
+    labels: BTreeMap<String, String>,
     capacity: Option<u32>,
-) -> Value {
+) -> ClusterRequest {
     let b64 = |b: &[u8]| base64::engine::general_purpose::STANDARD.encode(b);
-    let mut spec = json!({"server": cred.server, "caData": b64(&cred.ca_pem)});
-    if let (Some(c), Some(k)) = (&cred.client_cert_pem, &cred.client_key_pem) {
-        spec["clientCertificateData"] = json!(b64(c));
-        spec["clientKeyData"] = json!(b64(k));
-    }
-    if let Some(t) = &cred.token {
-        spec["token"] = json!(t);
-    }
-    if let Some(c) = capacity {
-        spec["capacity"] = json!(c);
-    }
-    json!({"apiVersion": paddock_api::GROUP_VERSION, "kind": "Cluster",
-           "metadata": {"name": name, "labels": labels}, "spec": spec})
+    let pair = cred
+        .client_cert_pem
+        .as_ref()
+        .zip(cred.client_key_pem.as_ref());
+    ClusterRequest::new(
+        name,
+        labels,
+        ClusterRequestSpec {
+            server: cred.server.clone(),
+            ca_data: Some(b64(&cred.ca_pem)),
+            client_certificate_data: pair.map(|(c, _)| b64(c)),
+            client_key_data: pair.map(|(_, k)| b64(k)),
+            token: cred.token.clone(),
+            capacity,
+        },
+    )
 }
 
 pub async fn run(client: &AdminClient, command: ClusterCommand) -> Result<()> {
@@ -84,8 +88,9 @@ pub async fn run(client: &AdminClient, command: ClusterCommand) -> Result<()> {
         } => {
             let cred = UpstreamCredential::from_kubeconfig(&from_kubeconfig)
                 .with_context(|| format!("reading {}", from_kubeconfig.display()))?;
-            let body = cluster_object(&name, &cred, output::parse_labels(&labels)?, capacity);
-            let made = check(
+            let labels = serde_json::from_value(output::parse_labels(&labels)?.into())?;
+            let body = serde_json::to_value(cluster_object(&name, &cred, labels, capacity))?;
+            let made: Cluster = check_as(
                 client.call(Method::POST, BASE, Some(&body)).await?,
                 &format!("adding cluster {name}"),
             )?;
@@ -96,7 +101,7 @@ pub async fn run(client: &AdminClient, command: ClusterCommand) -> Result<()> {
         }
         ClusterCommand::Get { name, output } => {
             let path = format!("{BASE}/{name}");
-            let v = client
+            let v: Cluster = client
                 .get_object(&path, &format!("getting cluster {name}"))
                 .await?;
             print_clusters(&[v], output)
@@ -112,30 +117,28 @@ pub async fn run(client: &AdminClient, command: ClusterCommand) -> Result<()> {
     }
 }
 
-fn print_clusters(items: &[Value], out: Output) -> Result<()> {
+fn print_clusters(items: &[Cluster], out: Output) -> Result<()> {
     if output::structured(items, out)? {
         return Ok(());
     }
     let rows = items
         .iter()
         .map(|c| {
-            let labels = c["metadata"]["labels"]
-                .as_object()
-                .map(|m| {
-                    m.iter()
-                        .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or_default()))
-                        .collect::<Vec<_>>()
-                        .join(",")
-                })
-                .unwrap_or_default();
+            let labels = c
+                .metadata
+                .labels
+                .iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect::<Vec<_>>()
+                .join(",");
             vec![
-                output::s(&c["metadata"]["name"]),
-                output::s(&c["spec"]["server"]),
+                output::opt(c.metadata.name.as_ref()),
+                c.spec.server.clone(),
                 labels,
-                output::s(&c["spec"]["capacity"]),
-                output::s(&c["status"]["tenants"]),
-                output::s(&c["status"]["reachable"]),
-                output::s(&c["status"]["ready"]),
+                output::opt(c.spec.capacity.map(|n| n.to_string())),
+                c.status.tenants.to_string(),
+                c.status.reachable.to_string(),
+                c.status.ready.to_string(),
             ]
         })
         .collect();

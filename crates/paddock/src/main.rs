@@ -370,7 +370,7 @@ async fn run(cli: Cli) -> Result<()> {
                         // Placement (docs/clusters.md): a label selector or cluster names.
                         body.spec.clusters = Some(serde_json::json!(c));
                     }
-                    client.create_tenant(&id, &body.to_value()).await?;
+                    client.create_tenant(&id, &body).await?;
                     let issue = IssueArgs {
                         tenant: id.clone(),
                         user: "admin".into(),

@@ -6,9 +6,11 @@ use http::Method;
 use serde_json::{Map, Value, json};
 
 use crate::Output;
-use crate::admin_client::{AdminClient, check};
+use crate::admin_client::{AdminClient, check_as};
 
 use paddock_api::paths::TENANTS;
+use paddock_api::tenant::Tenant;
+use paddock_api::usage::TenantUsage;
 
 /// `k=v` sets a key, `k-` removes it (a JSON null in the merge patch).
 fn parse_changes(what: &str, pairs: &[String]) -> Result<Map<String, Value>> {
@@ -41,7 +43,7 @@ pub async fn set_billing(
     id: &str,
     labels: &[String],
     annotations: &[String],
-) -> Result<Value> {
+) -> Result<Tenant> {
     let mut patch = Map::new();
     if !labels.is_empty() {
         patch.insert(
@@ -58,7 +60,7 @@ pub async fn set_billing(
     if patch.is_empty() {
         bail!("nothing to change: give --label k=v|k- or --annotation k=v|k-");
     }
-    check(
+    check_as(
         client
             .call(
                 Method::PATCH,
@@ -72,8 +74,8 @@ pub async fn set_billing(
 
 impl AdminClient {
     /// GET `tenants/<id>/usage`.
-    pub async fn usage(&self, id: &str) -> Result<Value> {
-        check(
+    pub async fn usage(&self, id: &str) -> Result<TenantUsage> {
+        check_as(
             self.call(Method::GET, &format!("{TENANTS}/{id}/usage"), None)
                 .await?,
             &format!("reading the usage of tenant {id}"),
@@ -81,18 +83,11 @@ impl AdminClient {
     }
 }
 
-/// The usage report: as is for `-o json|yaml`, else one figure a line.
-pub fn print_usage(report: &Value, output: Output) -> Result<()> {
-    match output {
-        Output::Json => {
-            println!("{}", serde_json::to_string_pretty(report)?);
-            return Ok(());
-        }
-        Output::Yaml => {
-            print!("{}", serde_norway::to_string(report)?);
-            return Ok(());
-        }
-        Output::Table => {}
+/// The usage report: as is for `-o json|yaml`, else one figure a line (each part's fields in
+/// the order of the report).
+pub fn print_usage(report: &TenantUsage, output: Output) -> Result<()> {
+    if crate::output::structured(std::slice::from_ref(report), output)? {
+        return Ok(());
     }
     let mut rows: Vec<(String, String)> = Vec::new();
     let mut flatten = |prefix: &str, v: &Value| {
@@ -102,17 +97,18 @@ pub fn print_usage(report: &Value, output: Output) -> Result<()> {
             }
         }
     };
-    let current = &report["current"];
-    let counters = &report["replica"];
-    flatten("", &strip(current, "objects"));
-    flatten("objects.", &current["objects"]);
-    flatten("", &strip(counters, "requests"));
-    if let Some(verbs) = counters["requests"].as_object() {
-        for (verb, classes) in verbs {
-            flatten(&format!("requests.{verb}."), classes);
-        }
+    let current = serde_json::to_value(&report.current)?;
+    let counters = serde_json::to_value(&report.replica)?;
+    flatten("", &strip(&current, "objects"));
+    flatten("objects.", &serde_json::to_value(&report.current.objects)?);
+    flatten("", &strip(&counters, "requests"));
+    for (verb, classes) in &report.replica.requests.0 {
+        flatten(
+            &format!("requests.{verb}."),
+            &serde_json::to_value(classes)?,
+        );
     }
-    flatten("quota.", &report["quota"]);
+    flatten("quota.", &serde_json::to_value(&report.quota)?);
     let width = rows.iter().map(|(k, _)| k.len()).max().unwrap_or(0);
     println!("{:<width$}   VALUE", "FIGURE");
     for (k, v) in rows {

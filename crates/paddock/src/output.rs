@@ -1,6 +1,10 @@
 //! Output for people (aligned tables) and for scripts (`-o json|yaml`).
 
 use anyhow::{Result, bail};
+use paddock_api::certificate::IssuedCertificate;
+use paddock_api::quota::{QuotaPatch, TenantQuota};
+use paddock_api::tenant::Tenant;
+use serde::Serialize;
 use serde_json::Value;
 
 use crate::Output;
@@ -51,8 +55,8 @@ pub fn parse_quota_pairs(s: &str) -> Result<std::collections::BTreeMap<String, S
 }
 
 /// `paddock tenant quota set` arguments: `pods=10` sets, `pods-` removes a limit.
-pub fn parse_quota_patch(args: &[String]) -> Result<serde_json::Map<String, Value>> {
-    let mut m = serde_json::Map::new();
+pub fn parse_quota_patch(args: &[String]) -> Result<QuotaPatch> {
+    let mut m = std::collections::BTreeMap::new();
     for a in args
         .iter()
         .flat_map(|a| a.split(','))
@@ -60,30 +64,28 @@ pub fn parse_quota_patch(args: &[String]) -> Result<serde_json::Map<String, Valu
         .filter(|a| !a.is_empty())
     {
         if let Some(k) = a.strip_suffix('-').filter(|k| !k.contains('=')) {
-            m.insert(k.to_string(), Value::Null);
+            m.insert(k.to_string(), None);
             continue;
         }
         let Some((k, v)) = a.split_once('=') else {
             bail!("quota {a:?} is not resource=quantity or resource-")
         };
-        m.insert(k.to_string(), Value::String(v.to_string()));
+        m.insert(k.to_string(), Some(v.to_string()));
     }
-    Ok(m)
+    Ok(QuotaPatch { hard: m })
 }
 
 /// A TenantQuota as `RESOURCE USED HARD` rows.
-pub fn print_quota(q: &Value, output: Output) -> Result<()> {
+pub fn print_quota(q: &TenantQuota, output: Output) -> Result<()> {
     if structured(std::slice::from_ref(q), output)? {
         return Ok(());
     }
-    let rows = q["status"]["hard"]
-        .as_object()
-        .map(|hard| {
-            hard.iter()
-                .map(|(k, h)| vec![k.clone(), s(&q["status"]["used"][k]), s(h)])
-                .collect()
-        })
-        .unwrap_or_default();
+    let rows = q
+        .status
+        .hard
+        .iter()
+        .map(|(k, h)| vec![k.clone(), opt(q.status.used.get(k)), h.clone()])
+        .collect();
     print!("{}", table(&["RESOURCE", "USED", "HARD"], rows));
     Ok(())
 }
@@ -120,11 +122,16 @@ pub(crate) fn s(v: &Value) -> String {
     }
 }
 
-pub(crate) fn structured(items: &[Value], output: Output) -> Result<bool> {
-    let v = if items.len() == 1 {
-        items[0].clone()
-    } else {
-        Value::Array(items.to_vec())
+/// `<none>` for an absent string, as [`s`] for `null`.
+pub(crate) fn opt<S: AsRef<str>>(v: Option<S>) -> String {
+    v.map_or_else(|| "<none>".into(), |x| x.as_ref().to_string())
+}
+
+/// Prints `items` as JSON or YAML (one item alone, several as a list); false for a table.
+pub(crate) fn structured<T: Serialize>(items: &[T], output: Output) -> Result<bool> {
+    let v = match items {
+        [one] => serde_json::to_value(one)?,
+        all => serde_json::to_value(all)?,
     };
     match output {
         Output::Json => println!("{}", serde_json::to_string_pretty(&v)?),
@@ -135,20 +142,27 @@ pub(crate) fn structured(items: &[Value], output: Output) -> Result<bool> {
 }
 
 /// Tenants.
-pub fn print_tenants(items: &[Value], output: Output) -> Result<()> {
+pub fn print_tenants(items: &[Tenant], output: Output) -> Result<()> {
     if structured(items, output)? {
         return Ok(());
     }
     let rows = items
         .iter()
         .map(|t| {
+            let status = t.status.as_ref();
             vec![
-                s(&t["metadata"]["name"]),
-                s(&t["status"]["phase"]),
-                s(&t["spec"]["displayName"]),
-                s(&t["metadata"]["creationTimestamp"]),
-                limits_cell(&t["spec"]["limits"]),
-                t["status"]["progress"].as_str().unwrap_or("").to_string(),
+                opt(t.metadata.name.as_ref()),
+                opt(status.map(|st| &st.phase)),
+                opt(t.spec.display_name.as_ref()),
+                t.metadata
+                    .creation_timestamp
+                    .as_ref()
+                    .map_or_else(|| "<none>".into(), s),
+                limits_cell(t.spec.limits.as_ref()),
+                status
+                    .and_then(|st| st.progress.as_str())
+                    .unwrap_or("")
+                    .to_string(),
             ]
         })
         .collect();
@@ -170,9 +184,9 @@ pub fn print_tenants(items: &[Value], output: Output) -> Result<()> {
 }
 
 /// `readQPS=20,maxWatches=5`, or `default`.
-fn limits_cell(v: &Value) -> String {
+fn limits_cell(v: Option<&Value>) -> String {
     let parts: Vec<String> = v
-        .as_object()
+        .and_then(Value::as_object)
         .map(|m| m.iter().map(|(k, v)| format!("{k}={v}")).collect())
         .unwrap_or_default();
     if parts.is_empty() {
@@ -183,7 +197,7 @@ fn limits_cell(v: &Value) -> String {
 }
 
 /// Certificates.
-pub fn print_certs(items: &[Value], output: Output) -> Result<()> {
+pub fn print_certs(items: &[IssuedCertificate], output: Output) -> Result<()> {
     if structured(items, output)? {
         return Ok(());
     }
@@ -191,19 +205,12 @@ pub fn print_certs(items: &[Value], output: Output) -> Result<()> {
         .iter()
         .map(|c| {
             vec![
-                s(&c["metadata"]["name"]),
-                s(&c["spec"]["tenant"]),
-                s(&c["spec"]["user"]),
-                c["spec"]["groups"]
-                    .as_array()
-                    .map(|g| g.iter().map(s).collect::<Vec<_>>().join(","))
-                    .unwrap_or_default(),
-                s(&c["status"]["notAfter"]),
-                if c["status"]["revoked"].as_bool() == Some(true) {
-                    "yes".into()
-                } else {
-                    "no".into()
-                },
+                c.metadata.name.clone(),
+                opt(c.spec.tenant.as_ref()),
+                c.spec.user.clone(),
+                c.spec.groups.join(","),
+                c.status.not_after.clone(),
+                if c.status.revoked { "yes" } else { "no" }.into(),
             ]
         })
         .collect();

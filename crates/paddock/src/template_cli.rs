@@ -6,13 +6,14 @@ use anyhow::{Context, Result, bail};
 use clap::{Args, Subcommand};
 use http::Method;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::Output;
-use crate::admin_client::{AdminClient, check};
+use crate::admin_client::{AdminClient, check_as};
 use crate::output::{structured, table};
 
 use paddock_api::paths::NAMESPACE_TEMPLATES as PATH;
+use paddock_api::template::NamespaceTemplate;
 
 /// What a template is made of (create and apply).
 #[derive(Args)]
@@ -85,28 +86,38 @@ pub fn read_manifests(path: &Path) -> Result<Vec<Value>> {
 }
 
 fn body(spec: &TemplateSpec) -> Result<Value> {
-    Ok(json!({
-        "apiVersion": paddock_api::GROUP_VERSION, "kind": "NamespaceTemplate",
-        "metadata": {"name": spec.name},
-        "spec": {"mandatory": spec.mandatory, "tenants": spec.tenants, "manifests": read_manifests(&spec.file)?}
-    }))
+    let t = NamespaceTemplate::request(
+        &spec.name,
+        spec.mandatory,
+        spec.tenants.clone(),
+        read_manifests(&spec.file)?,
+    );
+    Ok(serde_json::to_value(t)?)
+}
+
+/// The generation of a template as answered.
+fn generation(t: &NamespaceTemplate) -> String {
+    t.metadata
+        .generation
+        .map_or_else(|| "null".into(), |g| g.to_string())
 }
 
 pub async fn run(client: &AdminClient, command: TemplateCommand) -> Result<()> {
     match command {
         TemplateCommand::Create(spec) => {
-            let t = check(
+            let t = check_as(
                 client.call(Method::POST, PATH, Some(&body(&spec)?)).await?,
                 &format!("creating template {}", spec.name),
             )?;
             eprintln!(
                 "namespacetemplate {} created (generation {})",
-                spec.name, t["metadata"]["generation"]
+                spec.name,
+                generation(&t)
             );
             Ok(())
         }
         TemplateCommand::Apply(spec) => {
-            let t = check(
+            let t = check_as(
                 client
                     .call(
                         Method::PUT,
@@ -118,7 +129,8 @@ pub async fn run(client: &AdminClient, command: TemplateCommand) -> Result<()> {
             )?;
             eprintln!(
                 "namespacetemplate {} applied (generation {})",
-                spec.name, t["metadata"]["generation"]
+                spec.name,
+                generation(&t)
             );
             Ok(())
         }
@@ -127,7 +139,7 @@ pub async fn run(client: &AdminClient, command: TemplateCommand) -> Result<()> {
         }
         TemplateCommand::Get { name, output } => {
             let path = format!("{PATH}/{name}");
-            let v = client
+            let v: NamespaceTemplate = client
                 .get_object(&path, &format!("getting template {name}"))
                 .await?;
             print_templates(std::slice::from_ref(&v), output)
@@ -143,43 +155,34 @@ pub async fn run(client: &AdminClient, command: TemplateCommand) -> Result<()> {
     }
 }
 
-fn print_templates(items: &[Value], output: Output) -> Result<()> {
+fn print_templates(items: &[NamespaceTemplate], output: Output) -> Result<()> {
     if structured(items, output)? {
         return Ok(());
     }
     let rows = items
         .iter()
         .map(|t| {
-            let tenants = t["spec"]["tenants"]
-                .as_array()
-                .filter(|a| !a.is_empty())
-                .map_or("*".to_string(), |a| {
-                    a.iter()
-                        .filter_map(Value::as_str)
-                        .collect::<Vec<_>>()
-                        .join(",")
-                });
-            let ns = &t["status"]["namespaces"];
-            let sync = if ns.is_object() {
-                format!("{}/{}", ns["inSync"], ns["wanted"])
+            let tenants = if t.spec.tenants.is_empty() {
+                "*".to_string()
             } else {
-                "-".into()
+                t.spec.tenants.join(",")
             };
+            let status = t.status.as_ref();
+            let sync = status
+                .and_then(|s| s.namespaces.as_ref())
+                .map_or("-".into(), |ns| format!("{}/{}", ns.in_sync, ns.wanted));
             vec![
-                t["metadata"]["name"].as_str().unwrap_or("").to_string(),
-                if t["spec"]["mandatory"] == true {
+                t.metadata.name.clone().unwrap_or_default(),
+                if t.spec.mandatory == Some(true) {
                     "mandatory"
                 } else {
                     "optional"
                 }
                 .to_string(),
                 tenants,
-                t["metadata"]["generation"].to_string(),
-                t["spec"]["manifests"]
-                    .as_array()
-                    .map_or(0, Vec::len)
-                    .to_string(),
-                if t["status"]["builtin"] == true {
+                generation(t),
+                t.spec.manifests.as_ref().map_or(0, Vec::len).to_string(),
+                if status.is_some_and(|s| s.builtin) {
                     "yes"
                 } else {
                     "no"

@@ -7,7 +7,6 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use serde::Serialize;
 use serde_json::Value;
 
 use crate::catalog::Scope;
@@ -21,9 +20,9 @@ pub fn counted_objects(scope: Scope) -> impl Iterator<Item = &'static Kind> {
     kinds::counted().filter(move |k| k.counted == Counted::Objects && k.scope == scope)
 }
 
-/// The current figures of one tenant (what upstream holds for it).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
+/// The current figures of one tenant (what upstream holds for it). The usage report's JSON
+/// shape of them is paddock-api's `usage::CurrentUsage`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct TenantFigures {
     pub namespaces: u64,
     /// Every pod in the tenant's namespaces, whatever its phase.

@@ -1,10 +1,11 @@
 //! The admin API of clusters (`clusters.paddock.io/v1alpha1`, platform admins only) and the
 //! placement of a new tenant (docs/clusters.md).
 //!
-//! A `Cluster` object: `metadata.name`, `metadata.labels`, `spec.server`, `spec.caData`
-//! (base64 PEM, as in a kubeconfig), `spec.clientCertificateData` + `spec.clientKeyData` or
-//! `spec.token`, `spec.capacity`; `status.reachable`, `status.ready`, `status.tenants`. The
-//! key and the token are write-only: answers say only which kind of credential is held.
+//! The objects are paddock-api's `cluster` module: a `ClusterRequest` posted (`spec.server`,
+//! `spec.caData`, base64 PEM as in a kubeconfig, `spec.clientCertificateData` +
+//! `spec.clientKeyData` or `spec.token`, `spec.capacity`), a `Cluster` answered (with
+//! `status.reachable`, `status.ready`, `status.tenants`). The key and the token are
+//! write-only: answers say only which kind of credential is held.
 
 use std::sync::Arc;
 
@@ -16,12 +17,17 @@ use paddock_store::ClusterRecord;
 use serde_json::{Value, json};
 
 use crate::admin::answer::json_response;
+use crate::admin::request;
 use crate::state::AppState;
 use paddock_upstream::error::ServerError;
 use paddock_upstream::limit::collect_limited;
 use paddock_upstream::res_body::ResBody;
 
 use paddock_api::GROUP_VERSION as GV;
+use paddock_api::List;
+use paddock_api::cluster::{
+    self as api, Cluster, ClusterMeta, ClusterRequestSpec, ClusterSpec, ClusterStatus,
+};
 
 /// Serves `clusters` and `clusters/<name>`.
 pub async fn serve(
@@ -54,10 +60,7 @@ fn list(state: &Arc<AppState>) -> Result<Response<ResBody>, ServerError> {
             .values()
             .map(|m| object(state, &m.record, Some(&m.state))),
     );
-    json_response(
-        StatusCode::OK,
-        &json!({"apiVersion": GV, "kind": "ClusterList", "metadata": {}, "items": items}),
-    )
+    json_response(StatusCode::OK, &List::new(api::LIST_KIND, items))
 }
 
 fn get(state: &Arc<AppState>, name: &str) -> Result<Response<ResBody>, ServerError> {
@@ -70,23 +73,23 @@ fn get(state: &Arc<AppState>, name: &str) -> Result<Response<ResBody>, ServerErr
     json_response(StatusCode::OK, &object(state, &m.record, Some(&m.state)))
 }
 
-fn default_object(state: &Arc<AppState>) -> Value {
+fn default_object(state: &Arc<AppState>) -> Cluster {
     let rec = ClusterRecord {
         name: DEFAULT_CLUSTER.into(),
         server: state.upstream.server().to_string(),
         ..Default::default()
     };
     let mut o = object(state, &rec, Some(state));
-    o["spec"]["credential"] = json!("upstream_kubeconfig");
+    o.spec.credential = api::CREDENTIAL_UPSTREAM_KUBECONFIG.into();
     o
 }
 
 /// A cluster record as an object; never its key or token.
-fn object(state: &Arc<AppState>, rec: &ClusterRecord, member: Option<&AppState>) -> Value {
+fn object(state: &Arc<AppState>, rec: &ClusterRecord, member: Option<&AppState>) -> Cluster {
     let credential = match (&rec.client_cert_pem, &rec.token) {
-        (Some(_), _) => "clientCertificate",
-        (None, Some(_)) => "token",
-        (None, None) => "none",
+        (Some(_), _) => api::CREDENTIAL_CLIENT_CERTIFICATE,
+        (None, Some(_)) => api::CREDENTIAL_TOKEN,
+        (None, None) => api::CREDENTIAL_NONE,
     };
     let tenants = state
         .cache
@@ -101,22 +104,32 @@ fn object(state: &Arc<AppState>, rec: &ClusterRecord, member: Option<&AppState>)
             && s.catalogs.is_synced();
         (reachable, ready)
     });
-    json!({
-        "apiVersion": GV, "kind": "Cluster",
-        "metadata": {"name": rec.name, "labels": rec.labels, "creationTimestamp": rec.created},
-        "spec": {"server": rec.server, "capacity": rec.capacity, "credential": credential},
-        "status": {"reachable": reachable, "ready": ready, "tenants": tenants}
-    })
+    Cluster {
+        api_version: GV.into(),
+        kind: api::KIND.into(),
+        metadata: ClusterMeta {
+            name: Some(rec.name.clone()),
+            labels: rec.labels.clone(),
+            creation_timestamp: Some(rec.created.clone()),
+        },
+        spec: ClusterSpec {
+            server: rec.server.clone(),
+            capacity: rec.capacity,
+            credential: credential.into(),
+        },
+        status: ClusterStatus {
+            reachable,
+            ready,
+            tenants: u64::try_from(tenants).unwrap_or(u64::MAX),
+        },
+    }
 }
 
 /// `spec.<field>`: base64 of a PEM (as in a kubeconfig), decoded and checked to be text.
-fn pem_field(spec: &Value, field: &str) -> Result<Option<String>, ServerError> {
-    let Some(v) = spec.get(field).filter(|v| !v.is_null()) else {
+fn pem_field(value: Option<&str>, field: &str) -> Result<Option<String>, ServerError> {
+    let Some(text) = value else {
         return Ok(None);
     };
-    let text = v
-        .as_str()
-        .ok_or_else(|| ServerError::BadRequest(format!("spec.{field} must be a string")))?;
     let bytes = base64::engine::general_purpose::STANDARD
         .decode(text.trim())
         .map_err(|e| ServerError::BadRequest(format!("spec.{field} is not base64: {e}")))?;
@@ -127,59 +140,44 @@ fn pem_field(spec: &Value, field: &str) -> Result<Option<String>, ServerError> {
 
 /// The record a `Cluster` object asks for; a missing or malformed field is a 400 naming it.
 fn parse_record(obj: &Value) -> Result<ClusterRecord, ServerError> {
-    let known_spec = [
-        "server",
-        "caData",
-        "clientCertificateData",
-        "clientKeyData",
-        "token",
-        "capacity",
-    ];
-    let spec = &obj["spec"];
-    if let Some(unknown) = spec
+    let known = ClusterRequestSpec::FIELDS;
+    if let Some(unknown) = obj["spec"]
         .as_object()
-        .and_then(|o| o.keys().find(|k| !known_spec.contains(&k.as_str())))
+        .and_then(|o| request::unknown_field(o, &known))
     {
         return Err(ServerError::BadRequest(format!(
             "spec.{unknown}: unknown field (known: {})",
-            known_spec.join(", ")
+            known.join(", ")
         )));
     }
-    let name = obj["metadata"]["name"].as_str().ok_or_else(|| {
+    let meta: ClusterMeta = request::part(&obj["metadata"], "metadata")?;
+    let spec: ClusterRequestSpec = request::part(&obj["spec"], "spec")?;
+    let name = meta.name.ok_or_else(|| {
         ServerError::BadRequest("metadata.name (the cluster name) is required".into())
     })?;
-    paddock_core::clusters::cluster::check_cluster_name(name)
+    paddock_core::clusters::cluster::check_cluster_name(&name)
         .map_err(|e| ServerError::BadRequest(e.to_string()))?;
-    let server = spec["server"].as_str().unwrap_or_default();
-    if !server.starts_with("https://") {
+    if !spec.server.starts_with("https://") {
         return Err(ServerError::BadRequest(
             "spec.server must be the apiserver's https:// URL".into(),
         ));
     }
-    let labels = serde_json::from_value(obj["metadata"]["labels"].clone()).unwrap_or_default();
-    let capacity = match &spec["capacity"] {
-        Value::Null => None,
-        v => Some(
-            v.as_u64()
-                .and_then(|n| u32::try_from(n).ok())
-                .ok_or_else(|| {
-                    ServerError::BadRequest("spec.capacity must be a whole number".into())
-                })?,
-        ),
-    };
     let rec = ClusterRecord {
-        name: name.to_string(),
-        server: server.trim_end_matches('/').to_string(),
-        ca_pem: pem_field(spec, "caData")?.ok_or_else(|| {
+        name,
+        server: spec.server.trim_end_matches('/').to_string(),
+        ca_pem: pem_field(spec.ca_data.as_deref(), "caData")?.ok_or_else(|| {
             ServerError::BadRequest(
                 "spec.caData is required: paddock never talks to an unverified upstream".into(),
             )
         })?,
-        client_cert_pem: pem_field(spec, "clientCertificateData")?,
-        client_key_pem: pem_field(spec, "clientKeyData")?,
-        token: spec["token"].as_str().map(str::to_string),
-        labels,
-        capacity,
+        client_cert_pem: pem_field(
+            spec.client_certificate_data.as_deref(),
+            "clientCertificateData",
+        )?,
+        client_key_pem: pem_field(spec.client_key_data.as_deref(), "clientKeyData")?,
+        token: spec.token,
+        labels: meta.labels,
+        capacity: spec.capacity,
         created: paddock_store::now_rfc3339(),
     };
     let has_cert = rec.client_cert_pem.is_some() && rec.client_key_pem.is_some();
@@ -360,7 +358,7 @@ mod tests {
                 json!(b64("KEY")),
                 "a credential is required",
             ),
-            ("capacity", json!(-1), "spec.capacity"),
+            ("capacity", json!(-1), "spec.capacity: "),
             ("kubeconfig", json!("x"), "spec.kubeconfig: unknown field"),
         ];
         for (field, value, want) in cases {

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use crate::body::ReqBody;
 use http::Request;
+use paddock_api::usage::TenantUsage;
 use paddock_core::observe::billing::BillingKey;
 use paddock_store::{TenantPhase, TenantRecord};
 use serde_json::Value;
@@ -15,7 +16,7 @@ use paddock_upstream::error::ServerError;
 use paddock_upstream::limit::collect_limited;
 
 /// `GET tenants/<id>/usage`: the usage report.
-pub async fn usage(state: &Arc<AppState>, id: &str) -> Result<Value, ServerError> {
+pub async fn usage(state: &Arc<AppState>, id: &str) -> Result<TenantUsage, ServerError> {
     let rec = tenant(state, id).await?;
     crate::admin::usage::report(state, &rec).await
 }

@@ -7,6 +7,7 @@ pub mod clusters;
 pub mod metering;
 pub mod policy;
 pub mod quota;
+pub mod request;
 pub mod templates;
 pub mod usage;
 
@@ -29,12 +30,15 @@ use paddock_upstream::error::ServerError;
 use paddock_upstream::limit::collect_limited;
 use paddock_upstream::res_body::ResBody;
 
-use paddock_api::certificate::{IssueRequest, IssueSpec};
+use paddock_api::certificate::{
+    CertificateMeta, CertificateSpec, CertificateStatus, IssueRequest, IssueSpec, IssuedCertificate,
+};
+use paddock_api::quota::QuotaSpec;
 use paddock_api::tenant::{Tenant, TenantMeta, TenantSpec, TenantStatus};
-use paddock_api::{BASE, GROUP, GROUP_VERSION as GV, VERSION};
+use paddock_api::{BASE, GROUP, GROUP_VERSION as GV, List, VERSION};
 
 /// A tenant record as a Kubernetes-style object (every field written, `null` where unset).
-pub fn tenant_object(r: &TenantRecord) -> Value {
+pub fn tenant_object(r: &TenantRecord) -> Tenant {
     Tenant {
         api_version: GV.to_string(),
         kind: paddock_api::tenant::KIND.to_string(),
@@ -49,7 +53,9 @@ pub fn tenant_object(r: &TenantRecord) -> Value {
             limits: Some(json!(r.limits.unwrap_or_default())),
             billing: Some(json!(r.billing)),
             policy: Some(json!(r.policy)),
-            quota: Some(json!({"hard": r.quota.clone().unwrap_or_default()})),
+            quota: Some(json!(QuotaSpec {
+                hard: r.quota.clone().unwrap_or_default()
+            })),
             clusters: Some(json!(r.cluster_names())),
         },
         status: Some(TenantStatus {
@@ -57,7 +63,6 @@ pub fn tenant_object(r: &TenantRecord) -> Value {
             progress: json!(r.progress),
         }),
     }
-    .to_value()
 }
 
 /// Parses fair-share overrides; an unknown field or a bad value is a 400 naming it.
@@ -108,14 +113,25 @@ fn phase_str(p: TenantPhase) -> &'static str {
     }
 }
 
-fn cert_object(c: &CertRecord) -> Value {
-    json!({
-        "apiVersion": GV,
-        "kind": paddock_api::certificate::KIND,
-        "metadata": {"name": c.serial_hex},
-        "spec": {"tenant": c.tenant.as_ref().map(|t| t.as_str().to_string()), "user": c.user, "groups": c.groups},
-        "status": {"notAfter": c.not_after, "revoked": c.revoked, "revokedAt": c.revoked_at}
-    })
+fn cert_object(c: &CertRecord) -> IssuedCertificate {
+    IssuedCertificate {
+        api_version: GV.into(),
+        kind: paddock_api::certificate::KIND.into(),
+        metadata: CertificateMeta {
+            name: c.serial_hex.clone(),
+        },
+        spec: CertificateSpec {
+            tenant: c.tenant.as_ref().map(|t| t.as_str().to_string()),
+            user: c.user.clone(),
+            groups: c.groups.clone(),
+        },
+        status: CertificateStatus {
+            not_after: c.not_after.clone(),
+            revoked: c.revoked,
+            revoked_at: c.revoked_at.clone(),
+            ..CertificateStatus::default()
+        },
+    }
 }
 
 fn wants_table(req: &Request<ReqBody>) -> bool {
@@ -125,13 +141,15 @@ fn wants_table(req: &Request<ReqBody>) -> bool {
         .is_some_and(|a| a.contains("as=Table"))
 }
 
-fn tenant_table(items: &[Value]) -> Value {
+fn tenant_table(items: &[Tenant]) -> Value {
     let rows: Vec<Value> = items
         .iter()
         .map(|t| {
+            let phase = t.status.as_ref().map(|s| s.phase.as_str());
+            let m = &t.metadata;
             json!({
-                "cells": [t["metadata"]["name"], t["status"]["phase"], t["spec"]["displayName"], t["metadata"]["creationTimestamp"]],
-                "object": {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": t["metadata"]}
+                "cells": [m.name, phase, t.spec.display_name, m.creation_timestamp],
+                "object": {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": m}
             })
         })
         .collect();
@@ -167,11 +185,11 @@ fn discovery(path: &str) -> Option<Value> {
                 {"name": "tenants", "singularName": "tenant", "namespaced": false, "kind": paddock_api::tenant::KIND,
                  "verbs": ["get", "list", "create", "delete"], "shortNames": ["tn"]},
                 {"name": "tenants/billing", "singularName": "", "namespaced": false, "kind": paddock_api::tenant::KIND, "verbs": ["patch"]},
-                {"name": "tenants/usage", "singularName": "", "namespaced": false, "kind": "TenantUsage", "verbs": ["get"]},
+                {"name": "tenants/usage", "singularName": "", "namespaced": false, "kind": paddock_api::usage::KIND, "verbs": ["get"]},
                 {"name": "issuedcertificates", "singularName": "issuedcertificate", "namespaced": false,
                  "kind": paddock_api::certificate::KIND, "verbs": ["get", "list", "create"]},
                 {"name": "namespacetemplates", "singularName": "namespacetemplate", "namespaced": false,
-                 "kind": "NamespaceTemplate", "verbs": ["get", "list", "create", "update", "delete"], "shortNames": ["nstpl"]},
+                 "kind": paddock_api::template::KIND, "verbs": ["get", "list", "create", "update", "delete"], "shortNames": ["nstpl"]},
                 {"name": "issuedcertificates/revocation", "singularName": "", "namespaced": false,
                  "kind": paddock_api::certificate::KIND, "verbs": ["create"]}
             ]}),
@@ -238,7 +256,7 @@ pub async fn serve_admin(
         (Method::PATCH, ["tenants", id, "quota"]) => {
             let patch = json_body(req).await?;
             let q = crate::admin::quota::patch_quota(state, id, &patch).await?;
-            tracing::info!(admin = caller.user(), tenant = id, hard = %q["spec"]["hard"], "tenant quota changed");
+            tracing::info!(admin = caller.user(), tenant = id, hard = ?q.spec.hard, "tenant quota changed");
             json_response(StatusCode::OK, &q)
         }
         (m, ["namespacetemplates", ..]) => {
@@ -257,7 +275,7 @@ pub async fn serve_admin(
                 })?
                 .spec;
             let issued = issue_certificate(state, spec).await?;
-            tracing::info!(admin = caller.user(), serial = %issued["metadata"]["name"], "certificate issued");
+            tracing::info!(admin = caller.user(), serial = %issued.metadata.name, "certificate issued");
             json_response(StatusCode::CREATED, &issued)
         }
         (Method::POST, ["issuedcertificates", serial, "revocation"]) => {
@@ -292,23 +310,19 @@ async fn json_body(req: Request<ReqBody>) -> Result<Value, ServerError> {
 
 /// Every tenant, sorted by id; as a Table when the client asks for one.
 fn list_tenants(state: &AppState, table: bool) -> Result<Response<ResBody>, ServerError> {
-    let mut items: Vec<Value> = state
+    let mut items: Vec<Tenant> = state
         .cache
         .tenants()
         .iter()
         .map(|t| tenant_object(t))
         .collect();
-    items.sort_by(|a, b| {
-        a["metadata"]["name"]
-            .as_str()
-            .cmp(&b["metadata"]["name"].as_str())
-    });
+    items.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
     if table {
         return json_response(StatusCode::OK, &tenant_table(&items));
     }
     json_response(
         StatusCode::OK,
-        &json!({"apiVersion": GV, "kind": paddock_api::tenant::LIST_KIND, "metadata": {}, "items": items}),
+        &List::new(paddock_api::tenant::LIST_KIND, items),
     )
 }
 
@@ -403,10 +417,10 @@ async fn list_certificates(
             .map(|(_, v)| v)
     });
     let certs = state.store.list_certs(tenant.as_deref()).await?;
-    let items: Vec<Value> = certs.iter().map(cert_object).collect();
+    let items = certs.iter().map(cert_object).collect();
     json_response(
         StatusCode::OK,
-        &json!({"apiVersion": GV, "kind": paddock_api::certificate::LIST_KIND, "metadata": {}, "items": items}),
+        &List::new(paddock_api::certificate::LIST_KIND, items),
     )
 }
 
@@ -419,7 +433,10 @@ fn form_pairs(q: &str) -> Vec<(String, String)> {
         .collect()
 }
 
-async fn issue_certificate(state: &Arc<AppState>, spec: IssueSpec) -> Result<Value, ServerError> {
+async fn issue_certificate(
+    state: &Arc<AppState>,
+    spec: IssueSpec,
+) -> Result<IssuedCertificate, ServerError> {
     let tenant = match &spec.tenant {
         Some(t) => {
             let id = TenantId::parse(t)
@@ -462,9 +479,9 @@ async fn issue_certificate(state: &Arc<AppState>, spec: IssueSpec) -> Result<Val
     // Recorded before it is handed out: a certificate paddock cannot revoke is never issued.
     state.store.record_cert(&record).await?;
     let mut obj = cert_object(&record);
-    obj["status"]["certificate"] = json!(issued.cert_pem);
-    obj["status"]["caCertificate"] = json!(ca.cert_pem());
-    obj["status"]["server"] = json!(state.config.public_url);
+    obj.status.certificate = Some(issued.cert_pem);
+    obj.status.ca_certificate = Some(ca.cert_pem().to_string());
+    obj.status.server = Some(state.config.public_url.clone());
     Ok(obj)
 }
 
@@ -545,4 +562,39 @@ pub fn add_tenant_group(doc: &[u8]) -> Option<Vec<u8>> {
         _ => return None,
     }
     serde_json::to_vec(&v).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_certificate_is_answered_as_before() {
+        let mut rec = CertRecord {
+            serial_hex: "0a1b".into(),
+            tenant: None,
+            user: "root".into(),
+            groups: vec![],
+            not_after: "2027-01-01T00:00:00Z".into(),
+            revoked: false,
+            revoked_at: None,
+        };
+        // As the `json!` this replaced wrote it.
+        let before = |c: &CertRecord| {
+            json!({
+                "apiVersion": GV,
+                "kind": paddock_api::certificate::KIND,
+                "metadata": {"name": c.serial_hex},
+                "spec": {"tenant": c.tenant.as_ref().map(|t| t.as_str().to_string()), "user": c.user, "groups": c.groups},
+                "status": {"notAfter": c.not_after, "revoked": c.revoked, "revokedAt": c.revoked_at}
+            })
+            .to_string()
+        };
+        let now = |c: &CertRecord| serde_json::to_string(&cert_object(c)).unwrap_or_default();
+        assert_eq!(now(&rec), before(&rec));
+        rec.tenant = TenantId::parse("acme01").ok();
+        rec.revoked = true;
+        rec.revoked_at = Some("2026-06-01T00:00:00Z".into());
+        assert_eq!(now(&rec), before(&rec));
+    }
 }

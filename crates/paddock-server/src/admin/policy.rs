@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use crate::body::ReqBody;
 use http::{Method, Response, StatusCode};
+use paddock_api::policy::{self as api, PolicySource};
 use paddock_core::admission::TenantPolicy;
 use paddock_store::TenantRecord;
 use serde_json::{Value, json};
@@ -30,13 +31,16 @@ pub fn parse_policy(v: &Value) -> Result<Option<TenantPolicy>, ServerError> {
 }
 
 /// The policy object shown by the admin API.
-fn policy_object(rec: &TenantRecord, default: &TenantPolicy) -> Value {
+fn policy_object(
+    rec: &TenantRecord,
+    default: &TenantPolicy,
+) -> Result<api::TenantPolicy, ServerError> {
     let (policy, source) = match &rec.policy {
-        Some(p) => (p, "tenant"),
-        None => (default, "default"),
+        Some(p) => (p, PolicySource::Tenant),
+        None => (default, PolicySource::Default),
     };
-    json!({"apiVersion": paddock_api::GROUP_VERSION, "kind": "TenantPolicy",
-           "metadata": {"name": rec.id.as_str()}, "spec": policy, "status": {"source": source}})
+    let spec = serde_json::to_value(policy).map_err(|e| ServerError::Internal(e.to_string()))?;
+    Ok(api::TenantPolicy::new(rec.id.as_str(), spec, source))
 }
 
 /// Serves `/tenants/<id>/policy`.
@@ -90,7 +94,7 @@ pub async fn serve_policy(
     };
     json_response(
         StatusCode::OK,
-        &policy_object(&rec, &state.config.default_policy),
+        &policy_object(&rec, &state.config.default_policy)?,
     )
 }
 

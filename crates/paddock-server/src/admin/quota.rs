@@ -10,19 +10,21 @@ use serde_json::{Value, json};
 
 use crate::state::AppState;
 use crate::webhook::quota;
+use paddock_api::List;
+use paddock_api::quota::{self as api, QuotaPatch, TenantQuota};
 use paddock_upstream::error::ServerError;
 
 /// The resource a tenant sees in `paddock.io/v1alpha1` (legacy discovery form).
 pub fn tenant_discovery_resource() -> Value {
-    json!({"name": "tenantquotas", "singularName": "tenantquota", "namespaced": false,
-           "kind": "TenantQuota", "verbs": ["get", "list"], "shortNames": ["tquota"]})
+    json!({"name": api::RESOURCE, "singularName": "tenantquota", "namespaced": false,
+           "kind": api::KIND, "verbs": ["get", "list"], "shortNames": ["tquota"]})
 }
 
 /// The same, aggregated discovery form.
 pub fn tenant_aggregated_resource() -> Value {
-    json!({"resource": "tenantquotas", "singularResource": "tenantquota", "scope": "Cluster",
+    json!({"resource": api::RESOURCE, "singularResource": "tenantquota", "scope": "Cluster",
            "shortNames": ["tquota"],
-           "responseKind": {"group": paddock_api::GROUP, "version": paddock_api::VERSION, "kind": "TenantQuota"},
+           "responseKind": {"group": paddock_api::GROUP, "version": paddock_api::VERSION, "kind": api::KIND},
            "verbs": ["get", "list"]})
 }
 
@@ -42,7 +44,7 @@ pub fn hard_at_creation(
 }
 
 /// The tenant's quota object with its usage; a tenant without a quota has an empty one.
-pub async fn quota_object(state: &AppState, tid: &TenantId) -> Result<Value, ServerError> {
+pub async fn quota_object(state: &AppState, tid: &TenantId) -> Result<TenantQuota, ServerError> {
     let rec = state
         .cache
         .tenant(tid.as_str())
@@ -52,31 +54,26 @@ pub async fn quota_object(state: &AppState, tid: &TenantId) -> Result<Value, Ser
 }
 
 /// Admin: applies a merge patch `{"hard": {"pods": "10", "services": null}}`.
-pub async fn patch_quota(state: &AppState, id: &str, patch: &Value) -> Result<Value, ServerError> {
-    let Some(fields) = patch["hard"].as_object() else {
-        return Err(ServerError::BadRequest(
-            "the body must be {\"hard\": {\"<resource>\": \"<quantity>\" | null, ...}}".into(),
-        ));
-    };
+pub async fn patch_quota(
+    state: &AppState,
+    id: &str,
+    patch: &Value,
+) -> Result<TenantQuota, ServerError> {
+    let patch: QuotaPatch = serde_json::from_value(patch.clone()).map_err(|e| {
+        ServerError::BadRequest(format!(
+            "the body must be {{\"hard\": {{\"<resource>\": \"<quantity>\" | null, ...}}}}: {e}"
+        ))
+    })?;
     let mut rec =
         state.store.get_tenant(id).await?.ok_or_else(|| {
             ServerError::NotFound(format!("tenants.paddock.io \"{id}\" not found"))
         })?;
     let mut hard = rec.quota.clone().unwrap_or_default();
-    for (k, v) in fields {
+    for (k, v) in patch.hard {
         match v {
-            Value::Null => {
-                hard.remove(k);
-            }
-            Value::String(q) => {
-                hard.insert(k.clone(), q.clone());
-            }
-            other => {
-                return Err(ServerError::BadRequest(format!(
-                    "hard[{k}]: {other} is not a quantity string"
-                )));
-            }
-        }
+            None => hard.remove(&k),
+            Some(q) => hard.insert(k, q),
+        };
     }
     quota::validate_hard(&hard)?;
     rec.quota = (!hard.is_empty()).then_some(hard);
@@ -94,20 +91,30 @@ pub async fn serve_tenant(
     table: bool,
 ) -> Option<Result<Value, ServerError>> {
     let answer = match rest {
-        ["tenantquotas"] => quota_object(state, tid).await.map(|o| {
+        [api::RESOURCE] => quota_object(state, tid).await.and_then(|o| {
             if table {
-                quota::tenant_quota_table(&[o])
+                Ok(quota::tenant_quota_table(&[o]))
             } else {
-                json!({"apiVersion": paddock_api::GROUP_VERSION, "kind": "TenantQuotaList", "metadata": {}, "items": [o]})
+                answer_value(&List::new(api::LIST_KIND, vec![o]))
             }
         }),
-        ["tenantquotas", name] if *name == QUOTA_NAME => quota_object(state, tid)
-            .await
-            .map(|o| if table { quota::tenant_quota_table(&[o]) } else { o }),
-        ["tenantquotas", name] => Err(ServerError::NotFound(format!(
+        [api::RESOURCE, name] if *name == QUOTA_NAME => {
+            quota_object(state, tid).await.and_then(|o| {
+                if table {
+                    Ok(quota::tenant_quota_table(&[o]))
+                } else {
+                    answer_value(&o)
+                }
+            })
+        }
+        [api::RESOURCE, name] => Err(ServerError::NotFound(format!(
             "tenantquotas.paddock.io \"{name}\" not found"
         ))),
         _ => return None,
     };
     Some(answer)
+}
+
+fn answer_value<T: serde::Serialize>(v: &T) -> Result<Value, ServerError> {
+    serde_json::to_value(v).map_err(|e| ServerError::Internal(e.to_string()))
 }

@@ -13,9 +13,10 @@ use crate::body::ReqBody;
 use http::{Method, Response, StatusCode};
 use paddock_core::TenantContext;
 use paddock_core::templates::{self as tpl, NamespaceTemplate};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::admin::answer::json_response;
+use crate::admin::request;
 use crate::state::AppState;
 use crate::tasks::templates::{all_templates, tenant_namespaces, wake};
 use paddock_core::identity::Caller;
@@ -24,17 +25,34 @@ use paddock_upstream::limit::collect_limited;
 use paddock_upstream::res_body::ResBody;
 
 use paddock_api::GROUP_VERSION as GV;
+use paddock_api::List;
+use paddock_api::template::{
+    self as api, TemplateMeta, TemplateNamespaces, TemplateSpec, TemplateStatus,
+};
+
 /// Names of stored templates may not start with this (the built-in ones do).
 const RESERVED_PREFIX: &str = "paddock-";
 
-/// A template as a Kubernetes-style object.
-pub fn template_object(t: &NamespaceTemplate) -> Value {
-    json!({
-        "apiVersion": GV, "kind": "NamespaceTemplate",
-        "metadata": {"name": t.name, "generation": t.generation, "creationTimestamp": t.created},
-        "spec": {"mandatory": t.mandatory, "tenants": t.tenants, "manifests": t.manifests},
-        "status": {"builtin": t.builtin}
-    })
+/// A template as an object of the admin API.
+pub fn template_object(t: &NamespaceTemplate) -> api::NamespaceTemplate {
+    api::NamespaceTemplate {
+        api_version: GV.into(),
+        kind: api::KIND.into(),
+        metadata: TemplateMeta {
+            name: Some(t.name.clone()),
+            generation: Some(t.generation),
+            creation_timestamp: Some(t.created.clone()),
+        },
+        spec: TemplateSpec {
+            mandatory: Some(t.mandatory),
+            tenants: t.tenants.clone(),
+            manifests: Some(t.manifests.clone()),
+        },
+        status: Some(TemplateStatus {
+            builtin: t.builtin,
+            namespaces: None,
+        }),
+    }
 }
 
 /// Serves `/namespacetemplates...` (`segs` after the group version).
@@ -48,11 +66,8 @@ pub async fn serve_templates(
     match (method, segs) {
         (Method::GET, ["namespacetemplates"]) => {
             let set = all_templates(state).await?;
-            let items: Vec<Value> = set.templates.iter().map(template_object).collect();
-            json_response(
-                StatusCode::OK,
-                &json!({"apiVersion": GV, "kind": "NamespaceTemplateList", "metadata": {}, "items": items}),
-            )
+            let items = set.templates.iter().map(template_object).collect();
+            json_response(StatusCode::OK, &List::new(api::LIST_KIND, items))
         }
         (Method::GET, ["namespacetemplates", name]) => {
             let set = all_templates(state).await?;
@@ -62,7 +77,10 @@ pub async fn serve_templates(
                 .find(|t| t.name == *name)
                 .ok_or_else(|| not_found(name))?;
             let mut obj = template_object(t);
-            obj["status"]["namespaces"] = namespaces_status(state, t).await?;
+            let namespaces = namespaces_status(state, t).await?;
+            if let Some(status) = obj.status.as_mut() {
+                status.namespaces = Some(namespaces);
+            }
             json_response(StatusCode::OK, &obj)
         }
         (Method::POST, ["namespacetemplates"]) => {
@@ -113,8 +131,10 @@ async fn read_json(body: ReqBody) -> Result<Value, ServerError> {
 
 /// A `NamespaceTemplate` object from the request; unknown spec fields are refused.
 fn parse(obj: &Value, path_name: Option<&str>) -> Result<NamespaceTemplate, ServerError> {
-    let name = obj["metadata"]["name"]
-        .as_str()
+    let meta: TemplateMeta = request::part(&obj["metadata"], "metadata")?;
+    let name = meta
+        .name
+        .as_deref()
         .or(path_name)
         .ok_or_else(|| ServerError::BadRequest("metadata.name is required".into()))?;
     if path_name.is_some_and(|p| p != name) {
@@ -122,37 +142,25 @@ fn parse(obj: &Value, path_name: Option<&str>) -> Result<NamespaceTemplate, Serv
             "metadata.name {name} does not match the name in the path"
         )));
     }
-    let spec = obj["spec"]
+    let fields = obj["spec"]
         .as_object()
         .ok_or_else(|| ServerError::BadRequest("spec is required".into()))?;
-    if let Some(k) = spec
-        .keys()
-        .find(|k| !["mandatory", "tenants", "manifests"].contains(&k.as_str()))
-    {
+    if let Some(k) = request::unknown_field(fields, &TemplateSpec::FIELDS) {
         return Err(ServerError::BadRequest(format!(
             "spec.{k}: unknown field (spec has mandatory, tenants, manifests)"
         )));
     }
-    let mandatory = spec
-        .get("mandatory")
-        .and_then(Value::as_bool)
-        .ok_or_else(|| {
-            ServerError::BadRequest("spec.mandatory (true or false) is required".into())
-        })?;
-    let tenants: Vec<String> =
-        serde_json::from_value(spec.get("tenants").cloned().unwrap_or(json!([])))
-            .map_err(|e| ServerError::BadRequest(format!("spec.tenants: {e}")))?;
-    let manifests = spec
-        .get("manifests")
-        .and_then(Value::as_array)
-        .cloned()
-        .ok_or_else(|| {
-            ServerError::BadRequest("spec.manifests (a list of objects) is required".into())
-        })?;
+    let spec: TemplateSpec = request::part(&obj["spec"], "spec")?;
+    let mandatory = spec.mandatory.ok_or_else(|| {
+        ServerError::BadRequest("spec.mandatory (true or false) is required".into())
+    })?;
+    let manifests = spec.manifests.ok_or_else(|| {
+        ServerError::BadRequest("spec.manifests (a list of objects) is required".into())
+    })?;
     Ok(NamespaceTemplate {
         name: name.to_string(),
         mandatory,
-        tenants,
+        tenants: spec.tenants,
         manifests,
         generation: 1,
         created: paddock_store::now_rfc3339(),
@@ -229,7 +237,10 @@ async fn write(
 }
 
 /// How many namespaces should carry `t`, and how many carry its generation in step.
-async fn namespaces_status(state: &AppState, t: &NamespaceTemplate) -> Result<Value, ServerError> {
+async fn namespaces_status(
+    state: &AppState,
+    t: &NamespaceTemplate,
+) -> Result<TemplateNamespaces, ServerError> {
     let (mut wanted, mut in_sync, mut failed) = (0, 0, 0);
     let one = std::slice::from_ref(t);
     for (tid, ns) in tenant_namespaces(state).await? {
@@ -243,5 +254,9 @@ async fn namespaces_status(state: &AppState, t: &NamespaceTemplate) -> Result<Va
             _ => {}
         }
     }
-    Ok(json!({"wanted": wanted, "inSync": in_sync, "failed": failed}))
+    Ok(TemplateNamespaces {
+        wanted,
+        in_sync,
+        failed,
+    })
 }

@@ -12,11 +12,14 @@
 use std::sync::Arc;
 use std::time::Instant;
 
+use paddock_api::usage::{
+    CurrentUsage, OrderedMap, QuotaUsage, ReplicaUsage, TenantUsage, UsageMeta,
+};
 use paddock_core::TENANT_LABEL;
 use paddock_core::catalog::Scope;
 use paddock_core::observe::usage::{UsageTally, counted_objects};
 use paddock_store::TenantRecord;
-use serde_json::{Map, Value, json};
+use serde_json::Value;
 
 use crate::observe::metering::{TenantLabel, UsageSnapshot};
 use crate::state::AppState;
@@ -166,38 +169,49 @@ pub async fn refresh_loop(state: Arc<AppState>) {
 }
 
 /// The usage report of one tenant.
-pub async fn report(state: &Arc<AppState>, rec: &TenantRecord) -> Result<Value, ServerError> {
+pub async fn report(state: &Arc<AppState>, rec: &TenantRecord) -> Result<TenantUsage, ServerError> {
     let snap = current(state).await?;
-    let figures = snap.tally.figures(rec.id.as_str());
-    let mut current =
-        serde_json::to_value(&figures).map_err(|e| ServerError::Internal(e.to_string()))?;
-    current["observedAt"] = json!(snap.observed_at);
-    if !snap.uncounted.is_empty() {
-        current["uncounted"] = json!(snap.uncounted);
-    }
+    let f = snap.tally.figures(rec.id.as_str());
+    let current = CurrentUsage {
+        namespaces: f.namespaces,
+        pods: f.pods,
+        running_pods: f.running_pods,
+        cpu_requests_millicores: f.cpu_requests_millicores,
+        cpu_limits_millicores: f.cpu_limits_millicores,
+        memory_requests_bytes: f.memory_requests_bytes,
+        memory_limits_bytes: f.memory_limits_bytes,
+        storage_requests_bytes: f.storage_requests_bytes,
+        objects: f.objects,
+        observed_at: snap.observed_at.clone(),
+        uncounted: snap.uncounted.clone(),
+    };
     // The tenant quota's hard limits and the ledger's used figures (docs/quota.md); null when
     // the tenant has no quota.
-    let quota = match crate::webhook::quota::status(state, &rec.id).await? {
-        Some((hard, used)) => json!({
-            "hard": paddock_core::quota::display_map(&hard),
-            "used": paddock_core::quota::display_map(&used),
-        }),
-        None => Value::Null,
-    };
-    json_report(state, rec, current, quota)
+    let quota = crate::webhook::quota::status(state, &rec.id)
+        .await?
+        .map(|(hard, used)| QuotaUsage {
+            hard: paddock_core::quota::display_map(&hard),
+            used: paddock_core::quota::display_map(&used),
+        });
+    Ok(TenantUsage {
+        api_version: paddock_api::GROUP_VERSION.into(),
+        kind: paddock_api::usage::KIND.into(),
+        metadata: UsageMeta {
+            name: rec.id.as_str().into(),
+        },
+        current,
+        replica: replica_usage(state, rec),
+        quota,
+    })
 }
 
-fn json_report(
-    state: &AppState,
-    rec: &TenantRecord,
-    current: Value,
-    quota: Value,
-) -> Result<Value, ServerError> {
+/// What the tenant does through this replica.
+fn replica_usage(state: &AppState, rec: &TenantRecord) -> ReplicaUsage {
     let t = rec.id.as_str();
     let m = &state.metrics;
-    let mut requests = Map::new();
+    let mut requests = OrderedMap::default();
     for verb in VERBS {
-        let mut classes = Map::new();
+        let mut classes = OrderedMap::default();
         for class in CLASSES {
             let labels = crate::observe::metrics::RequestLabels {
                 tenant: t.into(),
@@ -205,11 +219,11 @@ fn json_report(
                 code: class,
             };
             if let Some(c) = m.requests.get(&labels) {
-                classes.insert(class.to_string(), json!(c.get()));
+                classes.push(class, c.get());
             }
         }
         if !classes.is_empty() {
-            requests.insert(verb.to_string(), Value::Object(classes));
+            requests.push(verb, classes);
         }
     }
     let label = TenantLabel { tenant: t.into() };
@@ -218,20 +232,13 @@ fn json_report(
         prometheus_client::metrics::counter::Counter,
     >| f.get(&label).map_or(0, |c| c.get());
     let (connections, inflight, watches) = state.limiter.usage(&rec.id);
-    Ok(json!({
-        "apiVersion": paddock_api::GROUP_VERSION,
-        "kind": "TenantUsage",
-        "metadata": {"name": t},
-        "current": current,
-        "replica": {
-            "openConnections": connections,
-            "inflightRequests": inflight,
-            "openWatches": watches,
-            "requests": requests,
-            "requestBytes": counter(&m.tenant.request_bytes),
-            "responseBytes": counter(&m.tenant.response_bytes),
-            "watchSeconds": m.tenant.watch_seconds.get(&label).map_or(0.0, |c| c.get()),
-        },
-        "quota": quota,
-    }))
+    ReplicaUsage {
+        open_connections: connections.into(),
+        inflight_requests: inflight.into(),
+        open_watches: watches.into(),
+        requests,
+        request_bytes: counter(&m.tenant.request_bytes),
+        response_bytes: counter(&m.tenant.response_bytes),
+        watch_seconds: m.tenant.watch_seconds.get(&label).map_or(0.0, |c| c.get()),
+    }
 }

@@ -8,6 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use paddock_api::quota::TenantQuota;
 use paddock_core::quota::{
     self, Admission, ChargedKind, Hard, Ledger, QUOTA_NAME, Usage, display_map,
 };
@@ -275,32 +276,27 @@ pub async fn status(
 }
 
 /// The tenant's `TenantQuota` object (cluster-scoped, read-only, `paddock.io/v1alpha1`).
-pub fn tenant_quota_object(created: &str, hard: &Hard, used: &Usage) -> Value {
-    json!({
-        "apiVersion": paddock_api::GROUP_VERSION,
-        "kind": "TenantQuota",
-        "metadata": {"name": QUOTA_NAME, "creationTimestamp": created},
-        "spec": {"hard": display_map(hard)},
-        "status": {"hard": display_map(hard), "used": display_map(used)}
-    })
+pub fn tenant_quota_object(created: &str, hard: &Hard, used: &Usage) -> TenantQuota {
+    TenantQuota::new(QUOTA_NAME, created, display_map(hard), display_map(used))
 }
 
 /// `kubectl get tenantquotas` columns, as for ResourceQuotas (`REQUEST: pods: 3/10, ...`).
-pub fn tenant_quota_table(objects: &[Value]) -> Value {
+pub fn tenant_quota_table(objects: &[TenantQuota]) -> Value {
     let rows: Vec<Value> = objects
         .iter()
         .map(|o| {
-            let hard = o["status"]["hard"].as_object().cloned().unwrap_or_default();
-            let pairs: Vec<String> = hard
+            let pairs: Vec<String> = o
+                .status
+                .hard
                 .iter()
                 .map(|(k, h)| {
-                    let u = o["status"]["used"][k].as_str().unwrap_or("0");
-                    format!("{k}: {u}/{}", h.as_str().unwrap_or_default())
+                    let u = o.status.used.get(k).map_or("0", String::as_str);
+                    format!("{k}: {u}/{h}")
                 })
                 .collect();
             json!({
-                "cells": [o["metadata"]["name"], o["metadata"]["creationTimestamp"], pairs.join(", ")],
-                "object": {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": o["metadata"]}
+                "cells": [o.metadata.name, o.metadata.creation_timestamp, pairs.join(", ")],
+                "object": {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": o.metadata}
             })
         })
         .collect();
@@ -347,4 +343,33 @@ pub async fn admit_namespace_create(
         },
     )
     .await
+}
+
+#[cfg(test)]
+mod object_tests {
+    use super::*;
+
+    #[test]
+    fn the_quota_object_is_answered_as_before() {
+        let asked: BTreeMap<String, String> = [
+            ("pods".to_string(), "10".to_string()),
+            ("requests.memory".to_string(), "1Gi".to_string()),
+        ]
+        .into();
+        let hard = quota::parse_hard(&asked).unwrap_or_default();
+        let used: Usage = hard.iter().map(|(k, v)| (k.clone(), *v)).take(1).collect();
+        // As the `json!` this replaced wrote it.
+        let before = json!({
+            "apiVersion": paddock_api::GROUP_VERSION,
+            "kind": "TenantQuota",
+            "metadata": {"name": QUOTA_NAME, "creationTimestamp": "2026-01-02T03:04:05Z"},
+            "spec": {"hard": display_map(&hard)},
+            "status": {"hard": display_map(&hard), "used": display_map(&used)}
+        });
+        let now = tenant_quota_object("2026-01-02T03:04:05Z", &hard, &used);
+        assert_eq!(
+            serde_json::to_string(&now).unwrap_or_default(),
+            before.to_string()
+        );
+    }
 }
