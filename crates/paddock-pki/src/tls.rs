@@ -147,22 +147,7 @@ pub fn server_config(
     serving_key: &Path,
     client_ca: &Path,
 ) -> Result<rustls::ServerConfig, PkiError> {
-    let certs = read_certs(serving_cert)?;
-    let key = read_key(serving_key)?;
-    let verifier = client_cert_verifier(client_ca)?;
-    let mut config = rustls::ServerConfig::builder_with_provider(crypto_provider())
-        .with_safe_default_protocol_versions()?
-        .with_client_cert_verifier(verifier)
-        .with_single_cert(certs, key)
-        .map_err(|e| {
-            PkiError::Config(format!(
-                "{} / {}: {e}",
-                serving_cert.display(),
-                serving_key.display()
-            ))
-        })?;
-    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
-    Ok(config)
+    serving_config(serving_cert, serving_key, client_cert_verifier(client_ca)?)
 }
 
 /// rustls ServerConfig of a listener only one kind of caller may use (paddock's admission
@@ -173,12 +158,22 @@ pub fn mtls_server_config(
     serving_key: &Path,
     client_ca: &Path,
 ) -> Result<rustls::ServerConfig, PkiError> {
-    let certs = read_certs(serving_cert)?;
-    let key = read_key(serving_key)?;
     let roots = roots_from(read_certs(client_ca)?, &client_ca.display().to_string())?;
     let verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), crypto_provider())
         .build()
         .map_err(|e| PkiError::Config(format!("client certificate verifier: {e}")))?;
+    serving_config(serving_cert, serving_key, verifier)
+}
+
+/// A server's config: its certificate chain and key from PEM files, client certificates
+/// checked by `verifier`, ALPN `h2`, `http/1.1`.
+fn serving_config(
+    serving_cert: &Path,
+    serving_key: &Path,
+    verifier: Arc<dyn ClientCertVerifier>,
+) -> Result<rustls::ServerConfig, PkiError> {
+    let certs = read_certs(serving_cert)?;
+    let key = read_key(serving_key)?;
     let mut config = rustls::ServerConfig::builder_with_provider(crypto_provider())
         .with_safe_default_protocol_versions()?
         .with_client_cert_verifier(verifier)

@@ -15,11 +15,14 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 
+#[path = "embedded_cas.rs"]
+mod cas;
 #[path = "embedded_templates.rs"]
 mod templates;
 
 use crate::cache::{Snapshot, StoreCache};
 use crate::{CertRecord, StoreError, TenantRecord, check_serial, check_tenant_id};
+use cas::swap_versioned;
 
 const FILE: &str = "store.json";
 const LOCK: &str = "LOCK";
@@ -378,15 +381,8 @@ impl EmbeddedStore {
     ) -> Result<bool, StoreError> {
         check_tenant_id(id)?;
         let (id, ledger) = (id.to_string(), ledger.clone());
-        self.mutate(move |st| {
-            let current = st.quota.get(&id).map_or(0, |(v, _)| *v);
-            if current != expected {
-                return Ok(false);
-            }
-            st.quota.insert(id, (current + 1, ledger));
-            Ok(true)
-        })
-        .await
+        self.mutate(move |st| Ok(swap_versioned(&mut st.quota, id, expected, Some(ledger))))
+            .await
     }
 
     pub(crate) async fn delete_quota_ledger(&self, id: &str) -> Result<(), StoreError> {
@@ -409,12 +405,7 @@ impl EmbeddedStore {
         tenant: &str,
     ) -> Result<String, StoreError> {
         crate::check_claim(kind, key, tenant)?;
-        let k = format!("{kind}/{key}");
-        if let Some(holder) = self.inner.state.lock().claims.get(&k) {
-            return Ok(holder.clone());
-        }
-        let tenant = tenant.to_string();
-        self.mutate(move |st| Ok(st.claims.entry(k).or_insert(tenant).clone()))
+        self.first_writer(|st| &mut st.claims, format!("{kind}/{key}"), tenant)
             .await
     }
 

@@ -4,6 +4,7 @@
 use paddock_core::templates::NamespaceTemplate;
 
 use super::EmbeddedStore;
+use super::cas::swap_versioned;
 use crate::StoreError;
 
 impl EmbeddedStore {
@@ -33,12 +34,8 @@ impl EmbeddedStore {
         crate::check_template_name(&t.name)?;
         let t = t.clone();
         self.mutate(move |st| {
-            let current = st.templates.get(&t.name).map_or(0, |(v, _)| *v);
-            if current != expected {
-                return Ok(false);
-            }
-            st.templates.insert(t.name.clone(), (current + 1, t));
-            Ok(true)
+            let name = t.name.clone();
+            Ok(swap_versioned(&mut st.templates, name, expected, Some(t)))
         })
         .await
     }
@@ -50,14 +47,8 @@ impl EmbeddedStore {
     ) -> Result<bool, StoreError> {
         crate::check_template_name(name)?;
         let name = name.to_string();
-        self.mutate(move |st| {
-            if st.templates.get(&name).map_or(0, |(v, _)| *v) != expected {
-                return Ok(false);
-            }
-            st.templates.remove(&name);
-            Ok(true)
-        })
-        .await
+        self.mutate(move |st| Ok(swap_versioned(&mut st.templates, name, expected, None)))
+            .await
     }
 }
 

@@ -12,15 +12,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use arc_swap::ArcSwap;
-use etcd_client::{
-    Client, Compare, CompareOp, ConnectOptions, EventType, GetOptions, KeyValue, Txn, TxnOp,
-    WatchOptions,
-};
+use etcd_client::{Client, ConnectOptions, EventType, GetOptions, KeyValue, Txn, WatchOptions};
 use tokio::task::JoinHandle;
 
 use crate::cache::{Snapshot, StoreCache};
 use crate::etcd_conn::{Conn, EtcdOptions, TlsMaterial};
 use crate::etcd_error::{error_chain, map_error, never_sent, token_expired, unavailable};
+use crate::etcd_txn::{Expect, delete_if, put_if};
 use crate::{CertRecord, StoreError, TenantRecord, check_serial, check_tenant_id};
 
 /// Deadline of every unary request (reads and writes).
@@ -504,10 +502,9 @@ impl EtcdStore {
     pub(crate) async fn create_tenant(&self, rec: &TenantRecord) -> Result<(), StoreError> {
         let s = &self.shared;
         let key = s.tenant_key(rec.id.as_str());
-        let txn = Txn::new()
-            .when([Compare::create_revision(key.clone(), CompareOp::Equal, 0)])
-            .and_then([TxnOp::put(key, Self::encode(rec)?, None)]);
-        let resp = s.txn(txn).await?;
+        let resp = s
+            .txn(put_if(key, Self::encode(rec)?, Expect::Absent))
+            .await?;
         if !resp.succeeded() {
             return Err(StoreError::AlreadyExists(format!("tenant {}", rec.id)));
         }
@@ -518,10 +515,9 @@ impl EtcdStore {
     pub(crate) async fn put_tenant(&self, rec: &TenantRecord) -> Result<(), StoreError> {
         let s = &self.shared;
         let key = s.tenant_key(rec.id.as_str());
-        let txn = Txn::new()
-            .when([Compare::create_revision(key.clone(), CompareOp::Greater, 0)])
-            .and_then([TxnOp::put(key, Self::encode(rec)?, None)]);
-        let resp = s.txn(txn).await?;
+        let resp = s
+            .txn(put_if(key, Self::encode(rec)?, Expect::Present))
+            .await?;
         if !resp.succeeded() {
             return Err(StoreError::NotFound(format!("tenant {}", rec.id)));
         }
@@ -592,14 +588,12 @@ impl EtcdStore {
             }
             rec.revoked = true;
             rec.revoked_at = Some(crate::now_rfc3339());
-            let txn = Txn::new()
-                .when([Compare::mod_revision(
-                    key.clone(),
-                    CompareOp::Equal,
-                    cur.mod_revision(),
-                )])
-                .and_then([TxnOp::put(key.clone(), Self::encode(&rec)?, None)]);
-            let resp = s.txn(txn).await?;
+            let swap = put_if(
+                key.clone(),
+                Self::encode(&rec)?,
+                Expect::Revision(cur.mod_revision()),
+            );
+            let resp = s.txn(swap).await?;
             if resp.succeeded() {
                 s.settle(revision_of(resp.header())).await;
                 return Ok(rec);
@@ -654,15 +648,8 @@ impl EtcdStore {
             if !expired {
                 continue;
             }
-            let key = kv.key().to_vec();
-            let txn = Txn::new()
-                .when([Compare::mod_revision(
-                    key.clone(),
-                    CompareOp::Equal,
-                    kv.mod_revision(),
-                )])
-                .and_then([TxnOp::delete(key, None)]);
-            let resp = s.txn(txn).await?;
+            let unchanged = Expect::Revision(kv.mod_revision());
+            let resp = s.txn(delete_if(kv.key(), unchanged)).await?;
             if resp.succeeded() {
                 pruned += 1;
                 revision = revision_of(resp.header());
@@ -705,14 +692,8 @@ impl EtcdStore {
         check_tenant_id(id)?;
         let s = &self.shared;
         let key = s.quota_key(id);
-        let txn = Txn::new()
-            .when([Compare::mod_revision(
-                key.clone(),
-                CompareOp::Equal,
-                expected,
-            )])
-            .and_then([TxnOp::put(key, Self::encode(ledger)?, None)]);
-        Ok(s.txn(txn).await?.succeeded())
+        let swap = put_if(key, Self::encode(ledger)?, Expect::Revision(expected));
+        Ok(s.txn(swap).await?.succeeded())
     }
 
     pub(crate) async fn delete_quota_ledger(&self, id: &str) -> Result<(), StoreError> {

@@ -4,6 +4,7 @@ use etcd_client::{Compare, CompareOp, Txn, TxnOp};
 
 use crate::StoreError;
 use crate::etcd::EtcdStore;
+use crate::etcd_txn::{Expect, create_or_get, delete_if, holder};
 
 /// Cluster-wide claims (docs/security.md "Ingress hosts"): `<prefix>/claims/<kind>/<key>`
 /// holds the owning tenant's id; taken by compare-and-swap (create if absent), so two replicas
@@ -22,24 +23,8 @@ impl EtcdStore {
         crate::check_claim(kind, key, tenant)?;
         let s = &self.shared;
         let k = self.claim_key(kind, key);
-        let txn = Txn::new()
-            .when([Compare::create_revision(k.clone(), CompareOp::Equal, 0)])
-            .and_then([TxnOp::put(k.clone(), tenant.as_bytes().to_vec(), None)])
-            .or_else([TxnOp::get(k.clone(), None)]);
-        let resp = s.txn(txn).await?;
-        if resp.succeeded() {
-            return Ok(tenant.to_string());
-        }
-        for r in resp.op_responses() {
-            if let etcd_client::TxnOpResponse::Get(g) = r
-                && let Some(kv) = g.kvs().first()
-            {
-                return Ok(String::from_utf8_lossy(kv.value()).into_owned());
-            }
-        }
-        Err(StoreError::Backend(format!(
-            "claim {k}: neither created nor found"
-        )))
+        let resp = s.txn(create_or_get(&k, tenant)).await?;
+        holder(&resp, tenant, &format!("claim {k}"))
     }
 
     pub(crate) async fn release_claims(&self, tenant: &str) -> Result<usize, StoreError> {
@@ -48,16 +33,9 @@ impl EtcdStore {
         let (kvs, _) = s.range_all(&prefix).await?;
         let mut n = 0;
         for kv in kvs.iter().filter(|kv| kv.value() == tenant.as_bytes()) {
-            let key = kv.key().to_vec();
             // Only if it is still the same claim (not re-taken by another tenant meanwhile).
-            let txn = Txn::new()
-                .when([Compare::mod_revision(
-                    key.clone(),
-                    CompareOp::Equal,
-                    kv.mod_revision(),
-                )])
-                .and_then([TxnOp::delete(key, None)]);
-            if s.txn(txn).await?.succeeded() {
+            let unchanged = Expect::Revision(kv.mod_revision());
+            if s.txn(delete_if(kv.key(), unchanged)).await?.succeeded() {
                 n += 1;
             }
         }

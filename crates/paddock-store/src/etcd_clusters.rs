@@ -1,11 +1,10 @@
 //! Cluster records in etcd: `<prefix>/clusters/<name>`, JSON (clusters.rs). Created by
 //! compare-and-swap (absent), so two replicas registering one name cannot both win.
 
-use etcd_client::{Compare, CompareOp, Txn, TxnOp};
-
 use crate::StoreError;
 use crate::clusters::ClusterRecord;
 use crate::etcd::EtcdStore;
+use crate::etcd_txn::{Expect, delete_if, put_if};
 
 impl EtcdStore {
     fn cluster_key(&self, name: &str) -> String {
@@ -16,10 +15,12 @@ impl EtcdStore {
         let k = self.cluster_key(&rec.name);
         let value = serde_json::to_vec(rec)
             .map_err(|e| StoreError::Backend(format!("encoding cluster {}: {e}", rec.name)))?;
-        let txn = Txn::new()
-            .when([Compare::create_revision(k.clone(), CompareOp::Equal, 0)])
-            .and_then([TxnOp::put(k, value, None)]);
-        if self.shared.txn(txn).await?.succeeded() {
+        if self
+            .shared
+            .txn(put_if(k, value, Expect::Absent))
+            .await?
+            .succeeded()
+        {
             Ok(())
         } else {
             Err(StoreError::AlreadyExists(format!("cluster {}", rec.name)))
@@ -28,10 +29,12 @@ impl EtcdStore {
 
     pub(crate) async fn delete_cluster(&self, name: &str) -> Result<(), StoreError> {
         let k = self.cluster_key(name);
-        let txn = Txn::new()
-            .when([Compare::create_revision(k.clone(), CompareOp::NotEqual, 0)])
-            .and_then([TxnOp::delete(k, None)]);
-        if self.shared.txn(txn).await?.succeeded() {
+        if self
+            .shared
+            .txn(delete_if(k, Expect::Present))
+            .await?
+            .succeeded()
+        {
             Ok(())
         } else {
             Err(StoreError::NotFound(format!("cluster {name}")))

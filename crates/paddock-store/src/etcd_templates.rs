@@ -2,11 +2,11 @@
 //! template as JSON; writes are compare-and-swap on the key's mod revision, so two admins (or
 //! replicas) changing one template at once cannot lose a change or reuse a generation.
 
-use etcd_client::{Compare, CompareOp, Txn, TxnOp};
 use paddock_core::templates::NamespaceTemplate;
 
 use crate::StoreError;
 use crate::etcd::EtcdStore;
+use crate::etcd_txn::{Expect, delete_if, put_if};
 
 impl EtcdStore {
     fn template_key(&self, name: &str) -> String {
@@ -51,14 +51,8 @@ impl EtcdStore {
         crate::check_template_name(&t.name)?;
         let key = self.template_key(&t.name);
         let value = serde_json::to_vec(t).map_err(|e| StoreError::Corrupt(e.to_string()))?;
-        let txn = Txn::new()
-            .when([Compare::mod_revision(
-                key.clone(),
-                CompareOp::Equal,
-                expected,
-            )])
-            .and_then([TxnOp::put(key, value, None)]);
-        Ok(self.shared.txn(txn).await?.succeeded())
+        let swap = put_if(key, value, Expect::Revision(expected));
+        Ok(self.shared.txn(swap).await?.succeeded())
     }
 
     pub(crate) async fn delete_template(
@@ -68,13 +62,7 @@ impl EtcdStore {
     ) -> Result<bool, StoreError> {
         crate::check_template_name(name)?;
         let key = self.template_key(name);
-        let txn = Txn::new()
-            .when([Compare::mod_revision(
-                key.clone(),
-                CompareOp::Equal,
-                expected,
-            )])
-            .and_then([TxnOp::delete(key, None)]);
-        Ok(self.shared.txn(txn).await?.succeeded())
+        let delete = delete_if(key, Expect::Revision(expected));
+        Ok(self.shared.txn(delete).await?.succeeded())
     }
 }

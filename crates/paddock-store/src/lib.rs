@@ -44,6 +44,7 @@ mod etcd_clusters;
 mod etcd_conn;
 mod etcd_error;
 mod etcd_templates;
+mod etcd_txn;
 mod nsmap;
 
 use std::collections::BTreeMap;

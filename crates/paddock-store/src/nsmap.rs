@@ -6,8 +6,9 @@
 
 use std::collections::BTreeMap;
 
-use etcd_client::{Compare, CompareOp, Txn, TxnOp};
+use etcd_client::{Txn, TxnOp};
 
+use crate::etcd_txn::{create_or_get, holder};
 use crate::{EmbeddedStore, EtcdStore, Store, StoreError};
 
 fn check(tenant: &str, ns: &str) -> Result<(), StoreError> {
@@ -156,12 +157,7 @@ impl EmbeddedStore {
         ns: &str,
         cluster: &str,
     ) -> Result<String, StoreError> {
-        let k = key(tenant, ns);
-        if let Some(holder) = self.inner.state.lock().nsmap.get(&k) {
-            return Ok(holder.clone());
-        }
-        let cluster = cluster.to_string();
-        self.mutate(move |st| Ok(st.nsmap.entry(k).or_insert(cluster).clone()))
+        self.first_writer(|st| &mut st.nsmap, key(tenant, ns), cluster)
             .await
     }
 }
@@ -178,24 +174,8 @@ impl EtcdStore {
         cluster: &str,
     ) -> Result<String, StoreError> {
         let k = self.nsmap_key(tenant, ns);
-        let txn = Txn::new()
-            .when([Compare::create_revision(k.clone(), CompareOp::Equal, 0)])
-            .and_then([TxnOp::put(k.clone(), cluster.as_bytes().to_vec(), None)])
-            .or_else([TxnOp::get(k.clone(), None)]);
-        let resp = self.shared.txn(txn).await?;
-        if resp.succeeded() {
-            return Ok(cluster.to_string());
-        }
-        for r in resp.op_responses() {
-            if let etcd_client::TxnOpResponse::Get(g) = r
-                && let Some(kv) = g.kvs().first()
-            {
-                return Ok(String::from_utf8_lossy(kv.value()).into_owned());
-            }
-        }
-        Err(StoreError::Backend(format!(
-            "placing namespace {k}: neither created nor found"
-        )))
+        let resp = self.shared.txn(create_or_get(&k, cluster)).await?;
+        holder(&resp, cluster, &format!("placing namespace {k}"))
     }
 }
 

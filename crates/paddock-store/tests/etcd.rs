@@ -634,3 +634,78 @@ async fn quota_ledger_swaps_are_exact_across_replicas() {
     // the cache ignores ledger keys: no tenant appeared
     assert!(a.cache().tenants().is_empty());
 }
+
+/// The conditional writes of claims, namespace placement, templates and clusters
+/// (etcd_txn.rs): the first writer wins, a stale version loses, a create does not overwrite.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn conditional_writes() {
+    let Some(bin) = etcd_bin("conditional_writes") else {
+        return;
+    };
+    let etcd = Etcd::start(&bin).await;
+    let s = Store::open_etcd(&[etcd.endpoint()], "/paddock")
+        .await
+        .unwrap();
+
+    assert_eq!(
+        s.claim("ingress-host", "a.example", "acme01")
+            .await
+            .unwrap(),
+        "acme01"
+    );
+    assert_eq!(
+        s.claim("ingress-host", "a.example", "other1")
+            .await
+            .unwrap(),
+        "acme01"
+    );
+    let entries = s.list_claims("ingress-host").await.unwrap();
+    assert_eq!(entries.len(), 1);
+    let mut stale = entries[0].clone();
+    stale.version -= 1;
+    assert!(!s.release_claim("ingress-host", &stale).await.unwrap());
+    assert!(s.release_claim("ingress-host", &entries[0]).await.unwrap());
+    s.claim("ingress-host", "b.example", "acme01")
+        .await
+        .unwrap();
+    assert_eq!(s.release_claims("acme01").await.unwrap(), 1);
+
+    assert_eq!(
+        s.place_namespace("acme01", "web", "east").await.unwrap(),
+        "east"
+    );
+    assert_eq!(
+        s.place_namespace("acme01", "web", "west").await.unwrap(),
+        "east"
+    );
+
+    let t = paddock_core::templates::NamespaceTemplate {
+        name: "netpol".into(),
+        mandatory: true,
+        tenants: vec![],
+        manifests: vec![],
+        generation: 1,
+        created: String::new(),
+        builtin: false,
+    };
+    assert!(s.swap_template(&t, 0).await.unwrap());
+    assert!(
+        !s.swap_template(&t, 0).await.unwrap(),
+        "create only if absent"
+    );
+    let (_, v) = s.get_template("netpol").await.unwrap().unwrap();
+    assert!(!s.delete_template("netpol", v - 1).await.unwrap());
+    assert!(s.delete_template("netpol", v).await.unwrap());
+
+    let c = paddock_store::ClusterRecord {
+        name: "east".into(),
+        server: "https://127.0.0.1:6443".into(),
+        ..Default::default()
+    };
+    s.create_cluster(&c).await.unwrap();
+    let again = s.create_cluster(&c).await.unwrap_err();
+    assert!(matches!(again, StoreError::AlreadyExists(_)), "{again}");
+    s.delete_cluster("east").await.unwrap();
+    let gone = s.delete_cluster("east").await.unwrap_err();
+    assert!(matches!(gone, StoreError::NotFound(_)), "{gone}");
+}

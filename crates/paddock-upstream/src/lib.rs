@@ -1,11 +1,13 @@
 //! paddock-upstream: how paddock talks to the upstream apiserver, shared by the gateway
 //! (`paddock-server`) and the reconciler (`paddock-reconciler`): paddock's credential and the
 //! connection pools ([`upstream`]), the body types and the bounded body reader ([`body`],
-//! [`limit`]), small JSON calls as paddock itself ([`upjson`]), and the error type of the
-//! server crates with its one mapping to a Kubernetes `Status` ([`error`]).
+//! [`limit`]), the one wrapper for what rides along a response body ([`tap`]), small JSON
+//! calls as paddock itself ([`upjson`]), and the error type of the server crates with its one
+//! mapping to a Kubernetes `Status` ([`error`]).
 //!
-//! Module layers (no cycles): `rare` (a leaf; the HTTP/2 client is `paddock_h2::client`); `answer_body` <-
-//! `body` <- `error` <- `limit`, `h2_conn` <- `short_set` <- `upstream` <- `upjson`.
+//! Module layers (no cycles): `rare` (a leaf; the HTTP/2 client is `paddock_h2::client`);
+//! `answer_body` <- `body` <- `tap`; `body` <- `error` <- `limit`, `h2_conn` <- `short_set` <-
+//! `upstream` <- `upjson`.
 
 pub mod answer_body;
 pub mod bearer;
@@ -17,6 +19,7 @@ pub mod rare;
 pub mod res_body;
 pub mod serving;
 pub mod short_set;
+pub mod tap;
 pub mod upjson;
 pub mod upstream;
 

@@ -5,22 +5,16 @@
 //! long as it is sent. Limits are per replica (docs/fairshare.md says why).
 
 use std::collections::HashMap;
-use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::task::{Context, Poll};
 use std::time::Instant;
 
-use bytes::Bytes;
-use http_body::{Body, Frame, SizeHint};
 use paddock_core::TenantId;
 use paddock_core::fair::refusal::{Limit, retry_after_secs};
 use paddock_core::fair::share::{Limits, RequestClass, TokenBucket};
 use parking_lot::Mutex;
 
-use paddock_upstream::body::BoxError;
 use paddock_upstream::error::ServerError;
-use paddock_upstream::res_body::ResBody;
 
 /// The counters of one tenant.
 struct Gauge {
@@ -230,50 +224,6 @@ impl Limiter {
             g.inflight.load(Ordering::Acquire),
             g.watches.load(Ordering::Acquire),
         )
-    }
-}
-
-/// A response body that keeps `guard` alive until the body has been sent or dropped.
-pub struct Held<G> {
-    inner: ResBody,
-    guard: Option<G>,
-}
-
-/// Wraps `body` so that `guard` is dropped when it ends; with a small complete body
-/// (`ResBody::is_small_complete`) the guard is dropped now.
-pub fn hold<G: Send + Unpin + 'static>(body: ResBody, guard: G) -> ResBody {
-    if body.is_small_complete() {
-        drop(guard);
-        return body;
-    }
-    ResBody::boxed(Held {
-        inner: body,
-        guard: Some(guard),
-    })
-}
-
-impl<G: Unpin> Body for Held<G> {
-    type Data = Bytes;
-    type Error = BoxError;
-
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
-        let this = &mut *self;
-        let r = Pin::new(&mut this.inner).poll_frame(cx);
-        if matches!(r, Poll::Ready(None) | Poll::Ready(Some(Err(_)))) {
-            this.guard = None;
-        }
-        r
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.inner.is_end_stream()
-    }
-
-    fn size_hint(&self) -> SizeHint {
-        self.inner.size_hint()
     }
 }
 

@@ -11,8 +11,6 @@ use std::sync::{Arc, Weak};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
-use http_body::{Body, Frame, SizeHint};
 use paddock_core::TenantId;
 use paddock_core::fair::queue::{Arrival, Cancelled, FairQueue, Ticket};
 use paddock_core::fair::refusal::Refusal;
@@ -21,9 +19,8 @@ use tokio::sync::{Notify, oneshot};
 
 use crate::config::FairQueueConfig;
 use crate::observe::metrics::QueueMetrics;
-use paddock_upstream::body::BoxError;
 use paddock_upstream::error::ServerError;
-use paddock_upstream::res_body::ResBody;
+use paddock_upstream::tap::Tap;
 
 struct Shared {
     queue: FairQueue<TenantId>,
@@ -278,50 +275,12 @@ impl Drop for Seat {
     }
 }
 
-/// A response body holding its seats until its last byte, the time of its polls charged. A
-/// small complete body has no more work to charge: its seats end here.
-pub fn seated(body: ResBody, seat: Seat) -> ResBody {
-    if body.is_small_complete() {
-        drop(seat);
-        return body;
-    }
-    ResBody::boxed(Seated {
-        inner: body,
-        seat: Some(seat),
-    })
-}
-
-struct Seated {
-    inner: ResBody,
-    seat: Option<Seat>,
-}
-
-impl Body for Seated {
-    type Data = Bytes;
-    type Error = BoxError;
-
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
-        let this = &mut *self;
-        let inner = &mut this.inner;
-        let r = match this.seat.as_mut() {
-            Some(seat) => seat.timed(|| Pin::new(inner).poll_frame(cx)),
-            None => Pin::new(inner).poll_frame(cx),
-        };
-        if matches!(r, Poll::Ready(None) | Poll::Ready(Some(Err(_)))) {
-            this.seat = None;
-        }
-        r
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.inner.is_end_stream()
-    }
-
-    fn size_hint(&self) -> SizeHint {
-        self.inner.size_hint()
+/// A response body holds its seats until its last byte (`paddock_upstream::tap::hold`), the
+/// time of its polls charged. A small complete body has no more work to charge: its seats end
+/// with its headers.
+impl Tap for Seat {
+    fn poll<R>(&mut self, poll: impl FnOnce() -> R) -> R {
+        self.timed(poll)
     }
 }
 

@@ -35,6 +35,7 @@ use crate::front::streams::{StreamExec, Streams, answers_small};
 use crate::state::AppState;
 use paddock_upstream::error::ServerError;
 use paddock_upstream::res_body::ResBody;
+use paddock_upstream::tap::{self, Guard};
 
 /// What the connection is doing: requests whose response is still being sent, and when the
 /// last one ended.
@@ -202,7 +203,7 @@ impl Front {
             } else {
                 crate::stack::router::handle(state, peer, req).await
             };
-            resp.map(|b| crate::fair::limits::hold(b, busy))
+            resp.map(|b| tap::hold(b, Guard(busy)))
         }
     }
 }

@@ -9,22 +9,19 @@
 //! - **Refusals of callers whose tenant is not known**: into the platform stream (its own
 //!   file), never a tenant's.
 
-use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
 use std::time::SystemTime;
 
 use bytes::{Bytes, BytesMut};
 use http::{HeaderMap, Response, header};
-use http_body::{Body, Frame, SizeHint};
 use paddock_core::observe::audit::{Finished, Level, never_log_contents};
 use paddock_core::observe::audit_platform::{Presented, Refused, refusal_event};
 use paddock_pki::PeerCert;
 
 use crate::observe::audit::{Audit, RequestInfo, attributes, audit_id_for, micro_time, prepare};
 use paddock_core::identity::Caller;
-use paddock_upstream::body::BoxError;
 use paddock_upstream::res_body::ResBody;
+use paddock_upstream::tap::{self, Tap};
 
 /// Largest answer recorded as `responseObject` (bytes of the tenant's answer).
 pub const RESPONSE_OBJECT_MAX: usize = 256 * 1024;
@@ -59,13 +56,15 @@ pub fn audit_answer(
         event: f,
         start: info.start,
     };
-    resp.map(|inner| {
-        ResBody::boxed(Teed {
-            inner,
-            copy: BytesMut::new(),
-            over: false,
-            pending: Some(pending),
-        })
+    resp.map(|body| {
+        tap::wrap(
+            body,
+            Teed {
+                copy: BytesMut::new(),
+                over: false,
+                pending,
+            },
+        )
     })
 }
 
@@ -86,80 +85,30 @@ impl Pending {
     }
 }
 
-/// The answer's body, copied (bounded) for its event.
+/// The answer's body, copied (bounded) for its event, which is written when the body ends.
+/// An answer not sent to its end (it failed, or the client went away) is recorded without it.
 struct Teed {
-    inner: ResBody,
     copy: BytesMut,
     over: bool,
-    pending: Option<Pending>,
+    pending: Pending,
 }
 
-impl Body for Teed {
-    type Data = Bytes;
-    type Error = BoxError;
-
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
-        let this = &mut *self;
-        let r = Pin::new(&mut this.inner).poll_frame(cx);
-        match &r {
-            Poll::Ready(Some(Ok(frame))) => {
-                if let Some(d) = frame.data_ref()
-                    && !this.over
-                {
-                    if this.copy.len() + d.len() > RESPONSE_OBJECT_MAX {
-                        this.over = true;
-                        this.copy = BytesMut::new();
-                    } else {
-                        this.copy.extend_from_slice(d);
-                    }
-                }
-                // hyper stops polling a body that says it has ended: the last frame is the
-                // end, not a later `None`.
-                if this.inner.is_end_stream() {
-                    this.finish();
-                }
-            }
-            Poll::Ready(None) => this.finish(),
-            Poll::Ready(Some(Err(_))) => {
-                if let Some(p) = this.pending.take() {
-                    p.record(None);
-                }
-            }
-            Poll::Pending => {}
+impl Tap for Teed {
+    fn data(&mut self, d: &Bytes) {
+        if self.over {
+            return;
         }
-        r
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.inner.is_end_stream()
-    }
-
-    fn size_hint(&self) -> SizeHint {
-        self.inner.size_hint()
-    }
-}
-
-impl Teed {
-    /// Records the event with the whole answer (unless it passed the bound).
-    fn finish(&mut self) {
-        if let Some(p) = self.pending.take() {
-            p.record((!self.over).then_some(&self.copy[..]));
+        if self.copy.len() + d.len() > RESPONSE_OBJECT_MAX {
+            self.over = true;
+            self.copy = BytesMut::new();
+        } else {
+            self.copy.extend_from_slice(d);
         }
     }
-}
 
-impl Drop for Teed {
-    /// An answer not sent to its end (the client went away) is still recorded, without it;
-    /// one whose body said it had ended is recorded whole.
-    fn drop(&mut self) {
-        if self.inner.is_end_stream() {
-            self.finish();
-        } else if let Some(p) = self.pending.take() {
-            p.record(None);
-        }
+    fn end(self, whole: bool) {
+        let kept = whole && !self.over;
+        self.pending.record(kept.then_some(&self.copy[..]));
     }
 }
 

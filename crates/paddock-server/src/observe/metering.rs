@@ -6,15 +6,12 @@
 //! only label, except `paddock_tenant_objects` (tenant × one of the counted resources, a fixed
 //! list in paddock_core::observe::usage, emitted only where the count is not zero).
 
-use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
-use std::task::{Context, Poll};
 use std::time::Instant;
 
 use arc_swap::ArcSwapOption;
 use bytes::Bytes;
-use http_body::{Body, Frame, SizeHint};
 use paddock_core::observe::usage::UsageTally;
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric};
@@ -24,8 +21,9 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::{ConstGauge, Gauge};
 use prometheus_client::registry::Registry;
 
-use paddock_upstream::body::BoxError;
+use crate::observe::metric_values::new_metric;
 use paddock_upstream::res_body::ResBody;
+use paddock_upstream::tap::{self, Tap};
 
 /// The one label of the per-tenant families.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -65,36 +63,32 @@ pub struct TenantMetrics {
 
 impl TenantMetrics {
     /// Creates the meters and registers them (and the figures' collector) in `registry`.
-    pub fn register(registry: &mut Registry) -> TenantMetrics {
+    pub fn register(r: &mut Registry) -> TenantMetrics {
         let m = TenantMetrics {
-            request_bytes: Family::default(),
-            response_bytes: Family::default(),
-            watch_seconds: Family::default(),
-            open_watches: Family::default(),
+            request_bytes: new_metric(
+                r,
+                "tenant_request_bytes",
+                "Request body bytes received from the tenant (Content-Length), this replica",
+            ),
+            response_bytes: new_metric(
+                r,
+                "tenant_response_bytes",
+                "Response body bytes sent to the tenant, this replica",
+            ),
+            watch_seconds: new_metric(
+                r,
+                "tenant_watch_seconds",
+                "Seconds the tenant's watches were open (added as each ends), this replica",
+            ),
+            open_watches: new_metric(
+                r,
+                "tenant_open_watches",
+                "Watches of the tenant open now on this replica",
+            ),
             figures: Arc::new(ArcSwapOption::empty()),
             refresh_lock: tokio::sync::Mutex::new(()),
         };
-        registry.register(
-            "tenant_request_bytes",
-            "Request body bytes received from the tenant (Content-Length), this replica",
-            m.request_bytes.clone(),
-        );
-        registry.register(
-            "tenant_response_bytes",
-            "Response body bytes sent to the tenant, this replica",
-            m.response_bytes.clone(),
-        );
-        registry.register(
-            "tenant_watch_seconds",
-            "Seconds the tenant's watches were open (added as each ends), this replica",
-            m.watch_seconds.clone(),
-        );
-        registry.register(
-            "tenant_open_watches",
-            "Watches of the tenant open now on this replica",
-            m.open_watches.clone(),
-        );
-        registry.register_collector(Box::new(FiguresCollector(m.figures.clone())));
+        r.register_collector(Box::new(FiguresCollector(m.figures.clone())));
         m
     }
 
@@ -129,14 +123,16 @@ pub fn meter_response(body: ResBody, meters: &TenantMetrics, tenant: &str, watch
     if watch {
         meters.open_watches.get_or_create(&label).inc();
     }
-    ResBody::boxed(Metered {
-        inner: body,
-        response_bytes: meters.response_bytes.clone(),
-        watch: watch.then(|| (meters.open_watches.clone(), meters.watch_seconds.clone())),
-        label,
-        bytes: 0,
-        started: Instant::now(),
-    })
+    tap::wrap(
+        body,
+        Metered {
+            response_bytes: meters.response_bytes.clone(),
+            watch: watch.then(|| (meters.open_watches.clone(), meters.watch_seconds.clone())),
+            label,
+            bytes: 0,
+            started: Instant::now(),
+        },
+    )
 }
 
 type WatchMeters = (
@@ -144,8 +140,8 @@ type WatchMeters = (
     Family<TenantLabel, Counter<f64, AtomicU64>>,
 );
 
+/// A response's meters, settled when its body ends or is dropped.
 struct Metered {
-    inner: ResBody,
     response_bytes: Family<TenantLabel, Counter>,
     watch: Option<WatchMeters>,
     label: TenantLabel,
@@ -153,8 +149,12 @@ struct Metered {
     started: Instant,
 }
 
-impl Drop for Metered {
-    fn drop(&mut self) {
+impl Tap for Metered {
+    fn data(&mut self, d: &Bytes) {
+        self.bytes += d.len() as u64;
+    }
+
+    fn end(self, _whole: bool) {
         self.response_bytes
             .get_or_create(&self.label)
             .inc_by(self.bytes);
@@ -164,32 +164,6 @@ impl Drop for Metered {
                 .get_or_create(&self.label)
                 .inc_by(self.started.elapsed().as_secs_f64());
         }
-    }
-}
-
-impl Body for Metered {
-    type Data = Bytes;
-    type Error = BoxError;
-
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
-        let r = Pin::new(&mut self.inner).poll_frame(cx);
-        if let Poll::Ready(Some(Ok(f))) = &r
-            && let Some(d) = f.data_ref()
-        {
-            self.bytes += d.len() as u64;
-        }
-        r
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.inner.is_end_stream()
-    }
-
-    fn size_hint(&self) -> SizeHint {
-        self.inner.size_hint()
     }
 }
 

@@ -1,10 +1,30 @@
 //! Value types of paddock's metrics, kept apart from the metrics themselves (`metrics.rs`,
 //! `metering.rs`, `fair_queue.rs` all use them): a label that does not allocate, a gauge set
-//! without a locked instruction.
+//! without a locked instruction; and the one way a metric is made and registered.
 
 use prometheus_client::metrics::gauge::Gauge;
-#[cfg(test)]
-use prometheus_client::registry::Registry;
+use prometheus_client::registry::{Metric, Registry};
+
+/// Registers `metric` as `name` and hands it back: a metric is a shared handle, so the
+/// registry encodes a clone and the caller keeps the one it updates.
+pub fn registered<M: Metric + Clone>(
+    registry: &mut Registry,
+    name: &str,
+    help: &str,
+    metric: M,
+) -> M {
+    registry.register(name, help, metric.clone());
+    metric
+}
+
+/// [`registered`] for a metric made by `Default` (a counter, a gauge, a family of them).
+pub fn new_metric<M: Metric + Clone + Default>(
+    registry: &mut Registry,
+    name: &str,
+    help: &str,
+) -> M {
+    registered(registry, name, help, M::default())
+}
 
 /// A label value such as a tenant id: kept inline up to 24 bytes (`compact_str`), so the
 /// per-request look-up of a tenant's counters allocates nothing.

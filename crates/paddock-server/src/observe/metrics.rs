@@ -13,7 +13,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
-use crate::observe::metric_values::LabelText;
+use crate::observe::metric_values::{LabelText, new_metric, registered};
 
 /// Labels of the request counter.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -86,66 +86,47 @@ impl Metrics {
     /// Registers every metric.
     pub fn new() -> Self {
         let mut registry = Registry::with_prefix("paddock");
-        let requests = Family::<RequestLabels, Counter>::default();
-        let latency = Family::<VerbLabels, Histogram>::new_with_constructor(|| {
-            Histogram::new(exponential_buckets(0.0005, 2.0, 16))
-        });
-        let open_watches = Gauge::default();
-        let upstream_errors = Family::<UpstreamErrorLabels, Counter>::default();
-        registry.register(
+        let r = &mut registry;
+        let requests = new_metric(
+            r,
             "requests",
             "Requests served, by tenant, verb and status class",
-            requests.clone(),
         );
-        registry.register(
+        let latency = registered(
+            r,
             "request_duration_seconds",
             "Time until response headers, by verb",
-            latency.clone(),
+            Family::<VerbLabels, Histogram>::new_with_constructor(|| {
+                Histogram::new(exponential_buckets(0.0005, 2.0, 16))
+            }),
         );
-        registry.register(
-            "open_watches",
-            "Watches currently open",
-            open_watches.clone(),
-        );
-        registry.register(
-            "upstream_errors",
-            "Upstream failures by kind",
-            upstream_errors.clone(),
-        );
-        registry.register(
+        let open_watches = new_metric(r, "open_watches", "Watches currently open");
+        let upstream_errors = new_metric(r, "upstream_errors", "Upstream failures by kind");
+        r.register(
             "upstream_refused_retries",
             "Requests sent again on a new upstream connection because the upstream refused them unprocessed (GOAWAY, REFUSED_STREAM)",
             paddock_upstream::short_set::REFUSED_RETRIES.clone(),
         );
-        let upstream_up = Gauge::default();
-        registry.register(
+        let upstream_up = new_metric(
+            r,
             "upstream_up",
             "1 while the upstream apiserver answers (readiness probes with hysteresis), else 0",
-            upstream_up.clone(),
         );
-        let limit_refusals = Family::<LimitLabels, Counter>::default();
-        registry.register(
+        let limit_refusals = new_metric(
+            r,
             "fairshare_refusals",
             "Requests and connections refused with 429 by a per-tenant fair-share limit, by limit",
-            limit_refusals.clone(),
         );
-        let audit_dropped = Counter::default();
-        registry.register(
+        let audit_dropped = new_metric(
+            r,
             "audit_dropped",
             "Tenant audit events dropped because the audit backends fell behind",
-            audit_dropped.clone(),
         );
-        let quota_refused = Counter::default();
-        registry.register(
-            "quota_refused",
-            "Creates refused by a tenant quota",
-            quota_refused.clone(),
-        );
-        let quota_swap_conflicts = Counter::default();
-        registry.register(
+        let quota_refused = new_metric(r, "quota_refused", "Creates refused by a tenant quota");
+        let quota_swap_conflicts = new_metric(
+            r,
             "quota_swap_conflicts",
             "Quota ledger compare-and-swaps lost to another writer and retried",
-            quota_swap_conflicts.clone(),
         );
         let tenant = crate::observe::metering::TenantMetrics::register(&mut registry);
         let fair_queue = QueueMetrics::register(&mut registry);
@@ -299,33 +280,33 @@ pub struct QueueMetrics {
 }
 
 impl QueueMetrics {
-    pub fn register(registry: &mut Registry) -> Self {
-        let m = QueueMetrics::default();
-        registry.register(
-            "fair_queue_seats_in_use",
-            "Work seats held by tenants' requests in this replica's fair queue",
-            m.seats_in_use.clone(),
-        );
-        registry.register(
-            "fair_queue_waiting",
-            "Tenant requests waiting for work seats",
-            m.waiting.clone(),
-        );
-        registry.register(
-            "fair_queue_queued",
-            "Tenant requests that had to wait for work seats",
-            m.queued.clone(),
-        );
-        registry.register(
-            "fair_queue_timeouts",
-            "Tenant requests refused with 429 after waiting fair_queue_timeout for work seats",
-            m.timed_out.clone(),
-        );
-        registry.register(
-            "fair_queue_revoked",
-            "Work seats taken back from requests that held them past the lease while others waited",
-            m.revoked.clone(),
-        );
-        m
+    pub fn register(r: &mut Registry) -> Self {
+        QueueMetrics {
+            seats_in_use: new_metric(
+                r,
+                "fair_queue_seats_in_use",
+                "Work seats held by tenants' requests in this replica's fair queue",
+            ),
+            waiting: new_metric(
+                r,
+                "fair_queue_waiting",
+                "Tenant requests waiting for work seats",
+            ),
+            queued: new_metric(
+                r,
+                "fair_queue_queued",
+                "Tenant requests that had to wait for work seats",
+            ),
+            timed_out: new_metric(
+                r,
+                "fair_queue_timeouts",
+                "Tenant requests refused with 429 after waiting fair_queue_timeout for work seats",
+            ),
+            revoked: new_metric(
+                r,
+                "fair_queue_revoked",
+                "Work seats taken back from requests that held them past the lease while others waited",
+            ),
+        }
     }
 }

@@ -155,16 +155,82 @@ pub async fn recheck_self_review(
     asked_as: As,
     raw: bytes::Bytes,
 ) -> Result<bytes::Bytes, ServerError> {
-    let Ok(mut answer) = serde_json::from_slice::<Value>(&raw) else {
+    let Ok(answer) = serde_json::from_slice::<Value>(&raw) else {
         return Ok(raw);
     };
-    let mut facts = ReviewFacts {
+    let facts = ReviewFacts {
         admin: groups
             .iter()
             .any(|g| g == paddock_core::provision::TENANT_ADMIN_GROUP),
         asked_as_shadow: asked_as == As::Shadow,
         namespace_exists: None,
     };
+    let asker = Asker {
+        t,
+        user,
+        groups,
+        subject_groups: None,
+    };
+    settle(state, ctx, &asker, answer, facts).await
+}
+
+/// Who asks a review's shadow form, and of which review.
+struct Asker<'a> {
+    t: &'a TenantId,
+    /// The caller.
+    user: &'a str,
+    groups: &'a [String],
+    /// For a `SubjectAccessReview`, its subject's groups; `None` for a self review.
+    subject_groups: Option<&'a [String]>,
+}
+
+impl Asker<'_> {
+    /// Asks the shadow form of `review` upstream and puts its answer in `answer`: the whole
+    /// answer for a self review, its `status` for a subject review (whose `spec` names the
+    /// subject). Whether there was an answer to take.
+    async fn ask_shadow(
+        &self,
+        state: &AppState,
+        answer: &mut Value,
+        review: &Value,
+    ) -> Result<bool, ServerError> {
+        let (t, user, groups) = (self.t, self.user, self.groups);
+        let Some(subject_groups) = self.subject_groups else {
+            let Some(asked) = ask_as(state, t, user, groups, As::Shadow, review).await? else {
+                return Ok(false);
+            };
+            *answer = asked;
+            return Ok(true);
+        };
+        let Some(subject) = answer["spec"]["user"].as_str() else {
+            return Ok(false);
+        };
+        let shadow = paddock_core::identity::review::shadow_subject_review(
+            t,
+            review,
+            subject,
+            subject_groups,
+            &answer["spec"]["extra"],
+        );
+        let resource = "subjectaccessreviews";
+        let asked = ask_review_as(state, t, user, groups, As::Shadow, resource, &shadow).await?;
+        let Some(asked) = asked else {
+            return Ok(false);
+        };
+        set_status(answer, asked["status"].clone());
+        Ok(true)
+    }
+}
+
+/// Follows [`self_review_next`]'s decisions on upstream's `answer` (at most one namespace
+/// probe and one more question, three steps in all) and returns the answer that stands.
+async fn settle(
+    state: &AppState,
+    ctx: &paddock_core::TenantContext,
+    asker: &Asker<'_>,
+    mut answer: Value,
+    mut facts: ReviewFacts,
+) -> Result<bytes::Bytes, ServerError> {
     for _ in 0..3 {
         match self_review_next(ctx, &answer, facts) {
             ReviewNext::Keep => break,
@@ -174,17 +240,14 @@ pub async fn recheck_self_review(
             }
             ReviewNext::ProbeNamespace(ns) => {
                 let (exists, _) =
-                    crate::proxy::absent::tenant_namespace_exists(state, t, &ns).await?;
+                    crate::proxy::absent::tenant_namespace_exists(state, asker.t, &ns).await?;
                 facts.namespace_exists = Some(exists);
             }
             ReviewNext::AskShadow(review) => {
-                match ask_as(state, t, user, groups, As::Shadow, &review).await? {
-                    Some(a) => {
-                        answer = a;
-                        facts.asked_as_shadow = true;
-                    }
-                    None => break,
+                if !asker.ask_shadow(state, &mut answer, &review).await? {
+                    break;
                 }
+                facts.asked_as_shadow = true;
             }
         }
     }
@@ -299,7 +362,7 @@ async fn recheck_subject_review(
     raw: bytes::Bytes,
 ) -> Result<bytes::Bytes, ServerError> {
     let t = &ctx.tenant;
-    let Ok(mut answer) = serde_json::from_slice::<Value>(&raw) else {
+    let Ok(answer) = serde_json::from_slice::<Value>(&raw) else {
         return Ok(raw);
     };
     let admin_group = paddock_core::identity::upstream_admin_group(t);
@@ -312,56 +375,18 @@ async fn recheck_subject_review(
                 .collect()
         })
         .unwrap_or_default();
-    let mut facts = ReviewFacts {
+    let facts = ReviewFacts {
         admin: subject_groups.contains(&admin_group),
         asked_as_shadow: false,
         namespace_exists: None,
     };
-    for _ in 0..3 {
-        match self_review_next(ctx, &answer, facts) {
-            ReviewNext::Keep => break,
-            ReviewNext::AllowAdmin => {
-                set_status(&mut answer, admin_allowed_status());
-                break;
-            }
-            ReviewNext::ProbeNamespace(ns) => {
-                let (exists, _) =
-                    crate::proxy::absent::tenant_namespace_exists(state, t, &ns).await?;
-                facts.namespace_exists = Some(exists);
-            }
-            ReviewNext::AskShadow(review) => {
-                let Some(subject) = answer["spec"]["user"].as_str() else {
-                    break;
-                };
-                let shadow = paddock_core::identity::review::shadow_subject_review(
-                    t,
-                    &review,
-                    subject,
-                    &subject_groups,
-                    &answer["spec"]["extra"],
-                );
-                let asked = ask_review_as(
-                    state,
-                    t,
-                    user,
-                    groups,
-                    As::Shadow,
-                    "subjectaccessreviews",
-                    &shadow,
-                )
-                .await?;
-                match asked {
-                    Some(a) => {
-                        set_status(&mut answer, a["status"].clone());
-                        facts.asked_as_shadow = true;
-                    }
-                    None => break,
-                }
-            }
-        }
-    }
-    let out = serde_json::to_vec(&answer).map_err(|e| ServerError::Internal(e.to_string()))?;
-    Ok(bytes::Bytes::from(out))
+    let asker = Asker {
+        t,
+        user,
+        groups,
+        subject_groups: Some(&subject_groups),
+    };
+    settle(state, ctx, &asker, answer, facts).await
 }
 
 #[cfg(test)]

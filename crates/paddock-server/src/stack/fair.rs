@@ -16,6 +16,7 @@ use crate::fair::queue::{Seat, SeatWait, WorkQueue};
 use paddock_core::identity::Caller;
 use paddock_upstream::error::ServerError;
 use paddock_upstream::res_body::ResBody;
+use paddock_upstream::tap::{self, Guard};
 
 /// Admits a tenant's request under its limits (the replica's limiter; a fake in tests). May
 /// lower a LIST's `limit` in the request's URI.
@@ -180,12 +181,12 @@ where
                 // A watch's seats end with its start (dropped here); anything else holds them
                 // until its answer's last byte.
                 let resp = match seat.take() {
-                    Some(s) if !*until_headers => resp.map(|b| crate::fair::queue::seated(b, s)),
+                    Some(s) if !*until_headers => resp.map(|b| tap::hold(b, s)),
                     _ => resp,
                 };
                 Poll::Ready(Ok(match permit.take() {
                     None => resp,
-                    Some(p) => resp.map(|b| crate::fair::limits::hold(b, p)),
+                    Some(p) => resp.map(|b| tap::hold(b, Guard(p))),
                 }))
             }
         }

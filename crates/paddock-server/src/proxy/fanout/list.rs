@@ -190,24 +190,14 @@ pub(super) async fn serve_list(
             }
         }
     });
-    let body = http_body_util::StreamBody::new(ChannelStream { rx }.map_frames());
-    let mut r = Response::new(ResBody::boxed(body));
-    r.headers_mut().insert(
-        header::CONTENT_TYPE,
-        http::HeaderValue::from_str(&content_type)
-            .unwrap_or(http::HeaderValue::from_static("application/json")),
-    );
-    Ok(r)
+    Ok(streamed(rx, &content_type))
 }
 
 fn json_response(body: Vec<u8>, content_type: &str) -> Response<ResBody> {
-    let mut r = Response::new(paddock_upstream::body::full(body));
-    r.headers_mut().insert(
-        header::CONTENT_TYPE,
-        http::HeaderValue::from_str(content_type)
-            .unwrap_or(http::HeaderValue::from_static("application/json")),
-    );
-    r
+    typed(
+        Response::new(paddock_upstream::body::full(body)),
+        content_type,
+    )
 }
 
 /// The list a namespace that is gone, or not yet the tenant's, contributes. It carries no

@@ -399,12 +399,11 @@ struct ListPart {
 
 fn status_response(part: ListPart) -> Response<ResBody> {
     let retry_after = retry_after_seconds(part.status, &part.doc);
-    let mut r = Response::new(paddock_upstream::body::full(part.doc));
-    *r.status_mut() = part.status;
-    r.headers_mut().insert(
-        header::CONTENT_TYPE,
-        http::HeaderValue::from_static("application/json"),
+    let mut r = typed(
+        Response::new(paddock_upstream::body::full(part.doc)),
+        "application/json",
     );
+    *r.status_mut() = part.status;
     if let Some(secs) = retry_after {
         // The part's own answer carried it as a header too; client-go retries a 429 (or a
         // 5xx) only when the header is there (e.g. a CRD's storage still initializing on one
@@ -426,20 +425,25 @@ fn retry_after_seconds(status: StatusCode, doc: &[u8]) -> Option<u64> {
         .filter(|s| *s > 0)
 }
 
-struct ChannelStream {
-    rx: mpsc::Receiver<Result<Bytes, BoxError>>,
+/// A response whose body is what the parts' tasks send on `rx`, as they send it.
+fn streamed(rx: mpsc::Receiver<Result<Bytes, BoxError>>, content_type: &str) -> Response<ResBody> {
+    let frames = futures_util::stream::unfold(rx, |mut rx| async move {
+        rx.recv()
+            .await
+            .map(|item| (item.map(http_body::Frame::data), rx))
+    });
+    let body = ResBody::boxed(http_body_util::StreamBody::new(frames));
+    typed(Response::new(body), content_type)
 }
 
-impl ChannelStream {
-    fn map_frames(
-        self,
-    ) -> impl futures_util::Stream<Item = Result<http_body::Frame<Bytes>, BoxError>> + Send {
-        futures_util::stream::unfold(self.rx, |mut rx| async move {
-            rx.recv()
-                .await
-                .map(|item| (item.map(http_body::Frame::data), rx))
-        })
-    }
+/// `r` with the parts' content type (JSON where that is not a valid header value).
+fn typed(mut r: Response<ResBody>, content_type: &str) -> Response<ResBody> {
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        http::HeaderValue::from_str(content_type)
+            .unwrap_or(http::HeaderValue::from_static("application/json")),
+    );
+    r
 }
 
 #[cfg(test)]

@@ -232,15 +232,7 @@ pub(super) async fn serve_watch(
         ));
     }
     drop(sh);
-    let body = http_body_util::StreamBody::new(ChannelStream { rx }.map_frames());
-    let mut r = Response::new(ResBody::boxed(body));
-    *r.status_mut() = StatusCode::OK;
-    r.headers_mut().insert(
-        header::CONTENT_TYPE,
-        http::HeaderValue::from_str(&content_type)
-            .unwrap_or(http::HeaderValue::from_static("application/json")),
-    );
-    Ok(r)
+    Ok(streamed(rx, &content_type))
 }
 
 /// Watches the tenant's namespaces upstream (paddock's own credential, label-selected, from
