@@ -183,24 +183,6 @@ impl Kind {
             ..self
         }
     }
-    const fn verbs(self, tenant_verbs: &'static [&'static str]) -> Kind {
-        Kind {
-            tenant_verbs,
-            ..self
-        }
-    }
-    const fn status(self, tenant_subresources: &'static [&'static str]) -> Kind {
-        Kind {
-            tenant_subresources,
-            ..self
-        }
-    }
-    const fn refuse_subresources(self, forbidden_subresources: &'static [&'static str]) -> Kind {
-        Kind {
-            forbidden_subresources,
-            ..self
-        }
-    }
     /// Owned, but deleted by the tenant's own list after the other kinds (namespaces).
     const fn deleted_last(self) -> Kind {
         Kind {
@@ -208,32 +190,8 @@ impl Kind {
             ..self
         }
     }
-    const fn replicated(self) -> Kind {
-        Kind {
-            replicated: true,
-            ..self
-        }
-    }
-    const fn merged(self) -> Kind {
-        Kind {
-            merged_when_spanning: true,
-            ..self
-        }
-    }
-    const fn platform_listed(self) -> Kind {
-        Kind {
-            lists_platform: true,
-            ..self
-        }
-    }
     const fn counted(self, counted: Counted) -> Kind {
         Kind { counted, ..self }
-    }
-    const fn splice(self) -> Kind {
-        Kind {
-            splice: true,
-            ..self
-        }
     }
     const fn paddock(self, paddock_verbs: &'static [&'static str], why: &'static str) -> Kind {
         Kind {
@@ -242,6 +200,28 @@ impl Kind {
             ..self
         }
     }
+}
+
+/// Setters of one field each, named after the field: `.status(..)` sets the subresources the
+/// tenant's admins update, `.replicated()` turns a flag on.
+macro_rules! setters {
+    (values: $($value:ident => $field:ident),*; flags: $($flag:ident => $ffield:ident),*) => {
+        impl Kind {
+            $(const fn $value(self, $field: &'static [&'static str]) -> Kind {
+                Kind { $field, ..self }
+            })*
+            $(const fn $flag(self) -> Kind {
+                Kind { $ffield: true, ..self }
+            })*
+        }
+    };
+}
+
+setters! {
+    values: verbs => tenant_verbs, status => tenant_subresources,
+        refuse_subresources => forbidden_subresources;
+    flags: replicated => replicated, merged => merged_when_spanning,
+        platform_listed => lists_platform, splice => splice
 }
 
 const CORE: &str = "";

@@ -21,7 +21,7 @@ use paddock_core::observe::usage::{UsageTally, counted_objects};
 use paddock_store::TenantRecord;
 use serde_json::Value;
 
-use crate::observe::metering::{TenantLabel, UsageSnapshot};
+use crate::observe::metering::{TenantLabel, UsageSnapshot, VERBS};
 use crate::state::AppState;
 use paddock_upstream::error::ServerError;
 use paddock_upstream::upjson;
@@ -29,19 +29,6 @@ use paddock_upstream::upjson;
 const METADATA_LIST: &str =
     "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json";
 
-/// Verbs the request counter can hold (proxy::verb_name and proxy::method_verb).
-const VERBS: &[&str] = &[
-    "get",
-    "list",
-    "watch",
-    "create",
-    "update",
-    "patch",
-    "delete",
-    "deletecollection",
-    "connect",
-    "other",
-];
 const CLASSES: &[&str] = &["2xx", "3xx", "4xx", "5xx"];
 
 /// Objects per page of the refresh's lists: a page of 5 KB pods parsed is a few MiB, the most

@@ -183,6 +183,20 @@ type Figure = (
     fn(&paddock_core::observe::usage::TenantFigures) -> f64,
 );
 
+/// Verbs the request counter can hold (proxy::verb_name and proxy::method_verb).
+pub const VERBS: &[&str] = &[
+    "get",
+    "list",
+    "watch",
+    "create",
+    "update",
+    "patch",
+    "delete",
+    "deletecollection",
+    "connect",
+    "other",
+];
+
 pub(crate) const FIGURES: &[Figure] = &[
     (
         "tenant_namespaces",

@@ -9,21 +9,8 @@ use paddock_core::catalog::kinds;
 use paddock_core::observe::usage::{UsageTally, counted_objects};
 use serde_json::json;
 
-use crate::observe::metering::{FIGURES, UsageSnapshot, meter_response};
+use crate::observe::metering::{FIGURES, UsageSnapshot, VERBS, meter_response};
 use crate::observe::metrics::Metrics;
-
-const VERBS: &[&str] = &[
-    "get",
-    "list",
-    "watch",
-    "create",
-    "update",
-    "patch",
-    "delete",
-    "deletecollection",
-    "connect",
-    "other",
-];
 
 /// Series one tenant can have at most (documented in docs/metering.md).
 fn per_tenant_bound() -> usize {
