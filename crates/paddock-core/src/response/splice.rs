@@ -45,8 +45,8 @@ struct FastKind {
     guards: Vec<Guard>,
 }
 
-/// A key that ends one of a kind's rule paths: `"<key>"` may occur at most `allowed` times
-/// (once for `"namespace"`, the object's own; zero for every other key).
+/// A key that ends one of a kind's rule paths: `"<key>"` may occur as a key at most `allowed`
+/// times (once for `"namespace"`, the object's own; zero for every other key).
 struct Guard {
     needle: Finder<'static>,
     allowed: usize,
@@ -106,10 +106,24 @@ pub fn is_fast_kind(group: &str, kind: &str) -> bool {
 impl FastKind {
     /// Whether `raw` holds none of the kind's rule fields (beyond its own namespace).
     fn unguarded(&self, raw: &[u8]) -> bool {
-        self.guards
-            .iter()
-            .all(|g| g.needle.find_iter(raw).nth(g.allowed).is_none())
+        self.guards.iter().all(|g| {
+            let len = g.needle.needle().len();
+            let mut keys = g
+                .needle
+                .find_iter(raw)
+                .filter(|at| is_key(&raw[at + len..]));
+            keys.nth(g.allowed).is_none()
+        })
     }
+}
+
+/// Whether the string that ends where `rest` starts is an object key: only a key is followed
+/// by a colon. The same word as a value (`"path":"namespace"` in a pod's service-account
+/// volume) is not a field, and counting it would send most pods down the DOM path.
+fn is_key(rest: &[u8]) -> bool {
+    rest.iter()
+        .find(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\r'))
+        .is_some_and(|b| *b == b':')
 }
 
 /// Outcome of the fast path.
@@ -437,6 +451,13 @@ mod tests {
         assert_eq!(guarded_keys("", "ServiceAccount"), ["secrets"]);
         let ns = r#"{"metadata":{"name":"a","namespace":"foofoo-d"},"spec":{}}"#;
         assert_eq!(run(ns, Some(("", "Pod"))).0, Fast::Keep);
+        // The words as values are no fields (every pod's service-account volume has one).
+        let sa = r#""volumes":[{"projected":{"sources":[{"downwardAPI":{"items":[{"path":"namespace","fieldRef":{"fieldPath":"metadata.namespace"}}]}}]}}]"#;
+        let item = ns.replace(r#""spec":{}"#, &format!(r#""spec":{{{sa}}}"#));
+        assert_eq!(run(&item, Some(("", "Pod"))).0, Fast::Keep, "{item}");
+        // A key with white space before its colon is still a key.
+        let spaced = ns.replace(r#""spec":{}"#, r#""spec":{"volumeName" : "x"}"#);
+        assert_eq!(run(&spaced, Some(("", "Pod"))).0, Fast::Fallback);
         for field in [
             r#""affinity":{"podAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":[{"namespaces":["barbar-x"],"topologyKey":"k"}]}}"#,
             r#""volumes":[{"name":"v","ephemeral":{"volumeClaimTemplate":{"spec":{"volumeName":"pv-1"}}}}]"#,
