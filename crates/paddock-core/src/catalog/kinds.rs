@@ -121,10 +121,7 @@ const fn row(
         resource,
         kind,
         scope,
-        policy: match scope {
-            Scope::Namespaced => Policy::TenantOwned,
-            Scope::Cluster => Policy::Forbidden,
-        },
+        policy: unlisted_policy(scope),
         review: false,
         lists_platform: false,
         tenant_verbs: &[],
@@ -578,12 +575,15 @@ impl Kind {
 /// The policy of a built-in resource: its row's, else namespaced ones are the tenant's and
 /// cluster-scoped ones forbidden.
 pub fn builtin_policy(group: &str, resource: &str, scope: Scope) -> Policy {
-    match find(group, resource) {
-        Some(k) => k.policy,
-        None => match scope {
-            Scope::Namespaced => Policy::TenantOwned,
-            Scope::Cluster => Policy::Forbidden,
-        },
+    find(group, resource).map_or_else(|| unlisted_policy(scope), |k| k.policy)
+}
+
+/// The policy of a built-in kind without a row: namespaced ones are the tenant's,
+/// cluster-scoped ones forbidden.
+pub const fn unlisted_policy(scope: Scope) -> Policy {
+    match scope {
+        Scope::Namespaced => Policy::TenantOwned,
+        Scope::Cluster => Policy::Forbidden,
     }
 }
 

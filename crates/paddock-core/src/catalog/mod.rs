@@ -504,9 +504,10 @@ impl Catalog {
         let policy = if tenant_crd {
             Policy::TenantOwned
         } else if is_builtin_group(ug) {
+            // The row was looked up once, when discovery was read: no lookup per request.
             let policy = raw
                 .builtin
-                .map_or(kinds::builtin_policy(ug, resource, raw.scope), |k| k.policy);
+                .map_or_else(|| kinds::unlisted_policy(raw.scope), |k| k.policy);
             match policy {
                 Policy::SharedReadOnly | Policy::Forbidden
                     if self.is_granted(tenant, ug, resource) =>
