@@ -42,29 +42,28 @@ use crate::tenant::{TENANT_ID_LEN, TENANT_LABEL, TenantId};
 struct FastKind {
     group: &'static str,
     kind: &'static str,
-    guards: Vec<Guard>,
-}
-
-/// A key that ends one of a kind's rule paths: `"<key>"` may occur as a key at most `allowed`
-/// times (once for `"namespace"`, the object's own; zero for every other key).
-struct Guard {
-    needle: Finder<'static>,
-    allowed: usize,
+    /// The guarded keys: `"namespace"` may occur as a key once (the object's own), every
+    /// other not at all.
+    keys: Vec<&'static str>,
+    /// One finder of `"<key>` (no closing quote) per guarded key that has no other guarded key
+    /// as a prefix: `"namespace` also finds `"namespaces"` and `"namespaceSelector"`, so a pod
+    /// takes two passes, not four.
+    needles: Vec<Finder<'static>>,
 }
 
 static FAST_KINDS: LazyLock<Vec<FastKind>> = LazyLock::new(|| {
     crate::catalog::kinds::spliced()
-        .filter(|k| !guarded_keys(k.group, k.kind).contains(&""))
-        .map(|k| FastKind {
+        .map(|k| (k, guarded_keys(k.group, k.kind)))
+        .filter(|(_, keys)| !keys.contains(&""))
+        .map(|(k, keys)| FastKind {
             group: k.group,
             kind: k.kind,
-            guards: guarded_keys(k.group, k.kind)
-                .into_iter()
-                .map(|key| Guard {
-                    needle: Finder::new(format!("\"{key}\"").as_bytes()).into_owned(),
-                    allowed: usize::from(key == "namespace"),
-                })
+            needles: keys
+                .iter()
+                .filter(|key| !keys.iter().any(|p| p != *key && key.starts_with(p)))
+                .map(|key| Finder::new(format!("\"{key}").as_bytes()).into_owned())
                 .collect(),
+            keys,
         })
         .collect()
 });
@@ -106,14 +105,28 @@ pub fn is_fast_kind(group: &str, kind: &str) -> bool {
 impl FastKind {
     /// Whether `raw` holds none of the kind's rule fields (beyond its own namespace).
     fn unguarded(&self, raw: &[u8]) -> bool {
-        self.guards.iter().all(|g| {
-            let len = g.needle.needle().len();
-            let mut keys = g
-                .needle
-                .find_iter(raw)
-                .filter(|at| is_key(&raw[at + len..]));
-            keys.nth(g.allowed).is_none()
-        })
+        let mut namespaces = 0;
+        for needle in &self.needles {
+            for at in needle.find_iter(raw) {
+                let text = &raw[at + 1..];
+                // A string that never ends is no key (and no valid answer).
+                let Some(len) = memchr::memchr(b'"', text) else {
+                    continue;
+                };
+                let key = &text[..len];
+                if !is_key(&text[len + 1..]) || !self.keys.iter().any(|k| k.as_bytes() == key) {
+                    continue;
+                }
+                if key != b"namespace" {
+                    return false;
+                }
+                namespaces += 1;
+                if namespaces > 1 {
+                    return false;
+                }
+            }
+        }
+        true
     }
 }
 
@@ -455,6 +468,20 @@ mod tests {
         let sa = r#""volumes":[{"projected":{"sources":[{"downwardAPI":{"items":[{"path":"namespace","fieldRef":{"fieldPath":"metadata.namespace"}}]}}]}}]"#;
         let item = ns.replace(r#""spec":{}"#, &format!(r#""spec":{{{sa}}}"#));
         assert_eq!(run(&item, Some(("", "Pod"))).0, Fast::Keep, "{item}");
+        // Every guarded key as a key sends the item down the DOM path, also those found by
+        // a shorter key's needle ("namespace" finds "namespaces" and "namespaceSelector").
+        for key in pod.iter().filter(|k| **k != "namespace") {
+            let held = ns.replace(r#""spec":{}"#, &format!(r#""spec":{{"{key}":"x"}}"#));
+            assert_eq!(run(&held, Some(("", "Pod"))).0, Fast::Fallback, "{held}");
+        }
+        let twice = ns.replace(r#""spec":{}"#, r#""spec":{"namespace":"x"}"#);
+        assert_eq!(run(&twice, Some(("", "Pod"))).0, Fast::Fallback);
+        let pods = fast_kind("", "Pod").map(|k| k.needles.len());
+        assert_eq!(
+            pods,
+            Some(2),
+            "one pass for the namespace keys, one for volumeName"
+        );
         // A key with white space before its colon is still a key.
         let spaced = ns.replace(r#""spec":{}"#, r#""spec":{"volumeName" : "x"}"#);
         assert_eq!(run(&spaced, Some(("", "Pod"))).0, Fast::Fallback);
