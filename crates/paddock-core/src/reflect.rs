@@ -225,7 +225,7 @@ impl<K: Ord + Clone> WorkQueue<K> {
     }
 
     /// The next key to work on (now active until [`WorkQueue::done`]).
-    pub fn next(&mut self) -> Option<K> {
+    pub fn take(&mut self) -> Option<K> {
         let k = self.queue.pop_front()?;
         self.queued.remove(&k);
         self.active.insert(k.clone());

@@ -104,14 +104,14 @@ fn the_work_queue_deduplicates_and_keeps_changes_made_during_work() {
     q.add("b");
     q.add("a");
     assert_eq!(q.len(), 2);
-    assert_eq!(q.next(), Some("a"));
+    assert_eq!(q.take(), Some("a"));
     // Changed while worked on: not handed out twice, queued again when done.
     q.add("a");
-    assert_eq!(q.next(), Some("b"));
-    assert_eq!(q.next(), None);
+    assert_eq!(q.take(), Some("b"));
+    assert_eq!(q.take(), None);
     assert_eq!(q.active(), 2);
     q.done(&"a");
-    assert_eq!(q.next(), Some("a"));
+    assert_eq!(q.take(), Some("a"));
     q.done(&"a");
     q.done(&"b");
     assert!(q.is_empty());
