@@ -204,10 +204,16 @@ impl Sync {
             // A kind no longer watched: what was in flight is dropped.
             _ => return,
         };
+        let first_list = !cache.synced && matches!(feed, Feed::Listed(_));
         let changes = match feed {
             Feed::Listed(items) => cache.replace(items),
             Feed::Event(ev) => cache.apply(ev).into_iter().collect(),
         };
+        // A kind's first list: an object missing from it (deleted while this replica was
+        // not watching) shows as no change, so every namespace is judged again.
+        if first_list && id != NAMESPACES {
+            self.enqueue_all();
+        }
         for c in changes {
             let (ns, name) = c.key().clone();
             if id == NAMESPACES {
