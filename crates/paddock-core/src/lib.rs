@@ -33,7 +33,6 @@ pub mod fair;
 pub mod observe;
 pub mod provision;
 pub mod quota;
-pub mod reflect;
 pub mod templates;
 
 /// Entry points of the fuzz targets (`fuzz/fuzz_targets`), also run as regression tests.

@@ -1,13 +1,13 @@
-//! The I/O half of a reflector (the decisions are `paddock_core::reflect`): LIST a collection,
-//! then WATCH it from the list's resourceVersion with bookmarks, re-watching when the
-//! apiserver closes the stream, re-listing on 410 Gone and once per `relist_after`, waiting
+//! The I/O half of a reflector (the decisions are `paddock_core::provision::reflect`): LIST a
+//! collection, then WATCH it from the list's resourceVersion with bookmarks, re-watching when
+//! the apiserver closes the stream, re-listing on 410 Gone and once per `relist_after`, waiting
 //! with backoff after errors. What it reads goes to a channel; the cache is the reader's.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use http::{Method, Request, header};
 use http_body_util::BodyExt;
-use paddock_core::reflect::{AfterError, WatchEvent, after_error, backoff, parse_event};
+use paddock_core::provision::reflect::{AfterError, WatchEvent, after_error, backoff, parse_event};
 use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio::time::Instant;

@@ -11,7 +11,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
-use paddock_core::reflect::{Cache, Change, WorkQueue, backoff};
+use paddock_core::provision::reflect::{Cache, Change, WorkQueue, backoff};
 use paddock_core::templates::{
     self as tpl, Observed, TEMPLATE_KINDS, Verdict, fingerprint, template_kind,
 };
