@@ -67,7 +67,7 @@ pub async fn stamp_at_setup(
     };
     let mut ns = ns.clone();
     ns["metadata"]["name"] = json!(upstream_ns);
-    let report = stamp_namespace(up, t, &ns, &set, false).await?;
+    let report = stamp_namespace(up, t, &ns, &set, Prune::Skip).await?;
     if let Some(e) = report.builtin_error {
         return Err(e);
     }
@@ -85,18 +85,31 @@ pub struct StampReport {
     pub failed: Vec<String>,
     /// The first failure of a built-in template.
     pub builtin_error: Option<ServerError>,
+    /// The objects written, as the apiserver answered the applies (the sync remembers them
+    /// to tell its own writes from drift).
+    pub written: Vec<Value>,
+}
+
+/// Whether a stamping also deletes locked objects no wanted template stamps any more (a
+/// template deleted or changed since the namespace was stamped).
+#[derive(Debug, Clone)]
+pub enum Prune {
+    /// No (the set-up of a new namespace has none).
+    Skip,
+    /// Look for them upstream (a LIST per stamped kind).
+    List,
+    /// These, found in the sync's watch caches.
+    Known(Vec<FoundLocked>),
 }
 
 /// Stamps namespace `ns` (its upstream object) of tenant `t` with the templates it should
-/// carry. `prune`: also look for and delete locked objects no wanted template stamps (a
-/// template deleted or changed since the namespace was stamped; set-up of a new namespace
-/// has none). Writes the annotation when it changed.
+/// carry, pruning as `prune` says. Writes the annotation when it changed.
 pub async fn stamp_namespace(
     up: &Upstream,
     t: &TenantId,
     ns: &Value,
     set: &TemplateSet,
-    prune: bool,
+    prune: Prune,
 ) -> Result<StampReport, ServerError> {
     let upstream_ns = ns["metadata"]["name"]
         .as_str()
@@ -116,14 +129,17 @@ pub async fn stamp_namespace(
             async move {
                 let (path, obj) = tpl::stamped_object(ctx, w, m, upstream_ns)
                     .map_err(|e| ServerError::BadRequest(e.to_string()))?;
-                upjson::apply(up, &path, &obj).await
+                upjson::apply_object(up, &path, &obj).await
             }
         });
         let results = futures_util::future::join_all(writes).await;
         let mut ok = true;
         for r in results {
             match r {
-                Ok(()) => report.applied += 1,
+                Ok(written) => {
+                    report.applied += 1;
+                    report.written.push(written);
+                }
                 Err(e) => {
                     ok = false;
                     tracing::warn!(namespace = %upstream_ns, template = %w.name, error = %e, "stamping a namespace template failed");
@@ -144,12 +160,14 @@ pub async fn stamp_namespace(
             },
         );
     }
-    if prune {
-        let found = find_locked(up, &upstream_ns).await?;
-        for stale in tpl::stale_locked(&found, &wanted) {
-            upjson::delete(up, &tpl::object_path(stale.kind, &upstream_ns, &stale.name)).await?;
-            report.deleted += 1;
-        }
+    let found = match prune {
+        Prune::Skip => Vec::new(),
+        Prune::List => find_locked(up, &upstream_ns).await?,
+        Prune::Known(found) => found,
+    };
+    for stale in tpl::stale_locked(&found, &wanted) {
+        upjson::delete(up, &tpl::object_path(stale.kind, &upstream_ns, &stale.name)).await?;
+        report.deleted += 1;
     }
     let value = tpl::format_annotation(&stamps);
     let before = ns["metadata"]["annotations"][TEMPLATES_ANNOTATION]

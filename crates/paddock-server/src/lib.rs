@@ -87,7 +87,7 @@ pub async fn run(config: ServerConfig, shutdown: CancellationToken) -> Result<()
     paddock_reconciler::templates::set_template_source(Arc::new(tasks::templates::StoreTemplates(
         state.clone(),
     )));
-    tokio::spawn(tasks::templates::sync_loop(state.clone()));
+    tokio::spawn(tasks::template_sync::sync_loop(state.clone()));
     tokio::spawn(clusters::sync_loop(state.clone()));
     tokio::spawn(clusters::span_resync::resync_loop(state.clone()));
     tokio::spawn(drain_on(state.clone(), shutdown));

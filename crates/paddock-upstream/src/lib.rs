@@ -16,6 +16,7 @@ pub mod error;
 pub mod h2_conn;
 pub mod limit;
 pub mod rare;
+pub mod reflector;
 pub mod res_body;
 pub mod serving;
 pub mod short_set;

@@ -76,6 +76,11 @@ pub async fn call_accept(
 
 /// Server-side apply of one object (idempotent create-or-update).
 pub async fn apply(up: &Upstream, path: &str, obj: &Value) -> Result<(), ServerError> {
+    apply_object(up, path, obj).await.map(drop)
+}
+
+/// [`apply`], returning the object as the apiserver holds it after the apply.
+pub async fn apply_object(up: &Upstream, path: &str, obj: &Value) -> Result<Value, ServerError> {
     let sep = if path.contains('?') { '&' } else { '?' };
     let p = format!("{path}{sep}fieldManager=paddock&force=true");
     let a = call(
@@ -87,7 +92,7 @@ pub async fn apply(up: &Upstream, path: &str, obj: &Value) -> Result<(), ServerE
     )
     .await?;
     if a.status.is_success() {
-        Ok(())
+        Ok(a.body)
     } else {
         Err(ServerError::Upstream(format!(
             "applying {path} upstream failed ({}): {}",

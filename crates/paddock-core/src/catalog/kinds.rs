@@ -98,9 +98,10 @@ const ALL_RBAC: &[&str] = &[
     "bind",
     "escalate",
 ];
-/// Server-side apply (a PATCH) creates what does not exist yet: the apiserver authorizes
-/// `patch`, and `create` when the object is new.
-const APPLY: &[&str] = &["create", "patch"];
+/// Stamped by a built-in namespace template and watched by the template sync. Server-side
+/// apply (a PATCH) creates what does not exist yet: the apiserver authorizes `patch`, and
+/// `create` when the object is new.
+const STAMPED: &[&str] = &["list", "watch", "create", "patch"];
 /// Listed for the usage report only.
 const USAGE: &[&str] = &["list"];
 /// Kept in step by the RBAC resync: listed (by label), applied, deleted.
@@ -486,7 +487,10 @@ pub static KINDS: &[Kind] = &[
     namespaced(CORE, "v1", "replicationcontrollers", "ReplicationController").splice(),
     namespaced(CORE, "v1", "podtemplates", "PodTemplate").splice(),
     namespaced(CORE, "v1", "resourcequotas", "ResourceQuota")
-        .paddock(APPLY, "each tenant namespace gets a quota"),
+        .paddock(
+            STAMPED,
+            "each tenant namespace gets a quota (a namespace template's); the template sync watches the locked ones",
+        ),
     namespaced(APPS, "v1", "deployments", "Deployment")
         .splice()
         .counted(COUNTED)
@@ -521,8 +525,8 @@ pub static KINDS: &[Kind] = &[
     namespaced(NET, "v1", "networkpolicies", "NetworkPolicy")
         .counted(COUNTED)
         .paddock(
-            &["list", "create", "patch"],
-            "each tenant namespace gets a network policy; counted for the usage report",
+            STAMPED,
+            "each tenant namespace gets a network policy (a namespace template's; the template sync watches the locked ones); counted for the usage report",
         ),
     namespaced(RBAC, "v1", "roles", "Role")
         .counted(COUNTED)

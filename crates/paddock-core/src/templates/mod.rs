@@ -10,11 +10,16 @@
 //! guard that locks mandatory objects. The reconciler and the server do the I/O.
 
 mod builtin;
+mod drift;
 mod guard;
 mod model;
 #[cfg(test)]
 mod tests;
 
 pub use builtin::{BUILTIN_DEFAULT, BUILTIN_PL1, builtin_templates};
+pub use drift::{
+    FIELD_MANAGER, Observed, Verdict, drifted, fingerprint, verdict, watched_kinds,
+    written_by_another,
+};
 pub use guard::{TEMPLATES_GUARD_NAME, TEMPLATES_NAMESPACE_GUARD_NAME, templates_guards};
 pub use model::*;

@@ -2,6 +2,7 @@
 
 pub mod claims_gc;
 pub mod platform_grant;
+pub mod template_sync;
 pub mod templates;
 
 use std::sync::Arc;
