@@ -3,22 +3,14 @@ use std::collections::BTreeSet;
 use serde_json::{Value, json};
 
 use super::*;
+use crate::templates::tests::cm;
 use crate::templates::{NamespaceTemplate, TEMPLATES_ANNOTATION};
 
 fn tmpl(name: &str, mandatory: bool, manifests: Vec<Value>) -> NamespaceTemplate {
     NamespaceTemplate {
-        name: name.into(),
-        mandatory,
-        tenants: vec![],
-        manifests,
         generation: 2,
-        created: String::new(),
-        builtin: false,
+        ..crate::templates::tests::tmpl(name, mandatory, manifests)
     }
-}
-
-fn cm(name: &str) -> Value {
-    json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": {"a": "b"}})
 }
 
 /// A ConfigMap as the apiserver holds it after paddock's apply at `time`.

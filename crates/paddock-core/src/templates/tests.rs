@@ -13,7 +13,8 @@ fn ctx() -> TenantContext {
     }
 }
 
-fn tmpl(name: &str, mandatory: bool, manifests: Vec<Value>) -> NamespaceTemplate {
+/// A template of generation 3 (also the drift tests').
+pub(super) fn tmpl(name: &str, mandatory: bool, manifests: Vec<Value>) -> NamespaceTemplate {
     NamespaceTemplate {
         name: name.into(),
         mandatory,
@@ -25,7 +26,7 @@ fn tmpl(name: &str, mandatory: bool, manifests: Vec<Value>) -> NamespaceTemplate
     }
 }
 
-fn cm(name: &str) -> Value {
+pub(super) fn cm(name: &str) -> Value {
     json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": {"a": "b"}})
 }
 
