@@ -513,7 +513,9 @@ pub struct TemplatesConfig {
     /// (the default) keeps only `paddock-default`, so a tenant's namespaces carry no
     /// LimitRange or compute quota it did not ask for, as in a plain cluster.
     pub pl1: bool,
-    /// How often each replica compares every tenant namespace with the templates.
+    /// How often the template sync reads the templates from the store (a change made through
+    /// another replica shows there only) and retries namespaces whose stamping failed; drift
+    /// upstream is seen from the watches, not on this tick.
     pub sync_interval: Duration,
 }
 

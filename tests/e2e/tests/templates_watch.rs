@@ -1,4 +1,4 @@
-//! The watch-driven namespace-template sync (docs/templates.md "Sync", issue 37) against the
+//! The watch-driven namespace-template sync (docs/templates.md "Sync") against the
 //! real control plane, paddock as a real process:
 //!
 //! - drift is repaired from watch events: the platform admin deletes one locked stamped object
