@@ -93,6 +93,9 @@ struct Observed {
     resource_version: String,
     /// When this replica saw the record change (or wrote it), on its monotonic clock.
     since: Duration,
+    /// Whether `record` is this replica's own accepted write (only that makes it the leader:
+    /// a record naming it that it merely read, say after a restart, must be renewed first).
+    written: bool,
 }
 
 /// One replica's side of the election: its identity, the Lease's name, and what it saw.
@@ -120,7 +123,8 @@ impl Elector {
         &self.identity
     }
 
-    /// Whether the last record seen (or written) names this replica.
+    /// Whether the last record seen (or written) names this replica (not yet that it leads:
+    /// [`Elector::leading`]).
     pub fn is_holder(&self) -> bool {
         self.record().is_some_and(|r| r.holder == self.identity)
     }
@@ -143,14 +147,15 @@ impl Elector {
             .and_then(|l| l["metadata"]["resourceVersion"].as_str())
             .unwrap_or_default()
             .to_string();
-        let since = match &self.observed {
-            Some(o) if o.record == record => o.since,
-            _ => now,
+        let (since, written) = match &self.observed {
+            Some(o) if o.record == record => (o.since, o.written),
+            _ => (now, false),
         };
         self.observed = Some(Observed {
             record,
             resource_version,
             since,
+            written,
         });
     }
 
@@ -165,6 +170,7 @@ impl Elector {
                 .unwrap_or_default()
                 .to_string(),
             since: sent,
+            written: true,
         });
     }
 
@@ -172,10 +178,15 @@ impl Elector {
     /// accepted write was sent less than `renew_deadline` ago. The deadline is shorter than
     /// the lease duration, so a holder that cannot renew stops before any other may take over.
     pub fn leading(&self, now: Duration, renew_deadline: Duration) -> bool {
-        match &self.observed {
-            Some(o) if self.is_holder() => now < o.since + renew_deadline,
-            _ => false,
-        }
+        self.written_at().is_some_and(|t| now < t + renew_deadline)
+    }
+
+    /// When this replica sent its last accepted write of the Lease, if it still holds it.
+    pub fn written_at(&self) -> Option<Duration> {
+        self.observed
+            .as_ref()
+            .filter(|o| o.written && self.is_holder())
+            .map(|o| o.since)
     }
 
     /// When the observed record expires for a replica that does not hold it: its

@@ -116,6 +116,8 @@ fn an_own_lease_is_renewed_keeping_acquire_time_and_transitions() {
     let mut e = me();
     e.observe(Some(&lease("me", 15, "t1", 5, "9")), secs(0));
     assert!(e.is_holder());
+    // Read, not written (a restart with the same identity): not leading before a renewal.
+    assert!(!e.leading(secs(0), DEADLINE));
     let l = update(e.next(at(4)));
     assert_eq!(l["spec"]["holderIdentity"], "me");
     assert_eq!(l["spec"]["leaseTransitions"], 5);
