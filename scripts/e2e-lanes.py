@@ -33,6 +33,7 @@ ALONE = {
     "front_door",  # HTTP/2 front door under load: p99 and refused streams
     "gateway",  # a tenant and a revocation visible on a second replica within 1 s
     "ha",  # < 1 % failed requests while replicas and etcd members die
+    "leader",  # the Lease taken over and a drift repaired within 20 s of a kill
     "metering",  # a restamp within 5 s
     "serve_threads",  # per-core serving: throughput ratios
     "upstream_faults",  # recovery times after the apiserver freezes and restarts

@@ -46,6 +46,9 @@ pub struct Reconciler {
     /// The upstream cluster this reconciler acts on (docs/clusters.md); `default` for the
     /// configured upstream. It touches only the tenants that live there.
     pub cluster: String,
+    /// Whether this replica does the once-per-fleet work (the resync, the pruning): the
+    /// gateway's leader election (docs/operations.md "Leadership").
+    pub leadership: paddock_upstream::lease::Leadership,
 }
 
 impl Reconciler {

@@ -1,6 +1,7 @@
 //! Store upkeep: records that can no longer matter are pruned, at start and then hourly, so
 //! the store does not grow for ever (see `paddock_store::Store::prune` for what goes).
-//! Every replica prunes; the deletes are conditional, so replicas pruning at once agree.
+//! The leader prunes (docs/operations.md "Leadership"); the deletes are conditional all the
+//! same, so two replicas that both believe they lead for a moment agree.
 
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
@@ -10,8 +11,16 @@ use crate::Reconciler;
 /// Between two prune passes.
 pub const PRUNE_INTERVAL: Duration = Duration::from_secs(3600);
 
-/// Prunes now and every [`PRUNE_INTERVAL`] until shutdown.
+/// While this replica leads: prunes at each gain of the leadership and every
+/// [`PRUNE_INTERVAL`], until shutdown.
 pub async fn prune_loop(state: Arc<Reconciler>) {
+    let leadership = state.leadership.clone();
+    leadership
+        .while_leader("prune", &state.shutdown, || prune_leading(state.clone()))
+        .await;
+}
+
+async fn prune_leading(state: Arc<Reconciler>) {
     let mut tick = tokio::time::interval(PRUNE_INTERVAL);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {

@@ -6,7 +6,8 @@ use paddock_core::TenantId;
 
 use crate::{Reconciler, billing, lifecycle, rbac_sync};
 
-/// Repairs every active tenant's upstream grants at start (so an upgrade moves old grants to
+/// While this replica leads (docs/operations.md "Leadership"): repairs every active tenant's
+/// upstream grants when it gains the leadership (at start, so an upgrade moves old grants to
 /// the current model), then resyncs the mirrors every 30 s (changes paddock did not see: a
 /// ClusterRoleBinding removed by garbage collection, another replica's writes, drift).
 ///
@@ -15,6 +16,15 @@ use crate::{Reconciler, billing, lifecycle, rbac_sync};
 /// was a steady background load on the apiserver that grew with the cluster
 /// (docs/performance.md).
 pub async fn resync_loop(state: Arc<Reconciler>) {
+    let leadership = state.leadership.clone();
+    leadership
+        .while_leader("tenant resync", &state.shutdown, || {
+            resync_leading(state.clone())
+        })
+        .await;
+}
+
+async fn resync_leading(state: Arc<Reconciler>) {
     let mut first = true;
     loop {
         let active: Vec<TenantId> = state

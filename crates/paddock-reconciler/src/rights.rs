@@ -2,7 +2,10 @@
 //! that kind's row of `paddock_core::catalog::kinds`): the start-up self-check asks the apiserver
 //! for each of them (a SelfSubjectAccessReview per verb) and refuses to start with the exact
 //! list of what is missing; the Helm chart's ClusterRole (deploy/chart) is this table, which a
-//! test checks by rendering the chart.
+//! test checks by rendering the chart. One right is namespaced, not cluster-wide: the leader
+//! election's Lease ([`LEASE_RIGHT`]), granted by a Role in paddock's own namespace only, so
+//! that paddock cannot touch any other component's Lease (kube-controller-manager's,
+//! kube-scheduler's, the nodes').
 //!
 //! Tenants' own requests are impersonated: their rights come from the bindings paddock
 //! provisions, not from this table. What paddock does as itself is provisioning and repair
@@ -52,6 +55,20 @@ const IMPERSONATION: &[Right] = &[
     },
 ];
 
+/// The leader election's right, in the Lease's namespace only (the chart's Role).
+pub const LEASE_RIGHT: Right = Right {
+    group: "coordination.k8s.io",
+    resource: "leases",
+    verbs: &["get", "list", "watch", "create", "update"],
+    why: "leader election: the Lease that picks the replica doing the once-per-fleet work (read, watched, created, renewed)",
+};
+
+/// The rules of the Role in the Lease's namespace.
+pub fn lease_role_rules() -> Value {
+    let r = LEASE_RIGHT;
+    json!([{"apiGroups": [r.group], "resources": [r.resource], "verbs": r.verbs}])
+}
+
 /// Everything paddock's own credential needs upstream: impersonation, then its rights on each
 /// kind, declared in that kind's row of the kind table (`paddock_core::catalog::kinds`).
 pub fn required_rights() -> Vec<Right> {
@@ -94,16 +111,25 @@ pub fn describe(r: &Right, verb: &str) -> String {
     }
 }
 
-/// One SelfSubjectAccessReview: may paddock's credential do `verb` on `r`, cluster-wide?
-async fn allowed(up: &Upstream, r: &Right, verb: &str) -> Result<bool, ServerError> {
+/// One SelfSubjectAccessReview: may paddock's credential do `verb` on `r`, cluster-wide (or
+/// in `namespace`)?
+async fn allowed(
+    up: &Upstream,
+    r: &Right,
+    verb: &str,
+    namespace: Option<&str>,
+) -> Result<bool, ServerError> {
     let (resource, subresource) = r.resource.split_once('/').unwrap_or((r.resource, ""));
-    let review = json!({
+    let mut review = json!({
         "apiVersion": "authorization.k8s.io/v1",
         "kind": "SelfSubjectAccessReview",
         "spec": {"resourceAttributes": {
             "group": r.group, "resource": resource, "subresource": subresource, "verb": verb,
         }},
     });
+    if let Some(ns) = namespace {
+        review["spec"]["resourceAttributes"]["namespace"] = json!(ns);
+    }
     let a = upjson::call(
         up,
         Method::POST,
@@ -122,10 +148,15 @@ async fn allowed(up: &Upstream, r: &Right, verb: &str) -> Result<bool, ServerErr
     Ok(a.body["status"]["allowed"].as_bool() == Some(true))
 }
 
-/// The rights of [`required_rights`] paddock's credential lacks, as [`describe`] spells them.
-/// Without `apf` (tenant_priority_shares = 0) the APF objects are left alone, so their rights
-/// are not needed.
-pub async fn missing_rights(up: &Upstream, apf: bool) -> Result<Vec<String>, ServerError> {
+/// The rights of [`required_rights`] paddock's credential lacks, as [`describe`] spells them,
+/// then those of [`LEASE_RIGHT`] in `lease_namespace` (leader election on). Without `apf`
+/// (tenant_priority_shares = 0) the APF objects are left alone, so their rights are not
+/// needed.
+pub async fn missing_rights(
+    up: &Upstream,
+    apf: bool,
+    lease_namespace: Option<&str>,
+) -> Result<Vec<String>, ServerError> {
     // Tenants' own APF objects are listed and deleted with the tenant whatever `apf` says.
     let needed = move |r: &Right, v: &str| {
         apf || r.group != "flowcontrol.apiserver.k8s.io" || matches!(v, "list" | "delete")
@@ -138,21 +169,43 @@ pub async fn missing_rights(up: &Upstream, apf: bool) -> Result<Vec<String>, Ser
             .map(move |v| (r, *v))
     });
     let answers =
-        futures_util::future::try_join_all(checks.clone().map(|(r, v)| allowed(up, r, v))).await?;
-    Ok(checks
+        futures_util::future::try_join_all(checks.clone().map(|(r, v)| allowed(up, r, v, None)))
+            .await?;
+    let mut missing: Vec<String> = checks
         .zip(answers)
         .filter(|(_, ok)| !ok)
         .map(|((r, v), _)| describe(r, v))
-        .collect())
+        .collect();
+    if let Some(ns) = lease_namespace {
+        let lease = &LEASE_RIGHT;
+        let answers = futures_util::future::try_join_all(
+            lease.verbs.iter().map(|v| allowed(up, lease, v, Some(ns))),
+        )
+        .await?;
+        missing.extend(
+            lease
+                .verbs
+                .iter()
+                .zip(answers)
+                .filter(|(_, ok)| !ok)
+                .map(|(v, _)| format!("{} -n {ns}", describe(lease, v))),
+        );
+    }
+    Ok(missing)
 }
 
 /// The start-up self-check: waits (with backoff, until `give_up`) for the apiserver to
 /// answer, then fails with the list of missing rights if there are any.
-pub async fn self_check(up: &Upstream, apf: bool, give_up: Duration) -> Result<(), ServerError> {
+pub async fn self_check(
+    up: &Upstream,
+    apf: bool,
+    lease_namespace: Option<&str>,
+    give_up: Duration,
+) -> Result<(), ServerError> {
     let deadline = tokio::time::Instant::now() + give_up;
     let mut delay = Duration::from_millis(200);
     loop {
-        match missing_rights(up, apf).await {
+        match missing_rights(up, apf, lease_namespace).await {
             Ok(missing) if missing.is_empty() => {
                 tracing::info!(
                     rights = required_rights().len(),
@@ -162,7 +215,7 @@ pub async fn self_check(up: &Upstream, apf: bool, give_up: Duration) -> Result<(
             }
             Ok(missing) => {
                 return Err(ServerError::Config(format!(
-                    "upstream_kubeconfig: paddock's credential at {} lacks {} right(s) it needs: {} (the ClusterRole in deploy/chart grants exactly what paddock needs; docs/operations.md)",
+                    "upstream_kubeconfig: paddock's credential at {} lacks {} right(s) it needs: {} (the ClusterRole and the Role in deploy/chart grant exactly what paddock needs; docs/operations.md)",
                     up.server(),
                     missing.len(),
                     missing.join(", ")

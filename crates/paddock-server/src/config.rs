@@ -131,6 +131,8 @@ pub struct ServerConfig {
     pub default_policy: paddock_core::admission::TenantPolicy,
     /// Namespace templates (docs/templates.md).
     pub templates: TemplatesConfig,
+    /// Leader election among the replicas (docs/operations.md "Leadership").
+    pub leader: LeaderConfig,
 }
 
 /// The admission webhook the apiserver calls (config).
@@ -306,6 +308,7 @@ impl ServerConfig {
                 return Err(format!("{key}: must be at least 1s"));
             }
         }
+        self.leader.validate()?;
         if !(4096..=MAX_HEADER_BYTES_CEILING).contains(&c.max_header_bytes) {
             return Err(format!(
                 "max_header_bytes: must be between 4096 and {MAX_HEADER_BYTES_CEILING}"
@@ -468,6 +471,7 @@ mod tests {
             admission: AdmissionConfig::default(),
             default_policy: Default::default(),
             templates: TemplatesConfig::default(),
+            leader: LeaderConfig::default(),
         }
     }
 
@@ -526,6 +530,95 @@ impl Default for TemplatesConfig {
             sync_interval: Duration::from_secs(2),
         }
     }
+}
+
+/// Leader election (config keys `leader_*`; docs/operations.md "Leadership"): which replica
+/// does the once-per-fleet background work. Timings as client-go's defaults.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeaderConfig {
+    /// Off: every replica acts as the leader (one replica, or tests that want that).
+    pub enabled: bool,
+    /// The Lease's namespace (paddock's own; the chart sets the release namespace).
+    pub namespace: String,
+    /// The Lease's name.
+    pub name: String,
+    /// This replica's name in the Lease: unique per process (hostname and a random suffix
+    /// unless set).
+    pub identity: String,
+    pub lease_duration: Duration,
+    pub renew_deadline: Duration,
+    pub retry_period: Duration,
+}
+
+impl Default for LeaderConfig {
+    fn default() -> Self {
+        LeaderConfig {
+            enabled: true,
+            namespace: "paddock-system".into(),
+            name: "paddock-leader".into(),
+            identity: default_identity(),
+            lease_duration: Duration::from_secs(15),
+            renew_deadline: Duration::from_secs(10),
+            retry_period: Duration::from_secs(2),
+        }
+    }
+}
+
+impl LeaderConfig {
+    /// client-go's rules: lease duration > renew deadline > retry period > 0, whole seconds
+    /// for the Lease's `leaseDurationSeconds`.
+    pub fn validate(&self) -> Result<(), String> {
+        if !self.enabled {
+            return Ok(());
+        }
+        if self.namespace.is_empty() || self.name.is_empty() || self.identity.is_empty() {
+            return Err("leader_namespace, leader_name, leader_identity: must not be empty".into());
+        }
+        if self.retry_period < Duration::from_millis(100) {
+            return Err("leader_retry_period: must be at least 100ms".into());
+        }
+        if self.lease_duration.subsec_nanos() != 0 {
+            return Err("leader_lease_duration: whole seconds (the Lease counts seconds)".into());
+        }
+        if self.renew_deadline >= self.lease_duration {
+            return Err("leader_renew_deadline: must be shorter than leader_lease_duration".into());
+        }
+        if self.retry_period >= self.renew_deadline {
+            return Err("leader_retry_period: must be shorter than leader_renew_deadline".into());
+        }
+        Ok(())
+    }
+
+    /// What the election runs with. The holder renews every third of the lease duration (at
+    /// most half the renew deadline, so that two tries fit before it): one write per 5 s by
+    /// default, where client-go's holder reads and writes every retry period (2 s).
+    pub fn settings(&self) -> paddock_upstream::lease::LeaseSettings {
+        paddock_upstream::lease::LeaseSettings {
+            namespace: self.namespace.clone(),
+            name: self.name.clone(),
+            identity: self.identity.clone(),
+            lease_duration: self.lease_duration,
+            renew_deadline: self.renew_deadline,
+            retry_period: self.retry_period,
+            renew_interval: (self.lease_duration / 3).min(self.renew_deadline / 2),
+        }
+    }
+}
+
+/// `<hostname>_<random>`: two processes on one host (a restarted container, the test bed's
+/// replicas) never share an identity, as kube-controller-manager's.
+pub fn default_identity() -> String {
+    use std::hash::{BuildHasher, Hasher};
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .map(|h| h.trim().to_string())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "paddock".into());
+    // std's hasher keys are random per process: no random-number crate needed.
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u32(std::process::id());
+    format!("{host}_{:012x}", h.finish() & 0xffff_ffff_ffff)
 }
 
 fn cores() -> usize {

@@ -27,6 +27,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use config::{LogFormat, ServerConfig, StoreKind};
 use paddock_upstream::error::ServerError;
+use paddock_upstream::lease::{self, Leadership};
 
 use crate::front::ReloadingTls;
 use crate::state::AppState;
@@ -63,6 +64,10 @@ pub async fn run(config: ServerConfig, shutdown: CancellationToken) -> Result<()
     rights::self_check(
         &upstream,
         config.tenant_priority_shares > 0,
+        config
+            .leader
+            .enabled
+            .then_some(config.leader.namespace.as_str()),
         SELF_CHECK_PATIENCE,
     )
     .await?;
@@ -82,7 +87,23 @@ pub async fn run(config: ServerConfig, shutdown: CancellationToken) -> Result<()
         .map_err(|e| ServerError::Config(format!("listen: cannot bind {}: {e}", config.listen)))?;
     tracing::info!(listen = %config.listen, upstream = upstream.server(), store = ?config.store, "paddock serving");
 
-    let state = startup::new_state(config, store, upstream, ca)?;
+    let (leadership, election) = if config.leader.enabled {
+        let (tx, l) = Leadership::new();
+        (l, Some(tx))
+    } else {
+        tracing::info!(
+            "leader election off (leader_enabled = false): this replica does the once-per-fleet work"
+        );
+        (Leadership::always(), None)
+    };
+    let release_bound = config.leader.renew_deadline + Duration::from_secs(1);
+    let state = startup::new_state(config, store, upstream, ca, leadership)?;
+    // Stopped at the signal, not after the drain delay: the Lease is handed over at once.
+    let election = election.map(|tx| {
+        let s = state.config.leader.settings();
+        tokio::spawn(lease::run(state.upstream.clone(), s, tx, shutdown.clone()))
+    });
+    tokio::spawn(startup::leadership_metrics_loop(state.clone()));
     // Namespace templates: where the reconciler's set-up finds them, and their sync loop.
     paddock_reconciler::templates::set_template_source(Arc::new(tasks::templates::StoreTemplates(
         state.clone(),
@@ -109,7 +130,14 @@ pub async fn run(config: ServerConfig, shutdown: CancellationToken) -> Result<()
     tokio::spawn(webhook::quota::recount_loop(state.clone()));
     tokio::spawn(startup::known_tenants_loop(state.clone()));
     tokio::spawn(startup::reload_loop(state.clone(), tls.clone()));
-    front::serve(state, listener, tls).await
+    let served = front::serve(state, listener, tls).await;
+    // The release of the Lease, before the process ends.
+    if let Some(e) = election
+        && tokio::time::timeout(release_bound, e).await.is_err()
+    {
+        tracing::warn!("leader election did not end in time");
+    }
+    served
 }
 
 /// At `requested`: `/readyz` turns 503 at once, so that load balancers stop sending new

@@ -19,6 +19,7 @@ use crate::{
 };
 use paddock_reconciler::{provision, resync};
 use paddock_upstream::error::ServerError;
+use paddock_upstream::lease::Leadership;
 use paddock_upstream::upstream::Upstream;
 
 /// The replica's state, with the reconciler it shares the store and upstream with.
@@ -27,6 +28,7 @@ pub fn new_state(
     store: Arc<Store>,
     upstream: Upstream,
     ca: paddock_pki::Ca,
+    leadership: Leadership,
 ) -> Result<Arc<AppState>, ServerError> {
     let metrics = Arc::new(Metrics::new());
     // paddock's own stop: cancelled after the drain delay, not at the signal itself (see
@@ -41,6 +43,7 @@ pub fn new_state(
         tenant_priority_shares: config.tenant_priority_shares,
         prune_grace: config.prune_grace,
         cluster: paddock_core::clusters::cluster::DEFAULT_CLUSTER.to_string(),
+        leadership: leadership.clone(),
     });
     let work_queue = (config.fair_queue.seats > 0)
         .then(|| queue::WorkQueue::new(config.fair_queue, metrics.fair_queue.clone()));
@@ -62,6 +65,7 @@ pub fn new_state(
         quota_locks: crate::state::QuotaLocks::default(),
         access_log: access_log::AccessLog::new(config.log_format, config.access_log),
         clusters: Default::default(),
+        leadership,
         config,
     }))
 }
@@ -135,6 +139,26 @@ async fn finish_interrupted_work(state: &Arc<AppState>) {
         .await
         {
             tracing::warn!(tenant = %t.id, error = %e, "could not put the tenant's FlowSchema in place");
+        }
+    }
+}
+
+/// Follows the replica's leadership into `paddock_leader` and the transitions counter (the
+/// election itself logs each gain and loss).
+pub async fn leadership_metrics_loop(state: Arc<AppState>) {
+    let mut rx = state.leadership.subscribe();
+    let mut was = *rx.borrow_and_update();
+    state.metrics.leader.set(i64::from(was));
+    loop {
+        tokio::select! {
+            r = rx.changed() => if r.is_err() { return },
+            _ = state.shutdown.cancelled() => return,
+        }
+        let now = *rx.borrow_and_update();
+        state.metrics.leader.set(i64::from(now));
+        if now != was {
+            state.metrics.leader_transitions.inc();
+            was = now;
         }
     }
 }

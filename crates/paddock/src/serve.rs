@@ -255,6 +255,29 @@ pub struct ServeArgs {
     /// How often each replica brings tenant namespaces in step with the templates, e.g. 2s.
     #[arg(long, env = "PADDOCK_TEMPLATE_SYNC_INTERVAL")]
     pub template_sync_interval: Option<String>,
+    // ---- Leader election (docs/operations.md "Leadership") ----
+    /// Leader election among the replicas (default true); false: every replica does the
+    /// once-per-fleet work (one replica).
+    #[arg(long, env = "PADDOCK_LEADER_ENABLED")]
+    pub leader_enabled: Option<bool>,
+    /// Namespace of the leader Lease (default paddock-system; the chart: its release's).
+    #[arg(long, env = "PADDOCK_LEADER_NAMESPACE")]
+    pub leader_namespace: Option<String>,
+    /// Name of the leader Lease (default paddock-leader).
+    #[arg(long, env = "PADDOCK_LEADER_NAME")]
+    pub leader_name: Option<String>,
+    /// This replica's identity in the Lease (default: hostname and a random suffix).
+    #[arg(long, env = "PADDOCK_LEADER_IDENTITY")]
+    pub leader_identity: Option<String>,
+    /// How long a Lease nobody renews stays held, e.g. 15s.
+    #[arg(long, env = "PADDOCK_LEADER_LEASE_DURATION")]
+    pub leader_lease_duration: Option<String>,
+    /// How long the leader keeps leading when it cannot renew, e.g. 10s.
+    #[arg(long, env = "PADDOCK_LEADER_RENEW_DEADLINE")]
+    pub leader_renew_deadline: Option<String>,
+    /// How soon a failed read or write of the Lease is tried again, e.g. 2s.
+    #[arg(long, env = "PADDOCK_LEADER_RETRY_PERIOD")]
+    pub leader_retry_period: Option<String>,
 }
 
 /// Shares of the tenants' APF priority level: as many as `workload-low` (service accounts).
@@ -370,6 +393,7 @@ pub fn resolve(args: &ServeArgs) -> Result<(ServerConfig, LogFormat)> {
     let fair_queue = fair_queue(&m)?;
     let quota = quota_config(&m)?;
     let templates = templates_config(&m)?;
+    let leader = leader_config(&m)?;
     let audit = AuditConfig {
         policy_file: m.audit_policy_file.clone(),
         log_path: m.audit_log_path.clone(),
@@ -448,6 +472,7 @@ pub fn resolve(args: &ServeArgs) -> Result<(ServerConfig, LogFormat)> {
         )?,
         quota,
         templates,
+        leader,
         admission: paddock_server::config::AdmissionConfig {
             listen: m.admission_listen,
             url: m.admission_url.clone(),
@@ -509,6 +534,37 @@ fn templates_config(m: &ServeArgs) -> Result<paddock_server::config::TemplatesCo
         None => d.sync_interval,
     };
     Ok(paddock_server::config::TemplatesConfig { pl1, sync_interval })
+}
+
+/// Leader election settings (`leader_*`), client-go's timings by default.
+fn leader_config(m: &ServeArgs) -> Result<paddock_server::config::LeaderConfig> {
+    let d = paddock_server::config::LeaderConfig::default();
+    let dur = |key: &str, v: &Option<String>, d: Duration| -> Result<Duration> {
+        v.as_deref().map_or(Ok(d), |s| {
+            parse_duration(s).map_err(|e| anyhow::anyhow!("{key}: {e}"))
+        })
+    };
+    Ok(paddock_server::config::LeaderConfig {
+        enabled: m.leader_enabled.unwrap_or(d.enabled),
+        namespace: m.leader_namespace.clone().unwrap_or(d.namespace),
+        name: m.leader_name.clone().unwrap_or(d.name),
+        identity: m.leader_identity.clone().unwrap_or(d.identity),
+        lease_duration: dur(
+            "leader_lease_duration",
+            &m.leader_lease_duration,
+            d.lease_duration,
+        )?,
+        renew_deadline: dur(
+            "leader_renew_deadline",
+            &m.leader_renew_deadline,
+            d.renew_deadline,
+        )?,
+        retry_period: dur(
+            "leader_retry_period",
+            &m.leader_retry_period,
+            d.retry_period,
+        )?,
+    })
 }
 
 /// The etcd password: a file named by flag, variable or config file beats

@@ -90,14 +90,22 @@ fn sa_kubeconfig_with(
 }
 
 /// A ServiceAccount `name` in `paddock-system` (made if missing) bound to a ClusterRole of the
-/// same name with `rules`; a kubeconfig holding a token of it.
+/// same name with `rules`, and, as the chart does, to a Role of that name in `paddock-system`
+/// with the leader election's rights on Leases; a kubeconfig holding a token of it.
 pub fn service_account(cp: &ControlPlane, name: &str, rules: &Value) -> Result<PathBuf> {
+    let lease_rules = paddock_reconciler::rights::lease_role_rules();
     let objects = serde_json::json!({"apiVersion": "v1", "kind": "List", "items": [
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "paddock-system"}},
         {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": name, "namespace": "paddock-system"}},
         {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": name}, "rules": rules},
         {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": {"name": name},
          "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
+         "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": "paddock-system"}]},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+         "metadata": {"name": name, "namespace": "paddock-system"}, "rules": lease_rules},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+         "metadata": {"name": name, "namespace": "paddock-system"},
+         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
          "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": "paddock-system"}]},
     ]});
     cp.kubectl_admin()?

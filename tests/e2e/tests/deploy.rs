@@ -187,6 +187,17 @@ fn chart_and_self_check() -> Result<()> {
         "deploy/chart/templates/clusterrole.yaml differs from required_rights() in crates/paddock-reconciler/src/rights.rs"
     );
     assert_eq!(role["rules"], declared, "same rules, same order");
+    // The one namespaced right, the leader election's Lease: a Role in the release namespace.
+    let lease_role = docs
+        .iter()
+        .find(|d| d["kind"] == "Role")
+        .context("no Role rendered")?;
+    assert_eq!(lease_role["metadata"]["namespace"], "paddock-system");
+    assert_eq!(
+        lease_role["rules"],
+        paddock_reconciler::rights::lease_role_rules(),
+        "deploy/chart/templates/role.yaml differs from LEASE_RIGHT in crates/paddock-reconciler/src/rights.rs"
+    );
 
     config_is_paddocks(&docs)?;
 
@@ -206,6 +217,8 @@ fn chart_and_self_check() -> Result<()> {
             "ServiceAccount",
             "ClusterRole",
             "ClusterRoleBinding",
+            "Role",
+            "RoleBinding",
             "ConfigMap",
             "Secret",
         ] {

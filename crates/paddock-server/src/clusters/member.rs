@@ -54,6 +54,7 @@ pub fn start(main: &Arc<AppState>, record: ClusterRecord) -> Result<ClusterMembe
         tenant_priority_shares: main.config.tenant_priority_shares,
         prune_grace: main.config.prune_grace,
         cluster: record.name.clone(),
+        leadership: main.leadership.clone(),
     });
     let state = Arc::new(AppState {
         reconciler,
@@ -76,6 +77,7 @@ pub fn start(main: &Arc<AppState>, record: ClusterRecord) -> Result<ClusterMembe
         draining: std::sync::atomic::AtomicBool::new(false),
         quota_locks: crate::state::QuotaLocks::default(),
         clusters: main.clusters.clone(),
+        leadership: main.leadership.clone(),
     });
     tokio::spawn(crate::tasks::probe_loop(
         state.clone(),

@@ -19,8 +19,18 @@ use paddock_upstream::upjson;
 /// How often the spanning tenants' cluster-scoped objects are compared.
 pub const RESYNC_INTERVAL: Duration = Duration::from_secs(30);
 
-/// Resyncs every spanning tenant every [`RESYNC_INTERVAL`] until shutdown.
+/// While this replica leads, resyncs every spanning tenant every [`RESYNC_INTERVAL`], until
+/// shutdown.
 pub async fn resync_loop(main: Arc<AppState>) {
+    let leadership = main.leadership.clone();
+    leadership
+        .while_leader("spanning tenant resync", &main.shutdown, || {
+            resync_leading(main.clone())
+        })
+        .await;
+}
+
+async fn resync_leading(main: Arc<AppState>) {
     let mut tick = tokio::time::interval(RESYNC_INTERVAL);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {

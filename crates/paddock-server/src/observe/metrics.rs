@@ -74,6 +74,10 @@ pub struct Metrics {
     pub quota_swap_conflicts: Counter,
     /// The fair work queue's seats and waits (fair_queue.rs).
     pub fair_queue: QueueMetrics,
+    /// 1 while this replica leads (does the once-per-fleet work), else 0.
+    pub leader: Gauge,
+    /// Gains and losses of the leadership by this replica.
+    pub leader_transitions: Counter,
 }
 
 impl Default for Metrics {
@@ -128,9 +132,26 @@ impl Metrics {
             "quota_swap_conflicts",
             "Quota ledger compare-and-swaps lost to another writer and retried",
         );
+        let leader = new_metric(
+            r,
+            "leader",
+            "1 while this replica holds the leader Lease and does the once-per-fleet work (always 1 with leader election off), else 0",
+        );
+        let leader_transitions = new_metric(
+            r,
+            "leader_transitions",
+            "Times this replica gained or lost the leadership",
+        );
+        r.register(
+            "leader_election_requests",
+            "Reads and writes of the leader Lease sent by this replica's election (not its watch)",
+            paddock_upstream::lease::LEASE_REQUESTS.clone(),
+        );
         let tenant = crate::observe::metering::TenantMetrics::register(&mut registry);
         let fair_queue = QueueMetrics::register(&mut registry);
         Metrics {
+            leader,
+            leader_transitions,
             fair_queue,
             tenant,
             quota_refused,

@@ -55,6 +55,10 @@ pub struct AppState {
     pub quota_locks: QuotaLocks,
     /// The registered upstream clusters besides the configured one (docs/clusters.md).
     pub clusters: Arc<ClusterRegistry>,
+    /// Whether this replica is the one that does the once-per-fleet background work (the
+    /// leader election; always with `leader_enabled = false`). A member cluster's state
+    /// shares the replica's.
+    pub leadership: paddock_upstream::lease::Leadership,
 }
 
 impl AppState {

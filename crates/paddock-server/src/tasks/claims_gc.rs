@@ -6,8 +6,9 @@
 //! candidate, and a candidate still unused in the next pass, unchanged in the store, is
 //! released (compare-and-swap: never a claim re-taken meanwhile). Two passes apart, an Ingress
 //! whose admission took the claim has long been stored, so only claims whose Ingress is gone,
-//! or whose create a later admission step refused, are returned. Any replica may sweep; the
-//! store's compare-and-swap keeps concurrent sweeps harmless.
+//! or whose create a later admission step refused, are returned. The leader sweeps
+//! (docs/operations.md "Leadership"); the store's compare-and-swap keeps two sweeps at once
+//! harmless all the same.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -22,8 +23,17 @@ use paddock_upstream::upjson;
 
 const DEFAULT_INTERVAL: Duration = Duration::from_secs(30);
 
-/// Sweeps every `admission.claims_gc_interval` until shutdown.
+/// While this replica leads, sweeps every `admission.claims_gc_interval`, until shutdown.
 pub async fn sweep_loop(state: Arc<AppState>) {
+    let leadership = state.leadership.clone();
+    leadership
+        .while_leader("Ingress-host claims sweep", &state.shutdown, || {
+            sweep_leading(state.clone())
+        })
+        .await;
+}
+
+async fn sweep_leading(state: Arc<AppState>) {
     let interval = state
         .config
         .admission

@@ -6,6 +6,10 @@
 //! alone (`paddock_core::templates::verdict`), and only a namespace out of step, with a locked
 //! object missing, drifted or stale, is stamped. When nothing changes, nothing is read or
 //! written upstream but the open watches.
+//!
+//! Every replica keeps the caches (warm for when it takes over); only the leader stamps
+//! (docs/operations.md "Leadership"): at each gain of the leadership every namespace is
+//! judged from the caches, at each loss the stampings in flight are abandoned.
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
@@ -79,8 +83,22 @@ pub async fn sync_loop(state: Arc<AppState>) {
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut replayed = Instant::now();
     let mut jobs: JoinSet<Job> = JoinSet::new();
+    let mut leadership = state.leadership.subscribe();
+    let mut leading = *leadership.borrow_and_update();
+    // Off once the election is gone (or was never on): nothing to follow.
+    let mut follow = true;
     loop {
         tokio::select! {
+            r = leadership.changed(), if follow => match r {
+                Ok(()) => {
+                    let now = *leadership.borrow_and_update();
+                    if now != leading {
+                        s.lead(now, &mut jobs).await;
+                        leading = now;
+                    }
+                }
+                Err(_) => follow = false,
+            },
             Some((id, feed)) = rx.recv() => s.feed(id, feed),
             _ = WAKE.notified() => s.reload().await,
             _ = tick.tick() => {
@@ -98,7 +116,9 @@ pub async fn sync_loop(state: Arc<AppState>) {
             },
             _ = state.shutdown.cancelled() => break,
         }
-        s.start(&mut jobs);
+        if leading {
+            s.start(&mut jobs);
+        }
     }
     for t in s.watching.iter().flatten() {
         t.cancel();
@@ -170,6 +190,22 @@ impl Sync {
         }
         self.set = Some(Arc::new(set));
         self.enqueue_all();
+    }
+
+    /// Leadership gained: every namespace judged. Lost: the stampings in flight abandoned and
+    /// the queue emptied (the next gain judges everything again), and what this replica
+    /// remembers of its writes forgotten: the leader meanwhile writes them, and a stale
+    /// record would read as drift (without one, drift is told by the managed fields).
+    async fn lead(&mut self, leading: bool, jobs: &mut JoinSet<Job>) {
+        if leading {
+            self.enqueue_all();
+            return;
+        }
+        jobs.abort_all();
+        while jobs.join_next().await.is_some() {}
+        self.queue = WorkQueue::default();
+        self.retry.clear();
+        self.records.clear();
     }
 
     fn enqueue_all(&mut self) {

@@ -238,8 +238,19 @@ pub async fn recount_tenant(state: &AppState, tid: &TenantId) -> Result<(), Serv
     Ok(())
 }
 
-/// Every replica recounts every active tenant with a quota, each `recount_interval`.
+/// The leader recounts every active tenant with a quota, each `recount_interval`
+/// (docs/operations.md "Leadership"; the ledger's compare-and-swap keeps a second counter
+/// harmless all the same).
 pub async fn recount_loop(state: Arc<AppState>) {
+    let leadership = state.leadership.clone();
+    leadership
+        .while_leader("quota recount", &state.shutdown, || {
+            recount_leading(state.clone())
+        })
+        .await;
+}
+
+async fn recount_leading(state: Arc<AppState>) {
     let mut tick = tokio::time::interval(state.config.quota.recount_interval);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
