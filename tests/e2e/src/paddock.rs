@@ -107,6 +107,8 @@ pub struct Paddock {
     child: Mutex<Option<Child>>,
     tenants: Mutex<BTreeMap<String, PathBuf>>,
     restarts: Mutex<u32>,
+    /// The name of the fleet's leader Lease.
+    lease: String,
     pub startup: Duration,
 }
 
@@ -165,6 +167,7 @@ impl Paddock {
         first: Option<&Paddock>,
         bin: Option<PathBuf>,
     ) -> Result<Self> {
+        let bin_is_current = bin.is_none();
         let bin = match bin {
             Some(b) => b,
             None => paddock_binary()?,
@@ -234,8 +237,25 @@ impl Paddock {
         if !extra_args.iter().any(|a| a.starts_with("--shutdown-delay")) {
             args.extend(["--shutdown-delay".into(), "0s".into()]);
         }
+        // The leader election (docs/operations.md "Leadership"): one Lease per fleet (a
+        // replica shares its first's), and an identity that survives a restart, so that a
+        // restarted paddock leads again at once instead of waiting out its own old Lease. An
+        // older binary (the benchmark's before/after) predates the flags.
+        let lease = match first {
+            Some(f) => f.lease.clone(),
+            None => format!("paddock-leader-{name}"),
+        };
+        if bin_is_current {
+            if !extra_args.iter().any(|a| a == "--leader-name") {
+                args.extend(["--leader-name".into(), lease.clone().into()]);
+            }
+            if !extra_args.iter().any(|a| a == "--leader-identity") {
+                args.extend(["--leader-identity".into(), format!("e2e-{name}").into()]);
+            }
+        }
         args.extend(extra_args.iter().map(OsString::from));
         let mut me = Self {
+            lease,
             bin,
             dir,
             certs,

@@ -32,6 +32,8 @@ fn args(identity: &str) -> Vec<String> {
         "1s",
         "--leader-identity",
         identity,
+        "--leader-name",
+        LEASE,
     ]
     .iter()
     .map(|s| (*s).to_owned())
