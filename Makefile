@@ -1,5 +1,5 @@
 # paddock: the two commands a newcomer needs are `make demo` and `make test`.
-.PHONY: demo test test-static test-chart test-ha test-k9s testbed-build conformance conformance-fast conformance-full testbed-up testbed-down fmt lint bench
+.PHONY: demo test test-static test-chart test-ha test-k9s testbed-build conformance conformance-fast conformance-full testbed-up testbed-down fmt lint bench bench-scale
 
 ## Build paddock, start a local control plane (unless PADDOCK_UPSTREAM_KUBECONFIG is set),
 ## start paddock, create tenant demo01 and print the kubectl line to use it.
@@ -71,6 +71,13 @@ lint:
 ## `make bench ARGS=--quick` tries the harness with small counts.
 bench:
 	bash scripts/bench.sh $(ARGS)
+
+## The scale benchmark (issue 37; docs/performance.md): its own control plane, 2 replicas,
+## 1, 100 and 1,000 tenants; paddock's idle requests, the apiserver's and etcd's CPU, RSS per
+## tenant, tenant creation and a platform ServiceAccount's GETs at each (~25 min on 2 cores).
+## `make bench-scale ARGS="--scale-sizes 1,10 --scale-idle-seconds 20"` for a short try.
+bench-scale:
+	bash scripts/bench.sh --only scale $(ARGS)
 
 ## Tenant quota overshoot figure (docs/quota.md): 20 runs of 50 concurrent ConfigMap creates
 ## through three replicas against count/configmaps=20 (~6 min; `make test` runs one burst).

@@ -26,7 +26,8 @@ pub async fn snapshot(admin: &Api) -> Result<Snapshot> {
     Ok(parse(&String::from_utf8_lossy(&text)))
 }
 
-fn label<'a>(labels: &'a str, name: &str) -> &'a str {
+/// The value of label `name` in a Prometheus sample's `k="v",...` list ("" when absent).
+pub fn label<'a>(labels: &'a str, name: &str) -> &'a str {
     labels
         .split(',')
         .find_map(|kv| kv.strip_prefix(name)?.strip_prefix("=\""))

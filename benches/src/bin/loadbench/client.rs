@@ -107,13 +107,14 @@ pub struct Api {
 
 impl Api {
     pub fn new(cred: &Cred, proto: Proto) -> Result<Self> {
-        let tls = paddock_pki::upstream_client_config(
-            &cred.ca,
-            Some(&cred.cert),
-            Some(&cred.key),
-            Vec::new(),
-        )
-        .context("client TLS config")?;
+        // No certificate: a bearer-token client (`Api::bearer`).
+        let (cert, key) = if cred.cert.is_empty() {
+            (None, None)
+        } else {
+            (Some(&cred.cert[..]), Some(&cred.key[..]))
+        };
+        let tls = paddock_pki::upstream_client_config(&cred.ca, cert, key, Vec::new())
+            .context("client TLS config")?;
         let mut http = HttpConnector::new();
         http.enforce_http(false);
         http.set_nodelay(true);
@@ -141,6 +142,22 @@ impl Api {
             base: cred.server.clone(),
             extra: std::sync::Arc::new(http::HeaderMap::new()),
         })
+    }
+
+    /// A client of `server`'s endpoint (its CA) presenting `token` and no client certificate:
+    /// a ServiceAccount as a platform workload calls the apiserver.
+    pub fn bearer(server: &Cred, token: &str, proto: Proto) -> Result<Self> {
+        let cred = Cred {
+            cert: Vec::new(),
+            key: Vec::new(),
+            ..server.clone()
+        };
+        let mut h = http::HeaderMap::new();
+        h.insert(
+            header::AUTHORIZATION,
+            format!("Bearer {token}").parse().context("the token")?,
+        );
+        Ok(Api::new(&cred, proto)?.with_headers(h))
     }
 
     /// The same client, adding `headers` to every request.

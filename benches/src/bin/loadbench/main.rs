@@ -22,6 +22,7 @@ mod noisy_split;
 mod objects;
 mod procstat;
 mod scale;
+mod scale_idle;
 mod setup;
 mod stats;
 mod watch;
@@ -74,7 +75,9 @@ struct Args {
     /// Small counts everywhere (a few minutes; for trying the harness, not for figures).
     #[arg(long)]
     quick: bool,
-    /// Parts to run (comma-separated): fanout, noisy, load, imp, watch, idle, tenants.
+    /// Parts to run (comma-separated): fanout, noisy, load, imp, watch, idle, tenants; and
+    /// scale (not by default: its own control plane, 1,000 tenants, ~25 min; `make
+    /// bench-scale`); `all` for every one.
     #[arg(
         long,
         value_delimiter = ',',
@@ -166,6 +169,26 @@ struct Args {
     fanout_namespaces: usize,
     #[arg(long, default_value_t = 100)]
     fanout_tenants: usize,
+    /// Scale part: the tenant counts to measure at, cumulatively (each step creates tenants
+    /// up to the next count, then measures).
+    #[arg(long, value_delimiter = ',', default_value = "1,100,1000")]
+    scale_sizes: Vec<usize>,
+    /// Scale part: seconds of each idle window (the no-paddock baseline's and each size's).
+    #[arg(long, default_value_t = 60)]
+    scale_idle_seconds: u64,
+    /// Scale part: tenants created at once (workers, spread over the two replicas).
+    #[arg(long, default_value_t = 4)]
+    scale_workers: usize,
+    /// Scale part: the platform ServiceAccount's GETs straight at the apiserver at each size
+    /// (paced at `--scale-platform-rate` per second).
+    #[arg(long, default_value_t = 600)]
+    scale_platform_gets: usize,
+    #[arg(long, default_value_t = 50)]
+    scale_platform_rate: u32,
+    /// Scale part: paddock's `--default-templates` (the built-in mandatory namespace
+    /// templates: `default` or `pl1`).
+    #[arg(long, default_value = "default")]
+    scale_default_templates: String,
     /// Where report.md goes.
     #[arg(long, default_value = "target/bench")]
     out: PathBuf,
@@ -304,6 +327,12 @@ async fn run(mut args: Args) -> Result<()> {
         args.fanout_namespaces = args.fanout_namespaces.min(10);
         args.fanout_tenants = args.fanout_tenants.min(5);
         args.noisy_seconds = args.noisy_seconds.min(10);
+        args.scale_sizes.retain(|&n| n <= 20);
+        if args.scale_sizes.is_empty() {
+            args.scale_sizes = vec![1, 10];
+        }
+        args.scale_idle_seconds = args.scale_idle_seconds.min(20);
+        args.scale_platform_gets = args.scale_platform_gets.min(200);
     }
     if std::env::var_os("PADDOCK_BIN").is_none() && !args.allow_debug {
         bail!(
@@ -315,7 +344,40 @@ async fn run(mut args: Args) -> Result<()> {
     let mut report = Report::default();
     let load_before = procstat::loadavg();
     eprintln!("load average before: {load_before}");
+    // Every part but `scale` shares one control plane; `scale` starts its own after them (its
+    // thousand tenants would change every other figure).
+    if args.only.iter().any(|p| p != "scale") {
+        shared_parts(&args, &mut report).await?;
+    }
+    if args.wants("scale") {
+        scale_idle::scale_bench(&args, &mut report).await?;
+    }
+    write_report(&args, &report, started, &load_before)
+}
 
+/// The paddock flags naming its upstream identity (`--paddock-upstream`): for `chart`, a
+/// ServiceAccount bound to exactly the chart's ClusterRole is made in `cp` first.
+fn upstream_args(args: &Args, cp: &ControlPlane, report: &mut Report) -> Result<Vec<String>> {
+    let mut out = Vec::new();
+    if args.paddock_upstream == UpstreamIdentity::Chart {
+        let rules = paddock_reconciler::rights::cluster_role_rules();
+        let kubeconfig = paddock_e2e::token::service_account(cp, "paddock-bench", &rules)
+            .context("paddock's upstream identity (the chart's ClusterRole)")?;
+        out.extend([
+            "--upstream-kubeconfig".to_owned(),
+            kubeconfig.display().to_string(),
+        ]);
+    }
+    report.notes.push(format!(
+        "paddock forwards upstream as: {}",
+        args.paddock_upstream.describe()
+    ));
+    Ok(out)
+}
+
+/// The parts on the shared control plane and single paddock: fanout, noisy, load, imp,
+/// watch, idle, tenants.
+async fn shared_parts(args: &Args, report: &mut Report) -> Result<()> {
     eprintln!("== starting the control plane and paddock");
     let cp = ControlPlane::start().context("starting the control plane")?;
     let mut paddock_args: Vec<String> = args
@@ -334,19 +396,7 @@ async fn run(mut args: Args) -> Result<()> {
         paddock_args.extend(["--serve-threads".to_owned(), n.to_string()]);
         report.notes.push(format!("paddock --serve-threads {n}"));
     }
-    if args.paddock_upstream == UpstreamIdentity::Chart {
-        let rules = paddock_reconciler::rights::cluster_role_rules();
-        let kubeconfig = paddock_e2e::token::service_account(&cp, "paddock-bench", &rules)
-            .context("paddock's upstream identity (the chart's ClusterRole)")?;
-        paddock_args.extend([
-            "--upstream-kubeconfig".to_owned(),
-            kubeconfig.display().to_string(),
-        ]);
-    }
-    report.notes.push(format!(
-        "paddock forwards upstream as: {}",
-        args.paddock_upstream.describe()
-    ));
+    paddock_args.extend(upstream_args(args, &cp, report)?);
     // The set-up raises the namespace quota of the `paddock-default` template upstream (as the
     // platform admin) for its 2,000+ pods; the template sync's drift repair would put it back
     // within a minute (docs/templates.md), so it runs hourly here.
@@ -420,7 +470,7 @@ async fn run(mut args: Args) -> Result<()> {
             "== get pods -A: a tenant with {} namespaces, alone, then among {} tenants",
             args.fanout_namespaces, args.fanout_tenants
         );
-        let r = fanout_bench(&args, &p, &admin, apiserver).await;
+        let r = fanout_bench(args, &p, &admin, apiserver).await;
         match r {
             Ok((alone, among, detail)) => {
                 let ratio = among / alone;
@@ -518,7 +568,7 @@ async fn run(mut args: Args) -> Result<()> {
     ])
     .context("lifting the benchmark tenant's fair-share limits")?;
     if need_load {
-        setup_tenant(&args, &admin, &tenant_cred).await?;
+        setup_tenant(args, &admin, &tenant_cred).await?;
     }
     let perf = match &args.perf {
         Some(f) if args.wants("load") => Some(start_perf(f, procs.paddock)?),
@@ -552,14 +602,14 @@ async fn run(mut args: Args) -> Result<()> {
             ..tenant_cred.clone()
         });
         load_bench(
-            &args,
+            args,
             &admin_cred,
             &tenant_cred,
             floor.as_ref(),
             before_cred.as_ref(),
             procs,
             &mut peak_hwm,
-            &mut report,
+            report,
         )
         .await?;
     }
@@ -571,22 +621,22 @@ async fn run(mut args: Args) -> Result<()> {
     }
     if args.wants("imp") {
         imp_bench(
-            &args,
+            args,
             &admin_cred,
             &tenant_cred,
             procs,
             &mut peak_hwm,
-            &mut report,
+            report,
         )
         .await?;
         gateway_part(
-            &args,
+            args,
             &cp,
             &admin_cred,
             &tenant_cred,
             procs,
             &mut peak_hwm,
-            &mut report,
+            report,
         )
         .await;
     }
@@ -594,7 +644,7 @@ async fn run(mut args: Args) -> Result<()> {
         let _ = task.await;
     }
     if args.wants("watch") {
-        watch_bench(&args, &admin_cred, &tenant_cred, procs, &mut report).await?;
+        watch_bench(args, &admin_cred, &tenant_cred, procs, report).await?;
     }
     peak_hwm = peak_hwm.max(procs.paddock.hwm_kib());
     if args.wants("load") || args.wants("watch") {
@@ -613,7 +663,7 @@ async fn run(mut args: Args) -> Result<()> {
             Ok(newp) => procs.paddock = newp,
             Err(e) => bail!("restarting paddock: {e:#}"),
         }
-        if let Err(e) = idle_bench(&args, &tenant_cred, procs, &mut report).await {
+        if let Err(e) = idle_bench(args, &tenant_cred, procs, report).await {
             report.notes.push(format!("idle watch benchmark: {e:#}"));
             eprintln!("  failed: {e:#}");
         }
@@ -622,7 +672,9 @@ async fn run(mut args: Args) -> Result<()> {
     // ---- tenant creation -------------------------------------------------------------------
     if args.wants("tenants") {
         eprintln!("== creating {} tenants in a row", args.tenants);
-        match scale::create_tenants(&padmin, "tc", args.tenants).await {
+        let one = std::slice::from_ref(&padmin);
+        let limit = Duration::from_secs(1800);
+        match scale::create_tenants(one, "tc", 0..args.tenants, 1, limit).await {
             Ok(lat) => {
                 let (p50, p99) = (pct(&lat, 50.0), pct(&lat, 99.0));
                 report.goal(
@@ -642,7 +694,21 @@ async fn run(mut args: Args) -> Result<()> {
         }
     }
 
-    // ---- report ----------------------------------------------------------------------------
+    if let Some(f) = &floor {
+        eprintln!("HAProxy's log (tail):\n{}", f.log_tail());
+    }
+    drop(floor);
+    if let Some(b) = before {
+        b.stop();
+    }
+    p.stop();
+    drop(p);
+    drop(cp);
+    Ok(())
+}
+
+/// Prints the report and writes it to `<out>/report.md`.
+fn write_report(args: &Args, report: &Report, started: Instant, load_before: &str) -> Result<()> {
     let load_after = procstat::loadavg();
     let mut out = String::new();
     if !report.load.is_empty() {
@@ -693,16 +759,6 @@ async fn run(mut args: Args) -> Result<()> {
     std::fs::write(&path, &out).with_context(|| format!("writing {}", path.display()))?;
     println!("{out}");
     eprintln!("written to {}", path.display());
-    if let Some(f) = &floor {
-        eprintln!("HAProxy's log (tail):\n{}", f.log_tail());
-    }
-    drop(floor);
-    if let Some(b) = before {
-        b.stop();
-    }
-    p.stop();
-    drop(p);
-    drop(cp);
     Ok(())
 }
 

@@ -113,44 +113,86 @@ pub async fn settled_rss(p: Proc, max: Duration) -> u64 {
     }
 }
 
-/// Tenant creation through the admin API, one after another. Returns latencies in ms.
-pub async fn create_tenants(admin: &Api, prefix: &str, n: usize) -> Result<Vec<f64>> {
-    let mut lat = Vec::with_capacity(n);
+/// Tenant creation through the admin API: tenants `<prefix><i>` for `i` in `ids`, by
+/// `workers` concurrent workers, worker `w` sending to `admins[w % admins.len()]` (one admin
+/// client per replica: creation spread over the replicas, as behind a load balancer). Each
+/// tenant brings its four default namespaces, set up before the answer. Returns the
+/// latencies in ms; stops early (with what it has) after `limit`.
+pub async fn create_tenants(
+    admins: &[Api],
+    prefix: &str,
+    ids: std::ops::Range<usize>,
+    workers: usize,
+    limit: Duration,
+) -> Result<Vec<f64>> {
+    if admins.is_empty() {
+        bail!("no admin client to create tenants through");
+    }
     let t0 = Instant::now();
-    for i in 0..n {
-        let id = format!("{prefix}{i:04}");
-        let body = json!({"apiVersion": "paddock.io/v1alpha1", "kind": "Tenant", "metadata": {"name": id}});
-        let t = Instant::now();
-        let (status, b) = admin
-            .call(
-                Method::POST,
-                "/apis/paddock.io/v1alpha1/tenants",
-                Some(Bytes::from(body.to_string())),
-            )
-            .await?;
-        let d = t.elapsed().as_secs_f64() * 1000.0;
-        if !status.is_success() {
-            bail!(
-                "creating tenant {id}: {status}: {}",
-                String::from_utf8_lossy(&b)
-            );
-        }
-        lat.push(d);
-        if (i + 1) % 100 == 0 {
-            eprintln!(
-                "  {} tenants, p50 {:.0} ms, p99 {:.0} ms so far ({:.0} s)",
-                i + 1,
-                pct(&lat, 50.0),
-                pct(&lat, 99.0),
-                t0.elapsed().as_secs_f64()
-            );
-        }
-        if t0.elapsed() > Duration::from_secs(1800) {
-            eprintln!("  stopping after {} tenants: 30 min limit", i + 1);
-            break;
-        }
+    let next = Arc::new(AtomicUsize::new(ids.start));
+    let lat = Arc::new(std::sync::Mutex::new(Vec::with_capacity(ids.len())));
+    let mut set = JoinSet::new();
+    for w in 0..workers.max(1) {
+        let admin = admins[w % admins.len()].clone();
+        let (next, lat, prefix, end) = (next.clone(), lat.clone(), prefix.to_owned(), ids.end);
+        set.spawn(async move {
+            loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if i >= end || t0.elapsed() > limit {
+                    return Ok::<(), anyhow::Error>(());
+                }
+                let d = create_tenant(&admin, &format!("{prefix}{i:04}")).await?;
+                let Ok(mut lat) = lat.lock() else {
+                    bail!("latency list poisoned");
+                };
+                lat.push(d);
+                if lat.len() % 100 == 0 {
+                    eprintln!(
+                        "  {} tenants, p50 {:.0} ms, p99 {:.0} ms so far ({:.0} s)",
+                        lat.len(),
+                        pct(&lat, 50.0),
+                        pct(&lat, 99.0),
+                        t0.elapsed().as_secs_f64()
+                    );
+                }
+            }
+        });
+    }
+    while let Some(r) = set.join_next().await {
+        r.context("tenant creator")??;
+    }
+    let lat = std::mem::take(&mut *lat.lock().map_err(|_| anyhow::anyhow!("poisoned"))?);
+    if lat.len() < ids.len() {
+        eprintln!(
+            "  stopped after {} of {} tenants: {:.0} s limit",
+            lat.len(),
+            ids.len(),
+            limit.as_secs_f64()
+        );
     }
     Ok(lat)
+}
+
+/// Creates one tenant through the admin API; its latency in ms.
+async fn create_tenant(admin: &Api, id: &str) -> Result<f64> {
+    let body =
+        json!({"apiVersion": "paddock.io/v1alpha1", "kind": "Tenant", "metadata": {"name": id}});
+    let t = Instant::now();
+    let (status, b) = admin
+        .call(
+            Method::POST,
+            "/apis/paddock.io/v1alpha1/tenants",
+            Some(Bytes::from(body.to_string())),
+        )
+        .await?;
+    let d = t.elapsed().as_secs_f64() * 1000.0;
+    if !status.is_success() {
+        bail!(
+            "creating tenant {id}: {status}: {}",
+            String::from_utf8_lossy(&b)
+        );
+    }
+    Ok(d)
 }
 
 /// Creates namespaces upstream directly as the admin, labelled as the tenant's (what paddock
