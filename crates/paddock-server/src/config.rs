@@ -5,6 +5,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use paddock_upstream::lease::LeaseSettings;
 use serde::Deserialize;
 
 /// Which backend keeps tenant records.
@@ -538,28 +539,24 @@ impl Default for TemplatesConfig {
 pub struct LeaderConfig {
     /// Off: every replica acts as the leader (one replica, or tests that want that).
     pub enabled: bool,
-    /// The Lease's namespace (paddock's own; the chart sets the release namespace).
-    pub namespace: String,
-    /// The Lease's name.
-    pub name: String,
-    /// This replica's name in the Lease: unique per process (hostname and a random suffix
-    /// unless set).
-    pub identity: String,
-    pub lease_duration: Duration,
-    pub renew_deadline: Duration,
-    pub retry_period: Duration,
+    /// The Lease (paddock's own namespace; the chart sets the release namespace), this
+    /// replica's name in it (unique per process: hostname and a random suffix unless set),
+    /// and the timings.
+    pub lease: LeaseSettings,
 }
 
 impl Default for LeaderConfig {
     fn default() -> Self {
         LeaderConfig {
             enabled: true,
-            namespace: "paddock-system".into(),
-            name: "paddock-leader".into(),
-            identity: default_identity(),
-            lease_duration: Duration::from_secs(15),
-            renew_deadline: Duration::from_secs(10),
-            retry_period: Duration::from_secs(2),
+            lease: LeaseSettings {
+                namespace: "paddock-system".into(),
+                name: "paddock-leader".into(),
+                identity: default_identity(),
+                lease_duration: Duration::from_secs(15),
+                renew_deadline: Duration::from_secs(10),
+                retry_period: Duration::from_secs(2),
+            },
         }
     }
 }
@@ -571,37 +568,23 @@ impl LeaderConfig {
         if !self.enabled {
             return Ok(());
         }
-        if self.namespace.is_empty() || self.name.is_empty() || self.identity.is_empty() {
+        let l = &self.lease;
+        if l.namespace.is_empty() || l.name.is_empty() || l.identity.is_empty() {
             return Err("leader_namespace, leader_name, leader_identity: must not be empty".into());
         }
-        if self.retry_period < Duration::from_millis(100) {
+        if l.retry_period < Duration::from_millis(100) {
             return Err("leader_retry_period: must be at least 100ms".into());
         }
-        if self.lease_duration.subsec_nanos() != 0 {
+        if l.lease_duration.subsec_nanos() != 0 {
             return Err("leader_lease_duration: whole seconds (the Lease counts seconds)".into());
         }
-        if self.renew_deadline >= self.lease_duration {
+        if l.renew_deadline >= l.lease_duration {
             return Err("leader_renew_deadline: must be shorter than leader_lease_duration".into());
         }
-        if self.retry_period >= self.renew_deadline {
+        if l.retry_period >= l.renew_deadline {
             return Err("leader_retry_period: must be shorter than leader_renew_deadline".into());
         }
         Ok(())
-    }
-
-    /// What the election runs with. The holder renews every third of the lease duration (at
-    /// most half the renew deadline, so that two tries fit before it): one write per 5 s by
-    /// default, where client-go's holder reads and writes every retry period (2 s).
-    pub fn settings(&self) -> paddock_upstream::lease::LeaseSettings {
-        paddock_upstream::lease::LeaseSettings {
-            namespace: self.namespace.clone(),
-            name: self.name.clone(),
-            identity: self.identity.clone(),
-            lease_duration: self.lease_duration,
-            renew_deadline: self.renew_deadline,
-            retry_period: self.retry_period,
-            renew_interval: (self.lease_duration / 3).min(self.renew_deadline / 2),
-        }
     }
 }
 

@@ -67,7 +67,7 @@ pub async fn run(config: ServerConfig, shutdown: CancellationToken) -> Result<()
         config
             .leader
             .enabled
-            .then_some(config.leader.namespace.as_str()),
+            .then_some(config.leader.lease.namespace.as_str()),
         SELF_CHECK_PATIENCE,
     )
     .await?;
@@ -96,11 +96,11 @@ pub async fn run(config: ServerConfig, shutdown: CancellationToken) -> Result<()
         );
         (Leadership::always(), None)
     };
-    let release_bound = config.leader.renew_deadline + Duration::from_secs(1);
+    let release_bound = config.leader.lease.renew_deadline + Duration::from_secs(1);
     let state = startup::new_state(config, store, upstream, ca, leadership)?;
     // Stopped at the signal, not after the drain delay: the Lease is handed over at once.
     let election = election.map(|tx| {
-        let s = state.config.leader.settings();
+        let s = state.config.leader.lease.clone();
         tokio::spawn(lease::run(state.upstream.clone(), s, tx, shutdown.clone()))
     });
     tokio::spawn(startup::leadership_metrics_loop(state.clone()));

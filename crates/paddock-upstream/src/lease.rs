@@ -2,7 +2,7 @@
 //! `leaderelection` does it on a `coordination.k8s.io/v1` Lease (docs/operations.md
 //! "Leadership"): read the Lease, create it when absent, write it with its resourceVersion
 //! (a 409 means another replica wrote first: read again). The holder renews every
-//! `renew_interval` without reading first; a replica that does not hold the Lease watches
+//! `renew_interval()` without reading first; a replica that does not hold the Lease watches
 //! it (one open stream, no polling) and reads it once more before it takes it. What the
 //! replica may do is published on a [`Leadership`] handle; at `stop` the holder releases the
 //! Lease so that another replica takes over at once.
@@ -40,9 +40,15 @@ pub struct LeaseSettings {
     pub renew_deadline: Duration,
     /// How soon a failed read or write is tried again (client-go: 2 s).
     pub retry_period: Duration,
-    /// How often the holder renews (paddock: a third of `lease_duration`; client-go renews
-    /// every `retry_period`).
-    pub renew_interval: Duration,
+}
+
+impl LeaseSettings {
+    /// How often the holder renews: a third of the lease duration, at most half the renew
+    /// deadline so that two tries fit before it (one write per 5 s by default, where
+    /// client-go's holder reads and writes every retry period, 2 s).
+    pub fn renew_interval(&self) -> Duration {
+        (self.lease_duration / 3).min(self.renew_deadline / 2)
+    }
 }
 
 /// Whether this replica may do the once-per-fleet work now, and a wait until it may.
@@ -267,7 +273,7 @@ impl Election {
             let stamp = stamp();
             if let Next::Update(l) = self.elector.next(self.now(&stamp)) {
                 match self.write(Method::PUT, &self.path(), &l).await {
-                    Ok(()) => return Instant::now() + self.s.renew_interval,
+                    Ok(()) => return Instant::now() + self.s.renew_interval(),
                     // Written by another, or deleted: read it and decide.
                     Err(Refused::Conflict | Refused::NoNamespace) => {}
                     Err(Refused::Other(e)) => {
@@ -288,7 +294,7 @@ impl Election {
             Next::Update(l) => (self.path(), Method::PUT, l),
         };
         match self.write(method, &path, &lease).await {
-            Ok(()) => Instant::now() + self.s.renew_interval,
+            Ok(()) => Instant::now() + self.s.renew_interval(),
             Err(Refused::Conflict) => retry,
             Err(Refused::NoNamespace) => {
                 self.create_namespace().await;

@@ -544,26 +544,29 @@ fn leader_config(m: &ServeArgs) -> Result<paddock_server::config::LeaderConfig> 
             parse_duration(s).map_err(|e| anyhow::anyhow!("{key}: {e}"))
         })
     };
+    let l = d.lease;
     Ok(paddock_server::config::LeaderConfig {
         enabled: m.leader_enabled.unwrap_or(d.enabled),
-        namespace: m.leader_namespace.clone().unwrap_or(d.namespace),
-        name: m.leader_name.clone().unwrap_or(d.name),
-        identity: m.leader_identity.clone().unwrap_or(d.identity),
-        lease_duration: dur(
-            "leader_lease_duration",
-            &m.leader_lease_duration,
-            d.lease_duration,
-        )?,
-        renew_deadline: dur(
-            "leader_renew_deadline",
-            &m.leader_renew_deadline,
-            d.renew_deadline,
-        )?,
-        retry_period: dur(
-            "leader_retry_period",
-            &m.leader_retry_period,
-            d.retry_period,
-        )?,
+        lease: paddock_upstream::lease::LeaseSettings {
+            namespace: m.leader_namespace.clone().unwrap_or(l.namespace),
+            name: m.leader_name.clone().unwrap_or(l.name),
+            identity: m.leader_identity.clone().unwrap_or(l.identity),
+            lease_duration: dur(
+                "leader_lease_duration",
+                &m.leader_lease_duration,
+                l.lease_duration,
+            )?,
+            renew_deadline: dur(
+                "leader_renew_deadline",
+                &m.leader_renew_deadline,
+                l.renew_deadline,
+            )?,
+            retry_period: dur(
+                "leader_retry_period",
+                &m.leader_retry_period,
+                l.retry_period,
+            )?,
+        },
     })
 }
 
