@@ -121,11 +121,7 @@ pub async fn run(up: Upstream, s: LeaseSettings, tx: watch::Sender<bool>, stop: 
     let mut el = Election::new(up, s);
     let (ftx, mut feed) = mpsc::channel(16);
     let watch_stop = stop.child_token();
-    let source = Source {
-        collection: el.collection(),
-        selector: String::new(),
-        relist_after: Duration::from_secs(3600),
-    };
+    let source = Source::new(el.collection(), "", Duration::from_secs(3600));
     let up2 = el.up.clone();
     let ws = watch_stop.clone();
     tokio::spawn(async move { reflector::run(&up2, &source, 0, ftx, ws).await });
@@ -240,7 +236,7 @@ impl Election {
                 Some(l).filter(|l| self.is_ours(l))
             }
             Feed::Event(WatchEvent::Deleted(l)) if self.is_ours(&l) => None,
-            Feed::Event(_) => return None,
+            Feed::Event(_) | Feed::Refused(_) => return None,
         };
         let others = lease
             .as_ref()

@@ -24,6 +24,10 @@ pub enum Feed {
     Listed(Vec<Value>),
     /// One change seen by the watch (never a bookmark or an error).
     Event(WatchEvent),
+    /// The apiserver refused the list (403: the credential may not list it) or does not
+    /// serve the collection (404); only for a [`Source`] with `refused_wait`, which is how
+    /// long the reflector waits before it asks again.
+    Refused(u16),
 }
 
 /// One collection to reflect.
@@ -35,6 +39,51 @@ pub struct Source {
     pub selector: String,
     /// The longest time between two real re-lists; each is spread over its last quarter.
     pub relist_after: Duration,
+    /// Objects as `PartialObjectMetadata` (metadata only: a Secret's data never reaches
+    /// paddock, and the apiserver encodes less).
+    pub metadata_only: bool,
+    /// What is kept of each object read, before it reaches the reader (`None`: dropped). A
+    /// reader that needs a few fields of many objects keeps only those, page by page, and
+    /// never holds the collection in full.
+    pub shape: fn(Value) -> Option<Value>,
+    /// For a collection the credential may not be allowed to list: a 403 or 404 is handed
+    /// on as [`Feed::Refused`] and asked again only after this long (else it is a failure,
+    /// retried with backoff).
+    pub refused_wait: Option<Duration>,
+}
+
+impl Source {
+    /// Every object of `collection` matching `selector` (empty: all), in full.
+    pub fn new(collection: impl Into<String>, selector: &str, relist_after: Duration) -> Source {
+        Source {
+            collection: collection.into(),
+            selector: selector.to_string(),
+            relist_after,
+            metadata_only: false,
+            shape: Some,
+            refused_wait: None,
+        }
+    }
+
+    fn accept(&self, list: bool) -> &'static str {
+        match (self.metadata_only, list) {
+            (false, _) => "application/json",
+            (true, true) => {
+                "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
+            }
+            (true, false) => {
+                "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json"
+            }
+        }
+    }
+}
+
+/// A list's outcome that is not a failure.
+enum Listing {
+    /// Every object (shaped) and the snapshot's resourceVersion.
+    Items(Vec<Value>, String),
+    /// Refused or not served (a source with `refused_wait` only).
+    Refused(u16),
 }
 
 /// Longest event read (a namespace or a stamped object is far smaller).
@@ -60,11 +109,22 @@ pub async fn run(
     let mut failures: u32 = 0;
     loop {
         let rv = match list(up, source).await {
-            Ok((items, rv)) => {
+            Ok(Listing::Items(items, rv)) => {
                 if tx.send((id, Feed::Listed(items))).await.is_err() {
                     return;
                 }
                 rv
+            }
+            Ok(Listing::Refused(code)) => {
+                if tx.send((id, Feed::Refused(code))).await.is_err() {
+                    return;
+                }
+                let wait = source.refused_wait.unwrap_or(source.relist_after);
+                tokio::select! {
+                    _ = tokio::time::sleep(wait.mul_f64(1.0 + 0.25 * jitter())) => {}
+                    _ = stop.cancelled() => return,
+                }
+                continue;
             }
             Err(_) if tx.is_closed() => return,
             Err(e) => {
@@ -142,6 +202,12 @@ fn jitter() -> f64 {
     f64::from(nanos % 1_000_000) / 1_000_000.0
 }
 
+/// Only what names the object (its cache key).
+fn key_only(o: &Value) -> Value {
+    let m = &o["metadata"];
+    serde_json::json!({"metadata": {"namespace": m["namespace"], "name": m["name"]}})
+}
+
 fn with_selector(source: &Source, query: &str) -> String {
     let mut p = format!("{}?{query}", source.collection);
     if !source.selector.is_empty() {
@@ -151,9 +217,9 @@ fn with_selector(source: &Source, query: &str) -> String {
     p
 }
 
-/// Every object of the collection, in pages of one snapshot, and that snapshot's
-/// resourceVersion (where the watch starts).
-async fn list(up: &Upstream, source: &Source) -> Result<(Vec<Value>, String), ServerError> {
+/// Every object of the collection, in pages of one snapshot, shaped page by page, and that
+/// snapshot's resourceVersion (where the watch starts).
+async fn list(up: &Upstream, source: &Source) -> Result<Listing, ServerError> {
     let mut items = Vec::new();
     let mut token = String::new();
     loop {
@@ -162,7 +228,13 @@ async fn list(up: &Upstream, source: &Source) -> Result<(Vec<Value>, String), Se
             q.push_str("&continue=");
             q.push_str(&query_escape(&token));
         }
-        let mut a = upjson::call(up, Method::GET, &with_selector(source, &q), None, None).await?;
+        let path = with_selector(source, &q);
+        let mut a =
+            upjson::call_accept(up, Method::GET, &path, None, None, source.accept(true)).await?;
+        let code = a.status.as_u16();
+        if source.refused_wait.is_some() && (code == 403 || code == 404) {
+            return Ok(Listing::Refused(code));
+        }
         if !a.status.is_success() {
             return Err(ServerError::Upstream(format!(
                 "listing {} failed ({}): {}",
@@ -172,7 +244,7 @@ async fn list(up: &Upstream, source: &Source) -> Result<(Vec<Value>, String), Se
             )));
         }
         if let Some(Value::Array(v)) = a.body.get_mut("items").map(Value::take) {
-            items.extend(v);
+            items.extend(v.into_iter().filter_map(source.shape));
         }
         token = a.body["metadata"]["continue"]
             .as_str()
@@ -183,7 +255,7 @@ async fn list(up: &Upstream, source: &Source) -> Result<(Vec<Value>, String), Se
                 .as_str()
                 .unwrap_or_default()
                 .to_string();
-            return Ok((items, rv));
+            return Ok(Listing::Items(items, rv));
         }
     }
 }
@@ -204,7 +276,7 @@ async fn watch_once(
     let req = Request::builder()
         .method(Method::GET)
         .uri(up.uri(&with_selector(source, &q))?)
-        .header(header::ACCEPT, "application/json")
+        .header(header::ACCEPT, source.accept(false))
         .body(crate::body::empty_up())
         .map_err(|e| ServerError::Internal(e.to_string()))?;
     // The slot is the stream's place on a watch connection: held as long as the body.
@@ -244,9 +316,21 @@ async fn watch_once(
             if let Some(v) = ev.resource_version() {
                 *rv = v.to_string();
             }
-            if matches!(ev, WatchEvent::Bookmark(_)) {
-                continue;
-            }
+            let ev = match ev {
+                WatchEvent::Bookmark(_) => continue,
+                WatchEvent::Added(o) => (source.shape)(o).map(WatchEvent::Added),
+                // An object the shape now drops (a label removed, say) leaves the cache.
+                WatchEvent::Modified(o) => {
+                    let key = key_only(&o);
+                    Some((source.shape)(o).map_or(WatchEvent::Deleted(key), WatchEvent::Modified))
+                }
+                WatchEvent::Deleted(o) => {
+                    let key = key_only(&o);
+                    Some(WatchEvent::Deleted((source.shape)(o).unwrap_or(key)))
+                }
+                other => Some(other),
+            };
+            let Some(ev) = ev else { continue };
             if tx.send((id, Feed::Event(ev))).await.is_err() {
                 return Err(ServerError::Internal("reflector's reader gone".into()));
             }

@@ -102,10 +102,10 @@ const ALL_RBAC: &[&str] = &[
 /// apply (a PATCH) creates what does not exist yet: the apiserver authorizes `patch`, and
 /// `create` when the object is new.
 const STAMPED: &[&str] = &["list", "watch", "create", "patch"];
-/// Listed for the usage report only.
-const USAGE: &[&str] = &["list"];
-/// Kept in step by the RBAC resync: listed (by label), applied, deleted.
-const RESYNCED: &[&str] = &["list", "create", "patch", "delete"];
+/// Watched for the usage report only (a counted kind's figures come from a watch cache).
+const USAGE: &[&str] = &["list", "watch"];
+/// Kept in step by the RBAC resync, which watches them (by label), applies and deletes.
+const RESYNCED: &[&str] = &["list", "watch", "create", "patch", "delete"];
 /// Listed and deleted with the tenant, and applied (paddock's own objects of the kind).
 const SWEPT_AND_APPLIED: &[&str] = &["list", "create", "patch", "delete"];
 
@@ -255,7 +255,10 @@ pub static KINDS: &[Kind] = &[
         .owned()
         .status(STATUS)
         .counted(COUNTED)
-        .paddock(&["list", "delete"], "tenants' volumes are deleted with the tenant"),
+        .paddock(
+            &["list", "watch", "delete"],
+            "tenants' volumes are deleted with the tenant; counted for the usage report",
+        ),
     cluster(
         "apiextensions.k8s.io",
         "v1",
@@ -267,8 +270,8 @@ pub static KINDS: &[Kind] = &[
     .replicated()
     .counted(COUNTED)
     .paddock(
-        &["list", "delete"],
-        "tenants' CRDs are resynced and deleted with the tenant",
+        &["list", "watch", "delete"],
+        "tenants' CRDs are resynced and deleted with the tenant; counted for the usage report",
     ),
     // API priority and fairness, confined to the tenant's own requests and owning no seats
     // (rules/flowcontrol.rs).
@@ -301,7 +304,7 @@ pub static KINDS: &[Kind] = &[
         .replicated()
         .counted(COUNTED)
         .paddock(
-            &["list", "create", "patch", "delete", "bind", "escalate"],
+            &["list", "watch", "create", "patch", "delete", "bind", "escalate"],
             "paddock's tenant roles grant what paddock hands on to tenants",
         ),
     cluster(RBAC, "v1", "clusterrolebindings", "ClusterRoleBinding")
@@ -477,7 +480,7 @@ pub static KINDS: &[Kind] = &[
         .splice()
         .counted(COUNTED)
         .paddock(
-            &["list", "create", "patch"],
+            &["list", "watch", "create", "patch"],
             "each tenant's default namespace gets its `kubernetes` Service; counted for the usage report",
         ),
     namespaced(CORE, "v1", "serviceaccounts", "ServiceAccount")
@@ -531,7 +534,7 @@ pub static KINDS: &[Kind] = &[
     namespaced(RBAC, "v1", "roles", "Role")
         .counted(COUNTED)
         .paddock(
-            &["list", "bind"],
+            &["list", "watch", "bind"],
             "mirrors bind roles tenants wrote; counted for the usage report",
         ),
     namespaced(RBAC, "v1", "rolebindings", "RoleBinding")

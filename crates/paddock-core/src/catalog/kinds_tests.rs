@@ -153,3 +153,19 @@ fn paths_and_names() {
     assert_eq!(d.qualified(), "deployments.apps");
     assert_eq!(d.api_version(), "apps/v1");
 }
+
+/// The usage figures watch every counted kind (observe::usage_cache): paddock's credential
+/// must hold `list` and `watch` on each it is granted anything on; a counted kind with no
+/// right at all (secrets) stays uncounted by design.
+#[test]
+fn counted_kinds_with_rights_are_listed_and_watched() {
+    for k in counted().filter(|k| !k.paddock_verbs.is_empty()) {
+        for verb in ["list", "watch"] {
+            assert!(
+                k.paddock_verbs.contains(&verb),
+                "{}: paddock needs {verb} for the usage watches",
+                k.qualified()
+            );
+        }
+    }
+}

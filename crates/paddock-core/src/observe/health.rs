@@ -47,6 +47,11 @@ impl Hysteresis {
         self.healthy
     }
 
+    /// Healthy, with no failure counted towards a fall: nothing is in doubt.
+    pub fn settled(&self) -> bool {
+        self.seen && self.healthy && self.streak == 0
+    }
+
     /// Records one outcome; returns the new state when it changed.
     pub fn record(&mut self, ok: bool) -> Option<bool> {
         let first = !self.seen;
@@ -72,9 +77,44 @@ impl Hysteresis {
     }
 }
 
+/// Whether the prober should ask the upstream now. While anything is in doubt (not
+/// settled) or tenants are using the replica (`busy`: requests finished since the last
+/// probe, or watches open), every tick, so that a lost upstream is judged within `fall`
+/// ticks; when idle and settled only every `idle_interval`: nobody waits on the answer, and
+/// the first failure brings the fast pace back.
+pub fn probe_due(
+    settled: bool,
+    busy: bool,
+    since_last: std::time::Duration,
+    idle_interval: std::time::Duration,
+) -> bool {
+    !settled || busy || since_last >= idle_interval
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn idle_and_settled_probes_slowly_anything_else_every_tick() {
+        use std::time::Duration;
+        let idle = Duration::from_secs(10);
+        let mut h = Hysteresis::new(3, 2);
+        assert!(!h.settled(), "nothing seen yet");
+        h.record(true);
+        assert!(h.settled());
+        assert!(!probe_due(h.settled(), false, Duration::from_secs(1), idle));
+        assert!(probe_due(h.settled(), false, idle, idle));
+        assert!(probe_due(h.settled(), true, Duration::from_secs(1), idle));
+        h.record(false);
+        assert!(
+            h.healthy() && !h.settled(),
+            "one failure: still healthy, in doubt"
+        );
+        assert!(probe_due(h.settled(), false, Duration::from_secs(1), idle));
+        h.record(true);
+        assert!(h.settled());
+    }
 
     #[test]
     fn first_success_makes_it_healthy() {

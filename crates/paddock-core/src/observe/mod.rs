@@ -5,3 +5,4 @@ pub mod audit_platform;
 pub mod billing;
 pub mod health;
 pub mod usage;
+pub mod usage_cache;

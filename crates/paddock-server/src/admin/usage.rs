@@ -1,117 +1,59 @@
-//! Usage per tenant (docs/metering.md): the current figures, taken upstream with paddock's own
-//! credential, and the report of `GET tenants/<id>/usage`.
+//! Usage per tenant (docs/metering.md): the current figures, kept from watches with
+//! paddock's own credential, and the report of `GET tenants/<id>/usage`.
 //!
-//! Cost: one refresh reads the cluster with a fixed set of lists (the tenant namespaces by
-//! label, pods and PersistentVolumeClaims in full, the other counted resources as
-//! `PartialObjectMetadataList`, the cluster-scoped ones by the tenant label): 21 lists
-//! whatever the number of tenants, in pages folded into the tally one at a time (a refresh
-//! never holds the cluster's pods at once). A replica refreshes at most once per `usage_refresh`
-//! (background loop for `/metrics`; a usage report older than that refreshes first, and
-//! concurrent reports share that one refresh).
+//! Cost: every replica keeps one reflector per counted collection (the tenant namespaces by
+//! label, pods and PersistentVolumeClaims, the other counted namespaced resources as
+//! `PartialObjectMetadata`, the cluster-scoped ones by the tenant label): 21 watches, whatever
+//! the number of tenants. What they keep is a few fields of each tenant object
+//! (`paddock_core::observe::usage_cache`); a snapshot is a fold over those caches, taken at
+//! most once per `usage_refresh`, and reads nothing upstream. When nothing changes, the
+//! figures cost the apiserver only the open watches (and a re-list at most hourly).
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use paddock_api::usage::{
     CurrentUsage, OrderedMap, QuotaUsage, ReplicaUsage, TenantUsage, UsageMeta,
 };
-use paddock_core::TENANT_LABEL;
-use paddock_core::catalog::Scope;
-use paddock_core::observe::usage::{UsageTally, counted_objects};
+use paddock_core::provision::reflect::WatchEvent;
 use paddock_store::TenantRecord;
-use serde_json::Value;
+use paddock_upstream::reflector::{self, Feed, Source};
+use tokio::sync::mpsc;
 
 use crate::observe::metering::{TenantLabel, UsageSnapshot, VERBS};
 use crate::state::AppState;
 use paddock_upstream::error::ServerError;
-use paddock_upstream::upjson;
-
-const METADATA_LIST: &str =
-    "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json";
 
 const CLASSES: &[&str] = &["2xx", "3xx", "4xx", "5xx"];
 
-/// Objects per page of the refresh's lists: a page of 5 KB pods parsed is a few MiB, the most
-/// a refresh holds at once.
-const REFRESH_PAGE: usize = 100;
+/// The longest time between two real re-lists of a counted collection.
+const RELIST_AFTER: Duration = Duration::from_secs(3600);
+/// How long a collection paddock's credential may not list waits before it is asked again
+/// (rights granted meanwhile show within this).
+const REFUSED_WAIT: Duration = Duration::from_secs(600);
+/// The reflectors' channel to the caches.
+const CHANNEL: usize = 1024;
 
-/// Hands every object of `path` to `visit`, a page at a time. A kind the upstream does not
-/// serve (404) has nothing to count; a list paddock's credential may not make (403: its least
-/// ClusterRole, rights.rs, holds no `list` on most workload kinds) is noted in `uncounted`
-/// rather than failing the whole refresh.
-async fn visit_or_none(
-    state: &AppState,
-    path: &str,
-    accept: &str,
-    uncounted: &mut Vec<String>,
-    mut visit: impl FnMut(Value),
-) -> Result<(), ServerError> {
-    let pages = upjson::visit_pages(&state.upstream, path, accept, REFRESH_PAGE, |page| {
-        page.into_iter().for_each(&mut visit);
-    });
-    match pages.await {
-        Ok(()) => Ok(()),
-        Err(ServerError::Upstream(m)) if m.contains("(404") => Ok(()),
-        Err(ServerError::Upstream(m)) if m.contains("(403") => {
-            uncounted.push(path.split('?').next().unwrap_or(path).to_string());
-            Ok(())
-        }
-        Err(e) => Err(e),
-    }
-}
-
-/// Reads the cluster once and replaces the snapshot.
+/// A snapshot of the caches, replacing the last one. Before every collection has been read
+/// once the figures would undercount: a report waits for that (up to `upstream_timeout`).
 pub async fn refresh(state: &AppState) -> Result<Arc<UsageSnapshot>, ServerError> {
-    let mut tally = UsageTally::default();
-    let mut uncounted = Vec::new();
-    let namespaces = upjson::list(
-        &state.upstream,
-        &format!("/api/v1/namespaces?labelSelector={TENANT_LABEL}"),
-    )
-    .await?;
-    namespaces.iter().for_each(|n| tally.add_namespace(n));
-    // Pods and PVCs in full, folded into the tally a page at a time (never the whole list).
-    let pods = "/api/v1/pods";
-    visit_or_none(state, pods, "application/json", &mut uncounted, |p| {
-        tally.add_pod(&p);
-    })
-    .await?;
-    let pvcs = "/api/v1/persistentvolumeclaims";
-    visit_or_none(state, pvcs, "application/json", &mut uncounted, |p| {
-        tally.add_pvc(&p);
-    })
-    .await?;
-    for kind in counted_objects(Scope::Namespaced) {
-        let resource = kind.qualified();
-        visit_or_none(
-            state,
-            &kind.list_path(),
-            METADATA_LIST,
-            &mut uncounted,
-            |o| {
-                tally.add_namespaced(&resource, &o);
-            },
-        )
-        .await?;
-    }
-    for kind in counted_objects(Scope::Cluster) {
-        let resource = kind.qualified();
-        let labelled = format!("{}?labelSelector={TENANT_LABEL}", kind.list_path());
-        // CRDs in full: their owner is decided by spec.group.
-        let accept = if resource.starts_with("customresourcedefinitions.") {
-            "application/json"
-        } else {
-            METADATA_LIST
-        };
-        visit_or_none(state, &labelled, accept, &mut uncounted, |o| {
-            tally.add_cluster(&resource, &o);
-        })
-        .await?;
-    }
+    let deadline = Instant::now() + state.config.upstream_timeout;
+    let (tally, uncounted) = loop {
+        if let Some(t) = tally_if_synced(state) {
+            break t;
+        }
+        if Instant::now() >= deadline {
+            return Err(ServerError::Unavailable(
+                "the usage figures are not read yet (the cluster's collections are still being listed)"
+                    .into(),
+            ));
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
     if !uncounted.is_empty() {
         tracing::warn!(
             ?uncounted,
-            "usage refresh: paddock's credential may not list these; their figures are missing"
+            "usage figures: paddock's credential may not list these; their figures are missing"
         );
     }
     let snap = Arc::new(UsageSnapshot {
@@ -122,6 +64,13 @@ pub async fn refresh(state: &AppState) -> Result<Arc<UsageSnapshot>, ServerError
     });
     state.metrics.tenant.figures.store(Some(snap.clone()));
     Ok(snap)
+}
+
+fn tally_if_synced(
+    state: &AppState,
+) -> Option<(paddock_core::observe::usage::UsageTally, Vec<String>)> {
+    let caches = state.metrics.tenant.caches.lock().ok()?;
+    caches.synced().then(|| caches.tally())
 }
 
 /// The snapshot, refreshed first when it is older than `usage_refresh`.
@@ -142,16 +91,59 @@ pub async fn current(state: &AppState) -> Result<Arc<UsageSnapshot>, ServerError
     refresh(state).await
 }
 
-/// Refreshes every `usage_refresh` so that `/metrics` has current figures.
+/// Keeps the caches from the reflectors' feeds, and `/metrics`' figures at most
+/// `usage_refresh` old.
 pub async fn refresh_loop(state: Arc<AppState>) {
+    let (tx, mut rx) = mpsc::channel(CHANNEL);
+    let collections = state
+        .metrics
+        .tenant
+        .caches
+        .lock()
+        .map(|c| c.collections().to_vec())
+        .unwrap_or_default();
+    for (id, c) in collections.into_iter().enumerate() {
+        let w = c.watch();
+        let source = Source {
+            metadata_only: w.metadata_only,
+            shape: w.shape,
+            refused_wait: Some(REFUSED_WAIT),
+            ..Source::new(w.collection, w.selector, RELIST_AFTER)
+        };
+        let (st, tx, stop) = (state.clone(), tx.clone(), state.shutdown.child_token());
+        tokio::spawn(async move { reflector::run(&st.upstream, &source, id, tx, stop).await });
+    }
+    drop(tx);
+    let mut tick = tokio::time::interval(state.config.usage_refresh);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
-        if let Err(e) = current(&state).await {
-            tracing::warn!(error = %e, "usage refresh failed; /metrics keeps the last figures");
-        }
         tokio::select! {
-            _ = tokio::time::sleep(state.config.usage_refresh) => {}
+            fed = rx.recv() => match fed {
+                Some((id, feed)) => feed_caches(&state, id, feed),
+                None => return,
+            },
+            _ = tick.tick() => {
+                if tally_if_synced(&state).is_some()
+                    && let Err(e) = current(&state).await
+                {
+                    tracing::warn!(error = %e, "usage figures not refreshed; /metrics keeps the last");
+                }
+            }
             _ = state.shutdown.cancelled() => return,
         }
+    }
+}
+
+fn feed_caches(state: &AppState, id: usize, feed: Feed) {
+    let Ok(mut caches) = state.metrics.tenant.caches.lock() else {
+        return;
+    };
+    match feed {
+        Feed::Listed(items) => caches.listed(id, items),
+        Feed::Event(WatchEvent::Added(o) | WatchEvent::Modified(o)) => caches.upsert(id, o),
+        Feed::Event(WatchEvent::Deleted(o)) => caches.remove(id, &o),
+        Feed::Event(_) => {}
+        Feed::Refused(code) => caches.refused(id, code),
     }
 }
 

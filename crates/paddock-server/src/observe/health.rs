@@ -1,10 +1,12 @@
-//! Whether the upstream answers: a probe every [`PROBE_INTERVAL`], judged with hysteresis
+//! Whether the upstream answers: a probe every [`PROBE_INTERVAL`] (every
+//! [`IDLE_PROBE_INTERVAL`] while idle and healthy), judged with hysteresis
 //! ([`paddock_core::observe::health::Hysteresis`]), feeding `/readyz`; and the signal that ends open
 //! watches when the upstream is lost.
 //!
 //! Thresholds (docs/operations.md "Upstream faults"): a probe is `GET /readyz` upstream with
 //! paddock's own credential, bounded by [`PROBE_TIMEOUT`]; [`FALL`] failed probes in a row
-//! (3-6 s) make the replica unready, [`RISE`] good ones in a row (about 2 s) ready again. One
+//! (3-6 s while tenants use the replica; up to 10 s more when it was idle: the first
+//! failure brings back the 1 s pace) make the replica unready, [`RISE`] good ones in a row (about 2 s) ready again. One
 //! slow call, or one failed probe, changes nothing.
 
 use std::sync::Arc;
@@ -15,8 +17,11 @@ use arc_swap::ArcSwap;
 use paddock_core::observe::health::Hysteresis;
 use tokio_util::sync::CancellationToken;
 
-/// Time between two probes.
+/// Time between two probes while tenants use the replica or the upstream is in doubt.
 pub const PROBE_INTERVAL: Duration = Duration::from_secs(1);
+/// Time between two probes while the replica is idle and the upstream settled healthy
+/// (`paddock_core::observe::health::probe_due`).
+pub const IDLE_PROBE_INTERVAL: Duration = Duration::from_secs(10);
 /// Longest a probe may take before it counts as failed.
 pub const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
 /// Failed probes in a row that make the upstream count as lost.
@@ -47,6 +52,11 @@ impl UpstreamHealth {
             healthy: AtomicBool::new(false),
             lost: ArcSwap::from_pointee(CancellationToken::new()),
         }
+    }
+
+    /// Healthy with no failure in doubt (the prober may slow down when idle).
+    pub fn is_settled(&self) -> bool {
+        self.judge.lock().settled()
     }
 
     /// Whether the upstream currently counts as answering.

@@ -59,6 +59,8 @@ pub struct TenantMetrics {
     pub figures: Arc<ArcSwapOption<UsageSnapshot>>,
     /// Held by the one refresh running (others wait for its result).
     pub refresh_lock: tokio::sync::Mutex<()>,
+    /// What the usage watches keep (admin/usage.rs feeds them; a refresh folds them).
+    pub caches: std::sync::Mutex<paddock_core::observe::usage_cache::UsageCaches>,
 }
 
 impl TenantMetrics {
@@ -87,6 +89,7 @@ impl TenantMetrics {
             ),
             figures: Arc::new(ArcSwapOption::empty()),
             refresh_lock: tokio::sync::Mutex::new(()),
+            caches: Default::default(),
         };
         r.register_collector(Box::new(FiguresCollector(m.figures.clone())));
         m

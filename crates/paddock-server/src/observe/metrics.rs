@@ -78,6 +78,9 @@ pub struct Metrics {
     pub leader: Gauge,
     /// Gains and losses of the leadership by this replica.
     pub leader_transitions: Counter,
+    /// Tenants' requests finished (not exported: the health prober's sign of use; a load
+    /// balancer's health checks are not use).
+    pub finished: std::sync::atomic::AtomicU64,
 }
 
 impl Default for Metrics {
@@ -152,6 +155,7 @@ impl Metrics {
         Metrics {
             leader,
             leader_transitions,
+            finished: Default::default(),
             fair_queue,
             tenant,
             quota_refused,

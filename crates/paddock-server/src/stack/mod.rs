@@ -189,6 +189,11 @@ impl Observe for AppState {
         });
         self.metrics
             .observe(tenant, d.verb, d.code, d.elapsed.as_secs_f64());
+        if matches!(d.caller, Some(Caller::Tenant { .. })) {
+            self.metrics
+                .finished
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
         let resp = match (&self.audit, &note, d.caller) {
             (Some(a), Some(i), Some(c)) => {
                 crate::observe::audit_answer::audit_answer(a, c, i, resp)

@@ -7,10 +7,15 @@ pub mod templates;
 
 use std::sync::Arc;
 
-use crate::observe::health::{PROBE_INTERVAL, PROBE_TIMEOUT};
+use std::sync::atomic::Ordering;
+
+use paddock_core::observe::health::probe_due;
+
+use crate::observe::health::{IDLE_PROBE_INTERVAL, PROBE_INTERVAL, PROBE_TIMEOUT};
 use crate::state::AppState;
 
-/// Probes one cluster's apiserver every [`PROBE_INTERVAL`] until its shutdown, judged with
+/// Probes one cluster's apiserver every [`PROBE_INTERVAL`] while tenants use the replica or
+/// the upstream is in doubt, else every [`IDLE_PROBE_INTERVAL`], until its shutdown, judged with
 /// hysteresis (`observe::health`); a change of reachability is logged, and the default
 /// cluster's also sets `paddock_upstream_up` (a member cluster shares the replica's metrics,
 /// so it must not).
@@ -18,11 +23,21 @@ pub async fn probe_loop(state: Arc<AppState>, cluster: String, sets_up_metric: b
     let mut tick = tokio::time::interval(PROBE_INTERVAL);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut was = false;
+    let mut last_probe: Option<tokio::time::Instant> = None;
+    let mut finished_before = u64::MAX;
     loop {
         tokio::select! {
             _ = tick.tick() => {}
             _ = state.shutdown.cancelled() => return,
         }
+        let finished = state.metrics.finished.load(Ordering::Relaxed);
+        let busy = finished != finished_before || state.metrics.open_watches.get() > 0;
+        finished_before = finished;
+        let since = last_probe.map_or(IDLE_PROBE_INTERVAL, |t| t.elapsed());
+        if !probe_due(state.health.is_settled(), busy, since, IDLE_PROBE_INTERVAL) {
+            continue;
+        }
+        last_probe = Some(tokio::time::Instant::now());
         let ok = state.upstream.probe(PROBE_TIMEOUT).await;
         state.health.record(ok);
         let now = state.health.is_healthy();

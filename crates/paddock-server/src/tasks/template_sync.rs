@@ -143,11 +143,7 @@ impl Sync {
     /// Starts a reflector sending as `id`; its token stops it.
     fn spawn(&self, id: usize, collection: String, selector: &str) -> CancellationToken {
         let stop = self.state.shutdown.child_token();
-        let source = Source {
-            collection,
-            selector: selector.to_string(),
-            relist_after: RELIST_AFTER,
-        };
+        let source = Source::new(collection, selector, RELIST_AFTER);
         let (state, tx, s) = (self.state.clone(), self.tx.clone(), stop.clone());
         tokio::spawn(async move { reflector::run(&state.upstream, &source, id, tx, s).await });
         stop
@@ -244,6 +240,8 @@ impl Sync {
         let changes = match feed {
             Feed::Listed(items) => cache.replace(items),
             Feed::Event(ev) => cache.apply(ev).into_iter().collect(),
+            // Not asked for (no `refused_wait`): a refusal is retried as a failure.
+            Feed::Refused(_) => Vec::new(),
         };
         // A kind's first list: an object missing from it (deleted while this replica was
         // not watching) shows as no change, so every namespace is judged again.
