@@ -22,6 +22,7 @@ mod noisy_split;
 mod objects;
 mod procstat;
 mod scale;
+mod scale_attrib;
 mod scale_idle;
 mod setup;
 mod stats;

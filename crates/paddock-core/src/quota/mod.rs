@@ -13,4 +13,6 @@ pub use ledger::{
     used_of_hard,
 };
 pub use quantity::{Milli, QuantityError};
-pub use usage::{ChargedKind, Usage, UsageError, count_resource, missing_pod_resources, usage_of};
+pub use usage::{
+    ChargedKind, Usage, UsageError, count_resource, missing_pod_resources, recount_shape, usage_of,
+};

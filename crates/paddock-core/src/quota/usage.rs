@@ -125,6 +125,33 @@ fn quantity_at(v: &Value) -> Result<Milli, UsageError> {
 
 /// Pods in phase Succeeded or Failed no longer hold resources (the apiserver's
 /// `QuotaV1Pod`).
+/// What the recount's watches keep of an object (docs/quota.md "Recount"): everything
+/// [`usage_of`] reads (the spec; a pod's phase) and the cache key, nothing else (no
+/// managedFields, annotations or status), and only of objects in a tenant namespace or
+/// cluster-scoped (those are watched by the tenant label). `None`: not a tenant's.
+pub fn recount_shape(mut obj: Value) -> Option<Value> {
+    let namespace = obj["metadata"]["namespace"].as_str();
+    if namespace.is_some_and(|ns| crate::tenant::tenant_of(ns).is_none()) {
+        return None;
+    }
+    let mut kept = serde_json::Map::new();
+    let m = &obj["metadata"];
+    let mut meta = serde_json::Map::new();
+    for k in ["name", "namespace", "resourceVersion", "uid", "labels"] {
+        if let Some(v) = m.get(k).filter(|v| !v.is_null()) {
+            meta.insert(k.into(), v.clone());
+        }
+    }
+    kept.insert("metadata".into(), Value::Object(meta));
+    if let Some(spec) = obj.get_mut("spec").map(Value::take) {
+        kept.insert("spec".into(), spec);
+    }
+    if let Some(phase) = obj["status"].get("phase").cloned() {
+        kept.insert("status".into(), serde_json::json!({ "phase": phase }));
+    }
+    Some(Value::Object(kept))
+}
+
 fn is_terminal_pod(pod: &Value) -> bool {
     matches!(
         pod["status"]["phase"].as_str(),
@@ -311,5 +338,38 @@ mod tests {
         );
         let ok = json!({"spec": {"containers": [{"resources": {"requests": {"cpu": "1"}}}]}});
         assert!(missing_pod_resources(&ok, &["requests.cpu"]).is_empty());
+    }
+
+    #[test]
+    fn the_recount_shape_keeps_what_usage_reads() {
+        let pod = json!({"metadata": {"name": "p", "namespace": "foofoo-a", "resourceVersion": "7",
+                "managedFields": [{"manager": "m"}], "annotations": {"a": "b"}},
+            "spec": {"overhead": {"cpu": "10m"},
+                "initContainers": [{"resources": {"requests": {"cpu": "2"}}}],
+                "containers": [{"resources": {"requests": {"cpu": "250m", "memory": "1Gi"},
+                    "limits": {"cpu": "1"}}}]},
+            "status": {"phase": "Running", "podIP": "10.0.0.1", "conditions": []}});
+        let svc = json!({"metadata": {"name": "s", "namespace": "foofoo-a"},
+            "spec": {"type": "NodePort", "ports": [{"port": 80}, {"port": 81}]}});
+        let pvc = json!({"metadata": {"name": "c", "namespace": "foofoo-a"},
+            "spec": {"storageClassName": "fast", "resources": {"requests": {"storage": "1Gi"}}}});
+        for (resource, obj) in [
+            ("pods", pod.clone()),
+            ("services", svc),
+            ("persistentvolumeclaims", pvc),
+        ] {
+            let kind = ChargedKind {
+                group: "",
+                resource,
+            };
+            let kept = recount_shape(obj.clone()).expect("a tenant's object is kept");
+            assert_eq!(usage_of(&kind, &kept), usage_of(&kind, &obj), "{resource}");
+            assert!(kept["metadata"].get("managedFields").is_none());
+        }
+        let kept = recount_shape(pod.clone()).expect("kept");
+        assert_eq!(kept["status"], json!({"phase": "Running"}));
+        let mut platform = pod;
+        platform["metadata"]["namespace"] = json!("kube-system");
+        assert!(recount_shape(platform).is_none());
     }
 }

@@ -2,3 +2,4 @@
 
 pub mod admission;
 pub mod quota;
+pub mod recount;

@@ -5,25 +5,23 @@
 //! read-only `TenantQuota` view. The decisions are `paddock_core::quota`'s.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use paddock_api::quota::TenantQuota;
+use paddock_core::TenantId;
 use paddock_core::quota::{
     self, Admission, ChargedKind, Hard, Ledger, QUOTA_NAME, Usage, display_map,
 };
-use paddock_core::{TENANT_LABEL, TenantId};
 use serde_json::{Value, json};
 
 use crate::state::AppState;
 use paddock_upstream::error::ServerError;
-use paddock_upstream::upjson;
 
 /// Swap attempts of one admission before it gives up (503): every lost swap means another
 /// writer changed the ledger, so this only runs out under a pathological write storm.
-const SWAP_ATTEMPTS: usize = 200;
+pub(super) const SWAP_ATTEMPTS: usize = 200;
 
-fn now_ms() -> u64 {
+pub(super) fn now_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as u64)
@@ -70,7 +68,7 @@ pub fn object_key(upstream_group: &str, resource: &str, namespace: &str, name: &
 
 /// The four namespaces every tenant has from the start are the platform's, not the
 /// tenant's: they do not count against `namespaces` (docs/quota.md).
-fn is_default_namespace(tid: &TenantId, upstream_name: &str) -> bool {
+pub(super) fn is_default_namespace(tid: &TenantId, upstream_name: &str) -> bool {
     tid.strip(upstream_name)
         .is_some_and(|n| paddock_core::provision::DEFAULT_NAMESPACES.contains(&n))
 }
@@ -143,131 +141,35 @@ pub async fn admit_create(
     )))
 }
 
-/// Lists what exists upstream of every kind the quota limits: (usage, object keys).
-async fn count_upstream(
-    state: &AppState,
-    tid: &TenantId,
-    hard: &Hard,
-) -> Result<(Usage, BTreeSet<String>), ServerError> {
-    let up = &state.upstream;
-    let selector = format!("labelSelector={TENANT_LABEL}%3D{}", tid.as_str());
-    let namespaces: Vec<String> = upjson::list(up, &format!("/api/v1/namespaces?{selector}"))
-        .await?
-        .iter()
-        .filter_map(|ns| ns["metadata"]["name"].as_str())
-        .filter(|n| n.starts_with(&tid.prefix()))
-        .map(str::to_string)
-        .collect();
-    let catalog = state.catalog().await?;
-    let (mut usage, mut seen) = (Usage::new(), BTreeSet::new());
-    let mut charge = |group: &str, ug: &str, resource: &str, ns: &str, obj: &Value| {
+/// What a recount adds up: the charge of every object found, and their keys.
+#[derive(Debug, Default)]
+pub(super) struct Count {
+    pub usage: Usage,
+    pub seen: BTreeSet<String>,
+}
+
+impl Count {
+    /// Adds one object of `resource` (tenant-view `group`, upstream `upstream_group`) in
+    /// upstream namespace `ns` (`""` when cluster-scoped).
+    pub(super) fn charge(
+        &mut self,
+        group: &str,
+        upstream_group: &str,
+        resource: &str,
+        ns: &str,
+        obj: &Value,
+    ) {
         let name = obj["metadata"]["name"].as_str().unwrap_or_default();
-        seen.insert(object_key(ug, resource, ns, name));
+        self.seen
+            .insert(object_key(upstream_group, resource, ns, name));
         let kind = ChargedKind { group, resource };
         // An object upstream accepted but whose quantities paddock cannot read charges
         // its count only.
         let u = quota::usage_of(&kind, obj)
             .unwrap_or_else(|_| [(quota::count_resource(&kind), quota::Milli::units(1))].into());
         for (k, v) in u {
-            let slot = usage.entry(k).or_default();
+            let slot = self.usage.entry(k).or_default();
             *slot = slot.plus(v);
-        }
-    };
-    for (group, resource) in quota::tracked_kinds(hard) {
-        if group.is_empty() && resource == "namespaces" {
-            for ns in namespaces
-                .iter()
-                .filter(|ns| !is_default_namespace(tid, ns))
-            {
-                charge("", "", "namespaces", "", &json!({"metadata": {"name": ns}}));
-            }
-            continue;
-        }
-        // A kind the upstream does not serve (a CRD not yet created) has no objects.
-        let Some(info) = catalog.resolve_any_version(tid, &group, &resource) else {
-            continue;
-        };
-        let base = if info.upstream_group.is_empty() {
-            format!("/api/{}", info.version)
-        } else {
-            format!("/apis/{}/{}", info.upstream_group, info.version)
-        };
-        if info.scope == paddock_core::Scope::Cluster {
-            for obj in upjson::list(up, &format!("{base}/{resource}?{selector}")).await? {
-                charge(&group, &info.upstream_group, &resource, "", &obj);
-            }
-            continue;
-        }
-        for ns in &namespaces {
-            for obj in upjson::list(up, &format!("{base}/namespaces/{ns}/{resource}")).await? {
-                charge(&group, &info.upstream_group, &resource, ns, &obj);
-            }
-        }
-    }
-    Ok((usage, seen))
-}
-
-/// Recounts one tenant: what exists upstream replaces the ledger's count; reservations of
-/// objects now counted, or too old to still be coming, are dropped.
-pub async fn recount_tenant(state: &AppState, tid: &TenantId) -> Result<(), ServerError> {
-    let Some(hard) = hard_of(state, tid)? else {
-        return Ok(());
-    };
-    let listed_at = now_ms();
-    let (usage, seen) = count_upstream(state, tid, &hard).await?;
-    let lock = state.quota_locks.of(tid);
-    let _serial = lock.lock().await;
-    for _ in 0..SWAP_ATTEMPTS {
-        let cur = state.store.get_quota_ledger(tid).await?;
-        let next = quota::recount(&cur.ledger, usage.clone(), &seen, listed_at, now_ms());
-        if next == cur.ledger {
-            return Ok(());
-        }
-        // A recount older than the one stored (another replica's, listed later) loses.
-        if cur.ledger.counted_at_ms > listed_at {
-            return Ok(());
-        }
-        if state
-            .store
-            .swap_quota_ledger(tid, &next, cur.version)
-            .await?
-        {
-            return Ok(());
-        }
-    }
-    Ok(())
-}
-
-/// The leader recounts every active tenant with a quota, each `recount_interval`
-/// (docs/operations.md "Leadership"; the ledger's compare-and-swap keeps a second counter
-/// harmless all the same).
-pub async fn recount_loop(state: Arc<AppState>) {
-    let leadership = state.leadership.clone();
-    leadership
-        .while_leader("quota recount", &state.shutdown, || {
-            recount_leading(state.clone())
-        })
-        .await;
-}
-
-async fn recount_leading(state: Arc<AppState>) {
-    let mut tick = tokio::time::interval(state.config.quota.recount_interval);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        tokio::select! {
-            _ = tick.tick() => {}
-            _ = state.shutdown.cancelled() => return,
-        }
-        if !state.health.is_healthy() {
-            continue;
-        }
-        for rec in state.cache.tenants() {
-            if rec.phase != paddock_store::TenantPhase::Active || rec.quota.is_none() {
-                continue;
-            }
-            if let Err(e) = recount_tenant(&state, &rec.id).await {
-                tracing::warn!(tenant = %rec.id, error = %e, "quota recount failed");
-            }
         }
     }
 }
