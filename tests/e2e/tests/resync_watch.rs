@@ -9,8 +9,8 @@
 //!   (measured);
 //! - idle, the resync sends no LIST of the collections it watches: over 35 s (longer than
 //!   the old 30 s timer, so that timer's six LISTs would show) the apiserver's own
-//!   `apiserver_request_total` counts no LIST of them (the usage refresh, which lists some of
-//!   them for `/metrics`, put off for the test);
+//!   `apiserver_request_total` counts no LIST of them (from either replica: the usage figures
+//!   are kept from watches too);
 //! - the Lease holder is SIGKILLed and (a)-(c) done again at once ((c) now a deletion of the
 //!   FlowSchema): the other replica takes the Lease and repairs each within 20 s of the kill.
 
@@ -40,15 +40,11 @@ fn within(limit: Duration, what: &str, f: impl FnMut() -> Result<bool>) -> Resul
     paddock_e2e::process::poll_within(limit, Duration::from_millis(100), what, f)
 }
 
-/// A short Lease (6 s) keeps the takeover, and so the test, short. The usage refresh (every
-/// replica's counts for `/metrics`, a LIST per counted kind every 30 s, some of them the
-/// collections watched here) is put off, so that what the idle window counts is the resync's.
+/// A short Lease (6 s) keeps the takeover, and so the test, short.
 fn args(identity: &str) -> Vec<String> {
     [
         "--template-sync-interval",
         "1s",
-        "--usage-refresh",
-        "1h",
         "--leader-identity",
         identity,
         "--leader-name",
