@@ -23,7 +23,7 @@ use paddock_core::TenantId;
 use paddock_core::provision::reflect::{Cache, WorkQueue, backoff};
 use paddock_core::provision::resync::{OwnerIndex, Watched, flow_schema_in_step};
 use paddock_core::provision::{tenant_flow_schema_name, tenant_own_flow_schema};
-use paddock_store::TenantPhase;
+use paddock_store::{TenantPhase, TenantRecord};
 use paddock_upstream::error::ServerError;
 use paddock_upstream::reflector::{self, Feed, Source};
 use tokio::sync::mpsc;
@@ -77,12 +77,14 @@ async fn resync_leading(state: Arc<Reconciler>) {
     replay.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut retry = tokio::time::interval(RETRY_TICK);
     retry.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut store = state.cache.subscribe();
     loop {
         tokio::select! {
             f = rx.recv() => match f {
                 Some((id, feed)) => r.feed(id, feed),
                 None => return,
             },
+            Ok(()) = store.changed() => r.records_changed(),
             _ = replay.tick() => r.enqueue_all(),
             _ = retry.tick() => r.retry_due(),
             _ = state.shutdown.cancelled() => return,
@@ -130,6 +132,8 @@ struct Resync {
     queue: WorkQueue<TenantId>,
     /// A tenant whose repair failed: not before this, and failures in a row.
     retry: BTreeMap<TenantId, (Instant, u32)>,
+    /// The tenant records as last seen in the store cache.
+    records: BTreeMap<TenantId, Arc<TenantRecord>>,
     /// Every cache has had its first list: before that, absence means nothing (a mirror
     /// cache filled before the bindings' would read as mirrors to delete).
     synced: bool,
@@ -148,6 +152,7 @@ impl Resync {
             index: OwnerIndex::default(),
             queue: WorkQueue::default(),
             retry: BTreeMap::new(),
+            records: BTreeMap::new(),
             synced: false,
         }
     }
@@ -176,6 +181,27 @@ impl Resync {
             tracing::info!("tenant resync: every watched collection listed; judging every tenant");
             self.enqueue_all();
         }
+    }
+
+    /// The store cache changed: the tenants whose record changed are judged again. A billing
+    /// key changed through another replica is stamped there, and the namespace events of that
+    /// stamping may reach this resync before the new record does; judged with the old key,
+    /// the namespaces would be stamped back, so the new record is judged again as it arrives.
+    /// A tenant that became active is judged at once too.
+    fn records_changed(&mut self) {
+        let now: BTreeMap<TenantId, Arc<TenantRecord>> = self
+            .state
+            .cache
+            .tenants()
+            .into_iter()
+            .map(|rec| (rec.id.clone(), rec))
+            .collect();
+        for (t, rec) in &now {
+            if self.records.get(t).is_none_or(|old| **old != **rec) {
+                self.queue.add(t.clone());
+            }
+        }
+        self.records = now;
     }
 
     fn enqueue_all(&mut self) {
