@@ -9,8 +9,9 @@
 //!   (measured);
 //! - idle, the resync sends no LIST of the collections it watches, and writes none of them
 //!   (a judgement that never agreed would write again at each echo of its own write): over
-//!   35 s (longer than the old 30 s timer, so that timer's six LISTs would show) the
-//!   apiserver's own `apiserver_request_total` counts no LIST and no write of them (from either replica: the usage figures
+//!   65 s (longer than the old 30 s timer, so that timer's six LISTs would show, and than the
+//!   60 s replay of every tenant from the caches, which must send nothing) the apiserver's own
+//!   `apiserver_request_total` counts no LIST and no write of them (from either replica: the usage figures
 //!   are kept from watches too);
 //! - the Lease holder is SIGKILLed and (a)-(c) done again at once ((c) now a deletion of the
 //!   FlowSchema): the other replica takes the Lease and repairs each within 20 s of the kill.
@@ -133,7 +134,7 @@ fn drift_is_repaired_from_watches_by_the_leader_and_after_a_takeover() -> Result
 
     // ---- idle: no LIST and no write of what the resync watches -------------------------------
     std::thread::sleep(Duration::from_secs(3));
-    let idle = Duration::from_secs(35);
+    let idle = Duration::from_secs(65);
     let before = requests(&up)?;
     std::thread::sleep(idle);
     let after = requests(&up)?;
