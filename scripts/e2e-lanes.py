@@ -35,6 +35,7 @@ ALONE = {
     "ha",  # < 1 % failed requests while replicas and etcd members die
     "leader",  # the Lease taken over and a drift repaired within 20 s of a kill
     "metering",  # a restamp within 5 s
+    "resync_watch",  # drift repaired within 5 s, and within 20 s of the leader's SIGKILL
     "serve_threads",  # per-core serving: throughput ratios
     "upstream_faults",  # recovery times after the apiserver freezes and restarts
 }

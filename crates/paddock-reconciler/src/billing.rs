@@ -1,8 +1,8 @@
 //! Stamping a tenant's billing key on its upstream namespaces (paddock_core::observe::billing holds the
 //! decisions; docs/metering.md). Three moments: a namespace the tenant creates is stamped
 //! before the answer; an admin change restamps every namespace of the tenant before the admin
-//! API answers; the 30 s resync restamps any namespace that drifted (another replica's window,
-//! a namespace created while paddock was down).
+//! API answers; the watch-driven resync (`resync.rs`) restamps any namespace that drifted (the
+//! key removed upstream, another replica's window, a namespace created while paddock was down).
 
 use paddock_core::TenantId;
 use paddock_core::observe::billing::{BILLING_FIELD_MANAGER, BillingKey};

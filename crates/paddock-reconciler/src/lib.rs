@@ -4,7 +4,8 @@
 //!   objects themselves are data in `paddock_core::provision`);
 //! - [`rbac_sync`]: the mirrors that give tenant ClusterRoleBindings their namespaced meaning;
 //! - [`lifecycle`]: creating, repairing and deleting a tenant;
-//! - [`resync`]: the periodic repair of every tenant; [`prune`]: store upkeep;
+//! - [`resync`]: the watch-driven repair of every tenant (the leader's); [`prune`]: store
+//!   upkeep;
 //! - [`rights`]: the start-up check that paddock's own credential holds what it needs;
 //! - [`billing`]: the tenant's billing key stamped on its namespaces (docs/metering.md);
 //! - [`templates`]: namespace templates stamped into tenant namespaces (docs/templates.md).

@@ -10,7 +10,8 @@
 //! - **Tenant ClusterRoleBindings are inert upstream.** Their subjects are stored in the shadow
 //!   form (paddock-core maps them), so they grant nothing to any real identity. Their namespaced
 //!   meaning is produced here: one mirror RoleBinding per tenant ClusterRoleBinding in every
-//!   namespace of the tenant, kept in step when either side changes and on a periodic resync.
+//!   namespace of the tenant, kept in step when either side changes (the request path, and the
+//!   watch-driven resync, `resync.rs`).
 //! - **Tenant custom resources.** A per-tenant ClusterRole grants the admins' shadow group the
 //!   tenant's own CRD groups (cluster-scoped custom resources); namespaced ones are covered by the
 //!   admins' RoleBinding in each namespace.
@@ -22,6 +23,7 @@ use paddock_core::{TENANT_LABEL, TenantId};
 use serde_json::{Value, json};
 
 use paddock_core::identity::shadow_admin_group;
+use paddock_core::provision::resync::Watched;
 use paddock_core::provision::tenant_cluster_role_name;
 use paddock_core::tenant::MANAGED_FOR_LABEL;
 use paddock_upstream::error::ServerError;
@@ -32,7 +34,7 @@ use paddock_upstream::upstream::Upstream;
 /// Name prefix of the mirror RoleBindings: `paddock:crb:<upstream ClusterRoleBinding name>`.
 pub const MIRROR_PREFIX: &str = "paddock:crb:";
 /// Label marking mirror RoleBindings (with `paddock.io/managed-for`).
-pub const MIRROR_LABEL: &str = "paddock.io/mirror";
+pub use paddock_core::provision::resync::MIRROR_LABEL;
 
 /// A tenant's ClusterRoleBinding (upstream form) -> the subjects of its mirrors (real
 /// identities of the tenant); subjects that are not the tenant's shadows are left out.
@@ -120,17 +122,9 @@ async fn tenant_crbs(up: &Upstream, t: &TenantId) -> Result<Vec<Value>, ServerEr
     Ok(own_crbs(t, items))
 }
 
-/// Selector (unescaped) of what paddock manages for one tenant, or for any tenant.
-fn managed_for(t: Option<&TenantId>) -> String {
-    match t {
-        Some(t) => format!("{MANAGED_FOR_LABEL}={}", t.as_str()),
-        None => MANAGED_FOR_LABEL.to_owned(),
-    }
-}
-
-/// Label selector of the mirror RoleBindings of one tenant, or of all tenants.
+/// Label selector (escaped) of the mirror RoleBindings of one tenant, or of all tenants.
 fn mirror_selector(t: Option<&TenantId>) -> String {
-    upjson::query_escape(&format!("{},{MIRROR_LABEL}", managed_for(t)))
+    upjson::query_escape(&Watched::Mirrors.selector(t))
 }
 
 async fn sync_namespace_with(
@@ -247,8 +241,8 @@ impl TenantView {
     }
 }
 
-/// Lists behind [`TenantView`], with `selector` naming one tenant or all: the same requests
-/// serve the sync of one tenant and the periodic resync of every tenant.
+/// Lists behind [`TenantView`], of one tenant or of all: read upstream for the sync of one
+/// tenant (a tenant's RBAC write), taken from the reflectors' caches by the resync.
 pub(crate) struct ViewLists {
     crbs: Vec<Value>,
     namespaces: Vec<Value>,
@@ -259,23 +253,24 @@ pub(crate) struct ViewLists {
 }
 
 impl ViewLists {
+    /// The six lists, of one tenant or of all: the collections and selectors the resync's
+    /// reflectors watch (`paddock_core::provision::resync::Watched`), read once.
     pub(crate) async fn fetch(up: &Upstream, t: Option<&TenantId>) -> Result<Self, ServerError> {
-        let tenant = upjson::query_escape(&match t {
-            Some(t) => t.tenant_label_selector(),
-            None => TENANT_LABEL.to_owned(),
-        });
-        let managed = upjson::query_escape(&managed_for(t));
-        let rbac = "/apis/rbac.authorization.k8s.io/v1";
         let paths = [
-            format!("{rbac}/clusterrolebindings?labelSelector={tenant}"),
-            format!("/api/v1/namespaces?labelSelector={tenant}"),
-            format!("{rbac}/rolebindings?labelSelector={}", mirror_selector(t)),
+            Watched::TenantBindings,
+            Watched::Namespaces,
+            Watched::Mirrors,
+            Watched::Crds,
+            Watched::ManagedRoles,
+            Watched::ManagedBindings,
+        ]
+        .map(|w| {
             format!(
-                "/apis/apiextensions.k8s.io/v1/customresourcedefinitions?labelSelector={tenant}"
-            ),
-            format!("{rbac}/clusterroles?labelSelector={managed}"),
-            format!("{rbac}/clusterrolebindings?labelSelector={managed}"),
-        ];
+                "{}?labelSelector={}",
+                w.collection(),
+                upjson::query_escape(&w.selector(t))
+            )
+        });
         let (crbs, namespaces, mirrors, crds, managed_roles, managed_bindings) = tokio::try_join!(
             upjson::list(up, &paths[0]),
             upjson::list(up, &paths[1]),
@@ -294,45 +289,69 @@ impl ViewLists {
         })
     }
 
+    /// The lists as the resync's caches hold them: each object with the collection it was
+    /// watched in (FlowSchemas are no part of a view).
+    pub(crate) fn from_cached<'a>(objects: impl Iterator<Item = (Watched, &'a Value)>) -> Self {
+        let mut v = ViewLists {
+            crbs: Vec::new(),
+            namespaces: Vec::new(),
+            mirrors: Vec::new(),
+            crds: Vec::new(),
+            managed_roles: Vec::new(),
+            managed_bindings: Vec::new(),
+        };
+        for (w, o) in objects {
+            let list = match w {
+                Watched::TenantBindings => &mut v.crbs,
+                Watched::Namespaces => &mut v.namespaces,
+                Watched::Mirrors => &mut v.mirrors,
+                Watched::Crds => &mut v.crds,
+                Watched::ManagedRoles => &mut v.managed_roles,
+                Watched::ManagedBindings => &mut v.managed_bindings,
+                Watched::FlowSchemas => continue,
+            };
+            list.push(o.clone());
+        }
+        v
+    }
+
     /// Sorts everything by tenant (the label's value); objects of ids that are not valid
     /// tenant ids are left out.
     pub(crate) fn by_tenant(self) -> BTreeMap<TenantId, TenantView> {
         let mut views: BTreeMap<TenantId, TenantView> = BTreeMap::new();
-        let owner = |o: &Value, label: &str| -> Option<TenantId> {
-            o["metadata"]["labels"][label]
-                .as_str()
-                .and_then(|v| TenantId::parse(v).ok())
-        };
         for c in self.crbs {
-            if let Some(t) = owner(&c, TENANT_LABEL) {
+            if let Some(t) = Watched::TenantBindings.owner(&c) {
                 views.entry(t).or_default().crbs.push(c);
             }
         }
         for n in self.namespaces {
-            if let Some(t) = owner(&n, TENANT_LABEL) {
+            if let Some(t) = Watched::Namespaces.owner(&n) {
                 views.entry(t).or_default().namespaces.push(n);
             }
         }
         for rb in self.mirrors {
-            if let Some(t) = owner(&rb, MANAGED_FOR_LABEL) {
+            if let Some(t) = Watched::Mirrors.owner(&rb) {
                 views.entry(t).or_default().add_mirror(rb);
             }
         }
         for crd in &self.crds {
-            if let Some(t) = owner(crd, TENANT_LABEL) {
+            if let Some(t) = Watched::Crds.owner(crd) {
                 views.entry(t.clone()).or_default().add_crd(&t, crd);
             }
         }
-        for (objs, is_role) in [(self.managed_roles, true), (self.managed_bindings, false)] {
+        for (objs, w) in [
+            (self.managed_roles, Watched::ManagedRoles),
+            (self.managed_bindings, Watched::ManagedBindings),
+        ] {
             for o in objs {
-                let Some(t) = owner(&o, MANAGED_FOR_LABEL) else {
+                let Some(t) = w.owner(&o) else {
                     continue;
                 };
                 if o["metadata"]["name"].as_str() != Some(&tenant_cluster_role_name(&t)) {
                     continue;
                 }
                 let v = views.entry(t).or_default();
-                if is_role {
+                if w == Watched::ManagedRoles {
                     v.custom_role = Some(o);
                 } else {
                     v.custom_binding = Some(o);
@@ -500,6 +519,28 @@ mod tests {
         assert_eq!(bar.mirrors["barbar-a"].len(), 1);
         assert!(bar.custom_role.is_none());
         assert_eq!(views.len(), 2);
+    }
+
+    #[test]
+    fn cached_objects_make_the_same_view_as_the_lists() {
+        let ns = json!({"metadata": {"name": "foofoo-web", "labels": {TENANT_LABEL: "foofoo"}}});
+        let crb = json!({"metadata": {"name": "foofoo-b", "labels": {TENANT_LABEL: "foofoo"}}});
+        let rb = json!({"metadata": {"name": "paddock:crb:foofoo-b", "namespace": "foofoo-web", "labels": {MANAGED_FOR_LABEL: "foofoo"}}});
+        let fs = json!({"metadata": {"name": "paddock-tenants-foofoo-flow", "labels": {MANAGED_FOR_LABEL: "foofoo"}}});
+        let cached = [
+            (Watched::Namespaces, &ns),
+            (Watched::TenantBindings, &crb),
+            (Watched::Mirrors, &rb),
+            // Not part of a view.
+            (Watched::FlowSchemas, &fs),
+        ];
+        let views = ViewLists::from_cached(cached.into_iter()).by_tenant();
+        let foo = &views[&t()];
+        assert_eq!(foo.namespaces(), [ns]);
+        assert_eq!(foo.crbs, [crb]);
+        assert_eq!(foo.mirrors["foofoo-web"], [rb]);
+        assert!(foo.custom_role.is_none() && foo.crd_groups.is_empty());
+        assert_eq!(views.len(), 1);
     }
 
     #[test]

@@ -1,20 +1,47 @@
-//! The periodic repair and resync of every active tenant.
+//! The repair and resync of every active tenant, driven by watches (docs/operations.md
+//! "Leadership"), as the namespace-template sync is (docs/templates.md "Sync").
+//!
+//! While this replica leads, reflectors (`paddock_upstream::reflector`: LIST, then WATCH with
+//! bookmarks, a re-list on 410 Gone and at most hourly) keep caches of the seven collections
+//! the resync judges from (`paddock_core::provision::resync::Watched`): the six behind the
+//! tenants' RBAC mirrors, custom-resources roles, namespace setup and billing stamps, and the
+//! tenants' own FlowSchemas. A change a watch sees queues the tenant the object belongs to
+//! (its owner label, before and after); the tenant is judged from the caches alone and only
+//! what differs is written. Every [`REPLAY_EVERY`] every active tenant is judged again from the
+//! caches (no upstream read). When nothing changes, nothing is sent upstream but the open
+//! watches: the old timer re-read the cluster with six paged LISTs every 30 s, a steady load
+//! that grew with tenants (docs/performance.md, issue 37).
+//!
+//! At each gain of the leadership every active tenant is repaired as before (its grants moved
+//! to the current model after an upgrade); at each loss the reflectors and the caches go.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::time::Duration;
 
 use paddock_core::TenantId;
+use paddock_core::provision::reflect::{Cache, WorkQueue, backoff};
+use paddock_core::provision::resync::{OwnerIndex, Watched, flow_schema_in_step};
+use paddock_core::provision::{tenant_flow_schema_name, tenant_own_flow_schema};
+use paddock_store::{TenantPhase, TenantRecord};
+use paddock_upstream::error::ServerError;
+use paddock_upstream::reflector::{self, Feed, Source};
+use tokio::sync::mpsc;
+use tokio::time::Instant;
 
-use crate::{Reconciler, billing, lifecycle, rbac_sync};
+use crate::rbac_sync::{TenantView, ViewLists};
+use crate::{Reconciler, billing, lifecycle, provision, rbac_sync};
 
-/// While this replica leads (docs/operations.md "Leadership"): repairs every active tenant's
-/// upstream grants when it gains the leadership (at start, so an upgrade moves old grants to
-/// the current model), then resyncs the mirrors every 30 s (changes paddock did not see: a
-/// ClusterRoleBinding removed by garbage collection, another replica's writes, drift).
-///
-/// A resync pass reads the cluster with six lists, whatever the number of tenants, and writes
-/// only differences: a pass that asked a dozen questions per tenant (one list per namespace)
-/// was a steady background load on the apiserver that grew with the cluster
-/// (docs/performance.md).
+/// How often every active tenant is judged again from the caches (no upstream read).
+const REPLAY_EVERY: Duration = Duration::from_secs(60);
+/// The longest time between two real re-lists of a watched collection.
+const RELIST_AFTER: Duration = Duration::from_secs(3600);
+/// How often tenants whose repair failed are looked at for a retry.
+const RETRY_TICK: Duration = Duration::from_secs(1);
+/// The reflectors' channel to the resync.
+const CHANNEL: usize = 1024;
+
+/// While this replica leads: the watch-driven resync of every active tenant of its cluster.
 pub async fn resync_loop(state: Arc<Reconciler>) {
     let leadership = state.leadership.clone();
     leadership
@@ -24,56 +51,240 @@ pub async fn resync_loop(state: Arc<Reconciler>) {
         .await;
 }
 
+/// One leadership: dropped (reflectors, caches and all) when it is lost.
 async fn resync_leading(state: Arc<Reconciler>) {
-    let mut first = true;
+    let stop = state.shutdown.child_token();
+    let _stop_reflectors = stop.clone().drop_guard();
+    let (tx, mut rx) = mpsc::channel(CHANNEL);
+    let apf = state.tenant_priority_shares > 0;
+    // Without APF objects of its own paddock leaves FlowSchemas alone (and may lack the right
+    // to watch them, docs/operations.md).
+    for w in Watched::ALL
+        .into_iter()
+        .filter(|w| apf || *w != Watched::FlowSchemas)
+    {
+        let source = Source::new(w.collection(), &w.selector(None), RELIST_AFTER);
+        let (state, tx, stop) = (state.clone(), tx.clone(), stop.clone());
+        tokio::spawn(async move {
+            reflector::run(&state.upstream, &source, w.index(), tx, stop).await;
+        });
+    }
+    drop(tx);
+    // The reflectors list meanwhile; what they read waits in the channel.
+    repair_all(&state).await;
+    let mut r = Resync::new(state.clone());
+    let mut replay = tokio::time::interval_at(Instant::now() + REPLAY_EVERY, REPLAY_EVERY);
+    replay.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut retry = tokio::time::interval(RETRY_TICK);
+    retry.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut store = state.cache.subscribe();
     loop {
-        let active: Vec<TenantId> = state
+        tokio::select! {
+            f = rx.recv() => match f {
+                Some((id, feed)) => r.feed(id, feed),
+                None => return,
+            },
+            Ok(()) = store.changed() => r.records_changed(),
+            _ = replay.tick() => r.enqueue_all(),
+            _ = retry.tick() => r.retry_due(),
+            _ = state.shutdown.cancelled() => return,
+        }
+        // What else has arrived first: a burst of events is one judgement per tenant.
+        while let Ok((id, feed)) = rx.try_recv() {
+            r.feed(id, feed);
+        }
+        r.work().await;
+    }
+}
+
+/// At the gain of the leadership: every active tenant's grants and billing stamps repaired
+/// with reads of its own (an upgrade moves old grants to the current model).
+async fn repair_all(state: &Reconciler) {
+    for t in active_tenants(state) {
+        if let Err(e) = lifecycle::repair_tenant(&state.upstream, &t).await {
+            tracing::warn!(tenant = %t, error = %e, "tenant repair failed");
+        }
+        if let Some(rec) = state.cache.tenant(t.as_str())
+            && let Err(e) = billing::restamp_tenant(&state.upstream, &t, &rec.billing).await
+        {
+            tracing::warn!(tenant = %t, error = %e, "billing key restamp failed");
+        }
+    }
+}
+
+/// The active tenants that live on this reconciler's cluster.
+fn active_tenants(state: &Reconciler) -> Vec<TenantId> {
+    state
+        .cache
+        .tenants()
+        .into_iter()
+        .filter(|rec| rec.phase == TenantPhase::Active && state.owns(rec))
+        .map(|rec| rec.id.clone())
+        .collect()
+}
+
+/// The resync of one leadership: the caches, who owns what in them, and the queue.
+struct Resync {
+    state: Arc<Reconciler>,
+    /// By [`Watched::index`].
+    caches: [Cache; Watched::ALL.len()],
+    index: OwnerIndex,
+    queue: WorkQueue<TenantId>,
+    /// A tenant whose repair failed: not before this, and failures in a row.
+    retry: BTreeMap<TenantId, (Instant, u32)>,
+    /// The tenant records as last seen in the store cache.
+    records: BTreeMap<TenantId, Arc<TenantRecord>>,
+    /// Every cache has had its first list: before that, absence means nothing (a mirror
+    /// cache filled before the bindings' would read as mirrors to delete).
+    synced: bool,
+}
+
+impl Resync {
+    fn new(state: Arc<Reconciler>) -> Self {
+        let mut caches: [Cache; Watched::ALL.len()] = std::array::from_fn(|_| Cache::default());
+        if state.tenant_priority_shares == 0 {
+            // Not watched (above): an empty list stands for it.
+            caches[Watched::FlowSchemas.index()].replace(Vec::new());
+        }
+        Resync {
+            state,
+            caches,
+            index: OwnerIndex::default(),
+            queue: WorkQueue::default(),
+            retry: BTreeMap::new(),
+            records: BTreeMap::new(),
+            synced: false,
+        }
+    }
+
+    /// What a reflector read: into its cache and the index; the tenants it concerns queued.
+    fn feed(&mut self, id: usize, feed: Feed) {
+        let Some(&w) = Watched::ALL.get(id) else {
+            return;
+        };
+        let cache = &mut self.caches[id];
+        let changes = match feed {
+            Feed::Listed(items) => cache.replace(items),
+            Feed::Event(ev) => cache.apply(ev).into_iter().collect(),
+            // Not asked for (no `refused_wait`): a refusal is retried as a failure.
+            Feed::Refused(_) => Vec::new(),
+        };
+        for c in changes {
+            let (ns, name) = c.key().clone();
+            let owner = self.caches[id].get(&ns, &name).and_then(|o| w.owner(o));
+            for t in self.index.set(w, (ns, name), owner) {
+                self.queue.add(t);
+            }
+        }
+        if !self.synced && self.caches.iter().all(|c| c.synced) {
+            self.synced = true;
+            tracing::info!("tenant resync: every watched collection listed; judging every tenant");
+            self.enqueue_all();
+        }
+    }
+
+    /// The store cache changed: the tenants whose record changed are judged again. A billing
+    /// key changed through another replica is stamped there, and the namespace events of that
+    /// stamping may reach this resync before the new record does; judged with the old key,
+    /// the namespaces would be stamped back, so the new record is judged again as it arrives.
+    /// A tenant that became active is judged at once too.
+    fn records_changed(&mut self) {
+        let now: BTreeMap<TenantId, Arc<TenantRecord>> = self
+            .state
             .cache
             .tenants()
             .into_iter()
-            .filter(|rec| rec.phase == paddock_store::TenantPhase::Active && state.owns(rec))
-            .map(|rec| rec.id.clone())
+            .map(|rec| (rec.id.clone(), rec))
             .collect();
-        if first {
-            for t in &active {
-                if let Err(e) = lifecycle::repair_tenant(&state.upstream, t).await {
-                    tracing::warn!(tenant = %t, error = %e, "tenant repair failed");
-                }
-                if let Some(rec) = state.cache.tenant(t.as_str())
-                    && let Err(e) = billing::restamp_tenant(&state.upstream, t, &rec.billing).await
-                {
-                    tracing::warn!(tenant = %t, error = %e, "billing key restamp failed");
-                }
+        for (t, rec) in &now {
+            if self.records.get(t).is_none_or(|old| **old != **rec) {
+                self.queue.add(t.clone());
             }
-        } else {
-            match rbac_sync::ViewLists::fetch(&state.upstream, None).await {
-                Ok(lists) => {
-                    let mut views = lists.by_tenant();
-                    for t in &active {
-                        let view = views.remove(t).unwrap_or_default();
-                        if let Err(e) = rbac_sync::reconcile_tenant(&state.upstream, t, &view).await
-                        {
-                            tracing::warn!(tenant = %t, error = %e, "tenant RBAC resync failed");
-                        }
-                        let key = state.cache.tenant(t.as_str()).map(|r| r.billing.clone());
-                        if let Some(key) = key
-                            && let Err(e) =
-                                billing::restamp_listed(&state.upstream, t, &key, view.namespaces())
-                                    .await
-                        {
-                            tracing::warn!(tenant = %t, error = %e, "billing key restamp failed");
-                        }
+        }
+        self.records = now;
+    }
+
+    fn enqueue_all(&mut self) {
+        for t in active_tenants(&self.state) {
+            self.queue.add(t);
+        }
+    }
+
+    fn retry_due(&mut self) {
+        let now = Instant::now();
+        let due: Vec<TenantId> = self
+            .retry
+            .iter()
+            .filter(|(_, (at, _))| *at <= now)
+            .map(|(t, _)| t.clone())
+            .collect();
+        for t in due {
+            self.queue.add(t);
+        }
+    }
+
+    /// Judges every queued tenant, one after the other (a tenant in step costs no request).
+    async fn work(&mut self) {
+        if !self.synced {
+            return;
+        }
+        while let Some(t) = self.queue.take() {
+            let waiting = self
+                .retry
+                .get(&t)
+                .is_some_and(|(at, _)| *at > Instant::now());
+            if !waiting {
+                match self.reconcile(&t).await {
+                    Ok(()) => {
+                        self.retry.remove(&t);
+                    }
+                    Err(e) => {
+                        tracing::warn!(tenant = %t, error = %e, "tenant resync failed; retried with backoff");
+                        let n = self.retry.get(&t).map_or(0, |(_, n)| *n);
+                        let at = Instant::now() + backoff(n, 0.5);
+                        self.retry.insert(t.clone(), (at, n.saturating_add(1)));
                     }
                 }
-                Err(e) => {
-                    tracing::warn!(error = %e, "tenant RBAC resync: reading the cluster failed")
-                }
             }
+            self.queue.done(&t);
         }
-        first = false;
-        tokio::select! {
-            _ = tokio::time::sleep(std::time::Duration::from_secs(30)) => {}
-            _ = state.shutdown.cancelled() => return,
+    }
+
+    /// Brings one tenant in step with what the caches show: its RBAC mirrors, its
+    /// custom-resources role, the setup of its namespaces, its billing stamps and its
+    /// FlowSchema. Writes nothing when all agrees.
+    async fn reconcile(&self, t: &TenantId) -> Result<(), ServerError> {
+        let Some(rec) = self.state.cache.tenant(t.as_str()) else {
+            return Ok(());
+        };
+        if rec.phase != TenantPhase::Active || !self.state.owns(&rec) {
+            return Ok(());
         }
+        let up = &self.state.upstream;
+        let view = self.view(t);
+        rbac_sync::reconcile_tenant(up, t, &view).await?;
+        let stamped = billing::restamp_listed(up, t, &rec.billing, view.namespaces()).await?;
+        if stamped > 0 {
+            tracing::info!(tenant = %t, namespaces = stamped, "billing key restamped");
+        }
+        let shares = self.state.tenant_priority_shares;
+        let cached = self.caches[Watched::FlowSchemas.index()].get("", &tenant_flow_schema_name(t));
+        if shares > 0 && !flow_schema_in_step(&tenant_own_flow_schema(t), cached) {
+            provision::ensure_tenant_flow_schema(up, t, shares).await?;
+            tracing::info!(tenant = %t, missing = cached.is_none(), "tenant FlowSchema put back");
+        }
+        Ok(())
+    }
+
+    /// Tenant `t`'s view, from the caches (its objects found through the index).
+    fn view(&self, t: &TenantId) -> TenantView {
+        let objects = self
+            .index
+            .of(t)
+            .filter_map(|(w, (ns, name))| self.caches[w.index()].get(ns, name).map(|o| (*w, o)));
+        ViewLists::from_cached(objects)
+            .by_tenant()
+            .remove(t)
+            .unwrap_or_default()
     }
 }

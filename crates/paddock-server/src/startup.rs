@@ -83,7 +83,8 @@ pub async fn flush_access_log_loop(state: Arc<AppState>) {
 }
 
 /// Bootstrap (and the admission webhook's installation) and discovery, retried with backoff
-/// until both succeed; then the work a crash interrupted, and the periodic RBAC resync.
+/// until both succeed; then the work a crash interrupted, and the tenant resync (the leader's,
+/// driven by watches).
 pub async fn bootstrap_loop(state: Arc<AppState>, admission_url: Option<String>) {
     let mut delay = Duration::from_millis(200);
     loop {
@@ -111,7 +112,8 @@ pub async fn bootstrap_loop(state: Arc<AppState>, admission_url: Option<String>)
         }
     }
     finish_interrupted_work(&state).await;
-    // Least-privilege grants and RBAC mirrors: repaired at start, resynced periodically.
+    // Grants, RBAC mirrors, billing stamps and FlowSchemas: repaired at each gain of the
+    // leadership, then kept in step from watches (docs/operations.md "Leadership").
     tokio::spawn(resync::resync_loop(state.reconciler.clone()));
 }
 

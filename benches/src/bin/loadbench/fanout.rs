@@ -81,7 +81,8 @@ pub(crate) async fn fanout_bench(
         t0.elapsed().as_secs_f64()
     );
     // Namespaces created behind paddock's back get their setup (RoleBinding, NetworkPolicy,
-    // quota, pod-security label) from its periodic resync, up to 30 s later, and the
+    // quota, pod-security label) from its resync, driven by watches (about a second after
+    // each namespace is seen; at most 30 s later before it was), and the
     // controllers and kwok are still busy with the new namespaces and pods: wait for both, so
     // that "among" measures the cluster's size, not its churn. (Measured before this wait,
     // a resync pass setting up a few hundred namespaces at once made `get -A` 1.9-2.2x.)

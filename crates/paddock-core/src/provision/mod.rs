@@ -2,13 +2,15 @@
 //! keeps there, the platform-wide bootstrap (the shared cluster-scope role, the admission
 //! guard policies, the tenants' priority level), and each tenant namespace's own objects.
 //! The reconciler (`paddock-reconciler`) writes them, [`reflect`] is the pure half of the
-//! watches that keep them in place, and [`lease`] the pure half of the leader election that
-//! decides which replica does the once-per-fleet work; nothing here does I/O.
+//! watches that keep them in place ([`resync`]: what the tenant resync watches and how it
+//! judges), and [`lease`] the pure half of the leader election that decides which replica
+//! does the once-per-fleet work; nothing here does I/O.
 
 pub mod builtin_roles;
 pub mod guard;
 pub mod lease;
 pub mod reflect;
+pub mod resync;
 
 use serde_json::{Value, json};
 
