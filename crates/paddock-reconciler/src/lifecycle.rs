@@ -51,8 +51,20 @@ pub async fn repair_tenant(up: &Upstream, t: &TenantId) -> Result<(), ServerErro
     provision_tenant(up, t).await
 }
 
-/// Creates (or repairs) everything a tenant needs upstream. Idempotent.
+/// Creates (or repairs) everything a tenant needs upstream, and brings what derives from its
+/// RBAC and CRDs in step (six lists by the tenant's label). Idempotent.
 pub async fn provision_tenant(up: &Upstream, t: &TenantId) -> Result<(), ServerError> {
+    provision_fresh_tenant(up, t).await?;
+    rbac_sync::sync_tenant(up, t).await
+}
+
+/// What a new tenant needs upstream: its default namespaces, their bindings, the `kubernetes`
+/// Service and the built-in roles. Enough for a tenant the prefix check has just shown to own
+/// nothing upstream (no bindings to mirror, no CRD): [`provision_tenant`]'s RBAC sync would
+/// read six lists (each a scan of the apiserver's cache of that kind, so slower as the
+/// cluster grows) to find nothing to do, and the watch-driven resync judges the tenant from
+/// its caches as soon as its namespaces appear.
+async fn provision_fresh_tenant(up: &Upstream, t: &TenantId) -> Result<(), ServerError> {
     // The default namespaces side by side: tenant creation is a chain of upstream round
     // trips, and its latency is what the platform admin waits for (docs/performance.md).
     let namespaces: Vec<String> = DEFAULT_NAMESPACES
@@ -79,8 +91,7 @@ pub async fn provision_tenant(up: &Upstream, t: &TenantId) -> Result<(), ServerE
                 "spec": {"type": "ClusterIP", "ports": [{"name": "https", "port": 443, "protocol": "TCP", "targetPort": 443}]}}),
     )
     .await?;
-    ensure_builtin_roles(up, t).await?;
-    rbac_sync::sync_tenant(up, t).await
+    ensure_builtin_roles(up, t).await
 }
 
 /// How long a tenant deletion waits for upstream namespaces to finish terminating.
@@ -132,7 +143,7 @@ pub async fn create_tenant(
         clusters: state.placed_on(),
     };
     state.store.create_tenant(&rec).await?;
-    let provisioned = match provision_tenant(&state.upstream, &tid).await {
+    let provisioned = match provision_fresh_tenant(&state.upstream, &tid).await {
         Ok(()) => {
             provision::ensure_tenant_flow_schema(
                 &state.upstream,

@@ -20,7 +20,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use paddock_core::TenantId;
-use paddock_core::provision::reflect::{Cache, WorkQueue, backoff};
+use paddock_core::provision::reflect::{Cache, Settle, WorkQueue, backoff};
 use paddock_core::provision::resync::{OwnerIndex, Watched, flow_schema_in_step};
 use paddock_core::provision::{tenant_flow_schema_name, tenant_own_flow_schema};
 use paddock_store::{TenantPhase, TenantRecord};
@@ -40,6 +40,13 @@ const RELIST_AFTER: Duration = Duration::from_secs(3600);
 const RETRY_TICK: Duration = Duration::from_secs(1);
 /// The reflectors' channel to the resync.
 const CHANNEL: usize = 1024;
+/// A tenant is judged once its objects have been quiet this long (`Settle`): not in the middle
+/// of its own creation, which would be "repaired" beside it...
+const QUIET: Duration = Duration::from_millis(1000);
+/// ...but never later than this after its first change (drift is back within ~1 s).
+const LONGEST: Duration = Duration::from_secs(5);
+/// How often settled tenants are looked for.
+const SETTLE_TICK: Duration = Duration::from_millis(200);
 
 /// While this replica leads: the watch-driven resync of every active tenant of its cluster.
 pub async fn resync_loop(state: Arc<Reconciler>) {
@@ -77,6 +84,8 @@ async fn resync_leading(state: Arc<Reconciler>) {
     replay.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut retry = tokio::time::interval(RETRY_TICK);
     retry.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut settle = tokio::time::interval(SETTLE_TICK);
+    settle.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut store = state.cache.subscribe();
     loop {
         tokio::select! {
@@ -87,6 +96,7 @@ async fn resync_leading(state: Arc<Reconciler>) {
             Ok(()) = store.changed() => r.records_changed(),
             _ = replay.tick() => r.enqueue_all(),
             _ = retry.tick() => r.retry_due(),
+            _ = settle.tick(), if !r.settle.is_empty() => r.settled(),
             _ = state.shutdown.cancelled() => return,
         }
         // What else has arrived first: a burst of events is one judgement per tenant.
@@ -130,6 +140,10 @@ struct Resync {
     caches: [Cache; Watched::ALL.len()],
     index: OwnerIndex,
     queue: WorkQueue<TenantId>,
+    /// Tenants a change concerns, until their objects are quiet.
+    settle: Settle<TenantId>,
+    /// The origin of `settle`'s times.
+    started: Instant,
     /// A tenant whose repair failed: not before this, and failures in a row.
     retry: BTreeMap<TenantId, (Instant, u32)>,
     /// The tenant records as last seen in the store cache.
@@ -151,6 +165,8 @@ impl Resync {
             caches,
             index: OwnerIndex::default(),
             queue: WorkQueue::default(),
+            settle: Settle::new(QUIET, LONGEST),
+            started: Instant::now(),
             retry: BTreeMap::new(),
             records: BTreeMap::new(),
             synced: false,
@@ -172,8 +188,9 @@ impl Resync {
         for c in changes {
             let (ns, name) = c.key().clone();
             let owner = self.caches[id].get(&ns, &name).and_then(|o| w.owner(o));
+            let now = self.started.elapsed();
             for t in self.index.set(w, (ns, name), owner) {
-                self.queue.add(t);
+                self.settle.changed(t, now);
             }
         }
         if !self.synced && self.caches.iter().all(|c| c.synced) {
@@ -198,10 +215,17 @@ impl Resync {
             .collect();
         for (t, rec) in &now {
             if self.records.get(t).is_none_or(|old| **old != **rec) {
-                self.queue.add(t.clone());
+                self.settle.changed(t.clone(), self.started.elapsed());
             }
         }
         self.records = now;
+    }
+
+    /// Tenants whose objects have gone quiet: queued.
+    fn settled(&mut self) {
+        for t in self.settle.due(self.started.elapsed()) {
+            self.queue.add(t);
+        }
     }
 
     fn enqueue_all(&mut self) {

@@ -253,6 +253,55 @@ impl<K: Ord + Clone> WorkQueue<K> {
     }
 }
 
+/// Keys that wait for their objects to go quiet before they are worked on: each change pushes
+/// a key's turn to `quiet` after it, but never past `longest` after its first change. A
+/// tenant being created changes for about a second (namespaces, bindings, Services, stamps
+/// arrive one after the other); judged in the middle it would be found incomplete and
+/// "repaired" beside its own creation, writing everything twice. A drift is one change: its
+/// key's turn comes `quiet` later.
+#[derive(Debug)]
+pub struct Settle<K: Ord + Clone> {
+    quiet: Duration,
+    longest: Duration,
+    /// Key -> (first change, turn).
+    waiting: BTreeMap<K, (Duration, Duration)>,
+}
+
+impl<K: Ord + Clone> Settle<K> {
+    pub fn new(quiet: Duration, longest: Duration) -> Self {
+        Settle {
+            quiet,
+            longest,
+            waiting: BTreeMap::new(),
+        }
+    }
+
+    /// A change of `k` at `now` (time since any fixed start).
+    pub fn changed(&mut self, k: K, now: Duration) {
+        let first = self.waiting.get(&k).map_or(now, |(first, _)| *first);
+        let turn = (now + self.quiet).min(first + self.longest);
+        self.waiting.insert(k, (first, turn));
+    }
+
+    /// The keys whose turn has come by `now`, no longer waiting.
+    pub fn due(&mut self, now: Duration) -> Vec<K> {
+        let due: Vec<K> = self
+            .waiting
+            .iter()
+            .filter(|(_, (_, turn))| *turn <= now)
+            .map(|(k, _)| k.clone())
+            .collect();
+        for k in &due {
+            self.waiting.remove(k);
+        }
+        due
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.waiting.is_empty()
+    }
+}
+
 #[cfg(test)]
 #[path = "reflect_tests.rs"]
 mod tests;

@@ -117,3 +117,27 @@ fn the_work_queue_deduplicates_and_keeps_changes_made_during_work() {
     assert!(q.is_empty());
     assert_eq!(q.active(), 0);
 }
+
+#[test]
+fn settle_waits_for_quiet_but_not_for_ever() {
+    let ms = Duration::from_millis;
+    let mut s = Settle::new(ms(1000), ms(5000));
+    // A drift: one change, its turn a second later.
+    s.changed("drift", ms(0));
+    assert!(s.due(ms(999)).is_empty());
+    assert_eq!(s.due(ms(1000)), vec!["drift"]);
+    assert!(s.is_empty());
+    // A creation: changes every 300 ms push the turn on...
+    for t in (0..=1200).step_by(300) {
+        s.changed("creation", ms(10_000 + t));
+    }
+    assert!(s.due(ms(12_100)).is_empty());
+    assert_eq!(s.due(ms(12_200)), vec!["creation"]);
+    // ...but a key that never goes quiet still gets its turn `longest` after its first change.
+    for t in (0..=6000).step_by(100) {
+        s.changed("busy", ms(20_000 + t));
+        if t == 5000 {
+            assert_eq!(s.due(ms(20_000 + t)), vec!["busy"]);
+        }
+    }
+}

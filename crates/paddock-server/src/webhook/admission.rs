@@ -203,7 +203,27 @@ async fn decide(
     req: &AdmissionRequest,
 ) -> Outcome {
     let ns = req.tenant_namespace();
-    let record = paddock_core::tenant::tenant_of(ns).and_then(|t| state.cache.tenant(t));
+    let record = match paddock_core::tenant::tenant_of(ns) {
+        Some(t) => match state.cache.tenant(t) {
+            Some(r) => Some(r),
+            // A tenant created a moment ago through another replica: its first namespaces
+            // reach this webhook before the store's watch brings the record to this replica's
+            // cache (seen at ~870 tenants, creations four at a time). The store decides.
+            None => match state.store.get_tenant(t).await {
+                Ok(r) => r.map(Arc::new),
+                Err(e) => {
+                    return Outcome::Deny(Refusal {
+                        code: 500,
+                        reason: "InternalError",
+                        message: format!(
+                            "paddock policy tenant: could not read tenant {t:?} from the store: {e}"
+                        ),
+                    });
+                }
+            },
+        },
+        None => None,
+    };
     let Some(record) = record else {
         return Outcome::Deny(Refusal::forbidden(
             "tenant",
