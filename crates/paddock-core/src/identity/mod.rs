@@ -1,6 +1,7 @@
 //! Identities: how a tenant user is impersonated upstream, and how users and groups written in
 //! RBAC subjects and access reviews move in and out of the tenant.
 
+pub mod headers;
 pub mod impersonate;
 pub mod names;
 pub mod review;
