@@ -4,7 +4,10 @@
 
 use super::*;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+
+use paddock_e2e::forwarder::Forwarder;
+use paddock_upstream::upstream::{Upstream, UpstreamCredential};
 
 /// Where the suite runs.
 pub(crate) struct Arena<'a> {
@@ -21,6 +24,56 @@ pub(crate) struct Arena<'a> {
     pub(crate) extra_cases: Vec<Case>,
     /// File name of the table under target/.
     pub(crate) report: &'static str,
+    /// Front-proxy mode (paddock started with `upstream_identity_mode = "front-proxy"`): the
+    /// front-proxy client certificate and key, with which the bypass at `up` asserts the
+    /// attacker's identity as paddock does; None: the bypass impersonates it.
+    pub(crate) front_proxy: Option<(PathBuf, PathBuf)>,
+}
+
+/// The identity headers paddock sends for the attacker's admin (impersonation names; the
+/// front-proxy upstream renames them).
+fn attacker_identity() -> Result<Vec<(String, String)>> {
+    let t = paddock_core::TenantId::parse(A).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let mut h = http::HeaderMap::new();
+    paddock_server::proxy::outbound::add_impersonation_as(
+        &mut h,
+        &t,
+        "admin",
+        &["tenant-admins".to_owned()],
+        paddock_core::identity::As::Real,
+    )
+    .map_err(|e| anyhow::anyhow!("{e}"))?;
+    h.iter()
+        .map(|(n, v)| Ok((n.to_string(), v.to_str()?.to_owned())))
+        .collect()
+}
+
+/// The front-proxy bypass: a forwarder to the apiserver of `kubeconfig` with the front-proxy
+/// certificate, asserting the attacker's identity.
+fn front_proxy_bypass(kubeconfig: &Path, (cert, key): &(PathBuf, PathBuf)) -> Result<Forwarder> {
+    let cred = UpstreamCredential::from_kubeconfig(kubeconfig)?;
+    let up = Upstream::new(cred, Duration::from_secs(60))?
+        .with_front_proxy(&std::fs::read(cert)?, &std::fs::read(key)?)?;
+    Forwarder::start(up, attacker_identity()?)
+}
+
+/// The attacker's own certificate through paddock, each request claiming to be the cluster's
+/// admin, in `system:masters`, of the victim's tenant, in front-proxy headers.
+fn x_remote_claims(tenant_kubeconfig: &Path) -> Result<Forwarder> {
+    let cred = UpstreamCredential::from_kubeconfig(tenant_kubeconfig)?;
+    let claims = [
+        ("x-remote-user", "system:admin"),
+        ("x-remote-group", "system:masters"),
+        ("x-remote-group", "paddock:tenant:bravoo"),
+        ("x-remote-extra-paddock.io%2ftenant", "bravoo"),
+    ];
+    Forwarder::start(
+        Upstream::new(cred, Duration::from_secs(60))?,
+        claims
+            .iter()
+            .map(|(n, v)| ((*n).to_owned(), (*v).to_owned()))
+            .collect(),
+    )
 }
 
 impl Arena<'_> {
@@ -207,7 +260,27 @@ pub(crate) fn run_suite(
     for (key, k) in &arena.bypass_at {
         kc.insert(key, k.clone());
     }
+    // Kept for the run: the forwarders stop when dropped.
+    let x_remote = x_remote_claims(&a_kc)?;
+    kc.insert(
+        "a-x-remote",
+        Kubectl::new(x_remote.kubeconfig(&dir, "a-x-remote")?)?.cache_dir(cache("a-x-remote")),
+    );
+    let mut front_proxy = BTreeMap::new();
+    let bypass_fp = match &arena.front_proxy {
+        Some(files) => {
+            let f = front_proxy_bypass(&arena.direct_kubeconfig, files)?;
+            front_proxy.insert(
+                "up",
+                Kubectl::new(f.kubeconfig(&dir, "bypass-front-proxy")?)?
+                    .cache_dir(cache("bypass-front-proxy")),
+            );
+            Some(f)
+        }
+        None => None,
+    };
     let world = World {
+        front_proxy,
         kc,
         as_a: vec![
             "--as=paddock:alphaa:admin".into(),
@@ -310,6 +383,7 @@ pub(crate) fn run_suite(
 
     // ---- deletion ------------------------------------------------------------------------------
     let deletion = deletion();
+    drop((x_remote, bypass_fp));
 
     eprintln!("\n==== isolation cases ({} attack cases)\n", all.len());
     for r in &t.rows {
