@@ -6,12 +6,13 @@
 //!
 //! - in front of paddock with a tenant's certificate, adding `X-Remote-*` claims (a tenant
 //!   trying to be someone else to the apiserver behind paddock);
-//! - in front of the apiserver with the front-proxy certificate, adding the identity paddock
-//!   asserts for the attacker (the bypass of front-proxy mode: the apiserver alone must
-//!   refuse what translation would have refused). The upstream renames the impersonation
-//!   headers to `X-Remote-*` there, as for paddock itself.
+//! - in front of the apiserver with the front-proxy certificate (the bypass of front-proxy
+//!   mode: the apiserver alone must refuse what translation would have refused): kubectl's
+//!   own `--as`/`--as-group` headers name the identity, as in the impersonation bypass, and
+//!   the upstream renames them to `X-Remote-*`, as it does for paddock itself
+//!   ([`Claims::FromClientImpersonation`]).
 //!
-//! Whatever identity headers the client sent are dropped first; only the added ones go on.
+//! Otherwise whatever identity headers the client sent are dropped; only the added ones go on.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -24,24 +25,37 @@ use hyper_util::rt::TokioIo;
 use paddock_upstream::answer_body::AnswerBody;
 use paddock_upstream::upstream::{Route, Upstream};
 
+/// Which identity headers go on.
+pub enum Claims {
+    /// None of the client's; these instead (lower-case names).
+    Add(Vec<(String, String)>),
+    /// The client's `Impersonate-*` headers (its `X-Remote-*` ones are dropped).
+    FromClientImpersonation,
+}
+
 /// A running forwarder; it stops when dropped.
 pub struct Forwarder {
     addr: SocketAddr,
     stop: stop::Stop,
 }
 
-/// Request headers never passed on: hop by hop, the body's framing (recomputed), and every
-/// identity claim.
-fn dropped(name: &str) -> bool {
+/// Request headers not passed on: hop by hop, the body's framing (recomputed), the client's
+/// credential, and identity claims but, with `keep_impersonation`, `Impersonate-*`.
+fn dropped(name: &str, keep_impersonation: bool) -> bool {
+    use paddock_core::identity::headers::{IMPERSONATE, is_identity_header};
     matches!(
         name,
         "host" | "connection" | "content-length" | "transfer-encoding" | "authorization"
-    ) || paddock_core::identity::headers::is_identity_header(name)
+    ) || (is_identity_header(name) && !(keep_impersonation && name.starts_with(IMPERSONATE.prefix)))
 }
 
 impl Forwarder {
-    /// Starts on 127.0.0.1 (its own thread and runtime), forwarding to `up` with `add`.
-    pub fn start(up: Upstream, add: Vec<(String, String)>) -> Result<Self> {
+    /// Starts on 127.0.0.1 (its own thread and runtime), forwarding to `up` with `claims`.
+    pub fn start(up: Upstream, claims: Claims) -> Result<Self> {
+        let (add, keep) = match claims {
+            Claims::Add(add) => (add, false),
+            Claims::FromClientImpersonation => (Vec::new(), true),
+        };
         let add: Vec<(HeaderName, HeaderValue)> = add
             .into_iter()
             .map(|(n, v)| {
@@ -64,7 +78,7 @@ impl Forwarder {
             else {
                 return;
             };
-            rt.block_on(serve(std_listener, up, add, stopped));
+            rt.block_on(serve(std_listener, up, (add, keep), stopped));
         });
         Ok(Forwarder { addr, stop })
     }
@@ -93,25 +107,23 @@ impl Drop for Forwarder {
     }
 }
 
-async fn serve(
-    listener: std::net::TcpListener,
-    up: Upstream,
-    add: Vec<(HeaderName, HeaderValue)>,
-    stop: stop::Stop,
-) {
+/// The headers added, and whether the client's `Impersonate-*` ones are kept.
+type Plan = (Vec<(HeaderName, HeaderValue)>, bool);
+
+async fn serve(listener: std::net::TcpListener, up: Upstream, plan: Plan, stop: stop::Stop) {
     let Ok(listener) = tokio::net::TcpListener::from_std(listener) else {
         return;
     };
-    let add = std::sync::Arc::new(add);
+    let plan = std::sync::Arc::new(plan);
     loop {
         let accepted = tokio::select! {
             a = listener.accept() => a,
             _ = stop.fired() => return,
         };
         let Ok((tcp, _)) = accepted else { continue };
-        let (up, add) = (up.clone(), add.clone());
+        let (up, plan) = (up.clone(), plan.clone());
         tokio::spawn(async move {
-            let svc = hyper::service::service_fn(move |req| forward(up.clone(), add.clone(), req));
+            let svc = hyper::service::service_fn(move |req| forward(up.clone(), plan.clone(), req));
             let _ = hyper::server::conn::http1::Builder::new()
                 .serve_connection(TokioIo::new(tcp), svc)
                 .await;
@@ -121,7 +133,7 @@ async fn serve(
 
 async fn forward(
     up: Upstream,
-    add: std::sync::Arc<Vec<(HeaderName, HeaderValue)>>,
+    plan: std::sync::Arc<Plan>,
     req: Request<Incoming>,
 ) -> Result<Response<AnswerBody>, std::io::Error> {
     let io = |e: String| std::io::Error::other(e);
@@ -136,11 +148,11 @@ async fn forward(
         .method(parts.method.clone())
         .uri(up.uri(path).map_err(|e| io(e.to_string()))?);
     for (n, v) in &parts.headers {
-        if !dropped(n.as_str()) {
+        if !dropped(n.as_str(), plan.1) {
             out = out.header(n, v);
         }
     }
-    for (n, v) in add.iter() {
+    for (n, v) in plan.0.iter() {
         out = out.header(n, v);
     }
     let out = out

@@ -6,8 +6,9 @@ pub(crate) struct World {
     pub(crate) kc: BTreeMap<&'static str, Kubectl>,
     pub(crate) as_a: Vec<String>,
     /// Front-proxy mode: by apiserver key, the kubectl whose requests a forwarder sends on
-    /// with the front-proxy certificate, asserting the attacker's identity as paddock does
-    /// (`suite::front_proxy_bypass`); empty: the bypass impersonates with `as_a`.
+    /// with the front-proxy certificate, the identity of its `--as` flags (`as_a`, and a
+    /// step's own) asserted as `X-Remote-*` (`suite::front_proxy_bypass`); empty: the bypass
+    /// impersonates.
     pub(crate) front_proxy: BTreeMap<&'static str, Kubectl>,
 }
 
@@ -22,9 +23,9 @@ impl World {
             Who::A => ("a", &[]),
             Who::B => ("b", &[]),
             Who::Up => ("up", &[]),
-            // Front-proxy mode: the attacker's identity is asserted by a forwarder, not by flags.
+            // Front-proxy mode: the same flags, asserted as `X-Remote-*` by a forwarder.
             Who::Bypass if self.front_proxy.contains_key(bypass) => {
-                return run_with(&self.front_proxy[bypass], &[], s);
+                return run_with(&self.front_proxy[bypass], &self.as_a, s);
             }
             Who::Bypass => (bypass, &self.as_a),
             Who::AXRemote => ("a-x-remote", &[]),

@@ -6,7 +6,7 @@ use super::*;
 
 use std::path::{Path, PathBuf};
 
-use paddock_e2e::forwarder::Forwarder;
+use paddock_e2e::forwarder::{Claims, Forwarder};
 use paddock_upstream::upstream::{Upstream, UpstreamCredential};
 
 /// Where the suite runs.
@@ -30,31 +30,33 @@ pub(crate) struct Arena<'a> {
     pub(crate) front_proxy: Option<(PathBuf, PathBuf)>,
 }
 
-/// The identity headers paddock sends for the attacker's admin (impersonation names; the
-/// front-proxy upstream renames them).
-fn attacker_identity() -> Result<Vec<(String, String)>> {
-    let t = paddock_core::TenantId::parse(A).map_err(|e| anyhow::anyhow!("{e}"))?;
-    let mut h = http::HeaderMap::new();
-    paddock_server::proxy::outbound::add_impersonation_as(
-        &mut h,
-        &t,
-        "admin",
-        &["tenant-admins".to_owned()],
-        paddock_core::identity::As::Real,
-    )
-    .map_err(|e| anyhow::anyhow!("{e}"))?;
-    h.iter()
-        .map(|(n, v)| Ok((n.to_string(), v.to_str()?.to_owned())))
-        .collect()
-}
-
 /// The front-proxy bypass: a forwarder to the apiserver of `kubeconfig` with the front-proxy
-/// certificate, asserting the attacker's identity.
+/// certificate, asserting the identity kubectl's `--as` flags name (the attacker's, as in the
+/// impersonation bypass) as `X-Remote-*` headers.
 fn front_proxy_bypass(kubeconfig: &Path, (cert, key): &(PathBuf, PathBuf)) -> Result<Forwarder> {
     let cred = UpstreamCredential::from_kubeconfig(kubeconfig)?;
     let up = Upstream::new(cred, Duration::from_secs(60))?
         .with_front_proxy(&std::fs::read(cert)?, &std::fs::read(key)?)?;
-    Forwarder::start(up, attacker_identity()?)
+    Forwarder::start(up, Claims::FromClientImpersonation)
+}
+
+/// The front-proxy bypass gives the apiserver the identity the impersonation bypass does:
+/// `auth whoami` with the same `--as` flags, both ways.
+fn same_identity_both_ways(world: &World) -> Result<()> {
+    let whoami = |k: &Kubectl| -> Result<serde_json::Value> {
+        let mut args = world.as_a.clone();
+        args.extend(["auth", "whoami", "-o", "json"].map(String::from));
+        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+        let v: serde_json::Value = serde_json::from_str(&k.run(&refs)?)?;
+        Ok(v["status"]["userInfo"].clone())
+    };
+    for (key, fp) in &world.front_proxy {
+        let (imp, front) = (whoami(&world.kc[key])?, whoami(fp)?);
+        if imp != front || front["username"] != "paddock:alphaa:admin" {
+            bail!("the bypass at {key}: impersonated {imp}, as front proxy {front}");
+        }
+    }
+    Ok(())
 }
 
 /// The attacker's own certificate through paddock, each request claiming to be the cluster's
@@ -69,10 +71,12 @@ fn x_remote_claims(tenant_kubeconfig: &Path) -> Result<Forwarder> {
     ];
     Forwarder::start(
         Upstream::new(cred, Duration::from_secs(60))?,
-        claims
-            .iter()
-            .map(|(n, v)| ((*n).to_owned(), (*v).to_owned()))
-            .collect(),
+        Claims::Add(
+            claims
+                .iter()
+                .map(|(n, v)| ((*n).to_owned(), (*v).to_owned()))
+                .collect(),
+        ),
     )
 }
 
@@ -289,6 +293,8 @@ pub(crate) fn run_suite(
             "--as-group=system:authenticated".into(),
         ],
     };
+
+    same_identity_both_ways(&world)?;
 
     // ---- attacks through paddock, with controls --------------------------------------------------
     let mut all = cases();
