@@ -47,12 +47,6 @@ const IMPERSONATION: &[Right] = &[
         verbs: &["impersonate"],
         why: "tenant requests carry the tenant's groups",
     },
-    Right {
-        group: "authentication.k8s.io",
-        resource: "userextras/paddock.io/tenant",
-        verbs: &["impersonate"],
-        why: "tenant requests carry the tenant id as an extra",
-    },
 ];
 
 /// The leader election's right, in the Lease's namespace only (the chart's Role).
@@ -151,15 +145,20 @@ async fn allowed(
 /// The rights of [`required_rights`] paddock's credential lacks, as [`describe`] spells them,
 /// then those of [`LEASE_RIGHT`] in `lease_namespace` (leader election on). Without `apf`
 /// (tenant_priority_shares = 0) the APF objects are left alone, so their rights are not
-/// needed.
+/// needed; with a front-proxy upstream (`upstream_identity_mode`) the `impersonate` rights
+/// are not either.
 pub async fn missing_rights(
     up: &Upstream,
     apf: bool,
     lease_namespace: Option<&str>,
 ) -> Result<Vec<String>, ServerError> {
     // Tenants' own APF objects are listed and deleted with the tenant whatever `apf` says.
+    // As the front proxy, paddock asserts tenant identities without impersonating them.
+    let front_proxy = up.is_front_proxy();
     let needed = move |r: &Right, v: &str| {
-        apf || r.group != "flowcontrol.apiserver.k8s.io" || matches!(v, "list" | "delete")
+        let apf_ok =
+            apf || r.group != "flowcontrol.apiserver.k8s.io" || matches!(v, "list" | "delete");
+        apf_ok && !(front_proxy && v == "impersonate")
     };
     let rights = required_rights();
     let checks = rights.iter().flat_map(move |r| {
@@ -243,13 +242,15 @@ mod tests {
     fn rights_are_spelled_as_kubectl_does() {
         let rights = required_rights();
         assert_eq!(describe(&rights[0], "impersonate"), "impersonate users");
-        let extra = rights
-            .iter()
-            .find(|r| r.resource.starts_with("userextras"))
-            .expect("userextras right");
+        let sub = Right {
+            group: "authentication.k8s.io",
+            resource: "userextras/scopes",
+            verbs: &["impersonate"],
+            why: "",
+        };
         assert_eq!(
-            describe(extra, "impersonate"),
-            "impersonate userextras.authentication.k8s.io/paddock.io/tenant"
+            describe(&sub, "impersonate"),
+            "impersonate userextras.authentication.k8s.io/scopes"
         );
         let rules = cluster_role_rules();
         assert_eq!(rules.as_array().map(Vec::len), Some(rights.len()));

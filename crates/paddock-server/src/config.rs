@@ -60,6 +60,8 @@ pub struct ServerConfig {
     pub certs_dir: PathBuf,
     /// Kubeconfig of paddock's own upstream credential.
     pub upstream_kubeconfig: PathBuf,
+    /// How tenant identities are asserted upstream: impersonation or front proxy.
+    pub upstream_identity: UpstreamIdentityConfig,
     /// Tenant store backend.
     pub store: StoreKind,
     /// Data directory of the embedded store.
@@ -134,6 +136,57 @@ pub struct ServerConfig {
     pub templates: TemplatesConfig,
     /// Leader election among the replicas (docs/operations.md "Leadership").
     pub leader: LeaderConfig,
+}
+
+/// How tenant identities are asserted upstream (config `upstream_identity_mode`,
+/// `front_proxy_client_cert`, `front_proxy_client_key`; docs/security.md "Upstream identity").
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct UpstreamIdentityConfig {
+    pub mode: paddock_core::identity::headers::UpstreamIdentityMode,
+    /// Client certificate signed by the upstream's request-header CA, with a CN among its
+    /// `--requestheader-allowed-names` (front-proxy mode only).
+    pub client_cert: Option<PathBuf>,
+    /// Its private key: whoever holds it can be anyone to the apiserver.
+    pub client_key: Option<PathBuf>,
+}
+
+/// A front-proxy client certificate and its key, PEM.
+pub type FrontProxyPems = (Vec<u8>, Vec<u8>);
+
+impl UpstreamIdentityConfig {
+    /// The front-proxy certificate and key (PEM) in front-proxy mode, None under
+    /// impersonation; an error names the setting that is missing or unreadable.
+    pub fn load(&self) -> Result<Option<FrontProxyPems>, String> {
+        use paddock_core::identity::headers::UpstreamIdentityMode as Mode;
+        let files = [
+            ("front_proxy_client_cert", &self.client_cert),
+            ("front_proxy_client_key", &self.client_key),
+        ];
+        if self.mode == Mode::Impersonate {
+            return match files.iter().find(|(_, p)| p.is_some()) {
+                // A key that does nothing is a key lying about: say so rather than ignore it.
+                Some((key, _)) => Err(format!(
+                    "{key}: set, but upstream_identity_mode is \"impersonate\" (set upstream_identity_mode = \"front-proxy\" to use it)"
+                )),
+                None => Ok(None),
+            };
+        }
+        let mut pems = Vec::new();
+        for (key, path) in files {
+            let path = path.as_ref().ok_or_else(|| {
+                format!("{key}: required when upstream_identity_mode is \"front-proxy\"")
+            })?;
+            let pem = std::fs::read(path)
+                .map_err(|e| format!("{key}: cannot read {}: {e}", path.display()))?;
+            if pem.is_empty() {
+                return Err(format!("{key}: {} is empty", path.display()));
+            }
+            pems.push(pem);
+        }
+        let key = pems.pop().unwrap_or_default();
+        let cert = pems.pop().unwrap_or_default();
+        Ok(Some((cert, key)))
+    }
 }
 
 /// The admission webhook the apiserver calls (config).
@@ -278,6 +331,7 @@ impl ServerConfig {
                 ));
             }
         }
+        self.upstream_identity.load()?;
         if self.store == StoreKind::Etcd {
             self.validate_etcd()?;
         }
@@ -442,6 +496,7 @@ mod tests {
             listen: SocketAddr::from(([127, 0, 0, 1], 8443)),
             certs_dir: "certs".into(),
             upstream_kubeconfig: "k".into(),
+            upstream_identity: UpstreamIdentityConfig::default(),
             store: StoreKind::Etcd,
             data_dir: "d".into(),
             etcd_endpoints: endpoints.iter().map(|e| e.to_string()).collect(),
@@ -507,6 +562,40 @@ mod tests {
         mixed.etcd_ca_file = Some(ca.clone());
         assert!(err(&mixed).contains("plain http"));
         std::fs::remove_file(&ca).ok();
+    }
+
+    #[test]
+    fn front_proxy_needs_a_readable_certificate_and_key() {
+        use paddock_core::identity::headers::UpstreamIdentityMode as Mode;
+        let dir = std::env::temp_dir().join(format!("paddock-fp-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).ok();
+        let (cert, key) = (dir.join("fp.crt"), dir.join("fp.key"));
+        std::fs::write(&cert, "CERT").ok();
+        std::fs::write(&key, "KEY").ok();
+        let err = |c: &UpstreamIdentityConfig| c.load().err().unwrap_or_default();
+        let mut c = UpstreamIdentityConfig::default();
+        assert_eq!(c.load(), Ok(None));
+        c.client_cert = Some(cert.clone());
+        assert!(
+            err(&c).contains("upstream_identity_mode is \"impersonate\""),
+            "{}",
+            err(&c)
+        );
+        c.mode = Mode::FrontProxy;
+        assert!(
+            err(&c).starts_with("front_proxy_client_key: required"),
+            "{}",
+            err(&c)
+        );
+        c.client_key = Some(dir.join("absent.key"));
+        assert!(
+            err(&c).contains("front_proxy_client_key: cannot read"),
+            "{}",
+            err(&c)
+        );
+        c.client_key = Some(key.clone());
+        assert_eq!(c.load(), Ok(Some((b"CERT".to_vec(), b"KEY".to_vec()))));
+        std::fs::remove_dir_all(&dir).ok();
     }
 }
 

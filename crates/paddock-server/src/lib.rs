@@ -31,7 +31,6 @@ use paddock_upstream::lease::{self, Leadership};
 
 use crate::front::ReloadingTls;
 use crate::state::AppState;
-use paddock_upstream::upstream::{Upstream, UpstreamCredential};
 
 /// How long the start-up self-check waits for an apiserver that does not answer.
 const SELF_CHECK_PATIENCE: Duration = Duration::from_secs(60);
@@ -50,8 +49,7 @@ pub async fn open_store(config: &ServerConfig) -> Result<Store, ServerError> {
 /// requests get `shutdown_grace` to finish, and it returns.
 pub async fn run(config: ServerConfig, shutdown: CancellationToken) -> Result<(), ServerError> {
     config.validate().map_err(ServerError::Config)?;
-    let cred = UpstreamCredential::from_kubeconfig(&config.upstream_kubeconfig)?;
-    let upstream = Upstream::new(cred, config.upstream_timeout)?;
+    let upstream = startup::upstream(&config)?;
     let ca = paddock_pki::Ca::load(&config.ca_cert(), &config.ca_key())
         .map_err(|e| ServerError::Config(format!("certs_dir: tenant CA: {e}")))?;
     let tls = Arc::new(ReloadingTls::load(
@@ -71,6 +69,7 @@ pub async fn run(config: ServerConfig, shutdown: CancellationToken) -> Result<()
         SELF_CHECK_PATIENCE,
     )
     .await?;
+    startup::check_front_proxy(&upstream).await?;
     record_admin_certificate(&config, &store).await;
     let admission = webhook::admission::AdmissionServer::bind(&config).await?;
     provision::set_admission_webhook(admission.is_some());

@@ -207,3 +207,63 @@ pub async fn reload_loop(state: Arc<AppState>, tls: Arc<ReloadingTls>) {
         }
     }
 }
+
+/// The user the front-proxy start-up check asserts: no tenant's, and granted nothing.
+const FRONT_PROXY_PROBE_USER: &str = "paddock:front-proxy-check";
+
+/// Builds paddock's upstream: its own credential, plus the front-proxy connection in
+/// front-proxy mode (`upstream_identity_mode`).
+pub fn upstream(config: &ServerConfig) -> Result<Upstream, ServerError> {
+    let cred = paddock_upstream::upstream::UpstreamCredential::from_kubeconfig(
+        &config.upstream_kubeconfig,
+    )?;
+    let up = Upstream::new(cred, config.upstream_timeout)?;
+    match config
+        .upstream_identity
+        .load()
+        .map_err(ServerError::Config)?
+    {
+        Some((cert, key)) => up.with_front_proxy(&cert, &key),
+        None => Ok(up),
+    }
+}
+
+/// In front-proxy mode, that the apiserver takes paddock's front-proxy assertions: a
+/// SelfSubjectReview asserting [`FRONT_PROXY_PROBE_USER`] must come back as that user. A
+/// certificate the apiserver does not trust (another CA, a CN outside
+/// `--requestheader-allowed-names`) makes it someone else, and paddock refuses to start rather
+/// than serve every tenant request as that someone.
+pub async fn check_front_proxy(up: &Upstream) -> Result<(), ServerError> {
+    if !up.is_front_proxy() {
+        return Ok(());
+    }
+    let body =
+        serde_json::json!({"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"});
+    let req = http::Request::post(up.uri("/apis/authentication.k8s.io/v1/selfsubjectreviews")?)
+        .header(http::header::CONTENT_TYPE, "application/json")
+        .header(http::header::ACCEPT, "application/json")
+        .header("impersonate-user", FRONT_PROXY_PROBE_USER)
+        .body(paddock_upstream::body::full_up(bytes::Bytes::from(
+            body.to_string(),
+        )))
+        .map_err(|e| ServerError::Internal(e.to_string()))?;
+    let deadline = up.deadline();
+    let resp = up
+        .send_until(req, paddock_upstream::upstream::Route::Short, deadline)
+        .await?;
+    let status = resp.status();
+    let raw = up
+        .collect_until(resp.into_body(), 64 * 1024, deadline)
+        .await?;
+    let answer: serde_json::Value = serde_json::from_slice(&raw).unwrap_or_default();
+    let got = answer["status"]["userInfo"]["username"].as_str();
+    if status.is_success() && got == Some(FRONT_PROXY_PROBE_USER) {
+        tracing::info!("front proxy: the apiserver takes paddock's X-Remote-* identities");
+        return Ok(());
+    }
+    Err(ServerError::Config(format!(
+        "front_proxy_client_cert: the apiserver at {} does not take paddock as its front proxy (asserted {FRONT_PROXY_PROBE_USER:?}, answer {status} as {}): the certificate must be signed by its --requestheader-client-ca-file and its CN be in --requestheader-allowed-names",
+        up.server(),
+        got.unwrap_or("nobody")
+    )))
+}

@@ -7,13 +7,14 @@
 //! doing the once-per-fleet work ([`lease`]).
 //!
 //! Module layers (no cycles): `rare` (a leaf; the HTTP/2 client is `paddock_h2::client`);
-//! `answer_body` <- `body` <- `tap`; `body` <- `error` <- `limit`, `h2_conn` <- `short_set` <-
+//! `answer_body` <- `body` <- `tap`; `body` <- `error` <- `limit`, `h2_conn` <- `short_set`, `watch_pool`, `front_proxy` <-
 //! `upstream` <- `upjson` <- `reflector` <- `lease`.
 
 pub mod answer_body;
 pub mod bearer;
 pub mod body;
 pub mod error;
+pub mod front_proxy;
 pub mod h2_conn;
 pub mod lease;
 pub mod limit;
@@ -25,5 +26,6 @@ pub mod short_set;
 pub mod tap;
 pub mod upjson;
 pub mod upstream;
+pub mod watch_pool;
 
 pub use error::ServerError;

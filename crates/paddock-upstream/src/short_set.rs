@@ -268,11 +268,13 @@ fn unreachable(what: &str, e: &dyn std::fmt::Display) -> ServerError {
     ServerError::UpstreamUnreachable(format!("{what}: {e}"))
 }
 
-/// The tenant id of an impersonated request, from its tenant group.
+/// The tenant id of a request asserting a tenant identity, from its tenant group (either
+/// way of asserting it: `crate::front_proxy`).
 fn tenant_of<B>(req: &Request<B>) -> Option<&str> {
-    req.headers()
-        .get_all("impersonate-group")
+    let h = req.headers();
+    h.get_all("impersonate-group")
         .iter()
+        .chain(h.get_all("x-remote-group").iter())
         .filter_map(|v| v.to_str().ok())
         .find_map(|g| g.strip_prefix(TENANT_GROUP_PREFIX))
 }

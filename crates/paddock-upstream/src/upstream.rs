@@ -19,7 +19,6 @@
 
 use std::path::Path;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use base64::Engine;
@@ -34,6 +33,7 @@ use serde::Deserialize;
 use crate::answer_body::AnswerBody;
 use crate::body::UpBody;
 use crate::error::ServerError;
+pub use crate::watch_pool::{StreamSlot, WATCH_STREAMS_PER_CONN, WatchPool};
 
 /// paddock's credential for the upstream apiserver, read from a kubeconfig.
 #[derive(Clone)]
@@ -230,7 +230,8 @@ impl UpstreamCredential {
     }
 }
 
-/// The pools plus the credential.
+/// The pools plus the credential, and the pools of the front-proxy connection when tenant
+/// identities are asserted as an authenticating front proxy ([`crate::front_proxy`]).
 #[derive(Clone)]
 pub struct Upstream {
     cred: UpstreamCredential,
@@ -238,11 +239,51 @@ pub struct Upstream {
     bearer: Option<Arc<crate::bearer::Bearer>>,
     /// Bound on short requests, from sending to the end of the answer (`upstream_timeout`).
     timeout: Duration,
+    /// paddock's own credential: its own requests, and tenants' under impersonation.
+    own: Pools,
+    /// The front-proxy client certificate's connections: every request that asserts a tenant
+    /// identity, its headers renamed to `X-Remote-*`. None: impersonation.
+    front_proxy: Option<Pools>,
+}
+
+/// The connection pools of one client credential.
+#[derive(Clone)]
+pub(crate) struct Pools {
     /// Short requests: a few HTTP/2 connections, one tenant always on the same one.
     short: Arc<crate::short_set::ShortSet>,
     bulk: Client<HttpsConnector<HttpConnector>, UpBody>,
     long: Client<HttpsConnector<HttpConnector>, UpBody>,
     watches: Arc<WatchPool>,
+}
+
+impl Pools {
+    /// The pools of `cred`'s client certificate; short requests are bounded by `timeout`.
+    pub(crate) fn new(cred: &UpstreamCredential, timeout: Duration) -> Result<Self, ServerError> {
+        let bulk = Client::builder(TokioExecutor::new())
+            .pool_idle_timeout(Duration::from_secs(90))
+            .pool_max_idle_per_host(BULK_POOL_MAX_IDLE)
+            .timer(hyper_util::rt::TokioTimer::new())
+            .build(connector(cred, Versions::H1)?);
+        let watches = Arc::new(WatchPool::new(connector(cred, Versions::H2)?));
+        let short = Arc::new(crate::short_set::ShortSet::new(
+            crate::h2_conn::Dialer::new(&cred.server, upstream_tls(cred)?)?,
+            Client::builder(TokioExecutor::new())
+                .pool_idle_timeout(Duration::from_secs(90))
+                .timer(hyper_util::rt::TokioTimer::new())
+                .build(connector(cred, Versions::H1)?),
+            timeout,
+        ));
+        let long = Client::builder(TokioExecutor::new())
+            .pool_idle_timeout(Duration::from_secs(30))
+            .http1_preserve_header_case(false)
+            .build(connector(cred, Versions::H1)?);
+        Ok(Pools {
+            short,
+            bulk,
+            long,
+            watches,
+        })
+    }
 }
 
 /// Which pool a (non-watch) request goes to.
@@ -258,152 +299,6 @@ pub enum Route {
 
 /// Idle connections the list pool keeps (one per list in flight).
 const BULK_POOL_MAX_IDLE: usize = 64;
-
-/// Watches per upstream HTTP/2 connection: below kube-apiserver's limit of concurrent streams
-/// (`--http2-max-streams-per-connection`, 100 at the least in any version), so a watch never
-/// queues behind others for a stream.
-pub const WATCH_STREAMS_PER_CONN: usize = 100;
-/// HTTP/2 flow-control window of one watch. Data paddock has not yet passed on to a slow
-/// client waits in paddock's memory, at most this much per watch; the connection's window is
-/// the sum of its streams', so watches stalled by slow clients never stall the others.
-const WATCH_STREAM_WINDOW: u32 = 256 * 1024;
-
-/// One upstream HTTP/2 connection of the watch pool.
-struct WatchConn {
-    send: hyper::client::conn::http2::SendRequest<UpBody>,
-    active: Arc<AtomicUsize>,
-}
-
-/// HTTP/2 connections for watches, opened as needed, each carrying at most
-/// [`WATCH_STREAMS_PER_CONN`] streams. A connection whose watches have all ended is closed
-/// (one idle connection is kept).
-pub struct WatchPool {
-    connector: HttpsConnector<HttpConnector>,
-    conns: parking_lot::Mutex<Vec<WatchConn>>,
-    /// Serialises opening connections, so a burst of watches opens one, not one each.
-    opening: tokio::sync::Mutex<()>,
-}
-
-/// A watch's stream on a [`WatchPool`] connection; keep it as long as the response body.
-#[derive(Debug)]
-pub struct StreamSlot(Arc<AtomicUsize>);
-
-impl Drop for StreamSlot {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::AcqRel);
-    }
-}
-
-impl WatchPool {
-    fn new(connector: HttpsConnector<HttpConnector>) -> Self {
-        WatchPool {
-            connector,
-            conns: parking_lot::Mutex::new(Vec::new()),
-            opening: tokio::sync::Mutex::new(()),
-        }
-    }
-
-    /// A stream on a connection with room, if there is one. Closed connections are dropped,
-    /// and so are idle ones beyond the first.
-    fn checkout(&self) -> Option<(hyper::client::conn::http2::SendRequest<UpBody>, StreamSlot)> {
-        let mut conns = self.conns.lock();
-        conns.retain(|c| !c.send.is_closed());
-        let mut idle_seen = false;
-        conns.retain(|c| {
-            if c.active.load(Ordering::Acquire) > 0 {
-                return true;
-            }
-            let keep = !idle_seen;
-            idle_seen = true;
-            keep
-        });
-        for c in conns.iter() {
-            let n = c.active.load(Ordering::Acquire);
-            if n < WATCH_STREAMS_PER_CONN {
-                c.active.fetch_add(1, Ordering::AcqRel);
-                return Some((c.send.clone(), StreamSlot(c.active.clone())));
-            }
-        }
-        None
-    }
-
-    /// Opens a connection (HTTP/2 by ALPN).
-    async fn open(&self, uri: &Uri) -> Result<(), ServerError> {
-        use tower::ServiceExt;
-        let io = self
-            .connector
-            .clone()
-            .oneshot(uri.clone())
-            .await
-            .map_err(|e| {
-                ServerError::UpstreamUnreachable(format!("{uri}: connecting for watches: {e}"))
-            })?;
-        let (send, conn) = hyper::client::conn::http2::Builder::new(TokioExecutor::new())
-            .timer(hyper_util::rt::TokioTimer::new())
-            .initial_stream_window_size(WATCH_STREAM_WINDOW)
-            .initial_connection_window_size(WATCH_STREAM_WINDOW * WATCH_STREAMS_PER_CONN as u32)
-            .keep_alive_interval(Duration::from_secs(30))
-            .keep_alive_timeout(Duration::from_secs(20))
-            .keep_alive_while_idle(true)
-            .handshake(io)
-            .await
-            .map_err(|e| {
-                ServerError::UpstreamUnreachable(format!(
-                    "{uri}: HTTP/2 handshake for watches: {e}"
-                ))
-            })?;
-        tokio::spawn(async move {
-            if let Err(e) = conn.await {
-                tracing::debug!(error = %e, "upstream watch connection ended");
-            }
-        });
-        self.conns.lock().push(WatchConn {
-            send,
-            active: Arc::new(AtomicUsize::new(0)),
-        });
-        Ok(())
-    }
-
-    async fn send(
-        &self,
-        req: Request<UpBody>,
-    ) -> Result<(Response<AnswerBody>, StreamSlot), ServerError> {
-        let (mut send, slot) = match self.checkout() {
-            Some(x) => x,
-            None => {
-                let _opening = self.opening.lock().await;
-                match self.checkout() {
-                    Some(x) => x,
-                    None => {
-                        self.open(req.uri()).await?;
-                        self.checkout().ok_or_else(|| {
-                            ServerError::UpstreamUnreachable(
-                                "upstream watch connection closed at once".into(),
-                            )
-                        })?
-                    }
-                }
-            }
-        };
-        send.ready().await.map_err(|e| {
-            ServerError::UpstreamUnreachable(format!("upstream watch connection: {e}"))
-        })?;
-        let resp = send
-            .send_request(req)
-            .await
-            .map_err(|e| ServerError::UpstreamUnreachable(format!("upstream watch: {e}")))?;
-        Ok((resp.map(AnswerBody::Hyper), slot))
-    }
-
-    /// Open connections and their streams (for tests and metrics).
-    pub fn stats(&self) -> (usize, usize) {
-        let conns = self.conns.lock();
-        (
-            conns.len(),
-            conns.iter().map(|c| c.active.load(Ordering::Acquire)).sum(),
-        )
-    }
-}
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Versions {
@@ -444,26 +339,7 @@ fn connector(
 impl Upstream {
     /// Builds the pools; short requests are bounded by `timeout` (see [`Upstream::send`]).
     pub fn new(cred: UpstreamCredential, timeout: Duration) -> Result<Self, ServerError> {
-        let long_conn = connector(&cred, Versions::H1)?;
-        let bulk = Client::builder(TokioExecutor::new())
-            .pool_idle_timeout(Duration::from_secs(90))
-            .pool_max_idle_per_host(BULK_POOL_MAX_IDLE)
-            .timer(hyper_util::rt::TokioTimer::new())
-            .build(connector(&cred, Versions::H1)?);
-        let watches = Arc::new(WatchPool::new(connector(&cred, Versions::H2)?));
-        let short_tls = upstream_tls(&cred)?;
-        let short = Arc::new(crate::short_set::ShortSet::new(
-            crate::h2_conn::Dialer::new(&cred.server, short_tls)?,
-            Client::builder(TokioExecutor::new())
-                .pool_idle_timeout(Duration::from_secs(90))
-                .timer(hyper_util::rt::TokioTimer::new())
-                .build(connector(&cred, Versions::H1)?),
-            timeout,
-        ));
-        let long = Client::builder(TokioExecutor::new())
-            .pool_idle_timeout(Duration::from_secs(30))
-            .http1_preserve_header_case(false)
-            .build(long_conn);
+        let own = Pools::new(&cred, timeout)?;
         let bearer = match &cred.token {
             Some(t) => Some(Arc::new(crate::bearer::Bearer::new(
                 t,
@@ -475,11 +351,55 @@ impl Upstream {
             cred,
             bearer,
             timeout,
-            short,
-            bulk,
-            long,
-            watches,
+            own,
+            front_proxy: None,
         })
+    }
+
+    /// The same upstream, tenant identities asserted as its authenticating front proxy: with
+    /// the front-proxy client certificate `cert_pem` and key `key_pem` (PEM), which the
+    /// upstream's request-header CA signed ([`crate::front_proxy`]).
+    pub fn with_front_proxy(
+        mut self,
+        cert_pem: &[u8],
+        key_pem: &[u8],
+    ) -> Result<Self, ServerError> {
+        let cred = UpstreamCredential {
+            client_cert_pem: Some(cert_pem.to_vec()),
+            client_key_pem: Some(key_pem.to_vec()),
+            // Never paddock's own token on the connection that asserts others' identities.
+            token: None,
+            token_file: None,
+            ..self.cred.clone()
+        };
+        self.front_proxy = Some(
+            Pools::new(&cred, self.timeout)
+                .map_err(|e| ServerError::Config(format!("front proxy: {e}")))?,
+        );
+        Ok(self)
+    }
+
+    /// Whether tenant identities go as front-proxy headers.
+    pub fn is_front_proxy(&self) -> bool {
+        self.front_proxy.is_some()
+    }
+
+    /// The pools `req` goes through, its headers made ready for them: a request asserting an
+    /// identity goes through the front-proxy connection if there is one, its identity headers
+    /// renamed there (the one place that picks the connection decides the names too, so the
+    /// two never disagree); everything else (paddock's own requests) with paddock's own
+    /// credential.
+    fn pools_for(&self, req: &mut Request<UpBody>) -> Result<&Pools, ServerError> {
+        if let Some(fp) = &self.front_proxy
+            && crate::front_proxy::assert_as_front_proxy(req.headers_mut())?
+        {
+            return Ok(fp);
+        }
+        if let Some(bearer) = &self.bearer {
+            req.headers_mut()
+                .insert(http::header::AUTHORIZATION, bearer.value());
+        }
+        Ok(&self.own)
     }
 
     /// The upstream base URL.
@@ -495,14 +415,6 @@ impl Upstream {
         uri.push_str(path_and_query);
         Uri::try_from(uri)
             .map_err(|e| ServerError::Internal(format!("bad upstream uri {path_and_query:?}: {e}")))
-    }
-
-    fn authorize(&self, req: &mut Request<UpBody>) -> Result<(), ServerError> {
-        if let Some(bearer) = &self.bearer {
-            req.headers_mut()
-                .insert(http::header::AUTHORIZATION, bearer.value());
-        }
-        Ok(())
     }
 
     /// The bound on short requests (`upstream_timeout`).
@@ -533,13 +445,13 @@ impl Upstream {
         route: Route,
         deadline: tokio::time::Instant,
     ) -> Result<Response<AnswerBody>, ServerError> {
-        self.authorize(&mut req)?;
+        let pools = self.pools_for(&mut req)?;
         let pooled = match route {
             // Bounded by the short set itself: on a live connection by the connection's one
             // timer rather than one per request; its errors name the request.
-            Route::Short => return self.short.send(req, deadline).await,
-            Route::Bulk => &self.bulk,
-            Route::Stream => &self.long,
+            Route::Short => return pools.short.send(req, deadline).await,
+            Route::Bulk => &pools.bulk,
+            Route::Stream => &pools.long,
         };
         // Named in an error only.
         let (method, uri) = (req.method().clone(), req.uri().clone());
@@ -587,9 +499,9 @@ impl Upstream {
         &self,
         mut req: Request<UpBody>,
     ) -> Result<(Response<AnswerBody>, StreamSlot), ServerError> {
-        self.authorize(&mut req)?;
+        let pools = self.pools_for(&mut req)?;
         let what = format!("WATCH {}", req.uri());
-        match tokio::time::timeout(self.timeout, self.watches.send(req)).await {
+        match tokio::time::timeout(self.timeout, pools.watches.send(req)).await {
             Ok(r) => r,
             Err(_) => Err(ServerError::UpstreamTimeout(self.timeout, what)),
         }
@@ -627,7 +539,13 @@ impl Upstream {
 
     /// The watch pool's connections and open streams.
     pub fn watch_pool_stats(&self) -> (usize, usize) {
-        self.watches.stats()
+        let (mut conns, mut streams) = self.own.watches.stats();
+        if let Some(fp) = &self.front_proxy {
+            let (c, s) = fp.watches.stats();
+            conns += c;
+            streams += s;
+        }
+        (conns, streams)
     }
 }
 

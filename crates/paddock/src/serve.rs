@@ -33,6 +33,19 @@ pub struct ServeArgs {
     /// Kubeconfig of paddock's own upstream credential.
     #[arg(long, env = "PADDOCK_UPSTREAM_KUBECONFIG")]
     pub upstream_kubeconfig: Option<PathBuf>,
+    /// How tenant identities are asserted upstream: `impersonate` (the default; Impersonate-*
+    /// headers with paddock's credential) or `front-proxy` (X-Remote-* headers with the
+    /// front-proxy client certificate; docs/security.md "Upstream identity").
+    #[arg(long, env = "PADDOCK_UPSTREAM_IDENTITY_MODE")]
+    pub upstream_identity_mode: Option<String>,
+    /// Front-proxy mode: client certificate signed by the apiserver's request-header CA, its
+    /// CN among --requestheader-allowed-names.
+    #[arg(long, env = "PADDOCK_FRONT_PROXY_CLIENT_CERT")]
+    pub front_proxy_client_cert: Option<PathBuf>,
+    /// Front-proxy mode: that certificate's key (it can assert any identity: guard it like
+    /// cluster-admin's).
+    #[arg(long, env = "PADDOCK_FRONT_PROXY_CLIENT_KEY")]
+    pub front_proxy_client_key: Option<PathBuf>,
     /// Tenant store: embedded or etcd.
     #[arg(long, env = "PADDOCK_STORE")]
     pub store: Option<String>,
@@ -428,6 +441,12 @@ pub fn resolve(args: &ServeArgs) -> Result<(ServerConfig, LogFormat)> {
         certs_dir: m.certs_dir.clone().unwrap_or_else(|| "certs".into()),
         upstream_kubeconfig: m.upstream_kubeconfig.clone()
             .context("upstream_kubeconfig: required (flag --upstream-kubeconfig, env PADDOCK_UPSTREAM_KUBECONFIG, or the config file)")?,
+        upstream_identity: paddock_server::config::UpstreamIdentityConfig {
+            mode: m.upstream_identity_mode.as_deref().unwrap_or("impersonate").parse()
+                .map_err(|e: String| anyhow::anyhow!("upstream_identity_mode: {e}"))?,
+            client_cert: m.front_proxy_client_cert.clone(),
+            client_key: m.front_proxy_client_key.clone(),
+        },
         store,
         data_dir: m.data_dir.clone().unwrap_or_else(|| ".paddock/data".into()),
         etcd_endpoints: m.etcd_endpoints.clone().unwrap_or_default(),

@@ -13,6 +13,7 @@
 
 pub mod cred;
 pub mod etcd_cluster;
+pub mod forwarder;
 pub mod guard_check;
 pub mod h2_attack;
 pub mod ha;

@@ -111,6 +111,7 @@ fn isolation_spanning_two_clusters() -> Result<()> {
         place_on: Some("east"),
         extra_cases: span_cases(),
         report: "isolation-spanning-report.md",
+        front_proxy: None,
     };
     let result = run_suite(&arena, || {
         Ok("not run here: a spanning tenant's deletion is checked by clusters.rs".to_owned())

@@ -14,6 +14,8 @@
 //!
 //! Prints a table of results; fails if any attack got through or any control failed.
 //! `PADDOCK_ISOLATION_CASES=word,word` runs only cases whose id contains one of the words.
+//! paddock impersonates tenant identities here (the default); `isolation_front_proxy.rs` runs
+//! the same suite with paddock as the apiserver's authenticating front proxy.
 
 #[path = "isolation/cases.rs"]
 mod cases;
@@ -25,6 +27,8 @@ mod judge;
 mod model;
 #[path = "isolation/objects.rs"]
 mod objects;
+#[path = "isolation/one_cluster.rs"]
+mod one_cluster;
 #[path = "isolation/policy_cases.rs"]
 mod policy_cases;
 #[path = "isolation/suite.rs"]
@@ -35,10 +39,12 @@ use deletion::*;
 use judge::*;
 use model::*;
 use objects::*;
+use one_cluster::*;
 use policy_cases::*;
 use suite::*;
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
@@ -49,34 +55,5 @@ use paddock_e2e::{ControlPlane, Kubectl, Paddock, StoreKind};
 
 #[test]
 fn isolation() -> Result<()> {
-    let cp = ControlPlane::start().context("starting the control plane")?;
-    // With the admission webhook: the tenant policy is part of what the attacks meet.
-    let paddock = Paddock::start_with_args(&cp, StoreKind::Etcd, "paddock", &cp.admission_args()?)
-        .context("starting paddock")?;
-    let result = run_all(&cp, &paddock);
-    if result.is_err() {
-        let dest = workspace_root().join("target").join("e2e-logs-isolation");
-        let _ = std::fs::create_dir_all(&dest);
-        if let Ok(rd) = std::fs::read_dir(cp.dir().join("logs")) {
-            for e in rd.flatten() {
-                let _ = std::fs::copy(e.path(), dest.join(e.file_name()));
-            }
-        }
-        eprintln!("component logs copied to {}", dest.display());
-    }
-    result
-}
-
-fn run_all(cp: &ControlPlane, paddock: &Paddock) -> Result<()> {
-    let up = cp.kubectl_admin()?;
-    let arena = Arena {
-        paddock,
-        up: up.clone(),
-        direct_kubeconfig: cp.admin_kubeconfig(),
-        bypass_at: vec![("up", up.clone())],
-        place_on: None,
-        extra_cases: Vec::new(),
-        report: "isolation-report.md",
-    };
-    run_suite(&arena, || deletion_test(cp, paddock, &up))
+    isolation_in(false)
 }

@@ -160,6 +160,11 @@ impl Api {
         Ok(Api::new(&cred, proto)?.with_headers(h))
     }
 
+    /// The headers added to every request.
+    pub fn headers(&self) -> &http::HeaderMap {
+        &self.extra
+    }
+
     /// The same client, adding `headers` to every request.
     pub fn with_headers(mut self, headers: http::HeaderMap) -> Self {
         self.extra = std::sync::Arc::new(headers);

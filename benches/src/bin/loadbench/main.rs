@@ -26,6 +26,7 @@ mod scale_attrib;
 mod scale_idle;
 mod setup;
 mod stats;
+mod upstream_identity;
 mod watch;
 
 use std::fmt::Write as _;
@@ -76,13 +77,13 @@ struct Args {
     /// Small counts everywhere (a few minutes; for trying the harness, not for figures).
     #[arg(long)]
     quick: bool,
-    /// Parts to run (comma-separated): fanout, noisy, load, imp, watch, idle, tenants; and
-    /// scale (not by default: its own control plane, 1,000 tenants, ~25 min; `make
+    /// Parts to run (comma-separated): fanout, noisy, load, imp, upstream-identity, watch,
+    /// idle, tenants; and scale (not by default: its own control plane, 1,000 tenants, ~25 min; `make
     /// bench-scale`); `all` for every one.
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "fanout,noisy,load,imp,watch,idle,tenants"
+        default_value = "fanout,noisy,load,imp,upstream-identity,watch,idle,tenants"
     )]
     only: Vec<String>,
     /// Noisy neighbour: seconds of tenant A's unbounded loop (B runs alone for half as long
@@ -377,7 +378,7 @@ fn upstream_args(args: &Args, cp: &ControlPlane, report: &mut Report) -> Result<
 }
 
 /// The parts on the shared control plane and single paddock: fanout, noisy, load, imp,
-/// watch, idle, tenants.
+/// upstream-identity, watch, idle, tenants.
 async fn shared_parts(args: &Args, report: &mut Report) -> Result<()> {
     eprintln!("== starting the control plane and paddock");
     let cp = ControlPlane::start().context("starting the control plane")?;
@@ -549,8 +550,9 @@ async fn shared_parts(args: &Args, report: &mut Report) -> Result<()> {
 
     // ---- load: direct vs paddock -----------------------------------------------------------
     let mut peak_hwm = 0u64;
-    let need_load =
-        args.wants("load") || args.wants("imp") || args.wants("watch") || args.wants("idle");
+    let need_load = ["load", "imp", "upstream-identity", "watch", "idle"]
+        .iter()
+        .any(|p| args.wants(p));
     let tenant_cred = Cred::from_kubeconfig(&p.tenant(TENANT)?)?;
     // The benchmark measures the hop, not the fair-share limiter (docs/fairshare.md): the
     // defaults (100 reads and 50 writes per second, 64 in flight, LISTs paged at 500, 256
@@ -643,6 +645,10 @@ async fn shared_parts(args: &Args, report: &mut Report) -> Result<()> {
     }
     if let Some(task) = pprof {
         let _ = task.await;
+    }
+    if args.wants("upstream-identity") {
+        let ap = procs.apiserver;
+        upstream_identity::part(args, &cp, &admin_cred, &tenant_cred, ap, report).await;
     }
     if args.wants("watch") {
         watch_bench(args, &admin_cred, &tenant_cred, procs, report).await?;

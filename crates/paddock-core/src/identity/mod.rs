@@ -1,6 +1,7 @@
 //! Identities: how a tenant user is impersonated upstream, and how users and groups written in
 //! RBAC subjects and access reviews move in and out of the tenant.
 
+pub mod headers;
 pub mod impersonate;
 pub mod names;
 pub mod review;
@@ -8,7 +9,7 @@ pub mod review;
 use crate::error::TranslateError;
 use std::sync::Arc;
 
-use crate::tenant::{NameKind, TENANT_LABEL, TenantId, check_prefixed_len};
+use crate::tenant::{NameKind, TenantId, check_prefixed_len};
 
 const SA_GROUP: &str = "system:serviceaccounts:";
 /// Every upstream user of tenant `<tid>` carries `paddock:tenant:<tid>`; only paddock asserts it.
@@ -57,11 +58,15 @@ pub struct Identity {
 }
 
 /// What paddock asserts upstream with `Impersonate-User`, `Impersonate-Group` and
-/// `Impersonate-Extra-<key>`.
+/// `Impersonate-Extra-<key>` (or their front-proxy forms, `headers`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Impersonation {
     pub user: String,
     pub groups: Vec<String>,
+    /// Empty for every tenant identity since issue 37: paddock sent `paddock.io/tenant=<tid>`,
+    /// which no RBAC rule can read and no policy paddock installs reads, and which cost the
+    /// apiserver one more impersonation check per request (docs/performance.md "Upstream
+    /// identity"); the tenant is named by the user and `paddock:tenant:<tid>` already.
     pub extra: Vec<(String, String)>,
 }
 
@@ -90,7 +95,7 @@ pub fn tenant_group(t: &TenantId) -> String {
 }
 
 /// `paddock:<tid>:<user>`, groups `paddock:<tid>:<g>`, plus `paddock:tenant:<tid>`,
-/// `paddock:tenants` and `system:authenticated`; extra `paddock.io/tenant=<tid>`.
+/// `paddock:tenants` and `system:authenticated`; no extra ([`Impersonation::extra`]).
 ///
 /// The user and groups come from a certificate paddock's own CA signed, so they are prefixed
 /// as they are: even a certificate group `system:masters` becomes the harmless
@@ -103,7 +108,7 @@ pub fn impersonation_for(tenant: &TenantId, user: &str, groups: &[String]) -> Im
     Impersonation {
         user: tenant_ident(tenant, user),
         groups: gs,
-        extra: vec![(TENANT_LABEL.to_owned(), tenant.as_str().to_owned())],
+        extra: Vec::new(),
     }
 }
 
@@ -268,7 +273,7 @@ pub fn impersonation(t: &TenantId, user: &str, groups: &[String], who: As) -> Im
                 ALL_TENANTS_GROUP.to_owned(),
                 "system:authenticated".to_owned(),
             ],
-            extra: vec![(TENANT_LABEL.to_owned(), t.as_str().to_owned())],
+            extra: Vec::new(),
         }
     } else {
         impersonation_for(t, user, groups)
@@ -345,10 +350,7 @@ mod tests {
                 "system:authenticated"
             ]
         );
-        assert_eq!(
-            i.extra,
-            vec![("paddock.io/tenant".to_owned(), "foofoo".to_owned())]
-        );
+        assert!(i.extra.is_empty(), "{:?}", i.extra);
         // Sent without the group the apiserver adds; the identity keeps it.
         assert_eq!(
             i.sent_groups().collect::<Vec<_>>(),

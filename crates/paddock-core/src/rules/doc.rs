@@ -113,7 +113,7 @@ pub fn describe(h: Holds) -> (&'static str, &'static str, &'static str) {
         ),
         Holds::ReviewIdentity { writable: true } => (
             "review identity",
-            "user/groups mapped (`system:authenticated` and `system:serviceaccounts` kept: the platform's bindings to them are what every such identity of the tenant's cluster holds; no tenant binding names them); tenant users get their upstream groups and extra; reserved extra 403",
+            "user/groups mapped (`system:authenticated` and `system:serviceaccounts` kept: the platform's bindings to them are what every such identity of the tenant's cluster holds; no tenant binding names them); tenant users get their upstream groups; reserved extra 403",
             "mapped, additions removed",
         ),
         Holds::ReviewIdentity { writable: false } => (

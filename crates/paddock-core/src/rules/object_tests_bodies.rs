@@ -57,7 +57,7 @@ fn access_reviews() {
     );
     round_trip(
         json!({"apiVersion":"authorization.k8s.io/v1","kind":"SubjectAccessReview","metadata":{},"spec":{"user":"alice","groups":["dev"],"resourceAttributes":{"namespace":"default","verb":"get","resource":"pods"}}}),
-        json!({"apiVersion":"authorization.k8s.io/v1","kind":"SubjectAccessReview","metadata":{},"spec":{"user":"paddock:foofoo:alice","groups":["paddock:foofoo:dev","paddock:tenant:foofoo","system:authenticated"],"resourceAttributes":{"namespace":"foofoo-default","verb":"get","resource":"pods"},"extra":{"paddock.io/tenant":["foofoo"]}}}),
+        json!({"apiVersion":"authorization.k8s.io/v1","kind":"SubjectAccessReview","metadata":{},"spec":{"user":"paddock:foofoo:alice","groups":["paddock:foofoo:dev","paddock:tenant:foofoo","system:authenticated"],"resourceAttributes":{"namespace":"foofoo-default","verb":"get","resource":"pods"}}}),
     );
     round_trip(
         json!({"apiVersion":"authorization.k8s.io/v1","kind":"LocalSubjectAccessReview","metadata":{"namespace":"default"},"spec":{"user":"system:serviceaccount:default:sa","resourceAttributes":{"namespace":"default","verb":"get","resource":"pods"}}}),
@@ -114,7 +114,7 @@ fn access_reviews() {
     }
     // Down: the group is shown back as the tenant wrote it.
     let (_, v) = down(
-        json!({"apiVersion":"authorization.k8s.io/v1","kind":"LocalSubjectAccessReview","metadata":{"namespace":"foofoo-web"},"spec":{"user":"paddock:foofoo:e2e","groups":["system:authenticated","system:serviceaccounts","system:serviceaccounts:foofoo-web","paddock:tenant:foofoo"],"extra":{"paddock.io/tenant":["foofoo"]}},"status":{"allowed":false}}),
+        json!({"apiVersion":"authorization.k8s.io/v1","kind":"LocalSubjectAccessReview","metadata":{"namespace":"foofoo-web"},"spec":{"user":"paddock:foofoo:e2e","groups":["system:authenticated","system:serviceaccounts","system:serviceaccounts:foofoo-web","paddock:tenant:foofoo"]},"status":{"allowed":false}}),
     );
     assert_eq!(v["spec"]["user"], "e2e");
     assert_eq!(

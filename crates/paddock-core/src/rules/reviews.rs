@@ -1,7 +1,7 @@
 //! Review objects: access reviews' resourceAttributes and identities, rules reviews' status,
 //! SelfSubjectReview's userInfo.
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::rbac::{group_down, rule_resource_infos};
 use super::refs::{namespace_up, str_of};
@@ -120,10 +120,6 @@ pub(crate) fn identity_up(t: &TenantId, spec: &mut Value) -> Result<(), Translat
                     gs.push(Value::String(g));
                 }
             }
-        }
-        let extra = spec.entry("extra").or_insert_with(|| json!({}));
-        if let Value::Object(extra) = extra {
-            extra.insert(TENANT_LABEL.into(), json!([t.as_str()]));
         }
     }
     Ok(())

@@ -7,12 +7,14 @@ use std::sync::Arc;
 
 use http::header::{self, HeaderMap, HeaderName, HeaderValue};
 use paddock_core::TenantId;
+use paddock_core::identity::headers::{IMPERSONATE, identity_fields};
 use paddock_core::identity::{As, impersonation};
 
 use paddock_upstream::error::ServerError;
 
 /// Request headers that are copied upstream as they are. Everything else is dropped: hop-by-hop
-/// headers, the client's Authorization, and above all any `Impersonate-*` header.
+/// headers, the client's Authorization, and above all any `Impersonate-*` or `X-Remote-*`
+/// header (an identity claim: `paddock_core::identity::headers::is_identity_header`).
 pub(crate) const FORWARDED_REQUEST_HEADERS: &[HeaderName] =
     &[header::USER_AGENT, header::CONTENT_ENCODING];
 
@@ -164,34 +166,18 @@ fn made(tenant: &TenantId, user: &str, groups: &[String], who: As) -> Result<Mad
 
 fn make(tenant: &TenantId, user: &str, groups: &[String], who: As) -> Result<Made, ServerError> {
     let imp = impersonation(tenant, user, groups, who);
-    let mut fields = vec![(IMPERSONATE_USER.clone(), header_value(&imp.user)?)];
-    // Not the group the apiserver adds itself (one impersonation check less per request).
-    for g in imp.sent_groups() {
-        fields.push((IMPERSONATE_GROUP.clone(), header_value(g)?));
-    }
-    for (k, v) in &imp.extra {
-        let name = format!("impersonate-extra-{}", percent_encode_header_key(k));
-        let name = HeaderName::from_bytes(name.as_bytes())
-            .map_err(|_| ServerError::Internal(format!("bad extra key {k:?}")))?;
-        fields.push((name, header_value(v)?));
-    }
-    Ok(fields.into())
-}
-
-static IMPERSONATE_USER: HeaderName = HeaderName::from_static("impersonate-user");
-static IMPERSONATE_GROUP: HeaderName = HeaderName::from_static("impersonate-group");
-
-/// Impersonate-Extra keys are percent-encoded (RFC 3986 unreserved chars stay).
-pub(crate) fn percent_encode_header_key(k: &str) -> String {
-    let mut out = String::with_capacity(k.len());
-    for b in k.bytes() {
-        if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
-            out.push(b.to_ascii_lowercase() as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
+    // Always the impersonation names: an upstream whose tenant identities go through its
+    // front-proxy connection renames them where it picks that connection
+    // (`paddock_upstream::front_proxy`), so the identity is built here only.
+    identity_fields(&imp, &IMPERSONATE)
+        .into_iter()
+        .map(|(name, value)| {
+            let name = HeaderName::from_bytes(name.as_bytes())
+                .map_err(|_| ServerError::Internal(format!("bad identity header {name:?}")))?;
+            Ok((name, header_value(&value)?))
+        })
+        .collect::<Result<Vec<_>, ServerError>>()
+        .map(Into::into)
 }
 
 #[cfg(test)]
@@ -232,6 +218,38 @@ mod tests {
             kept,
             want.map(|(n, v)| (n.to_owned(), v.to_owned())).to_vec()
         );
+    }
+
+    /// A client's identity claims, in either vocabulary, are never copied upstream (upgrade
+    /// or not): upstream only paddock asserts identities.
+    #[test]
+    fn client_identity_headers_are_never_copied() {
+        let mut from = HeaderMap::new();
+        for (n, v) in [
+            ("impersonate-user", "system:admin"),
+            ("impersonate-group", "system:masters"),
+            ("impersonate-extra-scopes", "x"),
+            ("x-remote-user", "system:admin"),
+            ("x-remote-group", "system:masters"),
+            ("x-remote-extra-paddock.io%2ftenant", "bravoo"),
+            ("user-agent", "kubectl"),
+        ] {
+            from.append(HeaderName::from_static(n), HeaderValue::from_static(v));
+        }
+        for upgrade in [false, true] {
+            let mut to = HeaderMap::new();
+            copy_request_headers(&from, &mut to, upgrade);
+            let names: Vec<String> = to.keys().map(|k| k.to_string()).collect();
+            assert_eq!(names, ["user-agent"], "upgrade {upgrade}");
+        }
+        for name in FORWARDED_REQUEST_HEADERS
+            .iter()
+            .chain(UPGRADE_HEADERS.iter())
+        {
+            assert!(!paddock_core::identity::headers::is_identity_header(
+                name.as_str()
+            ));
+        }
     }
 
     /// The remembered headers are exactly the ones made anew, for every identity, however many

@@ -271,6 +271,24 @@ pub(crate) fn cases() -> Vec<Case> {
         case("impersonate-group", "impersonation", "kubectl --as-group=system:masters")
             .attack(step(A, "get secrets -A --as=admin --as-group=system:masters"), Refused)
             .control(step(A, "get secrets -n web -o name"), OkWith("own-secret")),
+        // ---- identity claims in front-proxy headers (issue 37): a client's `X-Remote-*` headers
+        // (user system:admin, group system:masters, the victim's tenant extra) never reach
+        // the apiserver, whichever way paddock asserts identities upstream ------------------
+        case("x-remote-user", "front proxy", "X-Remote-User: system:admin (and group, extra) through paddock: whoami")
+            .attack(step(AXRemote, "auth whoami -o jsonpath={.status.userInfo.username}"), OkExactly("admin"))
+            .control(step(A, "auth whoami -o jsonpath={.status.userInfo.username}"), OkExactly("admin")),
+        case("x-remote-group", "front proxy", "X-Remote-Group: system:masters through paddock: whoami's groups")
+            .attack(step(AXRemote, "auth whoami -o jsonpath={.status.userInfo.groups}"), OkWithout("system:masters"))
+            .control(step(A, "auth whoami -o jsonpath={.status.userInfo.groups}"), OkWith("tenant-admins")),
+        case("x-remote-secrets", "front proxy, MTB-PL1-CC-TI-2", "X-Remote-* claims through paddock: every secret")
+            .attack(step(AXRemote, "get secrets -A -o name"), NoLeak)
+            .control(step(A, "get secrets -n web -o name"), OkWith("own-secret")),
+        case("x-remote-can-i", "front proxy, MTB-PL1-CC-CPI-1", "X-Remote-* claims through paddock: can-i update nodes")
+            .attack(step(AXRemote, "auth can-i update nodes"), Refused)
+            .control(step(A, "auth can-i list namespaces"), OkWith("yes")),
+        case("x-remote-nodes-proxy", "front proxy, §7.2 nodes/proxy", "X-Remote-* claims through paddock: nodes/proxy")
+            .attack(step(AXRemote, "get --raw /api/v1/nodes/kwok-node-0/proxy/pods"), Refused)
+            .control(step(A, "get nodes"), OkWith("kwok-node-0")),
         case("sar-other-user", "§7.2 SAR / can-i", "SubjectAccessReview about another tenant's user")
             .attack(step_in(A, "create --validate=false -f - -o yaml", SAR_OTHER), RefusedWith("cannot be used"))
             .control(step_in(A, "create --validate=false -o jsonpath={.status.allowed} -f -", SAR_OWN_SA), OkWith("true")),

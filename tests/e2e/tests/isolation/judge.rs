@@ -5,6 +5,11 @@ use super::*;
 pub(crate) struct World {
     pub(crate) kc: BTreeMap<&'static str, Kubectl>,
     pub(crate) as_a: Vec<String>,
+    /// Front-proxy mode: by apiserver key, the kubectl whose requests a forwarder sends on
+    /// with the front-proxy certificate, the identity of its `--as` flags (`as_a`, and a
+    /// step's own) asserted as `X-Remote-*` (`suite::front_proxy_bypass`); empty: the bypass
+    /// impersonates.
+    pub(crate) front_proxy: BTreeMap<&'static str, Kubectl>,
 }
 
 impl World {
@@ -18,7 +23,12 @@ impl World {
             Who::A => ("a", &[]),
             Who::B => ("b", &[]),
             Who::Up => ("up", &[]),
+            // Front-proxy mode: the same flags, asserted as `X-Remote-*` by a forwarder.
+            Who::Bypass if self.front_proxy.contains_key(bypass) => {
+                return run_with(&self.front_proxy[bypass], &self.as_a, s);
+            }
             Who::Bypass => (bypass, &self.as_a),
+            Who::AXRemote => ("a-x-remote", &[]),
             Who::ASaPaddock => ("a-sa-paddock", &[]),
             Who::ASaDirect => ("a-sa-direct", &[]),
             Who::PlatSaPaddock => ("plat-sa-paddock", &[]),
@@ -27,14 +37,7 @@ impl World {
             .kc
             .get(key)
             .with_context(|| format!("no kubectl {key}"))?;
-        let mut args: Vec<String> = extra.to_vec();
-        args.extend(s.args.iter().cloned());
-        k.run_raw(
-            &args,
-            s.stdin.as_deref(),
-            &BTreeMap::new(),
-            Some(Duration::from_secs(30)),
-        )
+        run_with(k, extra, s)
     }
 
     pub(crate) fn must(&self, s: &Step) -> Result<String> {
@@ -44,6 +47,18 @@ impl World {
         }
         Ok(out.stdout)
     }
+}
+
+/// Runs `s` with kubectl `k`, `extra` flags first.
+fn run_with(k: &Kubectl, extra: &[String], s: &Step) -> Result<(String, Output)> {
+    let mut args: Vec<String> = extra.to_vec();
+    args.extend(s.args.iter().cloned());
+    k.run_raw(
+        &args,
+        s.stdin.as_deref(),
+        &BTreeMap::new(),
+        Some(Duration::from_secs(30)),
+    )
 }
 
 /// Markers of others that appear in the output but not in what the attacker typed.
@@ -74,13 +89,18 @@ pub(crate) fn judge(s: &Step, out: &Output, e: &Expect) -> std::result::Result<(
         Expect::RefusedWith(w) if !text.contains(w) => {
             Err(format!("refused without {w:?}: {}", short(&out.stderr)))
         }
-        Expect::Ok | Expect::OkWith(_) | Expect::OkWithout(_) if !out.success() => {
+        Expect::Ok | Expect::OkWith(_) | Expect::OkWithout(_) | Expect::OkExactly(_)
+            if !out.success() =>
+        {
             Err(format!("failed: {}", short(&out.stderr)))
         }
         Expect::OkWith(w) if !out.stdout.contains(w) => {
             Err(format!("output lacks {w:?}: {}", short(&out.stdout)))
         }
         Expect::OkWithout(w) if out.stdout.contains(w) => Err(format!("output contains {w:?}")),
+        Expect::OkExactly(w) if out.stdout.trim() != *w => {
+            Err(format!("output is not {w:?}: {}", short(&out.stdout)))
+        }
         Expect::Shows(w) if !out.stdout.contains(w) => {
             Err(format!("output lacks {w:?}: {}", short(&text)))
         }

@@ -35,6 +35,10 @@ pub(crate) enum Who {
     ASaDirect,
     /// A platform service account's token through paddock.
     PlatSaPaddock,
+    /// Tenant alphaa's admin through paddock, its requests carrying `X-Remote-User:
+    /// system:admin`, `X-Remote-Group: system:masters` and `X-Remote-Extra-*` naming the
+    /// victim (a header-adding forwarder in front of paddock: kubectl has no flag for them).
+    AXRemote,
 }
 
 #[derive(Debug, Clone)]
@@ -97,6 +101,8 @@ pub(crate) enum Expect {
     OkWith(&'static str),
     /// Exit 0 and stdout does not contain this text.
     OkWithout(&'static str),
+    /// Exit 0 and stdout is this text (trimmed).
+    OkExactly(&'static str),
     /// Any exit (a watch ended by its timeout), stdout contains this text.
     Shows(&'static str),
     /// Any exit (kubectl cordon exits 0 on a refused patch), the output says this

@@ -4,7 +4,10 @@
 
 use super::*;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+
+use paddock_e2e::forwarder::{Claims, Forwarder};
+use paddock_upstream::upstream::{Upstream, UpstreamCredential};
 
 /// Where the suite runs.
 pub(crate) struct Arena<'a> {
@@ -21,6 +24,60 @@ pub(crate) struct Arena<'a> {
     pub(crate) extra_cases: Vec<Case>,
     /// File name of the table under target/.
     pub(crate) report: &'static str,
+    /// Front-proxy mode (paddock started with `upstream_identity_mode = "front-proxy"`): the
+    /// front-proxy client certificate and key, with which the bypass at `up` asserts the
+    /// attacker's identity as paddock does; None: the bypass impersonates it.
+    pub(crate) front_proxy: Option<(PathBuf, PathBuf)>,
+}
+
+/// The front-proxy bypass: a forwarder to the apiserver of `kubeconfig` with the front-proxy
+/// certificate, asserting the identity kubectl's `--as` flags name (the attacker's, as in the
+/// impersonation bypass) as `X-Remote-*` headers.
+fn front_proxy_bypass(kubeconfig: &Path, (cert, key): &(PathBuf, PathBuf)) -> Result<Forwarder> {
+    let cred = UpstreamCredential::from_kubeconfig(kubeconfig)?;
+    let up = Upstream::new(cred, Duration::from_secs(60))?
+        .with_front_proxy(&std::fs::read(cert)?, &std::fs::read(key)?)?;
+    Forwarder::start(up, Claims::FromClientImpersonation)
+}
+
+/// The front-proxy bypass gives the apiserver the identity the impersonation bypass does:
+/// `auth whoami` with the same `--as` flags, both ways.
+fn same_identity_both_ways(world: &World) -> Result<()> {
+    let whoami = |k: &Kubectl| -> Result<serde_json::Value> {
+        let mut args = world.as_a.clone();
+        args.extend(["auth", "whoami", "-o", "json"].map(String::from));
+        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+        let v: serde_json::Value = serde_json::from_str(&k.run(&refs)?)?;
+        Ok(v["status"]["userInfo"].clone())
+    };
+    for (key, fp) in &world.front_proxy {
+        let (imp, front) = (whoami(&world.kc[key])?, whoami(fp)?);
+        if imp != front || front["username"] != "paddock:alphaa:admin" {
+            bail!("the bypass at {key}: impersonated {imp}, as front proxy {front}");
+        }
+    }
+    Ok(())
+}
+
+/// The attacker's own certificate through paddock, each request claiming to be the cluster's
+/// admin, in `system:masters`, of the victim's tenant, in front-proxy headers.
+fn x_remote_claims(tenant_kubeconfig: &Path) -> Result<Forwarder> {
+    let cred = UpstreamCredential::from_kubeconfig(tenant_kubeconfig)?;
+    let claims = [
+        ("x-remote-user", "system:admin"),
+        ("x-remote-group", "system:masters"),
+        ("x-remote-group", "paddock:tenant:bravoo"),
+        ("x-remote-extra-paddock.io%2ftenant", "bravoo"),
+    ];
+    Forwarder::start(
+        Upstream::new(cred, Duration::from_secs(60))?,
+        Claims::Add(
+            claims
+                .iter()
+                .map(|(n, v)| ((*n).to_owned(), (*v).to_owned()))
+                .collect(),
+        ),
+    )
 }
 
 impl Arena<'_> {
@@ -207,7 +264,27 @@ pub(crate) fn run_suite(
     for (key, k) in &arena.bypass_at {
         kc.insert(key, k.clone());
     }
+    // Kept for the run: the forwarders stop when dropped.
+    let x_remote = x_remote_claims(&a_kc)?;
+    kc.insert(
+        "a-x-remote",
+        Kubectl::new(x_remote.kubeconfig(&dir, "a-x-remote")?)?.cache_dir(cache("a-x-remote")),
+    );
+    let mut front_proxy = BTreeMap::new();
+    let bypass_fp = match &arena.front_proxy {
+        Some(files) => {
+            let f = front_proxy_bypass(&arena.direct_kubeconfig, files)?;
+            front_proxy.insert(
+                "up",
+                Kubectl::new(f.kubeconfig(&dir, "bypass-front-proxy")?)?
+                    .cache_dir(cache("bypass-front-proxy")),
+            );
+            Some(f)
+        }
+        None => None,
+    };
     let world = World {
+        front_proxy,
         kc,
         as_a: vec![
             "--as=paddock:alphaa:admin".into(),
@@ -216,6 +293,8 @@ pub(crate) fn run_suite(
             "--as-group=system:authenticated".into(),
         ],
     };
+
+    same_identity_both_ways(&world)?;
 
     // ---- attacks through paddock, with controls --------------------------------------------------
     let mut all = cases();
@@ -310,6 +389,7 @@ pub(crate) fn run_suite(
 
     // ---- deletion ------------------------------------------------------------------------------
     let deletion = deletion();
+    drop((x_remote, bypass_fp));
 
     eprintln!("\n==== isolation cases ({} attack cases)\n", all.len());
     for r in &t.rows {
