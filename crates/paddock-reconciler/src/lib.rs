@@ -3,7 +3,8 @@
 //! - [`provision`]: the platform-wide bootstrap and each tenant namespace's objects (the
 //!   objects themselves are data in `paddock_core::provision`);
 //! - [`rbac_sync`]: the mirrors that give tenant ClusterRoleBindings their namespaced meaning;
-//! - [`lifecycle`]: creating, repairing and deleting a tenant;
+//! - [`lifecycle`]: creating, repairing and deleting a tenant; [`namespaces`]: the replica's
+//!   index of namespace names, for a new tenant's prefix check;
 //! - [`resync`]: the watch-driven repair of every tenant (the leader's); [`prune`]: store
 //!   upkeep;
 //! - [`rights`]: the start-up check that paddock's own credential holds what it needs;
@@ -15,6 +16,7 @@
 
 pub mod billing;
 pub mod lifecycle;
+pub mod namespaces;
 pub mod provision;
 pub mod prune;
 pub mod rbac_sync;
@@ -42,8 +44,14 @@ pub struct Reconciler {
     pub shutdown: CancellationToken,
     /// `tenant_priority_shares`: > 0 when paddock manages API Priority and Fairness objects.
     pub tenant_priority_shares: u32,
+    /// `tenant_apf_flow`: how APF groups the requests of a tenant that does not say
+    /// (its record's `apfFlow`).
+    pub apf_flow: paddock_core::fair::share::ApfFlow,
     /// How long expired certificate records are kept (`prune_grace`).
     pub prune_grace: Duration,
+    /// Every upstream namespace's name and tenant label (kept by a watch where
+    /// [`namespaces::NamespaceIndex::run`] was started; read by the prefix check).
+    pub namespaces: namespaces::NamespaceIndex,
     /// The upstream cluster this reconciler acts on (docs/clusters.md); `default` for the
     /// configured upstream. It touches only the tenants that live there.
     pub cluster: String,
@@ -56,6 +64,13 @@ impl Reconciler {
     /// Whether `rec` lives on this reconciler's cluster.
     pub fn owns(&self, rec: &paddock_store::TenantRecord) -> bool {
         rec.lives_on(&self.cluster)
+    }
+
+    /// Whether tenant `rec` has a FlowSchema of its own upstream (docs/fairshare.md "API
+    /// Priority and Fairness upstream"): paddock manages APF and the tenant's flow is `tenant`.
+    pub fn own_flow_schema(&self, rec: &paddock_store::TenantRecord) -> bool {
+        let flow = rec.limits.and_then(|l| l.apf_flow).unwrap_or(self.apf_flow);
+        self.tenant_priority_shares > 0 && flow == paddock_core::fair::share::ApfFlow::Tenant
     }
 
     /// The `clusters` of a tenant record created here: none for the default cluster (the

@@ -123,11 +123,13 @@ pub async fn create_tenant(
         }
         // Idempotent: creating an existing tenant repairs its upstream objects.
         provision_tenant(&state.upstream, &tid).await?;
-        provision::ensure_tenant_flow_schema(&state.upstream, &tid, state.tenant_priority_shares)
-            .await?;
+        if state.tenant_priority_shares > 0 {
+            let own = state.own_flow_schema(&existing);
+            provision::sync_tenant_flow_schema(&state.upstream, &tid, own).await?;
+        }
         return Ok(existing);
     }
-    provision::check_prefix_unused(&state.upstream, &tid).await?;
+    provision::check_prefix_unused(&state.upstream, &state.namespaces, &tid).await?;
     let rec = TenantRecord {
         id: tid.clone(),
         display_name,
@@ -143,16 +145,12 @@ pub async fn create_tenant(
         clusters: state.placed_on(),
     };
     state.store.create_tenant(&rec).await?;
+    // A new tenant has no FlowSchema to remove: only one of its own is written.
     let provisioned = match provision_fresh_tenant(&state.upstream, &tid).await {
-        Ok(()) => {
-            provision::ensure_tenant_flow_schema(
-                &state.upstream,
-                &tid,
-                state.tenant_priority_shares,
-            )
-            .await
+        Ok(()) if state.own_flow_schema(&rec) => {
+            provision::sync_tenant_flow_schema(&state.upstream, &tid, true).await
         }
-        Err(e) => Err(e),
+        done => done,
     };
     if let Err(e) = provisioned {
         tracing::warn!(tenant = %tid, error = %e, "provisioning failed; rolling back");

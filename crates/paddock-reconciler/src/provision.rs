@@ -17,29 +17,30 @@ use paddock_core::provision::{
     CLUSTER_SCOPE_ROLE, NAMESPACE_ADMIN_BINDING, POD_SECURITY_LEVEL, PSA_ENFORCE_LABEL,
     RESERVED_TENANT_IDS, TENANT_PRIORITY_LEVEL, cluster_scope_binding, cluster_scope_role,
     keeps_namespace_level, legacy_tenant_scope_binding_name, namespace_admin_binding, owned_by,
-    owned_cluster_kinds, tenant_cluster_role_name, tenant_flow_schema, tenant_flow_schema_name,
-    tenant_own_flow_schema, tenant_priority_level,
+    owned_cluster_kinds, prefix_taken, tenant_cluster_role_name, tenant_flow_schema,
+    tenant_flow_schema_name, tenant_own_flow_schema, tenant_priority_level,
 };
+
+use crate::namespaces::NamespaceIndex;
 use paddock_core::tenant::MANAGED_FOR_LABEL;
 
-/// Puts tenant `t`'s own FlowSchema in place (when paddock manages APF at all).
-pub async fn ensure_tenant_flow_schema(
+/// Puts tenant `t`'s own FlowSchema in place (`own`: `Reconciler::own_flow_schema`) or
+/// removes one it no longer has (its requests then go by the shared `paddock-tenants`
+/// FlowSchema).
+pub async fn sync_tenant_flow_schema(
     up: &Upstream,
     t: &TenantId,
-    tenant_priority_shares: u32,
+    own: bool,
 ) -> Result<(), ServerError> {
-    if tenant_priority_shares == 0 {
-        return Ok(());
+    let path = format!(
+        "/apis/flowcontrol.apiserver.k8s.io/v1/flowschemas/{}",
+        tenant_flow_schema_name(t)
+    );
+    if own {
+        upjson::apply(up, &path, &tenant_own_flow_schema(t)).await
+    } else {
+        upjson::delete(up, &path).await
     }
-    upjson::apply(
-        up,
-        &format!(
-            "/apis/flowcontrol.apiserver.k8s.io/v1/flowschemas/{}",
-            tenant_flow_schema_name(t)
-        ),
-        &tenant_own_flow_schema(t),
-    )
-    .await
 }
 
 /// Installs what every tenant shares upstream: the cluster-scope role, the admission guard,
@@ -134,24 +135,28 @@ pub async fn bootstrap_with(
 }
 
 /// Refuses an id whose prefix is already used upstream by something that is not this
-/// tenant's (a reserved id), and the ids reserved by paddock itself.
-pub async fn check_prefix_unused(up: &Upstream, t: &TenantId) -> Result<(), ServerError> {
+/// tenant's (a reserved id), and the ids reserved by paddock itself. Reads `index` once it
+/// has listed, else lists every namespace.
+pub async fn check_prefix_unused(
+    up: &Upstream,
+    index: &NamespaceIndex,
+    t: &TenantId,
+) -> Result<(), ServerError> {
     if RESERVED_TENANT_IDS.contains(&t.as_str()) {
         return Err(ServerError::BadRequest(format!(
             "tenant id {t} is reserved by paddock"
         )));
     }
-    let prefix = t.prefix();
-    for ns in upjson::list(up, "/api/v1/namespaces").await? {
-        let name = ns["metadata"]["name"].as_str().unwrap_or_default();
-        let owner = ns["metadata"]["labels"][TENANT_LABEL].as_str();
-        if name.starts_with(&prefix) && owner != Some(t.as_str()) {
-            return Err(ServerError::Conflict(format!(
-                "tenant id {t} is reserved: namespace {name} already exists upstream and does not belong to it"
-            )));
-        }
+    let taken = match index.prefix_taken(t) {
+        Some(taken) => taken,
+        None => prefix_taken(t, &upjson::list(up, "/api/v1/namespaces").await?),
+    };
+    match taken {
+        Some(name) => Err(ServerError::Conflict(format!(
+            "tenant id {t} is reserved: namespace {name} already exists upstream and does not belong to it"
+        ))),
+        None => Ok(()),
     }
-    Ok(())
 }
 
 /// [`ensure_namespace_binding`] with the namespace's mirror RoleBindings brought in step by

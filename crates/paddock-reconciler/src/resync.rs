@@ -291,11 +291,16 @@ impl Resync {
         if stamped > 0 {
             tracing::info!(tenant = %t, namespaces = stamped, "billing key restamped");
         }
-        let shares = self.state.tenant_priority_shares;
         let cached = self.caches[Watched::FlowSchemas.index()].get("", &tenant_flow_schema_name(t));
-        if shares > 0 && !flow_schema_in_step(&tenant_own_flow_schema(t), cached) {
-            provision::ensure_tenant_flow_schema(up, t, shares).await?;
-            tracing::info!(tenant = %t, missing = cached.is_none(), "tenant FlowSchema put back");
+        let own = self.state.own_flow_schema(&rec);
+        let in_step = if own {
+            flow_schema_in_step(&tenant_own_flow_schema(t), cached)
+        } else {
+            cached.is_none()
+        };
+        if !in_step {
+            provision::sync_tenant_flow_schema(up, t, own).await?;
+            tracing::info!(tenant = %t, own, missing = cached.is_none(), "tenant FlowSchema brought in step");
         }
         Ok(())
     }

@@ -41,6 +41,8 @@ pub fn new_state(
         cache: store.cache(),
         shutdown: stop.clone(),
         tenant_priority_shares: config.tenant_priority_shares,
+        apf_flow: config.limits.apf_flow,
+        namespaces: Default::default(),
         prune_grace: config.prune_grace,
         cluster: paddock_core::clusters::cluster::DEFAULT_CLUSTER.to_string(),
         leadership: leadership.clone(),
@@ -115,34 +117,26 @@ pub async fn bootstrap_loop(state: Arc<AppState>, admission_url: Option<String>)
     // Grants, RBAC mirrors, billing stamps and FlowSchemas: repaired at each gain of the
     // leadership, then kept in step from watches (docs/operations.md "Leadership").
     tokio::spawn(resync::resync_loop(state.reconciler.clone()));
+    // Every replica: the namespace names a new tenant's prefix is checked against.
+    let r = &state.reconciler;
+    tokio::spawn(
+        r.namespaces
+            .clone()
+            .run(r.upstream.clone(), r.shutdown.clone()),
+    );
 }
 
-/// Finishes deletions a crash interrupted; gives tenants created by an older paddock their
-/// own APF FlowSchema.
+/// Finishes deletions a crash interrupted and puts platform grants in step. (Tenants'
+/// FlowSchemas are the leader's resync's: applying each at every replica start was a thousand
+/// requests at a thousand tenants.)
 async fn finish_interrupted_work(state: &Arc<AppState>) {
     for t in state.cache.tenants() {
-        if !state.reconciler.owns(&t) {
-            // Another cluster's tenant: its cluster's member does this (clusters/).
-        } else if t.phase == TenantPhase::Terminating {
+        // Another cluster's tenant: its cluster's member does this (clusters/).
+        if state.reconciler.owns(&t) && t.phase == TenantPhase::Terminating {
             crate::clusters::span_tenant::resume_deletion(state, (*t).clone());
-        } else if let Err(e) = crate::tasks::platform_grant::sync(
-            &state.upstream,
-            &t.id,
-            t.policy.as_ref().unwrap_or(&state.config.default_policy),
-        )
-        .await
-        {
-            tracing::warn!(tenant = %t.id, error = %e, "could not put the tenant's platform grants in place");
-        } else if let Err(e) = provision::ensure_tenant_flow_schema(
-            &state.upstream,
-            &t.id,
-            state.config.tenant_priority_shares,
-        )
-        .await
-        {
-            tracing::warn!(tenant = %t.id, error = %e, "could not put the tenant's FlowSchema in place");
         }
     }
+    crate::tasks::platform_grant::sync_all(state).await;
 }
 
 /// Follows the replica's leadership into `paddock_leader` and the transitions counter (the

@@ -138,7 +138,7 @@ enum TenantCommand {
         #[arg(long)]
         validity: Option<String>,
         /// Fair-share overrides, name=value (readQPS, readBurst, writeQPS, writeBurst,
-        /// maxInflight, maxWatches, maxList, maxConnections; 0 = no limit), repeatable.
+        /// maxInflight, maxWatches, maxList, maxConnections; 0 = no limit; apfFlow=user|tenant), repeatable.
         #[arg(long = "limit")]
         limits: Vec<String>,
         /// Billing label stamped on every upstream namespace of the tenant, k=v, repeatable
@@ -184,7 +184,7 @@ enum TenantCommand {
     /// server's default (docs/fairshare.md).
     SetLimits {
         id: String,
-        /// readQPS=20, maxWatches=50, writeQPS- ...
+        /// readQPS=20, maxWatches=50, writeQPS-, apfFlow=tenant ...
         #[arg(required = true)]
         limits: Vec<String>,
         #[arg(short = 'o', long, value_enum, default_value_t)]

@@ -21,8 +21,9 @@ pub fn parse_labels(labels: &[String]) -> Result<serde_json::Map<String, Value>>
     Ok(m)
 }
 
-/// Parses fair-share overrides: `name=N` sets one, `name-` returns it to the default (a
-/// JSON null in the merge patch). The server checks the names.
+/// Parses fair-share overrides: `name=N` sets one (`apfFlow=tenant`: a word, for the one
+/// that is not a count), `name-` returns it to the default (a JSON null in the merge patch).
+/// The server checks the names and values.
 pub fn parse_limits(limits: &[String]) -> Result<serde_json::Map<String, Value>> {
     let mut m = serde_json::Map::new();
     for l in limits {
@@ -33,10 +34,12 @@ pub fn parse_limits(limits: &[String]) -> Result<serde_json::Map<String, Value>>
         let Some((k, v)) = l.split_once('=') else {
             bail!("limit {l:?} is not name=value or name-")
         };
-        let n: u32 = v
-            .parse()
-            .map_err(|_| anyhow::anyhow!("limit {k}: {v:?} is not a whole number"))?;
-        m.insert(k.to_string(), Value::from(n));
+        let value = match v.parse::<u32>() {
+            Ok(n) => Value::from(n),
+            Err(_) if k == "apfFlow" => Value::from(v),
+            Err(_) => bail!("limit {k}: {v:?} is not a whole number"),
+        };
+        m.insert(k.to_string(), value);
     }
     Ok(m)
 }
@@ -187,7 +190,14 @@ pub fn print_tenants(items: &[Tenant], output: Output) -> Result<()> {
 fn limits_cell(v: Option<&Value>) -> String {
     let parts: Vec<String> = v
         .and_then(Value::as_object)
-        .map(|m| m.iter().map(|(k, v)| format!("{k}={v}")).collect())
+        .map(|m| {
+            m.iter()
+                .map(|(k, v)| match v.as_str() {
+                    Some(word) => format!("{k}={word}"),
+                    None => format!("{k}={v}"),
+                })
+                .collect()
+        })
         .unwrap_or_default();
     if parts.is_empty() {
         "default".into()
@@ -222,4 +232,29 @@ pub fn print_certs(items: &[IssuedCertificate], output: Output) -> Result<()> {
         )
     );
     Ok(())
+}
+
+#[cfg(test)]
+mod limit_tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn limits_take_counts_removals_and_the_flow_word() {
+        let m = parse_limits(&[
+            "readQPS=20".into(),
+            "maxWatches-".into(),
+            "apfFlow=tenant".into(),
+        ])
+        .unwrap();
+        assert_eq!(
+            Value::Object(m.clone()),
+            serde_json::json!({"readQPS": 20, "maxWatches": null, "apfFlow": "tenant"})
+        );
+        assert!(parse_limits(&["readQPS=fast".into()]).is_err());
+        assert_eq!(
+            limits_cell(Some(&Value::Object(m))),
+            "readQPS=20,maxWatches=null,apfFlow=tenant"
+        );
+    }
 }

@@ -174,6 +174,10 @@ pub struct ServeArgs {
     /// Per-tenant default: open TLS connections (0 = no limit).
     #[arg(long, env = "PADDOCK_TENANT_MAX_CONNECTIONS")]
     pub tenant_max_connections: Option<u32>,
+    /// Per-tenant default: how upstream APF groups a tenant's requests: `user` (the shared
+    /// FlowSchema, one flow per user) or `tenant` (a FlowSchema of the tenant's own, one flow).
+    #[arg(long, env = "PADDOCK_TENANT_APF_FLOW")]
+    pub tenant_apf_flow: Option<String>,
     /// Tenant audit trail: kube-apiserver audit Policy file (audit.k8s.io/v1); unset = no audit trail.
     #[arg(long, env = "PADDOCK_AUDIT_POLICY_FILE")]
     pub audit_policy_file: Option<PathBuf>,
@@ -402,7 +406,7 @@ fn span_hint(text: &str, span: Option<std::ops::Range<usize>>) -> String {
 pub fn resolve(args: &ServeArgs) -> Result<(ServerConfig, LogFormat)> {
     let m = merged(args)?;
     let connections = connections(&m)?;
-    let limits = limits(&m);
+    let limits = limits(&m)?;
     let fair_queue = fair_queue(&m)?;
     let quota = quota_config(&m)?;
     let templates = templates_config(&m)?;
@@ -662,9 +666,15 @@ fn fair_queue(m: &ServeArgs) -> Result<FairQueueConfig> {
     })
 }
 
-fn limits(m: &ServeArgs) -> Limits {
+fn limits(m: &ServeArgs) -> Result<Limits> {
     let d = Limits::default();
-    Limits {
+    let apf_flow = match m.tenant_apf_flow.as_deref() {
+        None => d.apf_flow,
+        Some(s) => serde_json::from_value(serde_json::Value::from(s)).map_err(|_| {
+            anyhow::anyhow!("tenant_apf_flow: {s:?} is neither `user` nor `tenant`")
+        })?,
+    };
+    Ok(Limits {
         read_qps: m.tenant_read_qps.unwrap_or(d.read_qps),
         read_burst: m.tenant_read_burst.unwrap_or(d.read_burst),
         write_qps: m.tenant_write_qps.unwrap_or(d.write_qps),
@@ -673,7 +683,8 @@ fn limits(m: &ServeArgs) -> Limits {
         max_watches: m.tenant_max_watches.unwrap_or(d.max_watches),
         max_list: m.tenant_max_list.unwrap_or(d.max_list),
         max_connections: m.tenant_max_connections.unwrap_or(d.max_connections),
-    }
+        apf_flow,
+    })
 }
 
 fn init_logging(format: LogFormat) {

@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail, ensure};
 use paddock_e2e::cred::{Cred, extract_cred};
 use paddock_e2e::process;
-use paddock_e2e::{ControlPlane, Paddock, StoreKind};
+use paddock_e2e::{ControlPlane, Kubectl, Paddock, StoreKind};
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 use serde_json::Value;
@@ -317,12 +317,15 @@ fn slow_clients_and_fair_share() -> Result<()> {
         "writeBurst=2",
         "maxWatches=2",
         "maxList=5",
+        "apfFlow=tenant",
         "-o",
         "json",
     ])?;
     let shown: Value = serde_json::from_str(&shown)?;
     ensure!(
-        shown["spec"]["limits"]["writeQPS"] == 2 && shown["spec"]["limits"]["maxList"] == 5,
+        shown["spec"]["limits"]["writeQPS"] == 2
+            && shown["spec"]["limits"]["maxList"] == 5
+            && shown["spec"]["limits"]["apfFlow"] == "tenant",
         "set-limits did not store the overrides: {shown}"
     );
 
@@ -629,15 +632,10 @@ fn slow_clients_and_fair_share() -> Result<()> {
             .into(),
     );
 
-    // ---- API Priority and Fairness: one flow per tenant ----------------------------------
+    // ---- API Priority and Fairness: one flow per tenant for A (apfFlow=tenant) ------------
+    // The leader's resync writes A's FlowSchema after its record changed (about a second).
     let admin = cp.kubectl_admin()?;
-    let fs: Value = serde_json::from_str(&admin.run(&[
-        "get",
-        "flowschema",
-        "paddock-tenants-noisya-flow",
-        "-o",
-        "json",
-    ])?)?;
+    let fs = wait_for_flow_schema(&admin, "noisya", true)?;
     ensure!(
         fs["spec"]["distinguisherMethod"].is_null()
             && fs["spec"]["priorityLevelConfiguration"]["name"] == "paddock-tenants"
@@ -705,6 +703,68 @@ fn slow_clients_and_fair_share() -> Result<()> {
     report
         .push("APF: both users of A in A's FlowSchema (no distinguisher); B cannot see it".into());
 
+    // ---- ...and the shared FlowSchema, by user, for tenants that do not ask ------------------
+    // B has no FlowSchema of its own (one per tenant would be matched against every other
+    // user's request upstream: docs/fairshare.md); its requests go by the shared one.
+    ensure!(
+        admin
+            .run(&[
+                "get",
+                "flowschema",
+                "paddock-tenants-quietb-flow",
+                "--ignore-not-found",
+                "-o",
+                "name"
+            ])?
+            .trim()
+            .is_empty(),
+        "tenant B (no apfFlow) has a FlowSchema of its own"
+    );
+    let shared: Value = serde_json::from_str(&admin.run(&[
+        "get",
+        "flowschema",
+        "paddock-tenants",
+        "-o",
+        "json",
+    ])?)?;
+    ensure!(
+        shared["spec"]["distinguisherMethod"]["type"] == "ByUser",
+        "the shared FlowSchema: {}",
+        shared["spec"]
+    );
+    let shared_uid = shared["metadata"]["uid"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let (_, head, _) = curl(
+        &ca,
+        &b,
+        "GET",
+        &format!("{url}/api/v1/namespaces/default/configmaps?limit=1"),
+        None,
+    )?;
+    ensure!(
+        head.contains(&format!("x-kubernetes-pf-flowschema-uid: {shared_uid}")),
+        "tenant B was not in the shared FlowSchema {shared_uid}: {head}"
+    );
+    // A back to the default: its FlowSchema goes, its requests join the shared one.
+    p.cli(&["tenant", "set-limits", "noisya", "apfFlow-"])?;
+    wait_for_flow_schema(&admin, "noisya", false)?;
+    let (_, head, _) = curl(
+        &ca,
+        &a,
+        "GET",
+        &format!("{url}/api/v1/namespaces/default/configmaps?limit=1"),
+        None,
+    )?;
+    ensure!(
+        head.contains(&format!("x-kubernetes-pf-flowschema-uid: {shared_uid}")),
+        "tenant A after apfFlow- was not in the shared FlowSchema: {head}"
+    );
+    report.push(
+        "APF: B (no apfFlow) has no FlowSchema of its own and goes by the shared one (by user); A after apfFlow- too".into(),
+    );
+
     stop.store(true, Ordering::Release);
     let seen = prober
         .join()
@@ -722,4 +782,34 @@ fn slow_clients_and_fair_share() -> Result<()> {
     ));
     eprintln!("fair share e2e:\n  {}", report.join("\n  "));
     Ok(())
+}
+
+/// Tenant `tid`'s own FlowSchema once it is there (`present`), or once it is gone; the
+/// leader's resync acts about a second after the tenant record changes.
+fn wait_for_flow_schema(admin: &Kubectl, tid: &str, present: bool) -> Result<Value> {
+    let name = format!("paddock-tenants-{tid}-flow");
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        let out = admin.run(&[
+            "get",
+            "flowschema",
+            &name,
+            "--ignore-not-found",
+            "-o",
+            "json",
+        ])?;
+        if out.trim().is_empty() != present {
+            return Ok(if present {
+                serde_json::from_str(&out)?
+            } else {
+                Value::Null
+            });
+        }
+        ensure!(
+            Instant::now() < deadline,
+            "FlowSchema {name} still {} after 15 s",
+            if present { "absent" } else { "present" }
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
 }

@@ -83,6 +83,10 @@ fn drift_is_repaired_from_watches_by_the_leader_and_after_a_takeover() -> Result
         "tenant",
         "create",
         T,
+        // A FlowSchema of its own, to be edited and deleted below (tenants without go by
+        // the shared one: docs/fairshare.md).
+        "--limit",
+        "apfFlow=tenant",
         "--billing-label",
         &format!("{BILLING_LABEL}=cc-1"),
     ])?;

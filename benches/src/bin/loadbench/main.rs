@@ -509,6 +509,18 @@ async fn shared_parts(args: &Args, report: &mut Report) -> Result<()> {
             ));
         }
         let b = Cred::from_kubeconfig(&p.tenant(noisy::QUIET)?)?;
+        // B's own FlowSchema names its flow in the apiserver's APF metrics (noisy_split); A
+        // keeps the default, the shared FlowSchema by user. Both are flows of the same
+        // priority level either way, so APF shares it between them alike.
+        p.cli(&["tenant", "set-limits", noisy::QUIET, "apfFlow=tenant"])?;
+        let b_flow = format!(
+            "/apis/flowcontrol.apiserver.k8s.io/v1/flowschemas/paddock-tenants-{}-flow",
+            noisy::QUIET
+        );
+        client::wait_until("B's FlowSchema", Duration::from_secs(30), || async {
+            Ok(admin.call(Method::GET, &b_flow, None).await?.0.is_success())
+        })
+        .await?;
         let creds = noisy::Creds {
             admin: &admin_cred,
             a: &a,

@@ -43,7 +43,21 @@ pub fn classify(method: &str, query: Option<&str>, upgrade: bool) -> RequestClas
     }
 }
 
-/// A tenant's limits in one replica. 0 means "no limit" for every field.
+/// How the upstream's API Priority and Fairness tells a tenant's requests apart
+/// (docs/fairshare.md "API Priority and Fairness upstream").
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ApfFlow {
+    /// The shared `paddock-tenants` FlowSchema, one flow per user: costs the upstream nothing
+    /// per tenant (APF matches every request against every FlowSchema ahead of its own).
+    #[default]
+    User,
+    /// A FlowSchema of the tenant's own, with no distinguisher: all its users are one flow
+    /// (a tenant with a hundred users gets one tenant's share, not a hundred).
+    Tenant,
+}
+
+/// A tenant's limits in one replica. 0 means "no limit" for every count.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Limits {
@@ -66,6 +80,9 @@ pub struct Limits {
     pub max_list: u32,
     /// TLS connections open at once (certificate-authenticated tenant users).
     pub max_connections: u32,
+    /// How APF upstream groups the tenant's requests into flows (not a per-replica count: the
+    /// leader keeps the FlowSchema it implies).
+    pub apf_flow: ApfFlow,
 }
 
 impl Default for Limits {
@@ -81,6 +98,7 @@ impl Default for Limits {
             max_watches: 256,
             max_list: 500,
             max_connections: 128,
+            apf_flow: ApfFlow::User,
         }
     }
 }
@@ -106,6 +124,8 @@ pub struct LimitOverrides {
     pub max_list: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_connections: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub apf_flow: Option<ApfFlow>,
 }
 
 impl LimitOverrides {
@@ -128,6 +148,7 @@ impl Limits {
             max_watches: o.max_watches.unwrap_or(self.max_watches),
             max_list: o.max_list.unwrap_or(self.max_list),
             max_connections: o.max_connections.unwrap_or(self.max_connections),
+            apf_flow: o.apf_flow.unwrap_or(self.apf_flow),
         }
     }
 }
@@ -204,6 +225,22 @@ mod tests {
 
     fn ms(n: u64) -> Duration {
         Duration::from_millis(n)
+    }
+
+    #[test]
+    fn the_apf_flow_is_a_word_and_an_override_like_the_counts() {
+        let o: LimitOverrides =
+            serde_json::from_value(serde_json::json!({"apfFlow": "tenant"})).unwrap();
+        assert!(!o.is_empty());
+        assert_eq!(Limits::default().with(Some(&o)).apf_flow, ApfFlow::Tenant);
+        assert_eq!(Limits::default().with(None).apf_flow, ApfFlow::User);
+        assert!(
+            serde_json::from_value::<LimitOverrides>(serde_json::json!({"apfFlow": "namespace"}))
+                .is_err()
+        );
+        assert!(
+            serde_json::from_value::<LimitOverrides>(serde_json::json!({"apfFlow": 1})).is_err()
+        );
     }
 
     #[test]

@@ -273,3 +273,73 @@ pub fn owned_by(obj: &Value, t: &TenantId, crd: bool) -> bool {
     };
     labelled && prefixed
 }
+
+/// The first upstream namespace that already uses tenant `t`'s prefix without belonging to
+/// it (`namespaces`: each name with its tenant label): a tenant with that id would claim it.
+pub fn prefix_taken<'a>(
+    t: &TenantId,
+    namespaces: impl IntoIterator<Item = &'a Value>,
+) -> Option<String> {
+    let prefix = t.prefix();
+    namespaces.into_iter().find_map(|ns| {
+        let name = ns["metadata"]["name"].as_str()?;
+        let owner = ns["metadata"]["labels"][TENANT_LABEL].as_str();
+        (name.starts_with(&prefix) && owner != Some(t.as_str())).then(|| name.to_string())
+    })
+}
+
+/// What the per-replica namespace index keeps of a namespace (for [`prefix_taken`]): its name,
+/// resourceVersion and tenant label; a few dozen bytes of each of thousands.
+pub fn namespace_owner_shape(o: Value) -> Option<Value> {
+    let m = &o["metadata"];
+    let mut labels = serde_json::Map::new();
+    if let Some(t) = m["labels"].get(TENANT_LABEL) {
+        labels.insert(TENANT_LABEL.into(), t.clone());
+    }
+    Some(json!({"metadata": {
+        "name": m.get("name")?.clone(),
+        "resourceVersion": m["resourceVersion"].clone(),
+        "labels": labels,
+    }}))
+}
+
+#[cfg(test)]
+mod prefix_tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    fn ns(name: &str, tenant: Option<&str>) -> Value {
+        let full = json!({"metadata": {"name": name, "resourceVersion": "7", "uid": "u",
+            "managedFields": [{"manager": "x"}],
+            "labels": tenant.map_or(json!({"a": "b"}), |t| json!({TENANT_LABEL: t, "a": "b"}))}});
+        namespace_owner_shape(full).unwrap()
+    }
+
+    #[test]
+    fn a_prefix_is_taken_by_a_namespace_of_another_owner_or_none() {
+        let t = TenantId::parse("foofoo").unwrap();
+        let mine = [
+            ns("foofoo-a", Some("foofoo")),
+            ns("foofoox", None),
+            ns("kube-system", None),
+        ];
+        assert_eq!(
+            prefix_taken(&t, &mine),
+            None,
+            "its own, and names without the dash"
+        );
+        let platform = [ns("foofoo-a", Some("foofoo")), ns("foofoo-db", None)];
+        assert_eq!(prefix_taken(&t, &platform).as_deref(), Some("foofoo-db"));
+        let other = [ns("foofoo-b", Some("barbar"))];
+        assert_eq!(prefix_taken(&t, &other).as_deref(), Some("foofoo-b"));
+    }
+
+    #[test]
+    fn the_shape_keeps_name_version_and_tenant_label_only() {
+        assert_eq!(
+            ns("foofoo-a", Some("foofoo")),
+            json!({"metadata": {"name": "foofoo-a", "resourceVersion": "7", "labels": {TENANT_LABEL: "foofoo"}}})
+        );
+        assert_eq!(ns("x", None)["metadata"]["labels"], json!({}));
+    }
+}

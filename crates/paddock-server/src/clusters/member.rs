@@ -52,6 +52,9 @@ pub fn start(main: &Arc<AppState>, record: ClusterRecord) -> Result<ClusterMembe
         cache: main.cache.clone(),
         shutdown: stop.clone(),
         tenant_priority_shares: main.config.tenant_priority_shares,
+        apf_flow: main.config.limits.apf_flow,
+        // Not kept for a registered cluster: its prefix check lists (creations there are few).
+        namespaces: Default::default(),
         prune_grace: main.config.prune_grace,
         cluster: record.name.clone(),
         leadership: main.leadership.clone(),

@@ -46,7 +46,12 @@ pub async fn extend_tenant(
 async fn provision_on(r: &Reconciler, t: &TenantId) -> Result<(), ServerError> {
     provision::ensure_builtin_roles(&r.upstream, t).await?;
     paddock_reconciler::rbac_sync::sync_tenant(&r.upstream, t).await?;
-    provision::ensure_tenant_flow_schema(&r.upstream, t, r.tenant_priority_shares).await
+    match r.cache.tenant(t.as_str()) {
+        Some(rec) if r.own_flow_schema(&rec) => {
+            provision::sync_tenant_flow_schema(&r.upstream, t, true).await
+        }
+        _ => Ok(()),
+    }
 }
 
 /// Marks a spanning tenant Terminating and removes it in the background: its objects on the
