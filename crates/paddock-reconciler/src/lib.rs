@@ -5,8 +5,8 @@
 //! - [`rbac_sync`]: the mirrors that give tenant ClusterRoleBindings their namespaced meaning;
 //! - [`lifecycle`]: creating, repairing and deleting a tenant; [`namespaces`]: the replica's
 //!   index of namespace names, for a new tenant's prefix check;
-//! - [`resync`]: the watch-driven repair of every tenant (the leader's); [`prune`]: store
-//!   upkeep;
+//! - [`resync`]: the watch-driven repair of every tenant (the leader's); [`apf`]: the shared
+//!   APF objects kept from watches (the leader's); [`prune`]: store upkeep;
 //! - [`rights`]: the start-up check that paddock's own credential holds what it needs;
 //! - [`billing`]: the tenant's billing key stamped on its namespaces (docs/metering.md);
 //! - [`templates`]: namespace templates stamped into tenant namespaces (docs/templates.md).
@@ -14,6 +14,7 @@
 //! Module layers (no cycles): `provision` <- `rbac_sync` <- `lifecycle` <- `resync`.
 //! The gateway (`paddock-server`) calls in here; nothing here knows the gateway.
 
+pub mod apf;
 pub mod billing;
 pub mod lifecycle;
 pub mod namespaces;

@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use paddock_core::TenantId;
 use paddock_core::provision::reflect::{Cache, Settle, WorkQueue, backoff};
-use paddock_core::provision::resync::{OwnerIndex, Watched, flow_schema_in_step};
+use paddock_core::provision::resync::{OwnerIndex, Watched, spec_in_step};
 use paddock_core::provision::{tenant_flow_schema_name, tenant_own_flow_schema};
 use paddock_store::{TenantPhase, TenantRecord};
 use paddock_upstream::error::ServerError;
@@ -294,7 +294,7 @@ impl Resync {
         let cached = self.caches[Watched::FlowSchemas.index()].get("", &tenant_flow_schema_name(t));
         let own = self.state.own_flow_schema(&rec);
         let in_step = if own {
-            flow_schema_in_step(&tenant_own_flow_schema(t), cached)
+            spec_in_step(&tenant_own_flow_schema(t), cached)
         } else {
             cached.is_none()
         };

@@ -28,6 +28,8 @@ const LEASE_NS: &str = "paddock-system";
 const LEASE: &str = "paddock-resync-leader";
 const BILLING_LABEL: &str = "cost-center";
 const ISOLATION: &str = "paddock-tenant-isolation";
+/// The APF FlowSchema and priority level every tenant without its own shares.
+const SHARED: &str = "paddock-tenants";
 /// Verbs that must not reach the watched collections while nothing changes.
 const IDLE_NONE: &[&str] = &["LIST", "APPLY", "PATCH", "CREATE", "UPDATE", "DELETE"];
 /// What the resync watches, by `apiserver_request_total`'s resource label.
@@ -37,6 +39,7 @@ const WATCHED: &[&str] = &[
     "customresourcedefinitions",
     "flowschemas",
     "namespaces",
+    "prioritylevelconfigurations",
     "rolebindings",
 ];
 
@@ -126,6 +129,8 @@ fn drift_is_repaired_from_watches_by_the_leader_and_after_a_takeover() -> Result
         ("(b) billing label", 5),
         ("(c) FlowSchema", 5),
         ("(d) template's NetworkPolicy", 5),
+        ("(e) shared FlowSchema", 5),
+        ("(f) shared priority level", 5),
     ] {
         let limit = Duration::from_secs(limit);
         let t0 = Instant::now();
@@ -171,6 +176,8 @@ fn drift_is_repaired_from_watches_by_the_leader_and_after_a_takeover() -> Result
         "(a) mirror RoleBinding",
         "(b) billing label",
         "(c) FlowSchema",
+        "(e) shared FlowSchema",
+        "(f) shared priority level",
     ] {
         drift(&up, &ns, what, true)?;
     }
@@ -184,6 +191,8 @@ fn drift_is_repaired_from_watches_by_the_leader_and_after_a_takeover() -> Result
         "(a) mirror RoleBinding",
         "(b) billing label",
         "(c) FlowSchema",
+        "(e) shared FlowSchema",
+        "(f) shared priority level",
     ] {
         within(
             Duration::from_secs(20).saturating_sub(killed.elapsed()),
@@ -206,8 +215,8 @@ fn drift_is_repaired_from_watches_by_the_leader_and_after_a_takeover() -> Result
     Ok(())
 }
 
-/// Makes one drift straight at the apiserver; `second` deletes the FlowSchema instead of
-/// editing it.
+/// Makes one drift straight at the apiserver; `second` deletes the FlowSchema and the shared
+/// objects instead of editing them.
 fn drift(up: &Kubectl, ns: &str, what: &str, second: bool) -> Result<()> {
     match what {
         "(a) mirror RoleBinding" => {
@@ -229,6 +238,32 @@ fn drift(up: &Kubectl, ns: &str, what: &str, second: bool) -> Result<()> {
                 r#"{"spec":{"matchingPrecedence":100}}"#,
             ])?;
         }
+        "(e) shared FlowSchema" if second => {
+            up.run(&["delete", "flowschema", SHARED])?;
+        }
+        "(e) shared FlowSchema" => {
+            up.run(&[
+                "patch",
+                "flowschema",
+                SHARED,
+                "--type=merge",
+                "-p",
+                r#"{"spec":{"matchingPrecedence":9990}}"#,
+            ])?;
+        }
+        "(f) shared priority level" if second => {
+            up.run(&["delete", "prioritylevelconfiguration", SHARED])?;
+        }
+        "(f) shared priority level" => {
+            up.run(&[
+                "patch",
+                "prioritylevelconfiguration",
+                SHARED,
+                "--type=merge",
+                "-p",
+                r#"{"spec":{"limited":{"nominalConcurrencyShares":1}}}"#,
+            ])?;
+        }
         _ => {
             up.run(&["delete", "networkpolicy", ISOLATION, "-n", ns])?;
         }
@@ -241,6 +276,19 @@ fn repaired(up: &Kubectl, ns: &str, what: &str) -> Result<bool> {
         "(a) mirror RoleBinding" => has(up, "rolebinding", &mirror(), Some(ns)),
         "(b) billing label" => billing(up, ns)?.as_deref() == Some("cc-1"),
         "(c) FlowSchema" => precedence(up)? == Some(7900),
+        "(e) shared FlowSchema" => {
+            json(up, &["get", "flowschema", SHARED, "-o", "json"])?
+                .and_then(|f| f["spec"]["matchingPrecedence"].as_u64())
+                == Some(8000)
+        }
+        "(f) shared priority level" => {
+            json(
+                up,
+                &["get", "prioritylevelconfiguration", SHARED, "-o", "json"],
+            )?
+            .and_then(|l| l["spec"]["limited"]["nominalConcurrencyShares"].as_u64())
+                == Some(100)
+        }
         _ => has(up, "networkpolicy", ISOLATION, Some(ns)),
     })
 }

@@ -191,6 +191,10 @@ struct Args {
     /// templates: `default` or `pl1`).
     #[arg(long, default_value = "default")]
     scale_default_templates: String,
+    /// Upstream-identity part: rounds (each cell's figure is the median over them; the
+    /// ratios are paired within a round).
+    #[arg(long, default_value_t = 3)]
+    identity_rounds: usize,
     /// Where report.md goes.
     #[arg(long, default_value = "target/bench")]
     out: PathBuf,

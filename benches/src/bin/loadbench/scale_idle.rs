@@ -39,7 +39,7 @@ const SETTLE_MAX: Duration = Duration::from_secs(120);
 /// Tenants created one at a time at each size, after its idle window: the creation goal
 /// compares these (the bulk creations run four at a time, on two cores shared with the
 /// control plane, so their latency is mostly the contention of the moment).
-const QUIET_CREATIONS: usize = 5;
+const QUIET_CREATIONS: usize = 20;
 
 /// The control plane's processes whose CPU the windows measure.
 #[derive(Clone, Copy)]

@@ -33,8 +33,6 @@ use crate::{Args, Report, TENANT};
 
 /// Requests in flight per cell (one HTTP/2 connection).
 const CONC: usize = 8;
-/// Rounds; each cell's figure is its median over them.
-const ROUNDS: usize = 3;
 /// Requests per cell and round: GETs, writes.
 const GETS: usize = 1500;
 const WRITES: usize = 500;
@@ -73,6 +71,17 @@ pub(crate) fn median(mut v: Vec<f64>) -> f64 {
     } else {
         (v[m - 1] + v[m]) / 2.0
     }
+}
+
+/// The first and third quartiles of `v` (nearest rank); (0, 0) when empty.
+pub(crate) fn quartiles(v: &[f64]) -> (f64, f64) {
+    if v.is_empty() {
+        return (0.0, 0.0);
+    }
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    let at = |q: f64| s[((q * (s.len() - 1) as f64).round() as usize).min(s.len() - 1)];
+    (at(0.25), at(0.75))
 }
 
 /// paddock's identity headers with the values that change no authorization left out: the
@@ -317,11 +326,19 @@ async fn bench(
     let scale = if args.quick { 10 } else { 1 };
     let (gets, writes) = (GETS / scale, WRITES / scale);
     let idle_before = idle_rate(apiserver, Duration::from_secs(3)).await;
+    let rounds = args.identity_rounds.max(1);
     let mut runs: Vec<[Vec<Run>; 2]> = cells.iter().map(|_| [Vec::new(), Vec::new()]).collect();
-    for round in 0..ROUNDS {
+    for round in 0..rounds {
         for (wi, (write, n)) in [(false, gets), (true, writes)].into_iter().enumerate() {
-            for (ci, c) in cells.iter().enumerate() {
-                let r = run(c, write, n, apiserver, round).await;
+            // Every other round backwards: a drift of the machine lands on no cell more
+            // than another.
+            let order: Vec<usize> = if round % 2 == 0 {
+                (0..cells.len()).collect()
+            } else {
+                (0..cells.len()).rev().collect()
+            };
+            for ci in order {
+                let r = run(&cells[ci], write, n, apiserver, round).await;
                 runs[ci][wi].push(r);
             }
         }
@@ -336,6 +353,19 @@ async fn bench(
                 .collect(),
         )
     };
+    // Ratios paired within a round (the same minute of the machine), then their median
+    // and spread over the rounds.
+    let paired = |num: usize, den: usize, wi: usize| -> Vec<f64> {
+        runs[num][wi]
+            .iter()
+            .zip(&runs[den][wi])
+            .map(|(n, d)| us_per_request(n, idle) / us_per_request(d, idle).max(1e-9))
+            .collect()
+    };
+    let spread = |v: Vec<f64>| -> String {
+        let (lo, hi) = quartiles(&v);
+        format!("{:.2} ({lo:.2}-{hi:.2})", median(v))
+    };
     let failed: usize = runs.iter().flatten().flatten().map(|r| r.failed).sum();
     if failed > 0 {
         bail!("{failed} requests failed during the measurement");
@@ -343,26 +373,48 @@ async fn bench(
     let d = &mut report.details;
     let _ = writeln!(
         d,
-        "### The apiserver's CPU per request by how the tenant identity arrives (`--only upstream-identity`; HTTP/2, {CONC} in flight, {ROUNDS} rounds of {gets} GETs and {writes} merge PATCHes per cell, cells alternating; median of the rounds; idle {:.1} ms/s subtracted)\n",
+        "### The apiserver's CPU per request by how the tenant identity arrives (`--only upstream-identity`; HTTP/2, {CONC} in flight, {rounds} rounds of {gets} GETs and {writes} merge PATCHes per cell, cells alternating, every other round backwards; median of the rounds; idle {:.1} ms/s subtracted; ratios paired within a round: median (interquartile range))\n",
         idle * 1e3
     );
     let _ = writeln!(
         d,
-        "| cell | identity | CPU per GET | ÷ (a) | CPU per write | ÷ (a) |\n|---|---|---|---|---|---|"
+        "| cell | identity | CPU per GET | ÷ (a), paired | CPU per write | ÷ (a), paired |\n|---|---|---|---|---|---|"
     );
-    let (a_get, a_write) = (per(0, 0), per(0, 1));
     for (ci, c) in cells.iter().enumerate() {
-        let (g, w) = (per(ci, 0), per(ci, 1));
         let _ = writeln!(
             d,
-            "| ({}) | {} | {g:.0} µs | {:.2} | {w:.0} µs | {:.2} |",
+            "| ({}) | {} | {:.0} µs | {} | {:.0} µs | {} |",
             c.key,
             c.what,
-            g / a_get.max(1e-9),
-            w / a_write.max(1e-9)
+            per(ci, 0),
+            spread(paired(ci, 0, 0)),
+            per(ci, 1),
+            spread(paired(ci, 0, 1)),
         );
     }
-    let _ = writeln!(d);
+    // The front proxy's gain: (e) against (c), the same identity impersonated by paddock's
+    // least-privilege ServiceAccount, round by round.
+    let _ = writeln!(
+        d,
+        "\nFront proxy (e) ÷ impersonation by the least-privilege identity (c), paired: GET {}, write {}; (c) less (e), median of the rounds: GET {:.0} µs, write {:.0} µs.\n",
+        spread(paired(4, 2, 0)),
+        spread(paired(4, 2, 1)),
+        median(
+            runs[2][0]
+                .iter()
+                .zip(&runs[4][0])
+                .map(|(c, e)| us_per_request(c, idle) - us_per_request(e, idle))
+                .collect()
+        ),
+        median(
+            runs[2][1]
+                .iter()
+                .zip(&runs[4][1])
+                .map(|(c, e)| us_per_request(c, idle) - us_per_request(e, idle))
+                .collect()
+        ),
+    );
+    let a_get = per(0, 0);
     report.goal(
         "(diagnostic) apiserver CPU per GET: (c) impersonated with the extra (before issue 37) / (d) without it (since) / (e) front proxy, ÷ admin",
         "–",
@@ -398,6 +450,13 @@ mod tests {
         assert_eq!(us_per_request(&r, 1.0), 0.0);
         let none = Run::default();
         assert_eq!(us_per_request(&none, 0.0), 0.0);
+    }
+
+    #[test]
+    fn quartiles_by_nearest_rank() {
+        assert_eq!(quartiles(&[]), (0.0, 0.0));
+        assert_eq!(quartiles(&[3.0]), (3.0, 3.0));
+        assert_eq!(quartiles(&[5.0, 1.0, 4.0, 2.0, 3.0]), (2.0, 4.0));
     }
 
     #[test]

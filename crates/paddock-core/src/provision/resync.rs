@@ -165,10 +165,10 @@ pub fn contained_in(desired: &Value, actual: &Value) -> bool {
     }
 }
 
-/// Whether the FlowSchema upstream (`actual`, as the watch saw it) still is what paddock
-/// applied (`desired`): its labels and its spec, on the fields paddock sets. A missing one, or
-/// one being deleted, is not in step.
-pub fn flow_schema_in_step(desired: &Value, actual: Option<&Value>) -> bool {
+/// Whether the object upstream (`actual`, as the watch saw it: a FlowSchema, a priority level)
+/// still is what paddock applied (`desired`): its labels and its spec, on the fields paddock
+/// sets. A missing one, or one being deleted, is not in step.
+pub fn spec_in_step(desired: &Value, actual: Option<&Value>) -> bool {
     actual.is_some_and(|a| {
         a["metadata"]["deletionTimestamp"].is_null()
             && contained_in(&desired["metadata"]["labels"], &a["metadata"]["labels"])

@@ -122,29 +122,29 @@ fn as_stored(desired: &Value) -> Value {
 #[test]
 fn a_flow_schema_as_applied_is_in_step() {
     let desired = tenant_own_flow_schema(&t("foofoo"));
-    assert!(flow_schema_in_step(&desired, Some(&as_stored(&desired))));
+    assert!(spec_in_step(&desired, Some(&as_stored(&desired))));
 }
 
 #[test]
 fn a_flow_schema_edited_missing_or_deleted_is_not_in_step() {
     let desired = tenant_own_flow_schema(&t("foofoo"));
-    assert!(!flow_schema_in_step(&desired, None));
+    assert!(!spec_in_step(&desired, None));
     let mut edited = as_stored(&desired);
     edited["spec"]["matchingPrecedence"] = json!(100);
-    assert!(!flow_schema_in_step(&desired, Some(&edited)));
+    assert!(!spec_in_step(&desired, Some(&edited)));
     let mut moved = as_stored(&desired);
     moved["spec"]["priorityLevelConfiguration"]["name"] = json!("global-default");
-    assert!(!flow_schema_in_step(&desired, Some(&moved)));
+    assert!(!spec_in_step(&desired, Some(&moved)));
     let mut widened = as_stored(&desired);
     widened["spec"]["rules"][0]["subjects"][0]["group"]["name"] = json!("system:authenticated");
-    assert!(!flow_schema_in_step(&desired, Some(&widened)));
+    assert!(!spec_in_step(&desired, Some(&widened)));
     let mut unlabelled = as_stored(&desired);
     unlabelled["metadata"]["labels"]
         .as_object_mut()
         .unwrap()
         .remove(TENANT_LABEL);
-    assert!(!flow_schema_in_step(&desired, Some(&unlabelled)));
+    assert!(!spec_in_step(&desired, Some(&unlabelled)));
     let mut going = as_stored(&desired);
     going["metadata"]["deletionTimestamp"] = json!("2026-11-29T14:00:00Z");
-    assert!(!flow_schema_in_step(&desired, Some(&going)));
+    assert!(!spec_in_step(&desired, Some(&going)));
 }
