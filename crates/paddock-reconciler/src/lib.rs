@@ -11,7 +11,8 @@
 //! - [`billing`]: the tenant's billing key stamped on its namespaces (docs/metering.md);
 //! - [`templates`]: namespace templates stamped into tenant namespaces (docs/templates.md).
 //!
-//! Module layers (no cycles): `provision` <- `rbac_sync` <- `lifecycle` <- `resync`.
+//! Module layers (no cycles): `namespaces` <- `provision` <- `rbac_sync` <- `lifecycle` <-
+//! `resync`; `apf` stands beside them (the crate root's `Reconciler` only).
 //! The gateway (`paddock-server`) calls in here; nothing here knows the gateway.
 
 pub mod apf;

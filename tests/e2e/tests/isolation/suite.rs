@@ -154,6 +154,9 @@ pub(crate) fn run_suite(
         "--patch",
         r#"{"podSecurity":"privileged"}"#,
     ])?;
+    // The victim has a FlowSchema of its own (paddock's plumbing, which the attacker must not
+    // read: policy_cases "apf-get-plumbing"); tenants without `apfFlow: tenant` have none.
+    paddock.cli(&["tenant", "set-limits", B, "apfFlow=tenant"])?;
 
     // ---- the world ---------------------------------------------------------------------------
     for (_, k) in &arena.bypass_at {
