@@ -5,18 +5,18 @@
 //! - [`rbac_sync`]: the mirrors that give tenant ClusterRoleBindings their namespaced meaning;
 //! - [`lifecycle`]: creating, repairing and deleting a tenant; [`namespaces`]: the replica's
 //!   index of namespace names, for a new tenant's prefix check;
-//! - [`resync`]: the watch-driven repair of every tenant (the leader's); [`apf`]: the shared
-//!   APF objects kept from watches (the leader's); [`prune`]: store upkeep;
+//! - [`resync`]: the watch-driven repair of every tenant (the leader's); [`kept`]: the shared
+//!   objects of the bootstrap kept from watches (the leader's); [`prune`]: store upkeep;
 //! - [`rights`]: the start-up check that paddock's own credential holds what it needs;
 //! - [`billing`]: the tenant's billing key stamped on its namespaces (docs/metering.md);
 //! - [`templates`]: namespace templates stamped into tenant namespaces (docs/templates.md).
 //!
 //! Module layers (no cycles): `namespaces` <- `provision` <- `rbac_sync` <- `lifecycle` <-
-//! `resync`; `apf` stands beside them (the crate root's `Reconciler` only).
+//! `resync`; `provision` <- `kept`.
 //! The gateway (`paddock-server`) calls in here; nothing here knows the gateway.
 
-pub mod apf;
 pub mod billing;
+pub mod kept;
 pub mod lifecycle;
 pub mod namespaces;
 pub mod provision;

@@ -14,7 +14,7 @@ use paddock_upstream::upstream::Upstream;
 
 use paddock_core::provision::guard::{guard_binding, guard_policies, services_guard_name};
 use paddock_core::provision::{
-    CLUSTER_SCOPE_ROLE, NAMESPACE_ADMIN_BINDING, POD_SECURITY_LEVEL, PSA_ENFORCE_LABEL,
+    CLUSTER_SCOPE_ROLE, KEPT_LABEL, NAMESPACE_ADMIN_BINDING, POD_SECURITY_LEVEL, PSA_ENFORCE_LABEL,
     RESERVED_TENANT_IDS, TENANT_PRIORITY_LEVEL, cluster_scope_binding, cluster_scope_role,
     keeps_namespace_level, legacy_tenant_scope_binding_name, namespace_admin_binding, owned_by,
     owned_cluster_kinds, prefix_taken, tenant_cluster_role_name, tenant_flow_schema,
@@ -55,7 +55,7 @@ pub fn set_admission_webhook(enabled: bool) {
     let _ = ADMISSION_WEBHOOK.set(enabled);
 }
 
-fn admission_webhook() -> bool {
+pub(crate) fn admission_webhook() -> bool {
     ADMISSION_WEBHOOK.get().copied().unwrap_or(false)
 }
 
@@ -72,34 +72,6 @@ pub async fn bootstrap_with(
     tenant_priority_shares: u32,
     webhook_here: bool,
 ) -> Result<(), ServerError> {
-    if tenant_priority_shares > 0 {
-        upjson::apply(
-            up,
-            &format!(
-                "/apis/flowcontrol.apiserver.k8s.io/v1/prioritylevelconfigurations/{TENANT_PRIORITY_LEVEL}"
-            ),
-            &tenant_priority_level(tenant_priority_shares),
-        )
-        .await?;
-        upjson::apply(
-            up,
-            &format!("/apis/flowcontrol.apiserver.k8s.io/v1/flowschemas/{TENANT_PRIORITY_LEVEL}"),
-            &tenant_flow_schema(),
-        )
-        .await?;
-    }
-    upjson::apply(
-        up,
-        &format!("/apis/rbac.authorization.k8s.io/v1/clusterroles/{CLUSTER_SCOPE_ROLE}"),
-        &cluster_scope_role(),
-    )
-    .await?;
-    upjson::apply(
-        up,
-        &format!("/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/{CLUSTER_SCOPE_ROLE}"),
-        &cluster_scope_binding(),
-    )
-    .await?;
     if webhook_here {
         let name = services_guard_name();
         let base = "/apis/admissionregistration.k8s.io/v1";
@@ -110,28 +82,87 @@ pub async fn bootstrap_with(
         .await?;
         upjson::delete(up, &format!("{base}/validatingadmissionpolicies/{name}")).await?;
     }
+    for o in bootstrap_objects(tenant_priority_shares, webhook_here) {
+        upjson::apply(up, &o.path(), &o.object).await?;
+    }
+    Ok(())
+}
+
+/// One object the bootstrap puts in place and the leader keeps there (`kept.rs`).
+#[derive(Debug, Clone)]
+pub struct KeptObject {
+    /// Its collection, cluster-wide.
+    pub collection: &'static str,
+    pub name: String,
+    /// As applied: with [`KEPT_LABEL`].
+    pub object: Value,
+}
+
+impl KeptObject {
+    fn new(collection: &'static str, name: &str, mut object: Value) -> KeptObject {
+        object["metadata"]["labels"][KEPT_LABEL.0] = json!(KEPT_LABEL.1);
+        KeptObject {
+            collection,
+            name: name.to_string(),
+            object,
+        }
+    }
+
+    pub fn path(&self) -> String {
+        format!("{}/{}", self.collection, self.name)
+    }
+}
+
+const LEVELS: &str = "/apis/flowcontrol.apiserver.k8s.io/v1/prioritylevelconfigurations";
+const SCHEMAS: &str = "/apis/flowcontrol.apiserver.k8s.io/v1/flowschemas";
+const ROLES: &str = "/apis/rbac.authorization.k8s.io/v1/clusterroles";
+const ROLE_BINDINGS: &str = "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings";
+const POLICIES: &str = "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies";
+const POLICY_BINDINGS: &str =
+    "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings";
+
+/// What every tenant shares upstream, as data: the tenants' APF priority level and FlowSchema
+/// (unless `tenant_priority_shares` is 0), the cluster-scope role and binding, the admission
+/// guard's policies and bindings (the services guard only where the webhook is not), and the
+/// templates' lock guard.
+pub fn bootstrap_objects(tenant_priority_shares: u32, webhook_here: bool) -> Vec<KeptObject> {
+    let mut out = Vec::new();
+    if tenant_priority_shares > 0 {
+        out.push(KeptObject::new(
+            LEVELS,
+            TENANT_PRIORITY_LEVEL,
+            tenant_priority_level(tenant_priority_shares),
+        ));
+        out.push(KeptObject::new(
+            SCHEMAS,
+            TENANT_PRIORITY_LEVEL,
+            tenant_flow_schema(),
+        ));
+    }
+    out.push(KeptObject::new(
+        ROLES,
+        CLUSTER_SCOPE_ROLE,
+        cluster_scope_role(),
+    ));
+    out.push(KeptObject::new(
+        ROLE_BINDINGS,
+        CLUSTER_SCOPE_ROLE,
+        cluster_scope_binding(),
+    ));
     // The templates' lock guard is declared beside the templates (core `templates/guard.rs`),
     // which build on the provisioning data: composed here so neither module imports the other.
     let guards = guard_policies(webhook_here)
         .into_iter()
         .chain(paddock_core::templates::templates_guards());
     for (name, policy) in guards {
-        upjson::apply(
-            up,
-            &format!("/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies/{name}"),
-            &policy,
-        )
-        .await?;
-        upjson::apply(
-            up,
-            &format!(
-                "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings/{name}"
-            ),
-            &guard_binding(&name),
-        )
-        .await?;
+        out.push(KeptObject::new(POLICIES, &name, policy));
+        out.push(KeptObject::new(
+            POLICY_BINDINGS,
+            &name,
+            guard_binding(&name),
+        ));
     }
-    Ok(())
+    out
 }
 
 /// Refuses an id whose prefix is already used upstream by something that is not this

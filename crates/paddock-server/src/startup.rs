@@ -117,7 +117,9 @@ pub async fn bootstrap_loop(state: Arc<AppState>, admission_url: Option<String>)
     // Grants, RBAC mirrors, billing stamps and FlowSchemas: repaired at each gain of the
     // leadership, then kept in step from watches (docs/operations.md "Leadership").
     tokio::spawn(resync::resync_loop(state.reconciler.clone()));
-    tokio::spawn(paddock_reconciler::apf::keep_loop(state.reconciler.clone()));
+    tokio::spawn(paddock_reconciler::kept::keep_loop(
+        state.reconciler.clone(),
+    ));
     // Every replica: the namespace names a new tenant's prefix is checked against.
     let r = &state.reconciler;
     tokio::spawn(

@@ -30,6 +30,8 @@ const BILLING_LABEL: &str = "cost-center";
 const ISOLATION: &str = "paddock-tenant-isolation";
 /// The APF FlowSchema and priority level every tenant without its own shares.
 const SHARED: &str = "paddock-tenants";
+/// One of the admission guard's policies (and its binding's name), the second wall on RBAC.
+const GUARD_RBAC: &str = "paddock-tenant-guard-rbac";
 /// Verbs that must not reach the watched collections while nothing changes.
 const IDLE_NONE: &[&str] = &["LIST", "APPLY", "PATCH", "CREATE", "UPDATE", "DELETE"];
 /// What the resync watches, by `apiserver_request_total`'s resource label.
@@ -41,6 +43,8 @@ const WATCHED: &[&str] = &[
     "namespaces",
     "prioritylevelconfigurations",
     "rolebindings",
+    "validatingadmissionpolicies",
+    "validatingadmissionpolicybindings",
 ];
 
 fn within(limit: Duration, what: &str, f: impl FnMut() -> Result<bool>) -> Result<Duration> {
@@ -131,6 +135,7 @@ fn drift_is_repaired_from_watches_by_the_leader_and_after_a_takeover() -> Result
         ("(d) template's NetworkPolicy", 5),
         ("(e) shared FlowSchema", 5),
         ("(f) shared priority level", 5),
+        ("(g) guard policy", 5),
     ] {
         let limit = Duration::from_secs(limit);
         let t0 = Instant::now();
@@ -178,6 +183,7 @@ fn drift_is_repaired_from_watches_by_the_leader_and_after_a_takeover() -> Result
         "(c) FlowSchema",
         "(e) shared FlowSchema",
         "(f) shared priority level",
+        "(g) guard policy",
     ] {
         drift(&up, &ns, what, true)?;
     }
@@ -193,6 +199,7 @@ fn drift_is_repaired_from_watches_by_the_leader_and_after_a_takeover() -> Result
         "(c) FlowSchema",
         "(e) shared FlowSchema",
         "(f) shared priority level",
+        "(g) guard policy",
     ] {
         within(
             Duration::from_secs(20).saturating_sub(killed.elapsed()),
@@ -264,6 +271,12 @@ fn drift(up: &Kubectl, ns: &str, what: &str, second: bool) -> Result<()> {
                 r#"{"spec":{"limited":{"nominalConcurrencyShares":1}}}"#,
             ])?;
         }
+        "(g) guard policy" if second => {
+            up.run(&["delete", "validatingadmissionpolicybinding", GUARD_RBAC])?;
+        }
+        "(g) guard policy" => {
+            up.run(&["delete", "validatingadmissionpolicy", GUARD_RBAC])?;
+        }
         _ => {
             up.run(&["delete", "networkpolicy", ISOLATION, "-n", ns])?;
         }
@@ -276,6 +289,10 @@ fn repaired(up: &Kubectl, ns: &str, what: &str) -> Result<bool> {
         "(a) mirror RoleBinding" => has(up, "rolebinding", &mirror(), Some(ns)),
         "(b) billing label" => billing(up, ns)?.as_deref() == Some("cc-1"),
         "(c) FlowSchema" => precedence(up)? == Some(7900),
+        "(g) guard policy" => {
+            has(up, "validatingadmissionpolicy", GUARD_RBAC, None)
+                && has(up, "validatingadmissionpolicybinding", GUARD_RBAC, None)
+        }
         "(e) shared FlowSchema" => {
             json(up, &["get", "flowschema", SHARED, "-o", "json"])?
                 .and_then(|f| f["spec"]["matchingPrecedence"].as_u64())

@@ -128,13 +128,11 @@ pub fn cluster_scope_binding() -> Value {
 /// Fairness).
 pub const TENANT_PRIORITY_LEVEL: &str = "paddock-tenants";
 
-/// Label (and its value) on the APF objects every tenant shares, the `paddock-tenants` level
-/// and FlowSchema: the leader's watch of them selects by it (paddock-reconciler `apf.rs`).
-pub const SHARED_APF_LABEL: (&str, &str) = ("paddock.io/apf", "shared");
-
-fn shared_apf_labels() -> Value {
-    json!({"app.kubernetes.io/managed-by": "paddock", SHARED_APF_LABEL.0: SHARED_APF_LABEL.1})
-}
+/// Label (and its value) on the objects every tenant shares, which the bootstrap puts in place
+/// and the leader keeps there (the APF level and FlowSchema, the cluster-scope role and
+/// binding, the admission guard's policies): the leader's watches select by it
+/// (paddock-reconciler `kept.rs`).
+pub const KEPT_LABEL: (&str, &str) = ("paddock.io/kept", "bootstrap");
 
 /// The priority level of tenants' requests. Without it they land in `global-default` (20
 /// shares: about 50 seats of a default apiserver, shared with every other user), where 64
@@ -145,7 +143,7 @@ pub fn tenant_priority_level(shares: u32) -> Value {
     json!({
         "apiVersion": "flowcontrol.apiserver.k8s.io/v1",
         "kind": "PriorityLevelConfiguration",
-        "metadata": {"name": TENANT_PRIORITY_LEVEL, "labels": shared_apf_labels()},
+        "metadata": {"name": TENANT_PRIORITY_LEVEL, "labels": {"app.kubernetes.io/managed-by": "paddock"}},
         "spec": {"type": "Limited", "limited": {
             "nominalConcurrencyShares": shares,
             "lendablePercent": 50,
@@ -162,7 +160,7 @@ pub fn tenant_flow_schema() -> Value {
     json!({
         "apiVersion": "flowcontrol.apiserver.k8s.io/v1",
         "kind": "FlowSchema",
-        "metadata": {"name": TENANT_PRIORITY_LEVEL, "labels": shared_apf_labels()},
+        "metadata": {"name": TENANT_PRIORITY_LEVEL, "labels": {"app.kubernetes.io/managed-by": "paddock"}},
         "spec": {
             "priorityLevelConfiguration": {"name": TENANT_PRIORITY_LEVEL},
             "matchingPrecedence": 8000,

@@ -165,14 +165,21 @@ pub fn contained_in(desired: &Value, actual: &Value) -> bool {
     }
 }
 
-/// Whether the object upstream (`actual`, as the watch saw it: a FlowSchema, a priority level)
-/// still is what paddock applied (`desired`): its labels and its spec, on the fields paddock
+/// Whether the object upstream (`actual`, as the watch saw it: a FlowSchema, a priority level,
+/// a role, an admission policy) still is what paddock applied (`desired`): its labels and every
+/// other top-level field (`spec`, `rules`, `roleRef`, `subjects`...), on the fields paddock
 /// sets. A missing one, or one being deleted, is not in step.
 pub fn spec_in_step(desired: &Value, actual: Option<&Value>) -> bool {
     actual.is_some_and(|a| {
         a["metadata"]["deletionTimestamp"].is_null()
             && contained_in(&desired["metadata"]["labels"], &a["metadata"]["labels"])
-            && contained_in(&desired["spec"], &a["spec"])
+            && desired.as_object().is_some_and(|d| {
+                d.iter()
+                    .filter(|(k, _)| {
+                        !matches!(k.as_str(), "apiVersion" | "kind" | "metadata" | "status")
+                    })
+                    .all(|(k, v)| contained_in(v, &a[k.as_str()]))
+            })
     })
 }
 
