@@ -16,7 +16,7 @@ use std::time::Duration;
 use paddock_core::provision::KEPT_LABEL;
 use paddock_core::provision::reflect::{Cache, backoff};
 use paddock_core::provision::resync::spec_in_step;
-use paddock_upstream::reflector::{self, Feed, Source};
+use paddock_upstream::reflector::{self, Source};
 use paddock_upstream::upjson;
 use tokio::sync::mpsc;
 
@@ -63,11 +63,7 @@ async fn keep_leading(state: Arc<Reconciler>) {
             f = rx.recv() => match f {
                 Some((id, feed)) => {
                     if let Some(cache) = caches.get_mut(id) {
-                        match feed {
-                            Feed::Listed(items) => { cache.replace(items); }
-                            Feed::Event(ev) => { cache.apply(ev); }
-                            Feed::Refused(_) => {}
-                        }
+                        feed.into_cache(cache);
                     }
                     id
                 }

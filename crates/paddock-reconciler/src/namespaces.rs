@@ -15,7 +15,7 @@ use std::time::Duration;
 use paddock_core::TenantId;
 use paddock_core::provision::reflect::Cache;
 use paddock_core::provision::{namespace_owner_shape, prefix_taken};
-use paddock_upstream::reflector::{self, Feed, Source};
+use paddock_upstream::reflector::{self, Source};
 use paddock_upstream::upstream::Upstream;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -46,16 +46,7 @@ impl NamespaceIndex {
         let feed_stop = stop.clone();
         tokio::spawn(async move { reflector::run(&up, &source, 0, tx, feed_stop).await });
         while let Some((_, feed)) = rx.recv().await {
-            let mut cache = self.0.lock();
-            match feed {
-                Feed::Listed(items) => {
-                    cache.replace(items);
-                }
-                Feed::Event(ev) => {
-                    cache.apply(ev);
-                }
-                Feed::Refused(_) => {}
-            }
+            feed.into_cache(&mut self.0.lock());
         }
     }
 }

@@ -179,12 +179,8 @@ impl Resync {
             return;
         };
         let cache = &mut self.caches[id];
-        let changes = match feed {
-            Feed::Listed(items) => cache.replace(items),
-            Feed::Event(ev) => cache.apply(ev).into_iter().collect(),
-            // Not asked for (no `refused_wait`): a refusal is retried as a failure.
-            Feed::Refused(_) => Vec::new(),
-        };
+        // A refusal is not asked for (no `refused_wait`): it is retried as a failure.
+        let changes = feed.into_cache(cache);
         for c in changes {
             let (ns, name) = c.key().clone();
             let owner = self.caches[id].get(&ns, &name).and_then(|o| w.owner(o));

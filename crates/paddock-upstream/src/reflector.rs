@@ -7,7 +7,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use http::{Method, Request, header};
 use http_body_util::BodyExt;
-use paddock_core::provision::reflect::{AfterError, WatchEvent, after_error, backoff, parse_event};
+use paddock_core::provision::reflect::{
+    AfterError, Cache, Change, WatchEvent, after_error, backoff, parse_event,
+};
 use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
@@ -28,6 +30,18 @@ pub enum Feed {
     /// serve the collection (404); only for a [`Source`] with `refused_wait`, which is how
     /// long the reflector waits before it asks again.
     Refused(u16),
+}
+
+impl Feed {
+    /// Into `cache`: a list replaces it, an event changes it, a refusal leaves it as it is;
+    /// returns what changed.
+    pub fn into_cache(self, cache: &mut Cache) -> Vec<Change> {
+        match self {
+            Feed::Listed(items) => cache.replace(items),
+            Feed::Event(ev) => cache.apply(ev).into_iter().collect(),
+            Feed::Refused(_) => Vec::new(),
+        }
+    }
 }
 
 /// One collection to reflect.

@@ -649,13 +649,7 @@ fn slow_clients_and_fair_share() -> Result<()> {
         .to_string();
     let bob = extract_cred(&p.user("noisya", "bob", &[])?, &work, "bob")?;
     for (who, cred) in [("admin", &a), ("bob", &bob)] {
-        let (_, head, _) = curl(
-            &ca,
-            cred,
-            "GET",
-            &format!("{url}/api/v1/namespaces/default/configmaps?limit=1"),
-            None,
-        )?;
+        let head = configmap_get_head(&ca, cred, &url)?;
         ensure!(
             head.contains(&format!("x-kubernetes-pf-flowschema-uid: {uid}")),
             "{who} of tenant A was not in A's FlowSchema {uid}: {head}"
@@ -736,13 +730,7 @@ fn slow_clients_and_fair_share() -> Result<()> {
         .as_str()
         .unwrap_or_default()
         .to_string();
-    let (_, head, _) = curl(
-        &ca,
-        &b,
-        "GET",
-        &format!("{url}/api/v1/namespaces/default/configmaps?limit=1"),
-        None,
-    )?;
+    let head = configmap_get_head(&ca, &b, &url)?;
     ensure!(
         head.contains(&format!("x-kubernetes-pf-flowschema-uid: {shared_uid}")),
         "tenant B was not in the shared FlowSchema {shared_uid}: {head}"
@@ -750,13 +738,7 @@ fn slow_clients_and_fair_share() -> Result<()> {
     // A back to the default: its FlowSchema goes, its requests join the shared one.
     p.cli(&["tenant", "set-limits", "noisya", "apfFlow-"])?;
     wait_for_flow_schema(&admin, "noisya", false)?;
-    let (_, head, _) = curl(
-        &ca,
-        &a,
-        "GET",
-        &format!("{url}/api/v1/namespaces/default/configmaps?limit=1"),
-        None,
-    )?;
+    let head = configmap_get_head(&ca, &a, &url)?;
     ensure!(
         head.contains(&format!("x-kubernetes-pf-flowschema-uid: {shared_uid}")),
         "tenant A after apfFlow- was not in the shared FlowSchema: {head}"
@@ -812,4 +794,17 @@ fn wait_for_flow_schema(admin: &Kubectl, tid: &str, present: bool) -> Result<Val
         );
         std::thread::sleep(Duration::from_millis(200));
     }
+}
+
+/// The response head of a small GET by `cred` (its `X-Kubernetes-PF-FlowSchema-UID` names the
+/// FlowSchema APF matched it to).
+fn configmap_get_head(ca: &Path, cred: &Cred, url: &str) -> Result<String> {
+    let (_, head, _) = curl(
+        ca,
+        cred,
+        "GET",
+        &format!("{url}/api/v1/namespaces/default/configmaps?limit=1"),
+        None,
+    )?;
+    Ok(head)
 }

@@ -514,25 +514,22 @@ async fn bench(
     }
     // The front proxy's gain: (e) against (c), the same identity impersonated by paddock's
     // least-privilege ServiceAccount, round by round.
+    let c_less_e = |wi: usize| -> f64 {
+        median(
+            runs[2][wi]
+                .iter()
+                .zip(&runs[4][wi])
+                .map(|(c, e)| us_per_request(c, idle) - us_per_request(e, idle))
+                .collect(),
+        )
+    };
     let _ = writeln!(
         d,
         "\nFront proxy (e) ÷ impersonation by the least-privilege identity (c), paired: GET {}, write {}; (c) less (e), median of the rounds: GET {:.0} µs, write {:.0} µs.\n",
         spread(paired(4, 2, 0)),
         spread(paired(4, 2, 1)),
-        median(
-            runs[2][0]
-                .iter()
-                .zip(&runs[4][0])
-                .map(|(c, e)| us_per_request(c, idle) - us_per_request(e, idle))
-                .collect()
-        ),
-        median(
-            runs[2][1]
-                .iter()
-                .zip(&runs[4][1])
-                .map(|(c, e)| us_per_request(c, idle) - us_per_request(e, idle))
-                .collect()
-        ),
+        c_less_e(0),
+        c_less_e(1),
     );
     let a_get = per(0, 0);
     report.goal(

@@ -237,12 +237,8 @@ impl Sync {
             _ => return,
         };
         let first_list = !cache.synced && matches!(feed, Feed::Listed(_));
-        let changes = match feed {
-            Feed::Listed(items) => cache.replace(items),
-            Feed::Event(ev) => cache.apply(ev).into_iter().collect(),
-            // Not asked for (no `refused_wait`): a refusal is retried as a failure.
-            Feed::Refused(_) => Vec::new(),
-        };
+        // A refusal is not asked for (no `refused_wait`): it is retried as a failure.
+        let changes = feed.into_cache(cache);
         // A kind's first list: an object missing from it (deleted while this replica was
         // not watching) shows as no change, so every namespace is judged again.
         if first_list && id != NAMESPACES {

@@ -192,15 +192,7 @@ impl QuotaWatch {
         let Some((cache, _)) = self.caches.get_mut(&id) else {
             return;
         };
-        match feed {
-            Feed::Listed(items) => {
-                cache.replace(items);
-            }
-            Feed::Event(ev) => {
-                cache.apply(ev);
-            }
-            Feed::Refused(_) => {}
-        }
+        feed.into_cache(cache);
     }
 
     /// The kinds `hard` tracks for `tid`, resolved upstream (a kind the upstream does not
