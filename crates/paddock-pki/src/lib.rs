@@ -47,6 +47,16 @@ use x509_parser::prelude::FromDer;
 
 pub use tls::{client_cert_verifier, mtls_server_config, server_config, upstream_client_config};
 
+/// The names a tenant pod reaches paddock by through the tenant's `kubernetes` Service and
+/// the tenant DNS (docs/inside.md), in every serving certificate paddock issues itself; a
+/// cluster domain other than `cluster.local` is added with `ca init --hostname`.
+pub const IN_CLUSTER_NAMES: &[&str] = &[
+    "kubernetes",
+    "kubernetes.default",
+    "kubernetes.default.svc",
+    "kubernetes.default.svc.cluster.local",
+];
+
 /// How far issued certificates are back-dated, to tolerate clock skew between machines.
 pub const CLOCK_SKEW: Duration = Duration::from_secs(5 * 60);
 /// Validity of the CA created by [`init_ca`].
@@ -519,8 +529,9 @@ impl Ca {
     }
 
     /// Issues a serving certificate (CN=paddock, `serverAuth`) for a fresh key with SANs
-    /// localhost, 127.0.0.1, ::1 and `hostnames` (IP addresses become IP SANs). Returns (key
-    /// PEM, certificate).
+    /// localhost, 127.0.0.1, ::1, the names of a tenant's `kubernetes` Service as its pods
+    /// use them ([`IN_CLUSTER_NAMES`]) and `hostnames` (IP addresses become IP SANs). Returns
+    /// (key PEM, certificate).
     pub fn issue_serving_cert(
         &self,
         hostnames: &[String],
@@ -528,6 +539,7 @@ impl Ca {
         now: SystemTime,
     ) -> Result<(String, IssuedCert), PkiError> {
         let mut names: Vec<String> = vec!["localhost".into(), "127.0.0.1".into(), "::1".into()];
+        names.extend(IN_CLUSTER_NAMES.iter().map(|n| (*n).to_string()));
         for h in hostnames {
             let h = h.trim();
             if h.is_empty() {

@@ -11,13 +11,10 @@ use paddock_store::{TenantPhase, TenantRecord};
 use paddock_upstream::error::ServerError;
 use paddock_upstream::upjson;
 use paddock_upstream::upstream::Upstream;
-use serde_json::json;
 
 use crate::provision::{self, ensure_builtin_roles, set_up_namespace};
 use crate::{Reconciler, rbac_sync};
-use paddock_core::provision::{
-    DEFAULT_NAMESPACES, legacy_tenant_scope_binding_name, managed_labels,
-};
+use paddock_core::provision::{DEFAULT_NAMESPACES, legacy_tenant_scope_binding_name};
 
 /// Makes sure a tenant namespace has what paddock keeps in it: the admins' RoleBinding, the
 /// isolation NetworkPolicy, the quota, the locked pod-security label, and the mirrors of the
@@ -78,17 +75,18 @@ async fn provision_fresh_tenant(up: &Upstream, t: &TenantId) -> Result<(), Serve
     )
     .await?;
     // Every cluster has the `kubernetes` Service in `default`; clients (and the e2e
-    // framework) look for it. It is managed: the tenant can read it, not change it.
+    // framework) look for it. It is managed: the tenant can read it, not change it. With the
+    // in-cluster path (docs/inside.md) its Endpoints and EndpointSlice point at paddock.
     let default_ns = t.upstream_name("default");
-    let mut labels = managed_labels(t);
-    labels["component"] = json!("apiserver");
-    labels["provider"] = json!("kubernetes");
-    upjson::apply(
-        up,
-        &format!("/api/v1/namespaces/{default_ns}/services/kubernetes"),
-        &json!({"apiVersion": "v1", "kind": "Service",
-                "metadata": {"name": "kubernetes", "namespace": default_ns, "labels": labels},
-                "spec": {"type": "ClusterIP", "ports": [{"name": "https", "port": 443, "protocol": "TCP", "targetPort": 443}]}}),
+    let objects = paddock_core::provision::api_service_objects(
+        t,
+        &default_ns,
+        provision::in_cluster_endpoints(),
+    );
+    futures_util::future::try_join_all(
+        objects
+            .iter()
+            .map(|(path, object)| upjson::apply(up, path, object)),
     )
     .await?;
     ensure_builtin_roles(up, t).await

@@ -59,6 +59,20 @@ pub(crate) fn admission_webhook() -> bool {
     ADMISSION_WEBHOOK.get().copied().unwrap_or(false)
 }
 
+/// Where paddock is for tenant pods (the in-cluster path, docs/inside.md), recorded once at
+/// start-up by the server: the `kubernetes` Endpoints of every tenant's `default` namespace.
+static IN_CLUSTER_ENDPOINTS: std::sync::OnceLock<Vec<std::net::SocketAddr>> =
+    std::sync::OnceLock::new();
+
+/// Records paddock's in-cluster addresses (first call wins; none: the Service has no endpoints).
+pub fn set_in_cluster_endpoints(endpoints: Vec<std::net::SocketAddr>) {
+    let _ = IN_CLUSTER_ENDPOINTS.set(endpoints);
+}
+
+pub(crate) fn in_cluster_endpoints() -> &'static [std::net::SocketAddr] {
+    IN_CLUSTER_ENDPOINTS.get().map_or(&[], Vec::as_slice)
+}
+
 pub async fn bootstrap(up: &Upstream, tenant_priority_shares: u32) -> Result<(), ServerError> {
     bootstrap_with(up, tenant_priority_shares, admission_webhook()).await
 }

@@ -208,6 +208,18 @@ pub struct AdmissionConfig {
     /// How often the Ingress-host claims are compared with the Ingresses upstream (a claim no
     /// Ingress of its holder names in two passes in a row is returned); None: 30 s.
     pub claims_gc_interval: Option<Duration>,
+    /// The tenant's cluster from the inside (docs/inside.md); None: pods are left alone.
+    pub in_cluster: Option<InClusterConfig>,
+}
+
+/// Where tenant pods find paddock (config).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InClusterConfig {
+    /// What the admission webhook gives every new tenant pod.
+    pub pods: std::sync::Arc<paddock_core::admission::inside::InCluster>,
+    /// The addresses of the `kubernetes` Endpoints in each tenant's `default` namespace
+    /// (none: the Service is not kept).
+    pub endpoints: Vec<SocketAddr>,
 }
 
 impl AdmissionConfig {
@@ -377,6 +389,9 @@ impl ServerConfig {
     fn validate_admission(&self) -> Result<(), String> {
         let a = &self.admission;
         if a.listen.is_none() {
+            if a.in_cluster.is_some() {
+                return Err("in_cluster_host: tenant pods are pointed at paddock by its admission webhook; set admission_listen too".into());
+            }
             return Ok(());
         }
         match &a.client_ca {

@@ -73,6 +73,14 @@ pub async fn run(config: ServerConfig, shutdown: CancellationToken) -> Result<()
     record_admin_certificate(&config, &store).await;
     let admission = webhook::admission::AdmissionServer::bind(&config).await?;
     provision::set_admission_webhook(admission.is_some());
+    provision::set_in_cluster_endpoints(
+        config
+            .admission
+            .in_cluster
+            .as_ref()
+            .map(|c| c.endpoints.clone())
+            .unwrap_or_default(),
+    );
     if admission.is_none() {
         tracing::warn!(
             "admission webhook OFF (no admission_listen): tenant policies are NOT enforced upstream: \

@@ -81,7 +81,7 @@ enum CaCommand {
         /// Where to write ca.crt, ca.key, serving.crt, serving.key, admin.crt, admin.key, admin.kubeconfig.
         #[arg(long, env = "PADDOCK_CERTS_DIR", default_value = "certs")]
         dir: PathBuf,
-        /// Extra DNS names or IPs for the serving certificate (localhost, 127.0.0.1 and ::1 are always in).
+        /// Extra DNS names or IPs for the serving certificate (localhost, 127.0.0.1, ::1 and kubernetes.default.svc.cluster.local with its shorter forms are always in).
         #[arg(long = "hostname")]
         hostnames: Vec<String>,
         /// Server URL written into admin.kubeconfig.

@@ -224,6 +224,29 @@ pub struct ServeArgs {
     /// passes in a row is returned; docs/security.md "Ingress hosts").
     #[arg(long, env = "PADDOCK_ADMISSION_CLAIMS_GC_INTERVAL")]
     pub admission_claims_gc_interval: Option<String>,
+    // ---- The tenant's cluster from the inside (docs/inside.md; needs the admission webhook) ----
+    /// KUBERNETES_SERVICE_HOST of every new tenant pod: a name or address of paddock that its
+    /// serving certificate holds (kubernetes.default.svc.cluster.local with a tenant DNS);
+    /// unset: tenant pods keep the upstream's.
+    #[arg(long, env = "PADDOCK_IN_CLUSTER_HOST")]
+    pub in_cluster_host: Option<String>,
+    /// KUBERNETES_SERVICE_PORT of tenant pods (default 443).
+    #[arg(long, env = "PADDOCK_IN_CLUSTER_PORT")]
+    pub in_cluster_port: Option<u16>,
+    /// PEM bundle tenant pods trust for paddock (default: ca.crt of the certs directory).
+    #[arg(long, env = "PADDOCK_IN_CLUSTER_CA")]
+    pub in_cluster_ca: Option<PathBuf>,
+    /// Where paddock is, ip:port, for the `kubernetes` Endpoints of each tenant's `default`
+    /// namespace (repeatable; default: the in-cluster host and port if the host is an address).
+    #[arg(
+        long = "in-cluster-endpoint",
+        env = "PADDOCK_IN_CLUSTER_ENDPOINTS",
+        value_delimiter = ','
+    )]
+    pub in_cluster_endpoints: Option<Vec<String>>,
+    /// Address of the tenant DNS (docs/dns.md) tenant pods resolve with; unset: the cluster's.
+    #[arg(long, env = "PADDOCK_TENANT_DNS")]
+    pub tenant_dns: Option<String>,
     /// Policy of tenants without their own, as JSON (docs/security.md "Tenant policy").
     /// (In the file, a table.)
     #[arg(long, env = "PADDOCK_DEFAULT_POLICY")]
@@ -507,6 +530,7 @@ pub fn resolve(args: &ServeArgs) -> Result<(ServerConfig, LogFormat)> {
                 m.admission_claims_gc_interval.clone(),
                 "30s",
             )?),
+            in_cluster: in_cluster(&m)?,
         },
         default_policy: match &m.default_policy {
             Some(j) => {
@@ -753,4 +777,53 @@ pub fn default_serve_threads() -> usize {
     std::thread::available_parallelism()
         .map_or(1, std::num::NonZeroUsize::get)
         .min(paddock_upstream::serving::MAX_SERVING_THREADS)
+}
+
+/// The in-cluster path's settings (None without a host), the CA read and checked here.
+fn in_cluster(m: &ServeArgs) -> Result<Option<paddock_server::config::InClusterConfig>> {
+    use paddock_core::admission::inside::InCluster;
+    let Some(host) = m.in_cluster_host.clone() else {
+        return Ok(None);
+    };
+    let port = m.in_cluster_port.unwrap_or(443);
+    let ca_path = m.in_cluster_ca.clone().unwrap_or_else(|| {
+        m.certs_dir
+            .clone()
+            .unwrap_or_else(|| "certs".into())
+            .join("ca.crt")
+    });
+    let ca_pem = std::fs::read_to_string(&ca_path)
+        .with_context(|| format!("in_cluster_ca: cannot read {}", ca_path.display()))?;
+    if !ca_pem.contains("-----BEGIN CERTIFICATE-----") {
+        bail!(
+            "in_cluster_ca: {} holds no PEM certificate",
+            ca_path.display()
+        );
+    }
+    let endpoints: Vec<SocketAddr> = match &m.in_cluster_endpoints {
+        Some(list) => list
+            .iter()
+            .map(|e| {
+                e.parse()
+                    .with_context(|| format!("in_cluster_endpoints: {e:?} is not ip:port"))
+            })
+            .collect::<Result<_>>()?,
+        None => match host.parse::<std::net::IpAddr>() {
+            Ok(ip) => vec![SocketAddr::new(ip, port)],
+            Err(_) => Vec::new(),
+        },
+    };
+    if let Some(d) = &m.tenant_dns {
+        d.parse::<std::net::IpAddr>()
+            .with_context(|| format!("tenant_dns: {d:?} is not an IP address"))?;
+    }
+    Ok(Some(paddock_server::config::InClusterConfig {
+        pods: std::sync::Arc::new(InCluster {
+            host,
+            port,
+            ca_pem,
+            dns: m.tenant_dns.clone(),
+        }),
+        endpoints,
+    }))
 }

@@ -9,6 +9,7 @@
 //! upstream (one Mutating and one Validating configuration, both limited to namespaces with
 //! the `paddock.io/tenant` label), so nothing else needs to change.
 
+pub mod inside;
 pub mod podsecurity;
 pub mod policy;
 pub mod quota;
@@ -158,12 +159,15 @@ pub struct NodeFacts {
 pub struct Platform {
     /// The cluster's DNS domain (`cluster.local`).
     pub cluster_domain: String,
+    /// Where tenant pods find paddock and the tenant DNS; None: pods are left as they are.
+    pub in_cluster: Option<std::sync::Arc<inside::InCluster>>,
 }
 
 impl Default for Platform {
     fn default() -> Self {
         Platform {
             cluster_domain: "cluster.local".into(),
+            in_cluster: None,
         }
     }
 }
@@ -261,6 +265,7 @@ pub fn registry() -> Vec<Box<dyn Handler>> {
     vec![
         Box::new(scheduling::PodPlacement),
         Box::new(scheduling::PodScheduling),
+        Box::new(inside::InClusterPods),
         Box::new(traffic::Services),
         Box::new(traffic::EndpointWrites),
         Box::new(traffic::IngressHosts),

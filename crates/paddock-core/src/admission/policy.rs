@@ -21,6 +21,26 @@ pub struct TenantPolicy {
     /// a grant gives up isolation for that kind.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub platform_kinds: Vec<String>,
+    /// The tenant's pods and paddock (docs/inside.md).
+    #[serde(skip_serializing_if = "InClusterPolicy::is_default")]
+    pub in_cluster: InClusterPolicy,
+}
+
+/// Which of the tenant's namespaces keep the upstream's in-cluster configuration.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct InClusterPolicy {
+    /// Namespaces (the tenant's names) whose new pods are not pointed at paddock and the
+    /// tenant DNS: they talk to the upstream apiserver with its names and their upstream
+    /// rights. Only the platform sets it (it is part of the tenant's policy).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub upstream_namespaces: Vec<String>,
+}
+
+impl InClusterPolicy {
+    fn is_default(&self) -> bool {
+        self == &InClusterPolicy::default()
+    }
 }
 
 /// What Services a tenant may create.

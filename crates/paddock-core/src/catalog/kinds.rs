@@ -233,6 +233,7 @@ const STORAGE: &str = "storage.k8s.io";
 const AUTHZ: &str = "authorization.k8s.io";
 const AUTHN: &str = "authentication.k8s.io";
 const METRICS: &str = "metrics.k8s.io";
+const DISCOVERY: &str = "discovery.k8s.io";
 const COUNTED: Counted = Counted::Objects;
 const STATUS: &[&str] = &["status"];
 
@@ -483,6 +484,15 @@ pub static KINDS: &[Kind] = &[
             &["list", "watch", "create", "patch"],
             "each tenant's default namespace gets its `kubernetes` Service; counted for the usage report",
         ),
+    // The `kubernetes` Service's Endpoints and EndpointSlice point at paddock (docs/inside.md).
+    namespaced(CORE, "v1", "endpoints", "Endpoints").paddock(
+        &["create", "patch"],
+        "the `kubernetes` Endpoints of each tenant's default namespace point at paddock (in-cluster path)",
+    ),
+    namespaced(DISCOVERY, "v1", "endpointslices", "EndpointSlice").paddock(
+        &["create", "patch"],
+        "the `kubernetes` EndpointSlice of each tenant's default namespace points at paddock (in-cluster path)",
+    ),
     namespaced(CORE, "v1", "serviceaccounts", "ServiceAccount")
         .splice()
         .counted(COUNTED)

@@ -86,6 +86,89 @@ pub fn managed_labels(t: &TenantId) -> Value {
     json!({MANAGED_FOR_LABEL: t.as_str(), "app.kubernetes.io/managed-by": "paddock"})
 }
 
+/// The `kubernetes` Service of a tenant's `default` namespace (upstream `default_ns`) and,
+/// when paddock has in-cluster `endpoints`, its Endpoints and EndpointSlices pointing at
+/// paddock (docs/inside.md): (apply path, object). All managed: the guard refuses the tenant
+/// any change. The Endpoints are not mirrored (paddock writes the slices itself).
+pub fn api_service_objects(
+    t: &TenantId,
+    default_ns: &str,
+    endpoints: &[std::net::SocketAddr],
+) -> Vec<(String, Value)> {
+    const NAME: &str = crate::admission::inside::API_SERVICE;
+    let mut labels = managed_labels(t);
+    labels["component"] = json!("apiserver");
+    labels["provider"] = json!("kubernetes");
+    let target = endpoints.first().map_or(443, std::net::SocketAddr::port);
+    let mut out = vec![(
+        format!("/api/v1/namespaces/{default_ns}/services/{NAME}"),
+        json!({"apiVersion": "v1", "kind": "Service",
+               "metadata": {"name": NAME, "namespace": default_ns, "labels": labels},
+               "spec": {"type": "ClusterIP", "ports": [{"name": "https", "port": 443, "protocol": "TCP", "targetPort": target}]}}),
+    )];
+    if endpoints.is_empty() {
+        return out;
+    }
+    let mut ports: Vec<u16> = endpoints.iter().map(|e| e.port()).collect();
+    ports.sort_unstable();
+    ports.dedup();
+    let subsets: Vec<Value> = ports
+        .iter()
+        .map(|p| {
+            let addresses: Vec<Value> = endpoints
+                .iter()
+                .filter(|e| e.port() == *p)
+                .map(|e| json!({"ip": e.ip().to_string()}))
+                .collect();
+            json!({"addresses": addresses, "ports": [{"name": "https", "port": p, "protocol": "TCP"}]})
+        })
+        .collect();
+    let mut ep_labels = managed_labels(t);
+    ep_labels["endpointslice.kubernetes.io/skip-mirror"] = json!("true");
+    out.push((
+        format!("/api/v1/namespaces/{default_ns}/endpoints/{NAME}"),
+        json!({"apiVersion": "v1", "kind": "Endpoints",
+               "metadata": {"name": NAME, "namespace": default_ns, "labels": ep_labels},
+               "subsets": subsets}),
+    ));
+    for (family, v6) in [("IPv4", false), ("IPv6", true)] {
+        let of_family: Vec<&std::net::SocketAddr> =
+            endpoints.iter().filter(|e| e.is_ipv6() == v6).collect();
+        if of_family.is_empty() {
+            continue;
+        }
+        // One slice per family and port (a slice has one port list for all its endpoints).
+        for p in &ports {
+            let addrs: Vec<Value> = of_family
+                .iter()
+                .filter(|e| e.port() == *p)
+                .map(|e| json!({"addresses": [e.ip().to_string()], "conditions": {"ready": true}}))
+                .collect();
+            if addrs.is_empty() {
+                continue;
+            }
+            let name = if v6 {
+                format!("{NAME}-ipv6-{p}")
+            } else if ports.len() == 1 {
+                NAME.to_string()
+            } else {
+                format!("{NAME}-{p}")
+            };
+            let mut sl = managed_labels(t);
+            sl["kubernetes.io/service-name"] = json!(NAME);
+            sl["endpointslice.kubernetes.io/managed-by"] = json!("paddock.io");
+            out.push((
+                format!("/apis/discovery.k8s.io/v1/namespaces/{default_ns}/endpointslices/{name}"),
+                json!({"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+                       "metadata": {"name": name, "namespace": default_ns, "labels": sl},
+                       "addressType": family, "endpoints": addrs,
+                       "ports": [{"name": "https", "port": p, "protocol": "TCP"}]}),
+            ));
+        }
+    }
+    out
+}
+
 /// The cluster-scope role shared by every tenant's admins (shadow identity): rights on the
 /// cluster-scoped kinds a tenant owns (the admission guard limits writes to the tenant's prefix
 /// and label; paddock label-filters lists) and reads of the shared read-only kinds. It grants

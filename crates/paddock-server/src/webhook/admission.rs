@@ -253,6 +253,12 @@ async fn decide(
     };
     let platform = Platform {
         cluster_domain: state.config.admission.cluster_domain.clone(),
+        in_cluster: state
+            .config
+            .admission
+            .in_cluster
+            .as_ref()
+            .map(|c| c.pods.clone()),
     };
     let ctx = TenantContext {
         tenant: &record.id,
