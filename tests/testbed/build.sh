@@ -5,6 +5,7 @@
 #   kwok                                                       (sigs.k8s.io/kwok, go install)
 #   kubelet, kube-proxy (only with --node)                   (the real node, node.sh)
 #   metrics-server (only with --node)                         (sigs.k8s.io/metrics-server via a wrapper module)
+#   tenant-dns (only with --node)                             (deploy/dns: CoreDNS + tenantview, docs/dns.md)
 #   e2e-apimachinery.test (only with --e2e)                    (slim conformance binary)
 #   e2e-conformance.test (only with --e2e-full)                (every sig's [Conformance] tests)
 # Everything comes from the Go module proxy. The cache lives outside the repo:
@@ -155,6 +156,25 @@ GOSRC
   mv -f "$METRICS_DIR/bin/metrics-server.tmp" "$METRICS_DIR/bin/metrics-server"
 }
 
+# The tenant DNS (issue 38, docs/dns.md): deploy/dns, a module of this repository (CoreDNS with
+# the tenantview plugin, k8s.io modules at the control plane's release), cached under a key of
+# its sources (go.mod, go.sum, every non-test .go file), so an edit rebuilds and nothing else does.
+ROOT="$(cd "$HERE/../.." && pwd)"
+dns_key() {
+  (cd "$ROOT/deploy/dns" && find . -type f \( -name '*.go' ! -name '*_test.go' -o -name go.mod -o -name go.sum \) \
+     | LC_ALL=C sort | while read -r f; do echo "$f"; cat "$f"; done) | sha256sum | cut -c1-16
+}
+DNS_DIR="$CACHE/tenant-dns-$(dns_key)"
+build_tenant_dns() {
+  [ -x "$DNS_DIR/bin/tenant-dns" ] && return 0
+  log "building the tenant DNS (deploy/dns) into $DNS_DIR"
+  mkdir -p "$DNS_DIR/bin"; cd "$ROOT/deploy/dns"
+  go build -mod=readonly -ldflags "-s -w" -o "$DNS_DIR/bin/tenant-dns.tmp" .
+  "$DNS_DIR/bin/tenant-dns.tmp" -version >&2
+  "$DNS_DIR/bin/tenant-dns.tmp" -plugins | grep -qx 'tenantview' || die "the tenant DNS binary lacks the tenantview plugin"
+  mv -f "$DNS_DIR/bin/tenant-dns.tmp" "$DNS_DIR/bin/tenant-dns"
+}
+
 build_etcd() {
   [ -x "$ETCD_DIR/bin/etcd" ] && return 0
   log "building etcd $ETCD_VERSION into $ETCD_DIR"
@@ -243,13 +263,16 @@ print_env() {
   echo "PADDOCK_ETCD_BIN=$ETCD_DIR/bin"
   echo "PADDOCK_KWOK_BIN=$KWOK_DIR/bin"
   if [ "$WANT_E2E" = 1 ]; then echo "PADDOCK_E2E_BIN=$E2E_DIR/bin"; fi
-  if [ "$WANT_NODE" = 1 ]; then echo "PADDOCK_NODE_BIN=$NODE_DIR/bin"; echo "PADDOCK_METRICS_SERVER_BIN=$METRICS_DIR/bin"; fi
+  if [ "$WANT_NODE" = 1 ]; then
+    echo "PADDOCK_NODE_BIN=$NODE_DIR/bin"; echo "PADDOCK_METRICS_SERVER_BIN=$METRICS_DIR/bin"
+    echo "PADDOCK_TENANT_DNS_BIN=$DNS_DIR/bin"
+  fi
 }
 all_present() {
   [ -x "$K8S_DIR/bin/kube-apiserver" ] && [ -x "$K8S_DIR/bin/kube-controller-manager" ] \
     && [ -x "$K8S_DIR/bin/kube-scheduler" ] && [ -x "$ETCD_DIR/bin/etcd" ] && [ -x "$KWOK_DIR/bin/kwok" ] \
     && { [ "$WANT_E2E" = 0 ] || [ -x "$E2E_DIR/bin/e2e-apimachinery.test" ]; } \
-    && { [ "$WANT_NODE" = 0 ] || { [ -x "$NODE_DIR/bin/kube-proxy" ] && [ -x "$METRICS_DIR/bin/metrics-server" ]; }; } \
+    && { [ "$WANT_NODE" = 0 ] || { [ -x "$NODE_DIR/bin/kube-proxy" ] && [ -x "$METRICS_DIR/bin/metrics-server" ] && [ -x "$DNS_DIR/bin/tenant-dns" ]; }; } \
     && { [ "$WANT_E2E_FULL" = 0 ] || e2e_full_current; }
 }
 # Fast path: everything asked for is cached (binaries are moved into place only when complete),
@@ -263,7 +286,7 @@ fi
 mkdir -p "$CACHE"
 if [ ! -x "$K8S_DIR/bin/kube-apiserver" ] || [ ! -x "$ETCD_DIR/bin/etcd" ] || [ ! -x "$KWOK_DIR/bin/kwok" ] \
    || { [ "$WANT_E2E" = 1 ] && [ ! -x "$E2E_DIR/bin/e2e-apimachinery.test" ]; } \
-   || { [ "$WANT_NODE" = 1 ] && { [ ! -x "$NODE_DIR/bin/kube-proxy" ] || [ ! -x "$METRICS_DIR/bin/metrics-server" ]; }; } \
+   || { [ "$WANT_NODE" = 1 ] && { [ ! -x "$NODE_DIR/bin/kube-proxy" ] || [ ! -x "$METRICS_DIR/bin/metrics-server" ] || [ ! -x "$DNS_DIR/bin/tenant-dns" ]; }; } \
    || { [ "$WANT_E2E_FULL" = 1 ] && ! e2e_full_current; }; then
   need_go
 fi
@@ -278,6 +301,7 @@ timed kwok build_kwok
 timed kubernetes build_k8s
 [ "$WANT_NODE" = 1 ] && timed node build_node
 [ "$WANT_NODE" = 1 ] && timed metrics-server build_metrics_server
+[ "$WANT_NODE" = 1 ] && timed tenant-dns build_tenant_dns
 [ "$WANT_E2E" = 1 ] && timed e2e build_e2e
 [ "$WANT_E2E_FULL" = 1 ] && timed e2e-full build_e2e_full
 if [ "$PRINT_ENV" = 1 ]; then print_env; fi

@@ -19,7 +19,7 @@ signal() { # signal SIG PID: the process group it leads, else the process
   if [ "$(ps -o pgid= -p "$2" 2>/dev/null | tr -d ' ')" = "$2" ]; then kill -s "$1" -- "-$2" 2>/dev/null; fi
   kill -s "$1" "$2" 2>/dev/null
 }
-KNOWN=" up.sh reaper kubelet kube-proxy containerd node-egress node-api-svc node-api-ns node-api-host kwok kube-scheduler kube-controller-manager kube-apiserver etcd paddock-etcd egress-proxy pf-target "
+KNOWN=" up.sh reaper kubelet kube-proxy tenant-dns containerd node-egress node-api-svc node-api-ns node-api-host kwok kube-scheduler kube-controller-manager kube-apiserver etcd paddock-etcd egress-proxy pf-target "
 stop() { # stop NAME... : TERM, wait, KILL for the named entries of the pids file
          # (no names: every entry; "--others": entries not started by up.sh, e.g. paddock)
   local want=" $* " name pid start left deadline
@@ -55,13 +55,13 @@ selected() { # selected WANT NAME
     *) [[ "$1" == *" $2 "* ]] ;;
   esac
 }
-# The real node (node.sh): its kubelet and kube-proxy, then every process of its pods (by the
+# The real node (node.sh): its kubelet, kube-proxy and the tenant DNS, then every process of its pods (by the
 # node's cgroup root), containerd's shims, containerd, the unix-socket bridges; then the mounts
 # the kubelet and containerd made under <dir>/node, the network namespace and the cgroups.
 node_down() {
   local n="$DIR/node" ns root h pids
   [ -d "$n" ] || return 0
-  stop kubelet kube-proxy
+  stop kubelet kube-proxy tenant-dns
   root="$(cat "$n/cgroup-root" 2>/dev/null)"
   if [ -n "$root" ]; then
     for _ in 1 2 3; do

@@ -2,6 +2,8 @@
 # Build (or reuse from cache) the container images the real node runs, with no registry:
 #   paddock.test/pause:3.10    the kubernetes release's own build/pause/linux/pause.c, gcc -static
 #   paddock.test/busybox:1.35  Debian's busybox-static, every applet linked, FROM scratch
+#   paddock.test/kubectl:1.33  the busybox image's files plus /bin/kubectl: the machine's pinned,
+#                              statically linked kubectl.1.33 (next to its kubectl, as up.sh finds it)
 #   paddock.test/metrics-server:<version>  build.sh --node's static binary, FROM scratch
 #   paddock.test/static-base:1  what distroless/static holds, FROM scratch: /etc/passwd and
 #                              /etc/group naming nonroot (65532), /etc/nsswitch.conf, the machine's
@@ -9,7 +11,7 @@
 #                              RUNTIME_IMAGE in the chart test (tests/e2e/tests/chart.rs)
 # Each is an OCI archive written by buildah (Debian package) into
 #   ${PADDOCK_TESTBED_CACHE:-$HOME/.cache/paddock-testbed}/images-<key>/<name>.tar
-# where <key> hashes everything an image is made of (this script, pause.c, the busybox binary, the CA bundle),
+# where <key> hashes everything an image is made of (this script, pause.c, the busybox binary, kubectl, the CA bundle),
 # so a change rebuilds and an unchanged tree reuses. node.sh imports the archives into containerd.
 #
 #   tests/testbed/images.sh [--print-dir]
@@ -32,9 +34,12 @@ fi
 eval "$("$HERE/build.sh" --node --print-env)"
 METRICS_SERVER="$PADDOCK_METRICS_SERVER_BIN/metrics-server"
 CA_BUNDLE=/etc/ssl/certs/ca-certificates.crt
+KUBECTL_BIN="$(dirname "$(readlink -f "$(command -v kubectl || echo /nonexistent/kubectl)")")/kubectl.1.33"
+[ -x "$KUBECTL_BIN" ] || die "kubectl.1.33 not found next to the machine's kubectl ($KUBECTL_BIN)"
+! ldd "$KUBECTL_BIN" >/dev/null 2>&1 || die "$KUBECTL_BIN is dynamically linked; the kubectl image needs a static one"
 [ -f "$CA_BUNDLE" ] || die "$CA_BUNDLE is missing (apt-get install ca-certificates)"
 
-KEY="$(cat "$0" "$PAUSE_C" "$BUSYBOX" "$METRICS_SERVER" "$CA_BUNDLE" | sha256sum | cut -c1-16)"
+KEY="$(cat "$0" "$PAUSE_C" "$BUSYBOX" "$METRICS_SERVER" "$CA_BUNDLE" "$KUBECTL_BIN" | sha256sum | cut -c1-16)"
 OUT="$CACHE/images-$KEY"
 if [ "${1:-}" = --print-dir ] && [ -f "$OUT/.complete" ]; then echo "$OUT"; exit 0; fi
 if [ -f "$OUT/.complete" ]; then log "images cached in $OUT"; exit 0; fi
@@ -72,6 +77,11 @@ if [ ! -f "$OUT/.complete" ]; then
   printf 'root:x:0:\nnobody:x:65534:\n' > "$R/etc/group"
   chmod 1777 "$R/tmp"
   image paddock.test/busybox:1.35 "$R" '' '["sh"]'
+
+  # kubectl in a pod (issue 38's tests: a client with the tenant's DNS): the same files, plus kubectl
+  cp -a "$R" "$WORK/kubectl"
+  cp "$KUBECTL_BIN" "$WORK/kubectl/bin/kubectl"
+  image paddock.test/kubectl:1.33 "$WORK/kubectl" '' '["sh"]'
 
   mkdir -p "$WORK/metrics-server/tmp"; chmod 1777 "$WORK/metrics-server/tmp"
   cp "$METRICS_SERVER" "$WORK/metrics-server/metrics-server"

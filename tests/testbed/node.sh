@@ -19,6 +19,10 @@
 # 127.0.0.1:9, where nothing listens, so a pull of anything else fails at once and locally.
 # The node is labelled paddock.test/pool=real and tainted paddock.test/real-node=true:NoSchedule:
 # only pods that ask land on it; the kwok nodes keep everything else.
+# The tenant DNS (issue 38, docs/dns.md): build.sh's CoreDNS with the tenantview plugin, a process
+# in the namespace on DNS_IP:53 (UDP and TCP; on the namespace's loopback like NODE_IP), reached
+# by pods straight from their own addresses (a Service would hide them: kube-proxy masquerades
+# everything here), talking to the apiserver as user paddock-tenant-dns (node-platform.yaml).
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 DIR="${1:?usage: node.sh <testbed-dir>}"
@@ -41,6 +45,7 @@ IMAGES="$("$HERE/images.sh" --print-dir)"
 
 NODE_NAME=paddock-node-0
 NODE_IP=10.243.0.2
+DNS_IP=10.243.0.3
 POD_CIDR=10.244.0.0/24
 SERVICE_CIDR=10.96.0.0/16   # up.sh's --service-cluster-ip-range
 KUBELET_PORT=10250
@@ -49,7 +54,7 @@ NS="paddock-tb-$ID"
 CGROUP_ROOT="/paddock-tb-$ID"
 N="$DIR/node"
 P="$DIR/pki"
-mkdir -p "$N"/{containerd/root,containerd/state,containerd/certs.d/_default,cni/net.d,cni/ipam,kubelet,pod-logs,kube-proxy}
+mkdir -p "$N"/{tenant-dns,containerd/root,containerd/state,containerd/certs.d/_default,cni/net.d,cni/ipam,kubelet,pod-logs,kube-proxy}
 in_ns() { nsenter --net="/run/netns/$NS" "$@"; }
 record() { echo "$1 $2 $(awk '{print $22}' "/proc/$2/stat" 2>/dev/null || echo 0)" >> "$DIR/pids"; }
 start() { # start NAME ARGS...: a process group of its own, recorded for down.sh
@@ -74,6 +79,7 @@ echo "$NS" > "$N/netns"
 ip netns add "$NS"
 in_ns ip link set lo up
 in_ns ip addr add "$NODE_IP/32" dev lo
+in_ns ip addr add "$DNS_IP/32" dev lo
 # kube-proxy's service rules see bridged pod-to-pod replies only with bridge netfilter on
 in_ns sysctl -qw net.bridge.bridge-nf-call-iptables=1 2>/dev/null || true
 in_ns sysctl -qw net.ipv4.ip_forward=1
@@ -107,6 +113,7 @@ log "network namespace $NS: node $NODE_IP, pods $POD_CIDR, no route out"
   leaf kubelet-client "/O=system:nodes/CN=system:node:$NODE_NAME" clientAuth ""
   leaf kubelet-serving "/CN=$NODE_NAME" serverAuth "DNS:$NODE_NAME,IP:$NODE_IP"
   leaf kube-proxy "/CN=system:kube-proxy" clientAuth ""
+  leaf tenant-dns "/CN=paddock-tenant-dns" clientAuth ""
 ) || die "node PKI failed; see $DIR/logs/pki.log"
 node_kubeconfig() { # FILE CERT USER
   cat > "$1" <<EOF
@@ -126,6 +133,7 @@ EOF
 }
 node_kubeconfig "$N/kubelet.kubeconfig" kubelet-client "system:node:$NODE_NAME"
 node_kubeconfig "$N/kube-proxy.kubeconfig" kube-proxy system:kube-proxy
+node_kubeconfig "$N/tenant-dns.kubeconfig" tenant-dns paddock-tenant-dns
 
 # ---------------------------------------------------------------------------------------------
 # containerd (in the namespace: the pod bridge is made there), images imported from images.sh
@@ -199,7 +207,9 @@ for h in /sys/fs/cgroup/*/; do
   fi
 done
 echo "$CGROUP_ROOT" > "$N/cgroup-root"
-printf 'nameserver 127.0.0.1\n' > "$N/resolv.conf"   # issue 38 gives pods a cluster DNS
+# no cluster DNS for ClusterFirst pods (the platform's, here none); tenant pods get the tenant DNS
+# (DNS_IP) from their own dnsConfig, which paddock's webhook sets (issue 38)
+printf 'nameserver 127.0.0.1\n' > "$N/resolv.conf"
 cat > "$N/kubelet.yaml" <<EOF
 apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
@@ -264,17 +274,43 @@ wait_for "kube-proxy /healthz" 60 kube-proxy in_ns curl -sf --max-time 2 http://
 # the platform's pods and objects for this node (node-platform.yaml says which and why)
 sed -e "s/@NODE_IP@/$NODE_IP/g" -e "s/@METRICS_SERVER_VERSION@/$METRICS_SERVER_VERSION/g" "$HERE/node-platform.yaml" \
   | "${K[@]}" apply -f - >>"$DIR/logs/node-platform.log" 2>&1 || die "applying node-platform.yaml failed; see $DIR/logs/node-platform.log"
+# the tenant DNS: the platform Corefile (deploy/dns/Corefile) for the test bed: bound to DNS_IP,
+# health/ready/metrics on the namespace's loopback, the apiserver through the socat on
+# 127.0.0.1:<apiserver port>, and no forward (the namespace has no way out; other names SERVFAIL)
+cat > "$N/tenant-dns/Corefile" <<EOF
+.:53 {
+    bind $DNS_IP
+    errors
+    log . "{remote} {type} {name} {rcode} {duration}"
+    health 127.0.0.1:8080
+    ready 127.0.0.1:8181
+    prometheus 127.0.0.1:9153
+    tenantview cluster.local {
+        kubeconfig $N/tenant-dns.kubeconfig testbed
+    }
+    cache 30
+    kubernetes cluster.local in-addr.arpa ip6.arpa {
+        kubeconfig $N/tenant-dns.kubeconfig testbed
+        pods verified
+        ttl 5
+    }
+}
+EOF
+start tenant-dns nsenter --net="/run/netns/$NS" "$PADDOCK_TENANT_DNS_BIN/tenant-dns" -conf "$N/tenant-dns/Corefile"
 metrics_available() {
   [ "$("${K[@]}" get apiservice v1beta1.metrics.k8s.io -o 'jsonpath={.status.conditions[?(@.type=="Available")].status}')" = True ]
 }
 wait_for "metrics.k8s.io Available (metrics-server on $NODE_NAME)" 120 kubelet metrics_available
+wait_for "the tenant DNS ready on $DNS_IP:53" 60 tenant-dns in_ns curl -sf --max-time 2 http://127.0.0.1:8181/ready
 
 {
   printf "%s='%s'\n" REAL_NODE_NAME "$NODE_NAME"
   printf "%s='%s'\n" REAL_NODE_IP "$NODE_IP"
+  printf "%s='%s'\n" REAL_NODE_DNS "$DNS_IP"
   printf "%s='%s'\n" REAL_NODE_POD_CIDR "$POD_CIDR"
   printf "%s='%s'\n" REAL_NODE_NETNS "$NS"
   printf "%s='%s'\n" REAL_NODE_CONTAINERD "$N/containerd.sock"
   printf "%s='%s'\n" PID_KUBELET "$PID_kubelet"
+  printf "%s='%s'\n" PID_TENANT_DNS "$PID_tenant_dns"
 } >> "$DIR/env"
 log "real node $NODE_NAME Ready"
