@@ -297,11 +297,13 @@ cat > "$N/tenant-dns/Corefile" <<EOF
 }
 EOF
 start tenant-dns nsenter --net="/run/netns/$NS" "$PADDOCK_TENANT_DNS_BIN/tenant-dns" -conf "$N/tenant-dns/Corefile"
+log "tenant DNS started"
 metrics_available() {
   [ "$("${K[@]}" get apiservice v1beta1.metrics.k8s.io -o 'jsonpath={.status.conditions[?(@.type=="Available")].status}')" = True ]
 }
-wait_for "metrics.k8s.io Available (metrics-server on $NODE_NAME)" 120 kubelet metrics_available
 wait_for "the tenant DNS ready on $DNS_IP:53" 60 tenant-dns in_ns curl -sf --max-time 2 http://127.0.0.1:8181/ready
+log "tenant DNS ready on $DNS_IP:53 (udp, tcp)"
+wait_for "metrics.k8s.io Available (metrics-server on $NODE_NAME)" 120 kubelet metrics_available
 
 {
   printf "%s='%s'\n" REAL_NODE_NAME "$NODE_NAME"
