@@ -63,6 +63,9 @@ cargo test -p paddock-e2e --lib --locked 2>&1 | tee -a target/test-output.txt
 [ "${PIPESTATUS[0]}" = 0 ] || status=1
 cargo test -p paddock-e2e --doc --locked 2>&1 | tee -a target/test-output.txt
 [ "${PIPESTATUS[0]}" = 0 ] || status=1
+# The tenant DNS's plugin (deploy/dns, Go; its modules are those build.sh --node fetched).
+(cd deploy/dns && GOTOOLCHAIN=local go test ./...) 2>&1 | tee -a target/test-output.txt
+[ "${PIPESTATUS[0]}" = 0 ] || status=1
 step "end-to-end binaries (${PADDOCK_E2E_LANES:-2} lanes)"
 python3 scripts/e2e-lanes.py 2>&1 | tee -a target/test-output.txt
 [ "${PIPESTATUS[0]}" = 0 ] || status=1

@@ -26,17 +26,20 @@ func init() { plugin.Register(pluginName, setup) }
 //
 //	tenantview [ZONE] {
 //	    kubeconfig PATH [CONTEXT]   # else the in-cluster configuration
+//	    unknown_wait DURATION       # how long a query from an address no pod has yet waits
+//	                                # for the pod informer (default 2s, at most 4s; 0: none)
 //	}
 //
 // ZONE is the cluster zone (default cluster.local).
 type config struct {
-	zone       string
-	kubeconfig string
-	context    string
+	zone        string
+	kubeconfig  string
+	context     string
+	unknownWait time.Duration
 }
 
 func parse(c *caddy.Controller) (config, error) {
-	cfg := config{zone: "cluster.local."}
+	cfg := config{zone: "cluster.local.", unknownWait: defaultUnknownWait}
 	i := 0
 	for c.Next() {
 		if i > 0 {
@@ -65,6 +68,16 @@ func parse(c *caddy.Controller) (config, error) {
 				if len(a) == 2 {
 					cfg.context = a[1]
 				}
+			case "unknown_wait":
+				a := c.RemainingArgs()
+				if len(a) != 1 {
+					return cfg, c.ArgErr()
+				}
+				d, err := time.ParseDuration(a[0])
+				if err != nil || d < 0 || d > 4*time.Second {
+					return cfg, c.Errf("unknown_wait %q: a duration from 0s to 4s", a[0])
+				}
+				cfg.unknownWait = d
 			default:
 				return cfg, c.Errf("unknown property %q", c.Val())
 			}
@@ -86,7 +99,7 @@ func setup(c *caddy.Controller) error {
 	if err != nil {
 		return plugin.Error(pluginName, err)
 	}
-	tv := &TenantView{Zone: cfg.zone}
+	tv := &TenantView{Zone: cfg.zone, UnknownWait: cfg.unknownWait, waiting: make(chan struct{}, maxWaiting)}
 	podInf, nsInf := informers(client)
 	tv.pods = podInf.GetIndexer()
 	tv.namespaces = nsInf.GetStore()

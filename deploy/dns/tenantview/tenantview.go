@@ -8,6 +8,7 @@ import (
 	"context"
 	"reflect"
 	"strings"
+	"time"
 
 	"github.com/coredns/coredns/plugin"
 	clog "github.com/coredns/coredns/plugin/pkg/log"
@@ -33,7 +34,17 @@ type TenantView struct {
 	pods       cache.Indexer // pods by address (TrimPod), from the informer
 	namespaces cache.Store   // namespaces by name (TrimNamespace)
 	synced     func() bool   // both informers have listed once
+
+	// UnknownWait: how long a query from an address no pod has (yet) waits for the informer.
+	UnknownWait time.Duration
+	waiting     chan struct{} // a slot per waiting query
 }
+
+// maxWaiting bounds the queries waiting for an unknown address at once.
+const maxWaiting = 256
+
+// defaultUnknownWait: a new pod's address reaches the informer within about a second.
+const defaultUnknownWait = 2 * time.Second
 
 // Name implements plugin.Handler.
 func (tv *TenantView) Name() string { return pluginName }
@@ -48,7 +59,7 @@ func (tv *TenantView) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns
 		requests.WithLabelValues("not_synced").Inc()
 		return dns.RcodeServerFailure, nil // transient: the caches are not filled yet
 	}
-	client, why := Identify(tv.pods, tv.namespaces, state.IP())
+	client, why := tv.identify(ctx, state.IP())
 	if why != "" {
 		requests.WithLabelValues("refused_" + string(why)).Inc()
 		log.Infof("REFUSED %s %s %s: %s", state.IP(), state.Type(), state.Name(), why)
@@ -92,6 +103,40 @@ func (tv *TenantView) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns
 		requests.WithLabelValues("other").Inc()
 		rw.upstream = strings.ToLower(qname)
 		return rw.result(plugin.NextOrFailure(tv.Name(), tv.Next, ctx, rw, r))
+	}
+}
+
+// identify is Identify, waiting up to UnknownWait for an address no pod has yet: a new pod's
+// containers start, and resolve, before the kubelet's status with the pod's address has
+// reached the informer (about a second on the test bed's node). At most maxWaiting queries
+// wait at once; beyond that an unknown address is refused at once.
+func (tv *TenantView) identify(ctx context.Context, ip string) (Client, Refusal) {
+	client, why := Identify(tv.pods, tv.namespaces, ip)
+	if (why != RefuseNoPod && why != RefuseNoNS) || tv.UnknownWait <= 0 {
+		return client, why
+	}
+	select {
+	case tv.waiting <- struct{}{}:
+		defer func() { <-tv.waiting }()
+	default:
+		return client, why
+	}
+	deadline := time.NewTimer(tv.UnknownWait)
+	defer deadline.Stop()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return client, why
+		case <-deadline.C:
+			return client, why
+		case <-tick.C:
+			if client, why = Identify(tv.pods, tv.namespaces, ip); why != RefuseNoPod && why != RefuseNoNS {
+				requests.WithLabelValues("waited").Inc()
+				return client, why
+			}
+		}
 	}
 }
 

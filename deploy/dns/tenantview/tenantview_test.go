@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/coredns/coredns/plugin"
 	"github.com/coredns/coredns/plugin/pkg/dnstest"
@@ -257,5 +258,42 @@ func TestRewriteAllNameFields(t *testing.T) {
 		if r.Header().Name != "Q.shop.svc.cluster.local." || !strings.Contains(r.String(), want[i]) {
 			t.Errorf("record %d: %v; want a name %s", i, r, want[i])
 		}
+	}
+}
+
+// A new pod resolves before its address has reached the informer: the query waits for it.
+func TestAQueryFromAnUnknownAddressWaitsForThePod(t *testing.T) {
+	tv, _ := testView(t)
+	tv.UnknownWait = 2 * time.Second
+	tv.waiting = make(chan struct{}, maxWaiting)
+	go func() {
+		time.Sleep(200 * time.Millisecond)
+		_ = tv.pods.Add(pod("abcdef-web", "late", []string{"10.244.0.7"}))
+	}()
+	start := time.Now()
+	m, rc := ask(t, tv, "10.244.0.7", "web.shop.svc.cluster.local.", dns.TypeA)
+	if m == nil || rc != dns.RcodeSuccess {
+		t.Fatalf("the late pod's query: rcode %d", rc)
+	}
+	if waited := time.Since(start); waited < 150*time.Millisecond || waited > time.Second {
+		t.Fatalf("waited %v for a pod that appeared after 200ms", waited)
+	}
+	// An address that stays unknown is refused once the wait is over.
+	tv.UnknownWait = 300 * time.Millisecond
+	start = time.Now()
+	if _, rc := ask(t, tv, "10.244.0.99", "web.shop.svc.cluster.local.", dns.TypeA); rc != dns.RcodeRefused {
+		t.Fatalf("unknown address: rcode %d", rc)
+	}
+	if waited := time.Since(start); waited < 250*time.Millisecond {
+		t.Fatalf("refused after %v, before the wait was over", waited)
+	}
+	// With every slot taken, an unknown address is refused at once.
+	tv.waiting = make(chan struct{})
+	start = time.Now()
+	if _, rc := ask(t, tv, "10.244.0.98", "web.shop.svc.cluster.local.", dns.TypeA); rc != dns.RcodeRefused {
+		t.Fatalf("no slot: rcode %d", rc)
+	}
+	if waited := time.Since(start); waited > 100*time.Millisecond {
+		t.Fatalf("no slot, yet waited %v", waited)
 	}
 }

@@ -188,12 +188,23 @@ fn api_service_is_paddocks(
     ] {
         let (ok, out) = attempt(a, &["-n", "default", "delete", what])?;
         ensure!(
-            !ok && out.to_lowercase().contains("forbidden"),
+            !ok && out.contains("managed by the platform"),
             "the tenant deleted {what}: {out}"
         );
     }
     // ... and with a tenant pod's token straight at the apiserver (the bypass run).
+    // The token's ServiceAccount is an admin of `default`, so that RBAC lets the request
+    // through to the guard (the binding's upstream mirror takes a moment).
     a.run(&["-n", "default", "create", "serviceaccount", "probe"])?;
+    a.run(&[
+        "-n",
+        "default",
+        "create",
+        "rolebinding",
+        "probe-admin",
+        "--clusterrole=admin",
+        "--serviceaccount=default:probe",
+    ])?;
     let token = a.run(&["-n", "default", "create", "token", "probe"])?;
     let kc = token_kubeconfig(
         cp.dir(),
@@ -203,15 +214,6 @@ fn api_service_is_paddocks(
     )?;
     let direct = Kubectl::new(kc)?;
     let upstream_default = format!("{A}-default");
-    let (ok, out) = attempt(
-        &direct,
-        &["-n", &upstream_default, "delete", "service", "kubernetes"],
-    )?;
-    ensure!(
-        !ok && out.contains("managed by the platform"),
-        "the tenant's token straight at the apiserver deleted the Service: {out}"
-    );
-    // Positive control: the tenant deletes a Service of its own in the same namespace.
     a.run(&[
         "-n",
         "default",
@@ -221,20 +223,52 @@ fn api_service_is_paddocks(
         "mine",
         "--tcp=80:80",
     ])?;
-    a.run(&["-n", "default", "delete", "service", "mine"])?;
+    poll_within(
+        Duration::from_secs(30),
+        EVERY,
+        "the probe token's admin rights upstream",
+        || {
+            let (_, o) = attempt(
+                &direct,
+                &["-n", &upstream_default, "get", "service", "mine"],
+            )?;
+            Ok(o.contains("mine"))
+        },
+    )?;
+    for what in [
+        "service/kubernetes",
+        "endpoints/kubernetes",
+        "endpointslice/kubernetes",
+    ] {
+        let (ok, out) = attempt(&direct, &["-n", &upstream_default, "delete", what])?;
+        // The guard's refusal, or RBAC's where the role has no such right (Endpoints).
+        ensure!(
+            !ok && (out.contains("managed by the platform") || out.contains("cannot delete")),
+            "the tenant's token straight at the apiserver deleted {what}: {out}"
+        );
+    }
+    // Positive control: the same token deletes a Service of the tenant's own beside it.
+    let (ok, out) = attempt(
+        &direct,
+        &["-n", &upstream_default, "delete", "service", "mine"],
+    )?;
     ensure!(
-        up.run(&[
-            "-n",
-            &format!("{A}-default"),
-            "get",
-            "service",
-            "kubernetes",
-            "-o",
-            "name"
-        ])?
-        .trim()
-            == "service/kubernetes",
-        "the Service is still there upstream"
+        ok,
+        "control: the token could not delete its own Service: {out}"
+    );
+    let kept = up.run(&[
+        "-n",
+        &format!("{A}-default"),
+        "get",
+        "service,endpoints,endpointslices",
+        "-l",
+        "paddock.io/managed-for",
+        "-o",
+        "name",
+    ])?;
+    ensure!(
+        kept.lines().count() == 3,
+        "the Service, Endpoints and EndpointSlice are all still there upstream: {kept}"
     );
     Ok(())
 }
@@ -331,6 +365,13 @@ fn http_get(url: &str) -> String {
     format!("kubectl --kubeconfig=/dev/null --server={url} get --raw /")
 }
 
+/// The `in-addr.arpa` name of an IPv4 address (busybox's nslookup asks PTRs by it).
+fn reverse(ip: &str) -> String {
+    let mut octets: Vec<&str> = ip.split('.').collect();
+    octets.reverse();
+    format!("{}.in-addr.arpa", octets.join("."))
+}
+
 fn dns_in_the_tenants_names(a: &Kubectl, b: &Kubectl, up: &Kubectl) -> Result<()> {
     for name in ["web.shop.svc.cluster.local", "web.shop.svc", "web.shop"] {
         let (ok, out) = exec(a, "web", &http_get(&format!("http://{name}")))?;
@@ -353,7 +394,7 @@ fn dns_in_the_tenants_names(a: &Kubectl, b: &Kubectl, up: &Kubectl) -> Result<()
         "-o",
         "jsonpath={.status.podIP}",
     ])?;
-    let (ok, out) = exec(a, "web", "nslookup db-0.db.shop.svc.cluster.local")?;
+    let (ok, out) = exec(a, "web", "nslookup -type=a db-0.db.shop.svc.cluster.local")?;
     ensure!(
         ok && out.contains(&db0),
         "StatefulSet pod name (pod IP {db0}): {out}"
@@ -377,7 +418,7 @@ fn dns_in_the_tenants_names(a: &Kubectl, b: &Kubectl, up: &Kubectl) -> Result<()
         "jsonpath={.spec.clusterIP}",
     ])?;
     // Backwards: the tenant's own Service by its tenant name (control) ...
-    let (ok, out) = exec(a, "web", &format!("nslookup {a_ip}"))?;
+    let (ok, out) = exec(a, "web", &format!("nslookup -type=ptr {}", reverse(&a_ip)))?;
     ensure!(
         ok && out.contains("web.shop.svc.cluster.local"),
         "PTR of {a_ip}: {out}"
@@ -387,7 +428,7 @@ fn dns_in_the_tenants_names(a: &Kubectl, b: &Kubectl, up: &Kubectl) -> Result<()
         "PTR of {a_ip} names upstream: {out}"
     );
     // ... and never another tenant's.
-    let (_, out) = exec(a, "web", &format!("nslookup {b_ip}"))?;
+    let (_, out) = exec(a, "web", &format!("nslookup -type=ptr {}", reverse(&b_ip)))?;
     ensure!(
         !out.contains("web.") && !out.contains(B),
         "PTR of {B}'s {b_ip}: {out}"
@@ -397,13 +438,13 @@ fn dns_in_the_tenants_names(a: &Kubectl, b: &Kubectl, up: &Kubectl) -> Result<()
         format!("web.{B}-shop.svc.cluster.local"),
         format!("web.{A}-shop.svc.cluster.local"),
     ] {
-        let (_, out) = exec(a, "web", &format!("nslookup {name}"))?;
+        let (_, out) = exec(a, "web", &format!("nslookup -type=a {name}"))?;
         ensure!(
             !out.contains(&b_ip) && !out.contains(&a_ip),
             "{A} resolved the upstream name {name}: {out}"
         );
     }
-    let (ok, out) = exec(a, "web", "nslookup web.shop.svc.cluster.local")?;
+    let (ok, out) = exec(a, "web", "nslookup -type=a web.shop.svc.cluster.local")?;
     ensure!(ok && out.contains(&a_ip), "control: {out}");
     Ok(())
 }

@@ -256,7 +256,7 @@ fn scope_guards() -> [(String, Value); 4] {
             json!([rule]),
         )
     };
-    let namespaced_managed = labelled("managed", MANAGED_FOR_LABEL, not_managed);
+    let namespaced_managed = managed_guard(every_resource("Namespaced"), &label_vars, &not_managed);
     let namespaced_tenant_label = labelled("tenant-label", TENANT_LABEL, tenant_label_kept);
     [
         namespaced,
@@ -264,6 +264,40 @@ fn scope_guards() -> [(String, Value); 4] {
         namespaced_tenant_label,
         cluster_scoped,
     ]
+}
+
+/// The request is a service account's: a tenant pod's token straight at the apiserver has no
+/// `paddock:tenant:` group, only `system:serviceaccounts:<tid>-<ns>`.
+const SERVICE_ACCOUNT: &str = "request.userInfo.username.startsWith('system:serviceaccount:')";
+
+/// `-managed`: objects paddock keeps for a tenant (label `paddock.io/managed-for: <tid>`) are
+/// refused to that tenant's identities through paddock and to its own service accounts with
+/// their tokens straight at the apiserver (an admin of a namespace could otherwise delete the
+/// `kubernetes` Service's Endpoints or edit a RoleBinding mirror there). A service account
+/// is the tenant's when it lives in a `<tid>-` namespace of the object's tenant: that prefix
+/// is reserved to the tenant upstream (the prefix check at creation), so no platform
+/// account (paddock's own, the controllers' in `kube-system`) is ever taken for it.
+fn managed_guard(constraints: Value, label_vars: &Value, not_managed: &Value) -> (String, Value) {
+    let mut constraints = constraints;
+    constraints["objectSelector"] =
+        json!({"matchExpressions": [{"key": MANAGED_FOR_LABEL, "operator": "Exists"}]});
+    let mut variables = label_vars.as_array().cloned().unwrap_or_default();
+    variables.push(json!({"name": "managedFor", "expression": format!(
+        "'{MANAGED_FOR_LABEL}' in variables.newLabels ? variables.newLabels['{MANAGED_FOR_LABEL}'] : \
+         ('{MANAGED_FOR_LABEL}' in variables.oldLabels ? variables.oldLabels['{MANAGED_FOR_LABEL}'] : '')")}));
+    let own_account = "request.userInfo.username.startsWith('system:serviceaccount:' + variables.managedFor + '-')";
+    let rule = format!(
+        "{TENANT_IDENTITY} ? ({}) : (variables.managedFor == '' || !({own_account}))",
+        not_managed["expression"].as_str().unwrap_or("false")
+    );
+    policy_object(
+        &format!("{GUARD_NAME}-managed"),
+        constraints,
+        json!([{"name": "tenant-or-service-account",
+                "expression": format!("{TENANT_IDENTITY} || {SERVICE_ACCOUNT}")}]),
+        Value::Array(variables),
+        json!([{"expression": rule, "message": not_managed["message"]}]),
+    )
 }
 
 /// [`guard_tid_vars`] followed by `extra` (a JSON array of variables).
