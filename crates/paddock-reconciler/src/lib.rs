@@ -15,6 +15,7 @@
 //! `resync`; `provision` <- `kept`.
 //! The gateway (`paddock-server`) calls in here; nothing here knows the gateway.
 
+pub mod api_endpoints;
 pub mod billing;
 pub mod kept;
 pub mod lifecycle;

@@ -81,7 +81,7 @@ async fn provision_fresh_tenant(up: &Upstream, t: &TenantId) -> Result<(), Serve
     let objects = paddock_core::provision::api_service_objects(
         t,
         &default_ns,
-        provision::in_cluster_endpoints(),
+        &provision::in_cluster_endpoints(),
     );
     futures_util::future::try_join_all(
         objects

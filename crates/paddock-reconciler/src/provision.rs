@@ -59,18 +59,19 @@ pub(crate) fn admission_webhook() -> bool {
     ADMISSION_WEBHOOK.get().copied().unwrap_or(false)
 }
 
-/// Where paddock is for tenant pods (the in-cluster path, docs/inside.md), recorded once at
-/// start-up by the server: the `kubernetes` Endpoints of every tenant's `default` namespace.
-static IN_CLUSTER_ENDPOINTS: std::sync::OnceLock<Vec<std::net::SocketAddr>> =
-    std::sync::OnceLock::new();
+/// Where paddock is for tenant pods (the in-cluster path, docs/inside.md): the `kubernetes`
+/// Endpoints of every tenant's `default` namespace. Set at start-up by the server from
+/// `in_cluster_endpoints`, or kept by `api_endpoints` from paddock's own Service.
+static IN_CLUSTER_ENDPOINTS: parking_lot::RwLock<Vec<std::net::SocketAddr>> =
+    parking_lot::RwLock::new(Vec::new());
 
-/// Records paddock's in-cluster addresses (first call wins; none: the Service has no endpoints).
+/// Records paddock's in-cluster addresses (none: the Service has no endpoints).
 pub fn set_in_cluster_endpoints(endpoints: Vec<std::net::SocketAddr>) {
-    let _ = IN_CLUSTER_ENDPOINTS.set(endpoints);
+    *IN_CLUSTER_ENDPOINTS.write() = endpoints;
 }
 
-pub(crate) fn in_cluster_endpoints() -> &'static [std::net::SocketAddr] {
-    IN_CLUSTER_ENDPOINTS.get().map_or(&[], Vec::as_slice)
+pub(crate) fn in_cluster_endpoints() -> Vec<std::net::SocketAddr> {
+    IN_CLUSTER_ENDPOINTS.read().clone()
 }
 
 pub async fn bootstrap(up: &Upstream, tenant_priority_shares: u32) -> Result<(), ServerError> {

@@ -218,8 +218,11 @@ pub struct InClusterConfig {
     /// What the admission webhook gives every new tenant pod.
     pub pods: std::sync::Arc<paddock_core::admission::inside::InCluster>,
     /// The addresses of the `kubernetes` Endpoints in each tenant's `default` namespace
-    /// (none: the Service is not kept).
+    /// (none: the Service has no endpoints, unless `service` gives them).
     pub endpoints: Vec<SocketAddr>,
+    /// paddock's own Service (namespace, name): its ready addresses become every tenant's
+    /// `kubernetes` endpoints, kept by the leader (paddock_reconciler::api_endpoints).
+    pub service: Option<(String, String)>,
 }
 
 impl AdmissionConfig {

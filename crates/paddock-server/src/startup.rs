@@ -120,6 +120,21 @@ pub async fn bootstrap_loop(state: Arc<AppState>, admission_url: Option<String>)
     tokio::spawn(paddock_reconciler::kept::keep_loop(
         state.reconciler.clone(),
     ));
+    // The in-cluster path with paddock in the cluster: tenants' `kubernetes` endpoints follow
+    // paddock's own Service (docs/inside.md).
+    if let Some((ns, name)) = state
+        .config
+        .admission
+        .in_cluster
+        .as_ref()
+        .and_then(|c| c.service.clone())
+    {
+        tokio::spawn(paddock_reconciler::api_endpoints::mirror_loop(
+            state.reconciler.clone(),
+            ns,
+            name,
+        ));
+    }
     // Every replica: the namespace names a new tenant's prefix is checked against.
     let r = &state.reconciler;
     tokio::spawn(

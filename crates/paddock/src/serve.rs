@@ -244,6 +244,11 @@ pub struct ServeArgs {
         value_delimiter = ','
     )]
     pub in_cluster_endpoints: Option<Vec<String>>,
+    /// paddock's own Service, `<namespace>/<name>`: the leader keeps every tenant's
+    /// `kubernetes` endpoints on its ready addresses (the chart's replicas); instead of
+    /// in_cluster_endpoints.
+    #[arg(long, env = "PADDOCK_IN_CLUSTER_SERVICE")]
+    pub in_cluster_service: Option<String>,
     /// Address of the tenant DNS (docs/dns.md) tenant pods resolve with; unset: the cluster's.
     #[arg(long, env = "PADDOCK_TENANT_DNS")]
     pub tenant_dns: Option<String>,
@@ -813,6 +818,18 @@ fn in_cluster(m: &ServeArgs) -> Result<Option<paddock_server::config::InClusterC
             Err(_) => Vec::new(),
         },
     };
+    let service = match &m.in_cluster_service {
+        Some(s) => match s.split_once('/') {
+            Some((ns, name)) if !ns.is_empty() && !name.is_empty() && !name.contains('/') => {
+                Some((ns.to_owned(), name.to_owned()))
+            }
+            _ => bail!("in_cluster_service: {s:?} is not <namespace>/<name>"),
+        },
+        None => None,
+    };
+    if service.is_some() && m.in_cluster_endpoints.is_some() {
+        bail!("in_cluster_service and in_cluster_endpoints: give one of them");
+    }
     if let Some(d) = &m.tenant_dns {
         d.parse::<std::net::IpAddr>()
             .with_context(|| format!("tenant_dns: {d:?} is not an IP address"))?;
@@ -824,6 +841,11 @@ fn in_cluster(m: &ServeArgs) -> Result<Option<paddock_server::config::InClusterC
             ca_pem,
             dns: m.tenant_dns.clone(),
         }),
-        endpoints,
+        endpoints: if service.is_some() {
+            Vec::new()
+        } else {
+            endpoints
+        },
+        service,
     }))
 }

@@ -42,13 +42,18 @@ fn tenant_pods_see_the_tenants_cluster_from_inside() -> Result<()> {
     let cp = ControlPlane::start_real_node().context("starting the control plane")?;
     let node = RealNode::of(&cp)?;
     let dns = cp.var("REAL_NODE_DNS")?.to_owned();
+    // paddock runs on the host; its "own Service", whose ready addresses the leader copies
+    // into every tenant's `kubernetes` endpoints, is a selector-less one whose EndpointSlice
+    // names the bridge on the node's address (what a chart's Service has for its pods).
+    cp.kubectl_admin()?
+        .run_stdin(&["apply", "-f", "-"], Some(&own_service(&[&node.ip])))?;
     let mut args = cp.admission_args()?;
-    let endpoint = format!("{}:{POD_PORT}", node.ip);
+    let service = format!("{OWN_NS}/paddock");
     for a in [
         "--in-cluster-host",
         API_HOST,
-        "--in-cluster-endpoint",
-        &endpoint,
+        "--in-cluster-service",
+        &service,
         "--tenant-dns",
         &dns,
     ] {
@@ -125,6 +130,7 @@ fn run(cp: &ControlPlane, p: &Paddock, node: &RealNode) -> Result<()> {
     kubectl_in_a_pod_sees_the_tenant(&a)?;
     dns_in_the_tenants_names(&a, &b, &up)?;
     attacks_from_inside(cp, &a, &up)?;
+    endpoints_follow_paddocks_service(&a, &up, node)?;
     Ok(())
 }
 
@@ -552,6 +558,92 @@ fn attacks_from_inside(cp: &ControlPlane, a: &Kubectl, up: &Kubectl) -> Result<(
         "a platform pod asking the tenant DNS: {out}"
     );
     Ok(())
+}
+
+/// A replica added to paddock's Service and removed again: the tenant's `kubernetes`
+/// Endpoints and EndpointSlice follow within seconds.
+fn endpoints_follow_paddocks_service(a: &Kubectl, up: &Kubectl, node: &RealNode) -> Result<()> {
+    let second = "10.243.0.4";
+    let eps = || -> Result<String> {
+        let ep = a.run(&[
+            "-n",
+            "default",
+            "get",
+            "endpoints",
+            "kubernetes",
+            "-o",
+            "jsonpath={range .subsets[*].addresses[*]}{.ip} {end}",
+        ])?;
+        let sl = a.run(&[
+            "-n",
+            "default",
+            "get",
+            "endpointslice",
+            "kubernetes",
+            "-o",
+            "jsonpath={range .endpoints[*]}{.addresses[0]} {end}",
+        ])?;
+        Ok(format!("{}|{}", ep.trim(), sl.trim()))
+    };
+    for (addresses, want) in [
+        (
+            vec![node.ip.as_str(), second],
+            format!("{0} {second}|{0} {second}", node.ip),
+        ),
+        (vec![node.ip.as_str()], format!("{0}|{0}", node.ip)),
+    ] {
+        let t0 = Instant::now();
+        up.run_stdin(&["apply", "-f", "-"], Some(&own_service(&addresses)))?;
+        let mut seen = String::new();
+        poll_within(
+            Duration::from_secs(20),
+            EVERY,
+            "the tenant's kubernetes endpoints following paddock's Service",
+            || {
+                seen = eps()?;
+                Ok(seen == want)
+            },
+        )
+        .with_context(|| format!("last seen {seen:?}"))?;
+        eprintln!(
+            "paddock's Service at {addresses:?}: the tenant's endpoints followed in {:.1} s",
+            t0.elapsed().as_secs_f64()
+        );
+    }
+    Ok(())
+}
+
+/// The namespace of paddock's stand-in Service.
+const OWN_NS: &str = "paddock-own";
+
+/// paddock's stand-in Service: selector-less, its EndpointSlice with `addresses` ready on
+/// the bridge's port.
+fn own_service(addresses: &[&str]) -> String {
+    let endpoints: String = addresses
+        .iter()
+        .map(|a| format!("- addresses: [{a}]\n  conditions: {{ready: true}}\n"))
+        .collect();
+    format!(
+        "apiVersion: v1
+kind: Namespace
+metadata: {{name: {OWN_NS}}}
+---
+apiVersion: v1
+kind: Service
+metadata: {{name: paddock, namespace: {OWN_NS}}}
+spec: {{ports: [{{name: https, port: 443, targetPort: {POD_PORT}}}]}}
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata:
+  name: paddock-1
+  namespace: {OWN_NS}
+  labels: {{kubernetes.io/service-name: paddock}}
+addressType: IPv4
+ports: [{{name: https, port: {POD_PORT}, protocol: TCP}}]
+endpoints:
+{endpoints}"
+    )
 }
 
 fn tenant_a_objects() -> String {

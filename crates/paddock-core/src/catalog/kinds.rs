@@ -490,8 +490,8 @@ pub static KINDS: &[Kind] = &[
         "the `kubernetes` Endpoints of each tenant's default namespace point at paddock (in-cluster path)",
     ),
     namespaced(DISCOVERY, "v1", "endpointslices", "EndpointSlice").paddock(
-        &["create", "patch"],
-        "the `kubernetes` EndpointSlice of each tenant's default namespace points at paddock (in-cluster path)",
+        &["list", "watch", "create", "patch"],
+        "the `kubernetes` EndpointSlice of each tenant's default namespace points at paddock (in-cluster path), at the ready addresses of paddock's own Service's slices (in_cluster_service)",
     ),
     namespaced(CORE, "v1", "serviceaccounts", "ServiceAccount")
         .splice()

@@ -86,6 +86,44 @@ pub fn managed_labels(t: &TenantId) -> Value {
     json!({MANAGED_FOR_LABEL: t.as_str(), "app.kubernetes.io/managed-by": "paddock"})
 }
 
+/// The ready addresses of a Service's EndpointSlices (`slices`), each with the slice's port
+/// named `https` (else its first port), sorted and without repeats: where the in-cluster
+/// path's `kubernetes` endpoints point when paddock runs in the cluster. An endpoint counts
+/// unless its `ready` condition is false (absent means ready, as the API says); FQDN slices
+/// are skipped.
+pub fn ready_endpoints<'a>(slices: impl Iterator<Item = &'a Value>) -> Vec<std::net::SocketAddr> {
+    let mut out = Vec::new();
+    for slice in slices {
+        if !matches!(slice["addressType"].as_str(), Some("IPv4" | "IPv6")) {
+            continue;
+        }
+        let ports = slice["ports"]
+            .as_array()
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        let port = ports
+            .iter()
+            .find(|p| p["name"].as_str() == Some("https"))
+            .or_else(|| ports.first())
+            .and_then(|p| p["port"].as_u64())
+            .and_then(|p| u16::try_from(p).ok());
+        let Some(port) = port else { continue };
+        for e in slice["endpoints"].as_array().into_iter().flatten() {
+            if e["conditions"]["ready"].as_bool() == Some(false) {
+                continue;
+            }
+            for a in e["addresses"].as_array().into_iter().flatten() {
+                if let Some(ip) = a.as_str().and_then(|a| a.parse::<std::net::IpAddr>().ok()) {
+                    out.push(std::net::SocketAddr::new(ip, port));
+                }
+            }
+        }
+    }
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
 /// The `kubernetes` Service of a tenant's `default` namespace (upstream `default_ns`) and,
 /// when paddock has in-cluster `endpoints`, its Endpoints and EndpointSlices pointing at
 /// paddock (docs/inside.md): (apply path, object). All managed: the guard refuses the tenant
@@ -430,5 +468,73 @@ mod prefix_tests {
             json!({"metadata": {"name": "foofoo-a", "resourceVersion": "7", "labels": {TENANT_LABEL: "foofoo"}}})
         );
         assert_eq!(ns("x", None)["metadata"]["labels"], json!({}));
+    }
+}
+
+#[cfg(test)]
+mod api_service_tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn ready_addresses_with_the_https_port() {
+        let slices = [
+            json!({"addressType": "IPv4", "ports": [{"name": "metrics", "port": 9090}, {"name": "https", "port": 8443}],
+                   "endpoints": [{"addresses": ["10.0.0.2"], "conditions": {"ready": true}},
+                                 {"addresses": ["10.0.0.3"], "conditions": {"ready": false}},
+                                 {"addresses": ["10.0.0.1"]}]}),
+            json!({"addressType": "IPv4", "ports": [{"port": 443}],
+                   "endpoints": [{"addresses": ["10.0.0.2"]}]}),
+            json!({"addressType": "FQDN", "ports": [{"port": 443}],
+                   "endpoints": [{"addresses": ["paddock.example"]}]}),
+            json!({"addressType": "IPv6", "ports": [{"name": "https", "port": 8443}],
+                   "endpoints": [{"addresses": ["fd00::2", "fd00::2"]}]}),
+        ];
+        let got: Vec<String> = ready_endpoints(slices.iter())
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(
+            got,
+            [
+                "10.0.0.1:8443",
+                "10.0.0.2:443",
+                "10.0.0.2:8443",
+                "[fd00::2]:8443"
+            ]
+        );
+        assert!(ready_endpoints([json!({})].iter()).is_empty());
+    }
+
+    #[test]
+    fn the_api_service_points_at_paddock() {
+        let t = TenantId::parse("abcdef").unwrap();
+        let plain = api_service_objects(&t, "abcdef-default", &[]);
+        assert_eq!(plain.len(), 1, "no endpoints: the Service alone");
+        assert_eq!(plain[0].1["spec"]["ports"][0]["targetPort"], 443);
+        let eps: Vec<std::net::SocketAddr> = vec![
+            "10.0.0.2:8443".parse().unwrap(),
+            "10.0.0.3:8443".parse().unwrap(),
+        ];
+        let objs = api_service_objects(&t, "abcdef-default", &eps);
+        let kinds: Vec<&str> = objs
+            .iter()
+            .map(|(_, o)| o["kind"].as_str().unwrap())
+            .collect();
+        assert_eq!(kinds, ["Service", "Endpoints", "EndpointSlice"]);
+        for (_, o) in &objs {
+            assert_eq!(o["metadata"]["labels"][MANAGED_FOR_LABEL], "abcdef", "{o}");
+        }
+        assert_eq!(objs[0].1["spec"]["ports"][0]["targetPort"], 8443);
+        assert_eq!(
+            objs[1].1["subsets"][0]["addresses"],
+            json!([{"ip": "10.0.0.2"}, {"ip": "10.0.0.3"}])
+        );
+        assert_eq!(
+            objs[1].1["metadata"]["labels"]["endpointslice.kubernetes.io/skip-mirror"],
+            "true"
+        );
+        assert_eq!(objs[2].1["metadata"]["name"], "kubernetes");
+        assert_eq!(objs[2].1["endpoints"].as_array().unwrap().len(), 2);
     }
 }
