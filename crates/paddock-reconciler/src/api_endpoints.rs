@@ -14,7 +14,6 @@ use std::time::Duration;
 use paddock_core::TenantId;
 use paddock_core::provision::reflect::{Cache, backoff};
 use paddock_core::provision::{api_service_objects, ready_endpoints};
-use paddock_store::TenantPhase;
 use paddock_upstream::reflector::{self, Source};
 use paddock_upstream::upjson;
 use tokio::sync::mpsc;
@@ -82,7 +81,7 @@ async fn mirror_leading(state: Arc<Reconciler>, namespace: String, name: String)
             applied = wanted;
             done.clear();
         }
-        let todo: Vec<TenantId> = active_tenants(&state)
+        let todo: Vec<TenantId> = crate::resync::active_tenants(&state)
             .into_iter()
             .filter(|t| !done.contains(t))
             .collect();
@@ -115,16 +114,6 @@ async fn mirror_leading(state: Arc<Reconciler>, namespace: String, name: String)
 
 /// How often tenants created since the last look are brought in step.
 const TICK: Duration = Duration::from_secs(5);
-
-fn active_tenants(state: &Reconciler) -> Vec<TenantId> {
-    state
-        .cache
-        .tenants()
-        .into_iter()
-        .filter(|rec| rec.phase == TenantPhase::Active && state.owns(rec))
-        .map(|rec| rec.id.clone())
-        .collect()
-}
 
 /// Applies one tenant's `kubernetes` Service, Endpoints and EndpointSlice.
 async fn apply(

@@ -123,7 +123,7 @@ async fn repair_all(state: &Reconciler) {
 }
 
 /// The active tenants that live on this reconciler's cluster.
-fn active_tenants(state: &Reconciler) -> Vec<TenantId> {
+pub(crate) fn active_tenants(state: &Reconciler) -> Vec<TenantId> {
     state
         .cache
         .tenants()

@@ -6,6 +6,7 @@ mod kubeconfig;
 mod metering_cli;
 mod output;
 mod serve;
+mod serve_in_cluster;
 mod template_cli;
 
 use std::path::PathBuf;

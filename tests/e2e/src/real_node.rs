@@ -21,6 +21,31 @@ use anyhow::{Context, Result, bail};
 use crate::ControlPlane;
 use crate::process::{self, describe};
 
+/// The `scheduling` member of a tenant policy that puts the tenant's pods on the real node
+/// (its pool label and taint); paddock's webhook adds it to every pod of the tenant.
+pub const POOL_SCHEDULING: &str = r#""scheduling":{"nodeSelector":{"paddock.test/pool":"real"},"tolerations":[{"key":"paddock.test/real-node","operator":"Exists","effect":"NoSchedule"}]}"#;
+
+/// Waits until paddock has installed its mutating webhook configuration upstream (pods
+/// created before would miss the pool's selector).
+pub fn wait_for_webhook(cp: &ControlPlane) -> Result<()> {
+    let up = cp.kubectl_admin()?;
+    process::poll_within(
+        Duration::from_secs(60),
+        Duration::from_millis(500),
+        "paddock's mutating webhook upstream",
+        || {
+            Ok(up
+                .run(&[
+                    "get",
+                    "mutatingwebhookconfiguration",
+                    "paddock-tenant-policy",
+                ])
+                .is_ok())
+        },
+    )?;
+    Ok(())
+}
+
 /// The real node of a test bed started with `--real-node`.
 pub struct RealNode {
     /// The node's network namespace (`ip netns` name).

@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, ensure};
 use paddock_e2e::process::{indent, poll_within, tail_file};
-use paddock_e2e::real_node::RealNode;
+use paddock_e2e::real_node::{POOL_SCHEDULING, RealNode, wait_for_webhook};
 use paddock_e2e::token::token_kubeconfig;
 use paddock_e2e::{ControlPlane, Kubectl, Paddock, StoreKind};
 
@@ -79,23 +79,10 @@ fn tenant_pods_see_the_tenants_cluster_from_inside() -> Result<()> {
 
 fn run(cp: &ControlPlane, p: &Paddock, node: &RealNode) -> Result<()> {
     let up = cp.kubectl_admin()?;
-    poll_within(
-        Duration::from_secs(60),
-        EVERY,
-        "paddock's webhook upstream",
-        || {
-            Ok(up
-                .run(&[
-                    "get",
-                    "mutatingwebhookconfiguration",
-                    "paddock-tenant-policy",
-                ])
-                .is_ok())
-        },
-    )?;
+    wait_for_webhook(cp)?;
     let a = p.kubectl_tenant(A)?;
     let b = p.kubectl_tenant(B)?;
-    let pool = r#""scheduling":{"nodeSelector":{"paddock.test/pool":"real"},"tolerations":[{"key":"paddock.test/real-node","operator":"Exists","effect":"NoSchedule"}]}"#;
+    let pool = POOL_SCHEDULING;
     p.cli(&[
         "tenant",
         "policy",
@@ -371,6 +358,19 @@ fn http_get(url: &str) -> String {
     format!("kubectl --kubeconfig=/dev/null --server={url} get --raw /")
 }
 
+/// A Service's cluster IP as `k` sees it.
+fn cluster_ip(k: &Kubectl, ns: &str, svc: &str) -> Result<String> {
+    k.run(&[
+        "-n",
+        ns,
+        "get",
+        "service",
+        svc,
+        "-o",
+        "jsonpath={.spec.clusterIP}",
+    ])
+}
+
 /// The `in-addr.arpa` name of an IPv4 address (busybox's nslookup asks PTRs by it).
 fn reverse(ip: &str) -> String {
     let mut octets: Vec<&str> = ip.split('.').collect();
@@ -405,24 +405,8 @@ fn dns_in_the_tenants_names(a: &Kubectl, b: &Kubectl, up: &Kubectl) -> Result<()
         ok && out.contains(&db0),
         "StatefulSet pod name (pod IP {db0}): {out}"
     );
-    let a_ip = a.run(&[
-        "-n",
-        "shop",
-        "get",
-        "service",
-        "web",
-        "-o",
-        "jsonpath={.spec.clusterIP}",
-    ])?;
-    let b_ip = b.run(&[
-        "-n",
-        "shop",
-        "get",
-        "service",
-        "web",
-        "-o",
-        "jsonpath={.spec.clusterIP}",
-    ])?;
+    let a_ip = cluster_ip(a, "shop", "web")?;
+    let b_ip = cluster_ip(b, "shop", "web")?;
     // Backwards: the tenant's own Service by its tenant name (control) ...
     let (ok, out) = exec(a, "web", &format!("nslookup -type=ptr {}", reverse(&a_ip)))?;
     ensure!(
@@ -456,15 +440,7 @@ fn dns_in_the_tenants_names(a: &Kubectl, b: &Kubectl, up: &Kubectl) -> Result<()
 }
 
 fn attacks_from_inside(cp: &ControlPlane, a: &Kubectl, up: &Kubectl) -> Result<()> {
-    let svc_ip = up.run(&[
-        "-n",
-        "default",
-        "get",
-        "service",
-        "kubernetes",
-        "-o",
-        "jsonpath={.spec.clusterIP}",
-    ])?;
+    let svc_ip = cluster_ip(up, "default", "kubernetes")?;
     let inside = |script: &str| {
         attempt(
             a,

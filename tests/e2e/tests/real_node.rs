@@ -20,6 +20,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, ensure};
 use paddock_e2e::process::{indent, poll_within, tail_file};
+use paddock_e2e::real_node::{POOL_SCHEDULING, wait_for_webhook};
 use paddock_e2e::running::Running;
 use paddock_e2e::{ControlPlane, Kubectl, Paddock, StoreKind};
 
@@ -73,28 +74,16 @@ fn tenant_containers_run_on_the_real_node() -> Result<()> {
 fn run(cp: &ControlPlane, p: &Paddock) -> Result<()> {
     let up = cp.kubectl_admin()?;
     let node = cp.var("REAL_NODE_NAME")?.to_owned();
-    poll_within(
-        Duration::from_secs(60),
-        EVERY,
-        "paddock's mutating webhook upstream",
-        || {
-            Ok(up
-                .run(&[
-                    "get",
-                    "mutatingwebhookconfiguration",
-                    "paddock-tenant-policy",
-                    "-o",
-                    "name",
-                ])
-                .is_ok())
-        },
-    )?;
+    wait_for_webhook(cp)?;
     let k = p.kubectl_tenant(TENANT)?;
     let other = p.kubectl_tenant(OTHER)?;
     // The real node is realaa's pool: paddock's webhook adds the selector and toleration.
     p.cli(&[
-        "tenant", "policy", TENANT, "--patch",
-        r#"{"scheduling":{"nodeSelector":{"paddock.test/pool":"real"},"tolerations":[{"key":"paddock.test/real-node","operator":"Exists","effect":"NoSchedule"}]}}"#,
+        "tenant",
+        "policy",
+        TENANT,
+        "--patch",
+        &format!("{{{POOL_SCHEDULING}}}"),
     ])?;
     let up_ns = upstream_ns();
 
