@@ -535,7 +535,15 @@ pub fn resolve(args: &ServeArgs) -> Result<(ServerConfig, LogFormat)> {
                 m.admission_claims_gc_interval.clone(),
                 "30s",
             )?),
-            in_cluster: crate::serve_in_cluster::in_cluster(&m)?,
+            in_cluster: crate::serve_in_cluster::in_cluster(&crate::serve_in_cluster::Settings {
+                in_cluster_host: m.in_cluster_host.clone(),
+                in_cluster_port: m.in_cluster_port,
+                in_cluster_ca: m.in_cluster_ca.clone(),
+                certs_dir: m.certs_dir.clone(),
+                in_cluster_endpoints: m.in_cluster_endpoints.clone(),
+                in_cluster_service: m.in_cluster_service.clone(),
+                tenant_dns: m.tenant_dns.clone(),
+            })?,
         },
         default_policy: match &m.default_policy {
             Some(j) => {

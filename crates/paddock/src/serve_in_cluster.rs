@@ -5,10 +5,20 @@ use std::net::SocketAddr;
 
 use anyhow::{Context, Result, bail};
 
-use crate::serve::ServeArgs;
+/// The in-cluster settings as `paddock serve` read them (flags, variables, file), unchecked.
+pub(crate) struct Settings {
+    pub in_cluster_host: Option<String>,
+    pub in_cluster_port: Option<u16>,
+    pub in_cluster_ca: Option<std::path::PathBuf>,
+    /// The certificates directory (the CA's default place).
+    pub certs_dir: Option<std::path::PathBuf>,
+    pub in_cluster_endpoints: Option<Vec<String>>,
+    pub in_cluster_service: Option<String>,
+    pub tenant_dns: Option<String>,
+}
 
 /// The in-cluster path's settings (None without a host), the CA read and checked here.
-pub(crate) fn in_cluster(m: &ServeArgs) -> Result<Option<paddock_server::config::InClusterConfig>> {
+pub(crate) fn in_cluster(m: &Settings) -> Result<Option<paddock_server::config::InClusterConfig>> {
     use paddock_core::admission::inside::InCluster;
     let Some(host) = m.in_cluster_host.clone() else {
         return Ok(None);

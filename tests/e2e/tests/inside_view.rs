@@ -329,10 +329,31 @@ fn kubectl_in_a_pod_sees_the_tenant(a: &Kubectl) -> Result<()> {
 }
 
 /// Runs kubectl, whatever the outcome: (exit 0, stdout and stderr).
+/// kubectl's own client-side log lines (klog: `E1129 23:08:25.904758 ...`, e.g. exec's
+/// "Unknown stream id 1, discarding message" over WebSockets) are left out: they are not the
+/// command's output.
 fn attempt(k: &Kubectl, args: &[&str]) -> Result<(bool, String)> {
     let args: Vec<String> = args.iter().map(|s| (*s).to_owned()).collect();
     let (_, out) = k.run_raw(&args, None, &Default::default(), None)?;
-    Ok((out.success(), format!("{}{}", out.stdout, out.stderr)))
+    let stderr: String = out
+        .stderr
+        .lines()
+        .filter(|l| !is_klog_line(l))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    Ok((out.success(), format!("{}{stderr}", out.stdout)))
+}
+
+/// `[IWEF]mmdd hh:mm:ss.uuuuuu`: a line kubectl itself logged.
+fn is_klog_line(line: &str) -> bool {
+    let b = line.as_bytes();
+    b.len() > 21
+        && matches!(b[0], b'I' | b'W' | b'E' | b'F')
+        && b[1..5].iter().all(u8::is_ascii_digit)
+        && b[5] == b' '
+        && b[8] == b':'
+        && b[11] == b':'
+        && b[14] == b'.'
 }
 
 /// `exec` of a shell script in a tenant's client pod.
