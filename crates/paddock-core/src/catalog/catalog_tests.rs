@@ -49,7 +49,10 @@ fn policy_table() {
         p("flowcontrol.apiserver.k8s.io", "flowschemas"),
         Some(TenantOwned)
     );
-    assert_eq!(p("apiregistration.k8s.io", "apiservices"), Some(Forbidden));
+    assert_eq!(
+        p("apiregistration.k8s.io", "apiservices"),
+        Some(SharedReadOnly)
+    );
     assert_eq!(
         p("certificates.k8s.io", "certificatesigningrequests"),
         Some(Forbidden)

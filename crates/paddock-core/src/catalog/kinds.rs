@@ -419,12 +419,15 @@ pub static KINDS: &[Kind] = &[
     cluster("scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass").shared_read(),
     cluster(NET, "v1", "ingressclasses", "IngressClass").shared_read(),
     cluster("node.k8s.io", "v1", "runtimeclasses", "RuntimeClass").shared_read(),
+    // Each tenant sees the APIServices of the groups its discovery shows, its own CRD groups'
+    // under its names; another tenant's are dropped (rules/apiservice.rs). Never written: the
+    // guard refuses every tenant write upstream (provision::guard `-refused`).
+    cluster("apiregistration.k8s.io", "v1", "apiservices", "APIService").shared_read(),
     // `kubectl top` (catalog::OPEN_AGGREGATED_GROUPS): NodeMetrics are the shared nodes',
     // PodMetrics the tenant's own pods' (with the namespace admin binding).
     cluster(METRICS, "v1beta1", "nodes", "NodeMetrics").shared_read(),
     namespaced(METRICS, "v1beta1", "pods", "PodMetrics"),
     // --- refused (also the cluster-scoped default)
-    cluster("apiregistration.k8s.io", "v1", "apiservices", "APIService").forbidden(),
     cluster(CORE, "v1", "componentstatuses", "ComponentStatus").forbidden(),
     cluster(
         "certificates.k8s.io",

@@ -350,7 +350,7 @@ mod tests {
         );
         assert_eq!(self_review_next(&ctx(), &other, admin), ReviewNext::Keep);
         let forbidden = ans(
-            json!({"verb": "list", "group": "apiregistration.k8s.io", "resource": "apiservices"}),
+            json!({"verb": "list", "group": "certificates.k8s.io", "resource": "certificatesigningrequests"}),
             false,
         );
         assert_ne!(

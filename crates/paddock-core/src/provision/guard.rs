@@ -147,6 +147,7 @@ pub fn guard_policies(admission_webhook: bool) -> Vec<(String, Value)> {
     );
     let policies = admission_policies_guard();
     let flowcontrol = flowcontrol_guard();
+    let refused = refused_kinds_guard();
     let [
         namespaced,
         namespaced_managed,
@@ -163,7 +164,7 @@ pub fn guard_policies(admission_webhook: bool) -> Vec<(String, Value)> {
     if !admission_webhook {
         guards.push(services);
     }
-    guards.extend([webhooks, policies, flowcontrol, cluster_scoped]);
+    guards.extend([webhooks, policies, flowcontrol, refused, cluster_scoped]);
     guards
 }
 
@@ -485,9 +486,84 @@ pub fn flowcontrol_guard() -> (String, Value) {
     )
 }
 
+/// The kinds no tenant identity writes, whatever its RBAC (a tenant's own ClusterRole, bound
+/// to its cluster identities, can grant any verb on any kind): the kind table's cluster-scoped
+/// kinds shared read-only or refused that no platform grant opens
+/// (`platform_grant::GRANTABLE`), as (group, resource), in the table's order. APIServices
+/// among them: an APIService's name is `<version>.<group>`, so `<tid>-v1.example.org` with the
+/// tenant label would pass the cluster-scoped rules (prefix, label) and hand a group to a
+/// Service of the tenant's.
+pub fn refused_kinds() -> impl Iterator<Item = (&'static str, &'static str)> {
+    use crate::catalog::{Policy, Scope, kinds::KINDS, platform_grant::GRANTABLE};
+    KINDS
+        .iter()
+        .filter(|k| k.scope == Scope::Cluster && !k.review)
+        .filter(|k| matches!(k.policy, Policy::SharedReadOnly | Policy::Forbidden))
+        .map(|k| (k.group, k.resource))
+        .filter(|gr| !GRANTABLE.contains(gr))
+}
+
+/// The guard policy `-refused`: every write of a tenant identity to [`refused_kinds`] (and
+/// their subresources) is refused.
+pub fn refused_kinds_guard() -> (String, Value) {
+    let rules: Vec<Value> = refused_kinds()
+        .map(|(g, r)| {
+            json!({"apiGroups": [g], "apiVersions": ["*"], "operations": ["CREATE", "UPDATE", "DELETE"],
+                   "resources": [r, format!("{r}/*")]})
+        })
+        .collect();
+    guard_policy(
+        &format!("{GUARD_NAME}-refused"),
+        json!({"resourceRules": rules}),
+        json!([]),
+        json!([{
+            "expression": "false",
+            "messageExpression": "'paddock: ' + request.resource.resource + '.' + request.resource.group + ' are shared read-only or refused in this cluster: a tenant may not write them'",
+            "message": "paddock: this kind is shared read-only or refused in this cluster: a tenant may not write it"
+        }]),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_refused_kinds_are_never_writable_and_never_grantable() {
+        let kinds: Vec<(&str, &str)> = refused_kinds().collect();
+        for gr in [
+            ("apiregistration.k8s.io", "apiservices"),
+            ("admissionregistration.k8s.io", "mutatingadmissionpolicies"),
+            (
+                "admissionregistration.k8s.io",
+                "mutatingadmissionpolicybindings",
+            ),
+        ] {
+            assert!(kinds.contains(&gr), "{gr:?} not refused");
+        }
+        for gr in [("", "nodes"), ("storage.k8s.io", "storageclasses")] {
+            assert!(!kinds.contains(&gr), "{gr:?} is grantable");
+        }
+        let (name, p) = refused_kinds_guard();
+        assert_eq!(name, "paddock-tenant-guard-refused");
+        let rules = p["spec"]["matchConstraints"]["resourceRules"]
+            .as_array()
+            .unwrap();
+        assert_eq!(rules.len(), kinds.len());
+        let apiservices = rules
+            .iter()
+            .find(|r| r["apiGroups"][0] == "apiregistration.k8s.io")
+            .unwrap();
+        assert_eq!(
+            apiservices["resources"],
+            json!(["apiservices", "apiservices/*"])
+        );
+        assert_eq!(
+            apiservices["operations"],
+            json!(["CREATE", "UPDATE", "DELETE"])
+        );
+        assert_eq!(p["spec"]["validations"][0]["expression"], "false");
+    }
 
     fn policy<'a>(guards: &'a [(String, Value)], name: &str) -> &'a Value {
         &guards

@@ -200,7 +200,12 @@ pub fn shared_write_probe(ctx: &TenantContext, req: &ParsedRequest) -> Option<Sh
     } else {
         format!("/apis/{}/{}", info.upstream_group, info.version)
     };
-    let enc = percent_encoding::utf8_percent_encode(name, percent_encoding::NON_ALPHANUMERIC);
+    // The name upstream (an APIService's group part mapped): never another tenant's object,
+    // whose existence the probe's answer would tell.
+    let upstream = crate::rules::apiservice::object_name_up(ctx, &info, name);
+    let upstream_name = upstream.as_deref().unwrap_or(name);
+    let enc =
+        percent_encoding::utf8_percent_encode(upstream_name, percent_encoding::NON_ALPHANUMERIC);
     Some(SharedWriteProbe {
         upstream_path: format!("{base}/{}/{enc}", info.resource),
         not_found: not_found_body(&info.group, &info.resource, name),
@@ -407,10 +412,7 @@ mod tests {
                 "DELETE",
                 "/apis/rbac.authorization.k8s.io/v1/clusterroles/x",
             ),
-            (
-                "DELETE",
-                "/apis/apiregistration.k8s.io/v1/apiservices/v1.apps",
-            ),
+            ("DELETE", "/api/v1/componentstatuses/etcd-0"),
             ("GET", "/apis/networking.k8s.io/v1/ingressclasses/nginx"),
         ] {
             let Ok(req) = parse_request(m, path, None) else {

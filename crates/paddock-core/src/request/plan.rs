@@ -313,7 +313,10 @@ fn plan_resource(
             }
             e => e,
         };
-        if !info.prefixes_name() {
+        if let Some(up) = crate::rules::apiservice::object_name_up(ctx, &info, name) {
+            // A name the kind's rule maps (an APIService's group part).
+            push_seg(path, &up);
+        } else if !info.prefixes_name() {
             push_seg(path, name);
         } else if info.is_crd() {
             push_seg(path, &name_up(t, &info, name).map_err(absent)?);

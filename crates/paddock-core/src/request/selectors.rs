@@ -385,6 +385,9 @@ pub fn translate_field_selector(
         } else {
             match (term.key.as_str(), reference) {
                 ("metadata.name", _) if info.prefixes_name() => name_up(t, info, v)?,
+                ("metadata.name", _) if crate::rules::apiservice::names_by_rule(info) => {
+                    crate::rules::apiservice::name_up(ctx, v)
+                }
                 ("metadata.namespace", _) | (_, Some((_, "namespace"))) => {
                     check_prefixed_len(NameKind::Namespace, v)?;
                     t.upstream_name(v)

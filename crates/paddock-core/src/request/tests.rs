@@ -321,7 +321,7 @@ fn plan_cluster_scoped_names() {
 #[test]
 fn plan_policy_errors() {
     assert_eq!(
-        up("GET", "/apis/apiregistration.k8s.io/v1/apiservices", None)
+        up("GET", "/api/v1/componentstatuses", None)
             .unwrap_err()
             .http_code(),
         403

@@ -147,7 +147,11 @@ fn cell_fallback(
     let info = scope.resource.as_ref();
     let mut name = None;
     let mut namespace = None;
-    if let Some(info) = info.filter(|i| i.prefixes_name()) {
+    if info.is_some_and(|i| crate::rules::apiservice::names_by_rule(i)) {
+        // The name decides, as its object's rules would (an APIService's group part).
+        let n = cell(cols.name)?;
+        name = Some(crate::rules::apiservice::name_down(ctx, n)?);
+    } else if let Some(info) = info.filter(|i| i.prefixes_name()) {
         let n = cell(cols.name)?;
         name = match name_down(&ctx.tenant, info, n) {
             Some(own) => Some(own),

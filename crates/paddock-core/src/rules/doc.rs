@@ -106,6 +106,16 @@ pub fn describe(h: Holds) -> (&'static str, &'static str, &'static str) {
             "prefixed; built-in groups 422",
             "stripped; other tenants' CRDs dropped",
         ),
+        Holds::ServedGroup => (
+            "API group served",
+            "as in RBAC rules (the kind is never written: shared read-only)",
+            "own CRD group stripped, built-in and visible platform groups kept; any other drops the object",
+        ),
+        Holds::ServedGroupName => (
+            "name `<version>.<group>`",
+            "group part as in RBAC rules (a GET, a field selector)",
+            "group part as the API group served",
+        ),
         Holds::ResourceAttributes => (
             "resource attributes",
             "namespace prefixed, group like RBAC, name of prefixed kinds prefixed",

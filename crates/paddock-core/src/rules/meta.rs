@@ -221,6 +221,11 @@ fn owner_ref_up(ctx: &TenantContext, r: &mut Value) -> Result<(), TranslateError
     {
         *n = name_up(&ctx.tenant, &info, n)?;
     }
+    if let Some(Value::String(n)) = m.get_mut("name")
+        && let Some(up) = super::apiservice::object_name_up(ctx, &info, n)
+    {
+        *n = up;
+    }
     Ok(())
 }
 
@@ -324,12 +329,18 @@ fn owner_ref_down(ctx: &TenantContext, r: &mut Value) -> Result<(), TranslateErr
         return Ok(());
     };
     let (av, kind) = (str_of(m, "apiVersion"), str_of(m, "kind"));
-    if let Some(info) = ctx.catalog.resolve_upstream_kind(&ctx.tenant, &av, &kind)
-        && info.prefixes_name()
+    let info = ctx.catalog.resolve_upstream_kind(&ctx.tenant, &av, &kind);
+    if let Some(info) = info.as_ref().filter(|i| i.prefixes_name())
         && let Some(Value::String(n)) = m.get_mut("name")
-        && let Some(s) = name_down(&ctx.tenant, &info, n)
+        && let Some(s) = name_down(&ctx.tenant, info, n)
     {
         *n = s;
+    }
+    // An APIService's name: its group part mapped, or redacted when it is not the tenant's to see.
+    if info.as_ref().is_some_and(super::apiservice::names_by_rule)
+        && let Some(Value::String(n)) = m.get_mut("name")
+    {
+        *n = super::apiservice::name_down(ctx, n).unwrap_or_else(|| super::text::text_down(ctx, n));
     }
     if let Some(Value::String(a)) = m.get_mut("apiVersion") {
         *a = ref_api_version_down(&ctx.tenant, a);

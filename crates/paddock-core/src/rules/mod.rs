@@ -4,6 +4,7 @@
 //! reach the same rules through it (`crate::wire`, `crate::request`).
 
 pub mod aggregate;
+pub mod apiservice;
 mod cel;
 pub mod doc;
 pub(crate) mod flowcontrol;

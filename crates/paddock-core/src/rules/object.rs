@@ -247,7 +247,9 @@ pub fn object_down_as(
         Policy::SharedReadOnly | Policy::PlatformGranted if has_tenant_label(o) => {
             return Ok(Disposition::Drop);
         }
-        Policy::SharedReadOnly | Policy::PlatformGranted => return Ok(Disposition::Keep),
+        // Shown as the platform wrote it, but for its kind's own rules where the table has
+        // a row (an APIService names a group, which may be a tenant's: rules/apiservice.rs).
+        Policy::SharedReadOnly | Policy::PlatformGranted => return kind_rules_down(ctx, o, &info),
         // A platform object among the tenant's own: shown as it is (writes to its name reach
         // only the tenant's own prefixed name).
         Policy::TenantOwned if info.lists_platform_objects() && is_platform_object(o) => {
@@ -340,6 +342,15 @@ fn down_resource(
     if metadata_down(ctx, o, info)? == Disposition::Drop {
         return Ok(Disposition::Drop);
     }
+    kind_rules_down(ctx, o, info)
+}
+
+/// The field rules of the kind's row in the rule table, if it has one.
+fn kind_rules_down(
+    ctx: &TenantContext,
+    o: &mut Map<String, Value>,
+    info: &ResourceInfo,
+) -> Result<Disposition, TranslateError> {
     let Some(row) = table::rules_for(&info.upstream_group, &info.kind) else {
         return Ok(Disposition::Keep);
     };

@@ -105,7 +105,7 @@ fn down_drops_other_tenants() {
     );
     assert_eq!(d, Disposition::Drop);
     let (d, _) = down(
-        json!({"apiVersion":"apiregistration.k8s.io/v1","kind":"APIService","metadata":{"name":"v1.apps"}}),
+        json!({"apiVersion":"certificates.k8s.io/v1","kind":"CertificateSigningRequest","metadata":{"name":"csr-1"}}),
     );
     assert_eq!(d, Disposition::Drop);
     // shared objects are kept as they are
@@ -173,7 +173,7 @@ fn owner_references() {
     );
     let e = up(json!({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c","namespace":"d","ownerReferences":[{"apiVersion":"nosuch.io/v1","kind":"Thing","name":"x","uid":"u"}]}})).unwrap_err();
     assert_eq!(e.http_code(), 422);
-    let e = up(json!({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c","namespace":"d","ownerReferences":[{"apiVersion":"apiregistration.k8s.io/v1","kind":"APIService","name":"x","uid":"u"}]}})).unwrap_err();
+    let e = up(json!({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c","namespace":"d","ownerReferences":[{"apiVersion":"certificates.k8s.io/v1","kind":"CertificateSigningRequest","name":"x","uid":"u"}]}})).unwrap_err();
     assert_eq!(e.http_code(), 403);
 }
 

@@ -67,6 +67,12 @@ pub enum Holds {
     ClientConfig,
     /// The API group of a tenant CRD.
     CrdGroup,
+    /// The API group an APIService serves (`spec.group`): the tenant's own CRD group loses
+    /// its prefix; a group the tenant does not see (another tenant's, a platform group its
+    /// discovery hides) drops the object; built-in and visible groups stay (rules/apiservice.rs).
+    ServedGroup,
+    /// An APIService's name, `<version>.<group>`: its group part as [`Holds::ServedGroup`].
+    ServedGroupName,
     /// An access review's resourceAttributes: namespace, group, name.
     ResourceAttributes,
     /// An access review's user, groups and extra; `writable`: translated on the way up

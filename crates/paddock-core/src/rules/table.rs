@@ -82,6 +82,7 @@ pub const PVC_SPEC: Struct = Struct {
 };
 
 const NS: Step = one("namespace", &[2]);
+const NS_1: Step = one("namespace", &[1]);
 
 /// The secrets and endpoints a volume source names by namespace (SecretReference and
 /// ObjectReference: namespace = 2). A volume plugin reads them with the platform's rights, so
@@ -558,6 +559,29 @@ pub const KINDS: &[KindRules] = &[
                 ],
                 Holds::ClientConfig,
             ),
+            f(
+                &[
+                    one("status", &[3]),
+                    many("conditions", &[1]),
+                    one("message", &[5]),
+                ],
+                Holds::FreeText,
+            ),
+        ],
+    ),
+    // --- APIServices: shared read-only, each naming a group (rules/apiservice.rs).
+    // apiregistration/v1 APIService{spec=2 {service=1 {namespace=1}, group=2}, status=3
+    // {conditions=1 {message=5}}}; ObjectMeta{name=1}.
+    kind(
+        "apiregistration.k8s.io",
+        "APIService",
+        &[
+            f(
+                &[one("metadata", &[1]), one("name", &[1])],
+                Holds::ServedGroupName,
+            ),
+            f(&[SPEC, one("group", &[2])], Holds::ServedGroup),
+            f(&[SPEC, one("service", &[1]), NS_1], Holds::Namespace),
             f(
                 &[
                     one("status", &[3]),

@@ -6,7 +6,7 @@
 use serde_json::{Map, Value};
 
 use super::modes::{Disposition, UpMode};
-use super::{cel, flowcontrol, policy, rbac, refs, reviews, selectors, text};
+use super::{apiservice, cel, flowcontrol, policy, rbac, refs, reviews, selectors, text};
 use crate::catalog::context::TenantContext;
 use crate::error::TranslateError;
 use crate::rules::schema::Check;
@@ -148,6 +148,10 @@ fn holds_up(
         }
         Holds::ClientConfig => each(v, &mut |c| refs::client_config_up(t, c)),
         Holds::CrdGroup => refs::crd_group_up(t, v),
+        Holds::ServedGroup | Holds::ServedGroupName => {
+            apiservice::served_up(ctx, v, holds);
+            Ok(())
+        }
         Holds::ResourceAttributes => reviews::resource_attributes_up(ctx, v),
         Holds::ReviewIdentity { writable } => {
             if writable {
@@ -226,6 +230,8 @@ fn holds_down(
             Ok(())
         })?,
         Holds::CrdGroup => return Ok(refs::crd_group_down(t, v)),
+        Holds::ServedGroup => return Ok(apiservice::served_group_down(ctx, v)),
+        Holds::ServedGroupName => return Ok(apiservice::served_group_name_down(ctx, v)),
         Holds::ResourceAttributes => reviews::resource_attributes_down(ctx, v),
         Holds::ReviewIdentity { .. } => reviews::identity_down(t, v),
         Holds::RulesReviewStatus => reviews::rules_review_status_down(ctx, v),

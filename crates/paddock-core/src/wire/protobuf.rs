@@ -214,6 +214,8 @@ fn leaf(h: Holds) -> Shape {
         Holds::Namespace
         | Holds::VolumeName
         | Holds::CrdGroup
+        | Holds::ServedGroup
+        | Holds::ServedGroupName
         | Holds::FreeText
         | Holds::PolicyName
         | Holds::PriorityLevelRef

@@ -175,10 +175,18 @@ pub(crate) fn cases() -> Vec<Case> {
             .attack(step(A, "delete node kwok-node-1 --wait=false"), Refused)
             .control(step(A, "get nodes -o name"), OkWith("kwok-node-1"))
             .bypass(step(Bypass, "delete node kwok-node-1 --wait=false")),
-        case("apiservices", "MTB-PL1-CC-CPI-1", "list APIServices")
-            .attack(step(A, "get apiservices"), Refused)
-            .control(step(A, "get storageclasses"), Ok)
+        case("apiservices", "MTB-PL1-CC-CPI-1", "list APIServices: built-in groups' and one's own CRD groups' only")
+            .attack(step(A, "get apiservices"), NoLeak)
+            .control(step(A, "get apiservices"), OkWith("v1.example.com"))
             .bypass(step(Bypass, "get apiservices")),
+        case("apiservice-victim", "MTB-PL1-CC-CPI-1", "get and delete the victim's APIService by upstream name")
+            .attack(step(A, "get apiservice v1.bravoo-example.com -o yaml"), RefusedWith("NotFound"))
+            .control(step(A, "get apiservice v1.example.com -o name"), OkWith("v1.example.com"))
+            .bypass(step(Bypass, "delete apiservice v1.bravoo-example.com")),
+        case("apiservice-write", "MTB-PL1-CC-CPI-1", "delete a built-in group's APIService")
+            .attack(step(A, "delete apiservice v1.apps"), RefusedWith("shared read-only"))
+            .control(step(A, "get apiservice v1.apps -o name"), OkWith("v1.apps"))
+            .bypass(step(Bypass, "delete apiservice v1.apps")),
         case("admission-policy-delete", "guard", "delete paddock's admission guard")
             .attack(step(A, "delete validatingadmissionpolicy paddock-tenant-guard"), Refused)
             .control(step(A, "get namespaces -o name"), OkWith("web"))
