@@ -94,8 +94,10 @@ start node-api-ns nsenter --net="/run/netns/$NS" socat \
 # the `kubernetes` Service's endpoint for pods on this node (kube-proxy: 10.96.0.1:443 -> here)
 start node-api-svc nsenter --net="/run/netns/$NS" socat \
   "TCP-LISTEN:6443,bind=$NODE_IP,fork,reuseaddr" "UNIX-CONNECT:$N/apiserver.sock"
+# Service addresses too: kube-proxy's rules in here handle what this proxy dials (paddock's relay
+# calls a tenant webhook by its Service's cluster IP, as an apiserver without aggregator routing does).
 start node-egress nsenter --net="/run/netns/$NS" python3 "$HERE/egress-proxy.py" "$N/egress.sock" \
-  --allow "$NODE_IP/32" --allow "$POD_CIDR"
+  --allow "$NODE_IP/32" --allow "$POD_CIDR" --allow "$SERVICE_CIDR"
 log "network namespace $NS: node $NODE_IP, pods $POD_CIDR, no route out"
 
 # ---------------------------------------------------------------------------------------------

@@ -230,10 +230,11 @@ log "etcd ready on 127.0.0.1:$P_ETCD"
 # anything else (other IPs, host names such as svc.cluster.local) with 403 at once, logged in
 # logs/egress-proxy.log. Only etcd is dialled directly.
 EGRESS_SOCK="$DIR/egress-proxy.sock"
-# The real node's addresses (node.sh) exist only inside its network namespace: CONNECTs to them
-# are handed to the egress guard running in there.
+# The real node's addresses (node.sh) exist only inside its network namespace: CONNECTs to them,
+# and to the Service range its kube-proxy serves, are handed to the egress guard running in there.
 start egress-proxy python3 "$HERE/egress-proxy.py" "$EGRESS_SOCK" \
-  --via "10.243.0.0/16=$DIR/node/egress.sock" --via "10.244.0.0/16=$DIR/node/egress.sock"
+  --via "10.243.0.0/16=$DIR/node/egress.sock" --via "10.244.0.0/16=$DIR/node/egress.sock" \
+  --via "10.96.0.0/16=$DIR/node/egress.sock"
 wait_for "the egress proxy's socket" 15 egress-proxy "$PID_egress_proxy" test -S "$EGRESS_SOCK"
 cat > "$DIR/egress-selector.yaml" <<EOF
 apiVersion: apiserver.k8s.io/v1beta1

@@ -59,6 +59,19 @@ pub(crate) fn admission_webhook() -> bool {
     ADMISSION_WEBHOOK.get().copied().unwrap_or(false)
 }
 
+/// paddock's admission URL when it relays the tenants' webhooks (docs/webhooks.md), recorded
+/// once at start-up by the server: the guard lets a tenant webhook name the relay.
+static WEBHOOK_RELAY_URL: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// Records the relay's URL (first call wins).
+pub fn set_webhook_relay_url(url: String) {
+    let _ = WEBHOOK_RELAY_URL.set(url);
+}
+
+pub(crate) fn webhook_relay_url() -> Option<String> {
+    WEBHOOK_RELAY_URL.get().cloned()
+}
+
 /// Where paddock is for tenant pods (the in-cluster path, docs/inside.md): the `kubernetes`
 /// Endpoints of every tenant's `default` namespace. Set at start-up by the server from
 /// `in_cluster_endpoints`, or kept by `api_endpoints` from paddock's own Service.
@@ -166,7 +179,8 @@ pub fn bootstrap_objects(tenant_priority_shares: u32, webhook_here: bool) -> Vec
     ));
     // The templates' lock guard is declared beside the templates (core `templates/guard.rs`),
     // which build on the provisioning data: composed here so neither module imports the other.
-    let guards = guard_policies(webhook_here)
+    let relay = webhook_here.then(webhook_relay_url).flatten();
+    let guards = guard_policies(webhook_here, relay.as_deref())
         .into_iter()
         .chain(paddock_core::templates::templates_guards());
     for (name, policy) in guards {

@@ -210,6 +210,9 @@ pub struct AdmissionConfig {
     pub claims_gc_interval: Option<Duration>,
     /// The tenant's cluster from the inside (docs/inside.md); None: pods are left alone.
     pub in_cluster: Option<InClusterConfig>,
+    /// The cluster's egress proxy (HTTP CONNECT on a unix socket) through which the relay calls
+    /// tenants' webhooks (docs/webhooks.md); None: dialled directly.
+    pub cluster_egress_uds: Option<PathBuf>,
 }
 
 /// Where tenant pods find paddock (config).

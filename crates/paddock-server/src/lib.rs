@@ -89,6 +89,9 @@ pub async fn run(config: ServerConfig, shutdown: CancellationToken) -> Result<()
         );
     }
     let admission_url = admission.as_ref().map(|a| a.url.clone());
+    if let Some(url) = &admission_url {
+        provision::set_webhook_relay_url(url.clone());
+    }
     let listener = TcpListener::bind(config.listen)
         .await
         .map_err(|e| ServerError::Config(format!("listen: cannot bind {}: {e}", config.listen)))?;
@@ -105,6 +108,18 @@ pub async fn run(config: ServerConfig, shutdown: CancellationToken) -> Result<()
     };
     let release_bound = config.leader.lease.renew_deadline + Duration::from_secs(1);
     let state = startup::new_state(config, store, upstream, ca, leadership)?;
+    if let Some(url) = &admission_url {
+        // The tenants' own webhooks are called through paddock (docs/webhooks.md).
+        let ca_pem = std::fs::read_to_string(state.config.ca_cert()).map_err(|e| {
+            ServerError::Config(format!("reading {}: {e}", state.config.ca_cert().display()))
+        })?;
+        state.catalogs.set_webhook_relay(Some(Arc::new(
+            paddock_core::catalog::webhook_relay::WebhookRelay {
+                url: url.clone(),
+                ca_pem,
+            },
+        )));
+    }
     // Stopped at the signal, not after the drain delay: the Lease is handed over at once.
     let election = election.map(|tx| {
         let s = state.config.leader.lease.clone();

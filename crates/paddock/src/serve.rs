@@ -224,6 +224,10 @@ pub struct ServeArgs {
     /// passes in a row is returned; docs/security.md "Ingress hosts").
     #[arg(long, env = "PADDOCK_ADMISSION_CLAIMS_GC_INTERVAL")]
     pub admission_claims_gc_interval: Option<String>,
+    /// An HTTP CONNECT proxy on a unix socket to the cluster's network (the apiserver's egress
+    /// selector), for calls to tenants' webhooks when paddock runs outside it (docs/webhooks.md).
+    #[arg(long, env = "PADDOCK_CLUSTER_EGRESS_UDS")]
+    pub cluster_egress_uds: Option<PathBuf>,
     // ---- The tenant's cluster from the inside (docs/inside.md; needs the admission webhook) ----
     /// KUBERNETES_SERVICE_HOST of every new tenant pod: a name or address of paddock that its
     /// serving certificate holds (kubernetes.default.svc.cluster.local with a tenant DNS);
@@ -535,6 +539,7 @@ pub fn resolve(args: &ServeArgs) -> Result<(ServerConfig, LogFormat)> {
                 m.admission_claims_gc_interval.clone(),
                 "30s",
             )?),
+            cluster_egress_uds: m.cluster_egress_uds.clone(),
             in_cluster: crate::serve_in_cluster::in_cluster(&crate::serve_in_cluster::Settings {
                 in_cluster_host: m.in_cluster_host.clone(),
                 in_cluster_port: m.in_cluster_port,

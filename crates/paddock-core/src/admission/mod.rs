@@ -13,6 +13,7 @@ pub mod inside;
 pub mod podsecurity;
 pub mod policy;
 pub mod quota;
+pub mod relay_review;
 pub mod scheduling;
 pub mod traffic;
 

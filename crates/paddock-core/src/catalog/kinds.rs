@@ -485,7 +485,7 @@ pub static KINDS: &[Kind] = &[
         .counted(COUNTED)
         .paddock(
             &["list", "watch", "create", "patch"],
-            "each tenant's default namespace gets its `kubernetes` Service; counted for the usage report",
+            "each tenant's default namespace gets its `kubernetes` Service; counted for the usage report; a tenant webhook's Service is looked up by the relay",
         ),
     // The `kubernetes` Service's Endpoints and EndpointSlice point at paddock (docs/inside.md).
     namespaced(CORE, "v1", "endpoints", "Endpoints").paddock(

@@ -7,6 +7,7 @@
 pub mod context;
 pub mod kinds;
 pub mod platform_grant;
+pub mod webhook_relay;
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
@@ -204,6 +205,10 @@ pub struct Catalog {
     known_tenants: Option<std::sync::Arc<std::collections::HashSet<String>>>,
     /// The platform grants of each tenant (crate::catalog::platform_grant), when the server has told us.
     platform_grants: Option<std::sync::Arc<crate::catalog::platform_grant::Grants>>,
+    /// Where this cluster's apiserver reaches paddock's admission listener, when paddock relays
+    /// the tenants' own webhooks (`webhook_relay`); None: their client configs keep naming the
+    /// tenant's Service upstream.
+    webhook_relay: Option<std::sync::Arc<webhook_relay::WebhookRelay>>,
 }
 
 #[derive(Deserialize)]
@@ -266,6 +271,20 @@ impl Catalog {
     ) -> Catalog {
         self.platform_grants = Some(std::sync::Arc::new(grants));
         self
+    }
+
+    /// The same catalog, relaying the tenants' webhooks through paddock at `relay`.
+    pub fn with_webhook_relay(
+        mut self,
+        relay: Option<std::sync::Arc<webhook_relay::WebhookRelay>>,
+    ) -> Catalog {
+        self.webhook_relay = relay;
+        self
+    }
+
+    /// How the tenants' webhooks are relayed, if they are.
+    pub fn webhook_relay(&self) -> Option<&webhook_relay::WebhookRelay> {
+        self.webhook_relay.as_deref()
     }
 
     fn is_granted(&self, tenant: &TenantId, ug: &str, resource: &str) -> bool {

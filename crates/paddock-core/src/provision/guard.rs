@@ -26,6 +26,45 @@ pub const GUARD_NAME: &str = "paddock-tenant-guard";
 
 /// Name of the guard policy about Services (replaced by the webhook's tenant policy when
 /// paddock's admission webhook is served).
+/// The CEL conditions on a tenant webhook's `clientConfig` for the relay at `relay_url`: its
+/// `url` (none, or the relay's for the tenant) and, ORed into the Service rule, the relay's
+/// Service (paddock's own, on a path for the tenant). The relay's location comes from the
+/// same function that writes it (`paddock_client_config`).
+fn relay_conditions(relay_url: Option<&str>) -> (String, String) {
+    let Some(url) = relay_url else {
+        return ("!has(w.clientConfig.url)".into(), String::new());
+    };
+    let lit = |s: &str| format!("'{}'", s.replace('\\', "\\\\").replace('\'', "\\'"));
+    let at = crate::catalog::webhook_relay::paddock_client_config(
+        url,
+        crate::catalog::webhook_relay::RELAY_PATH,
+        "",
+    );
+    let tenant_path = |prefix: &str| format!("{} + variables.tid + '/'", lit(prefix));
+    match (at["url"].as_str(), at["service"].as_object()) {
+        (Some(u), _) => (
+            format!(
+                "!has(w.clientConfig.url) || w.clientConfig.url.startsWith({})",
+                tenant_path(u)
+            ),
+            String::new(),
+        ),
+        (None, Some(svc)) => {
+            let s = |k: &str| svc.get(k).and_then(Value::as_str).unwrap_or_default();
+            (
+                "!has(w.clientConfig.url)".into(),
+                format!(
+                    " || (w.clientConfig.service.namespace == {} && w.clientConfig.service.name == {} && has(w.clientConfig.service.path) && w.clientConfig.service.path.startsWith({}))",
+                    lit(s("namespace")),
+                    lit(s("name")),
+                    tenant_path(s("path"))
+                ),
+            )
+        }
+        _ => ("!has(w.clientConfig.url)".into(), String::new()),
+    }
+}
+
 pub fn services_guard_name() -> String {
     format!("{GUARD_NAME}-services")
 }
@@ -44,8 +83,11 @@ pub fn services_guard_name() -> String {
 /// `matchConstraints`. The cluster-scoped policy comes last, so that on an upgrade from
 /// one policy for every scope the namespaced rules are in force before it is narrowed.
 /// `admission_webhook`: paddock's admission webhook is served, so Service types follow each
-/// tenant's policy there and the guard's Service rule is left out.
-pub fn guard_policies(admission_webhook: bool) -> Vec<(String, Value)> {
+/// tenant's policy there and the guard's Service rule is left out. `relay_url`: paddock's
+/// admission URL when it relays the tenants' webhooks (docs/webhooks.md): a tenant webhook
+/// may then name paddock's relay for its own tenant, and nothing else but a Service in the
+/// tenant's namespaces.
+pub fn guard_policies(admission_webhook: bool, relay_url: Option<&str>) -> Vec<(String, Value)> {
     let tenant_subject = "(s.kind == 'ServiceAccount' && has(s.namespace) && s.namespace.startsWith(variables.tid + '-')) || \
         (s.kind == 'User' && s.name.startsWith('paddock:' + variables.tid + ':')) || \
         (s.kind == 'Group' && (s.name.startsWith('paddock:' + variables.tid + ':') || s.name.startsWith('system:serviceaccounts:' + variables.tid + '-')))";
@@ -131,17 +173,18 @@ pub fn guard_policies(admission_webhook: bool) -> Vec<(String, Value)> {
             "paddock: NodePort and LoadBalancer Services and externalIPs are not available to tenants",
         )],
     );
+    let (url_ok, service_relay) = relay_conditions(relay_url);
     let webhooks = guard_policy(
         &format!("{GUARD_NAME}-webhooks"),
         json!({"resourceRules": [rule(&["admissionregistration.k8s.io"], &["validatingwebhookconfigurations", "mutatingwebhookconfigurations"], &writes)]}),
         tid_vars.clone(),
         json!([
-            {"expression": "!has(object.webhooks) || object.webhooks.all(w, has(w.namespaceSelector) && has(w.namespaceSelector.matchExpressions) && \
+            {"expression": format!("!has(object.webhooks) || object.webhooks.all(w, has(w.namespaceSelector) && has(w.namespaceSelector.matchExpressions) && \
                   w.namespaceSelector.matchExpressions.exists(e, e.key == 'paddock.io/tenant' && e.operator == 'In' && e.values == [variables.tid]) && \
-                  !has(w.clientConfig.url) && \
-                  (!has(w.rules) || w.rules.all(r, (has(r.scope) && r.scope == 'Namespaced') || (has(r.resources) && r.resources.all(x, x == 'namespaces' || x.startsWith('namespaces/'))))))",
+                  ({url_ok}) && \
+                  (!has(w.rules) || w.rules.all(r, (has(r.scope) && r.scope == 'Namespaced') || (has(r.resources) && r.resources.all(x, x == 'namespaces' || x.startsWith('namespaces/'))))))"),
              "message": "paddock: a tenant webhook must be confined to the tenant's namespaces (namespaceSelector on paddock.io/tenant, namespaced rules, a service in the tenant)"},
-            {"expression": "!has(object.webhooks) || object.webhooks.all(w, !has(w.clientConfig.service) || w.clientConfig.service.namespace.startsWith(variables.tid + '-'))",
+            {"expression": format!("!has(object.webhooks) || object.webhooks.all(w, !has(w.clientConfig.service) || w.clientConfig.service.namespace.startsWith(variables.tid + '-'){service_relay})"),
              "message": "paddock: a tenant webhook must call a service in the tenant's namespaces"}
         ]),
     );
@@ -593,9 +636,36 @@ mod tests {
     }
 
     #[test]
+    fn a_tenant_webhook_may_name_only_its_own_tenants_relay() {
+        let text = |relay| {
+            policy(
+                &guard_policies(true, relay),
+                &format!("{GUARD_NAME}-webhooks"),
+            )["validations"]
+                .to_string()
+        };
+        let by_url = text(Some("https://127.0.0.1:9443/"));
+        assert!(
+            by_url.contains("w.clientConfig.url.startsWith('https://127.0.0.1:9443/tenant-webhook/v1/' + variables.tid + '/')"),
+            "{by_url}"
+        );
+        let by_service = text(Some("https://paddock.paddock-system.svc:9443"));
+        assert!(
+            by_service.contains("!has(w.clientConfig.url)"),
+            "{by_service}"
+        );
+        assert!(
+            by_service.contains("w.clientConfig.service.namespace == 'paddock-system' && w.clientConfig.service.name == 'paddock' && has(w.clientConfig.service.path) && w.clientConfig.service.path.startsWith('/tenant-webhook/v1/' + variables.tid + '/')"),
+            "{by_service}"
+        );
+        let none = text(None);
+        assert!(!none.contains("tenant-webhook") && none.contains("!has(w.clientConfig.url)"));
+    }
+
+    #[test]
     fn every_write_meets_the_guard_by_scope_and_the_cluster_scoped_policy_is_narrowed_last() {
         for webhook in [false, true] {
-            let guards = guard_policies(webhook);
+            let guards = guard_policies(webhook, None);
             assert_eq!(guards.last().map(|(n, _)| n.as_str()), Some(GUARD_NAME));
             let scope = |name: &str| {
                 policy(&guards, name)["matchConstraints"]["resourceRules"][0]["scope"].clone()

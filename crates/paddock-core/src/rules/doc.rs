@@ -97,7 +97,12 @@ pub fn describe(h: Holds) -> (&'static str, &'static str, &'static str) {
             "the exact rewritten form back",
         ),
         Holds::ClientConfig => (
-            "webhook client config",
+            "admission webhook client config",
+            "relayed: paddock's admission URL and CA, the tenant's service, path and caBundle in the path (docs/webhooks.md); written whole (a patch of part of it 422); `url` 403",
+            "the tenant's service, path and caBundle back",
+        ),
+        Holds::ConversionClientConfig => (
+            "CRD conversion webhook client config",
             "`service.namespace` prefixed; `url` 403",
             "namespace stripped",
         ),

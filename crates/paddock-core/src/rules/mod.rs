@@ -14,6 +14,7 @@ pub mod object;
 mod policy;
 mod rbac;
 mod refs;
+mod relay;
 pub(crate) mod reviews;
 pub mod schema;
 mod selectors;

@@ -63,8 +63,12 @@ pub enum Holds {
     /// A CEL expression of an admission policy: its reads of the request's namespace mapped
     /// into the tenant's names (rules/cel.rs).
     CelExpression,
-    /// A webhook clientConfig: service namespace prefixed, url refused.
+    /// An admission webhook's clientConfig: relayed through paddock's admission listener when
+    /// the catalog has a relay (rules/relay.rs), else service namespace prefixed; url refused.
     ClientConfig,
+    /// A CRD conversion webhook's clientConfig: service namespace prefixed, url refused (the
+    /// relay speaks AdmissionReview only).
+    ConversionClientConfig,
     /// The API group of a tenant CRD.
     CrdGroup,
     /// The API group an APIService serves (`spec.group`): the tenant's own CRD group loses

@@ -557,7 +557,7 @@ pub const KINDS: &[KindRules] = &[
                     one("webhook", &[2]),
                     one("clientConfig", &[2]),
                 ],
-                Holds::ClientConfig,
+                Holds::ConversionClientConfig,
             ),
             f(
                 &[

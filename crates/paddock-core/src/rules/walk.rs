@@ -6,7 +6,7 @@
 use serde_json::{Map, Value};
 
 use super::modes::{Disposition, UpMode};
-use super::{apiservice, cel, flowcontrol, policy, rbac, refs, reviews, selectors, text};
+use super::{apiservice, cel, flowcontrol, policy, rbac, refs, relay, reviews, selectors, text};
 use crate::catalog::context::TenantContext;
 use crate::error::TranslateError;
 use crate::rules::schema::Check;
@@ -146,7 +146,11 @@ fn holds_up(
             cel::cel_up(t, v);
             Ok(())
         }
-        Holds::ClientConfig => each(v, &mut |c| refs::client_config_up(t, c)),
+        Holds::ClientConfig => match ctx.catalog.webhook_relay() {
+            Some(r) => each(v, &mut |c| relay::client_config_up(r, t, c, mode)),
+            None => each(v, &mut |c| refs::client_config_up(t, c)),
+        },
+        Holds::ConversionClientConfig => each(v, &mut |c| refs::client_config_up(t, c)),
         Holds::CrdGroup => refs::crd_group_up(t, v),
         Holds::ServedGroup | Holds::ServedGroupName => {
             apiservice::served_up(ctx, v, holds);
@@ -225,8 +229,10 @@ fn holds_down(
         Holds::FlowNamespaces => flowcontrol::namespaces_down(t, v),
         Holds::PriorityLevel => flowcontrol::priority_level_down(v),
         Holds::CelExpression => cel::cel_down(t, v),
-        Holds::ClientConfig => each(v, &mut |c| {
-            refs::client_config_down(ctx, c);
+        Holds::ClientConfig | Holds::ConversionClientConfig => each(v, &mut |c| {
+            if !relay::client_config_down(ctx, c) {
+                refs::client_config_down(ctx, c);
+            }
             Ok(())
         })?,
         Holds::CrdGroup => return Ok(refs::crd_group_down(t, v)),

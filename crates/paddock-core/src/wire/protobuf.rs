@@ -36,6 +36,8 @@ fn unsupported(what: impl Into<String>) -> TranslateError {
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Shape {
     Str,
+    /// `bytes`: base64 in JSON.
+    Bytes,
     /// A varint integer (int32/int64; negative int32 values are sign-extended, as Go writes them).
     Int,
     /// map<string,string>: repeated entries {1: key, 2: value}
@@ -60,6 +62,8 @@ struct Node {
 #[derive(Clone, Copy)]
 enum Ty {
     Str,
+    /// `bytes`, lifted as base64 (as JSON carries them).
+    Bytes,
     Int,
     RepStr,
     StrMap,
@@ -136,6 +140,19 @@ const PARAM_KIND: &[F] = &[F(1, "apiVersion", Ty::Str), F(2, "kind", Ty::Str)];
 // admissionregistration/v1 and apiextensions/v1 WebhookClientConfig
 const SERVICE_REF: &[F] = &[F(1, "namespace", Ty::Str), F(2, "name", Ty::Str)];
 const CLIENT_CONFIG: &[F] = &[F(3, "url", Ty::Str), F(1, "service", Ty::Msg(SERVICE_REF))];
+// ServiceReference{namespace=1, name=2, path=3, port=4}; WebhookClientConfig{caBundle=2}: the
+// whole config, which the relay rewrites (rules/relay.rs)
+const WEBHOOK_SERVICE_REF: &[F] = &[
+    F(1, "namespace", Ty::Str),
+    F(2, "name", Ty::Str),
+    F(3, "path", Ty::Str),
+    F(4, "port", Ty::Int),
+];
+const WEBHOOK_CLIENT_CONFIG: &[F] = &[
+    F(3, "url", Ty::Str),
+    F(1, "service", Ty::Msg(WEBHOOK_SERVICE_REF)),
+    F(2, "caBundle", Ty::Bytes),
+];
 // authorization/v1
 const RESOURCE_ATTRIBUTES: &[F] = &[
     F(1, "namespace", Ty::Str),
@@ -189,6 +206,7 @@ fn nodes(fs: &[F]) -> Vec<Node> {
         .map(|F(num, name, ty)| {
             let (rep, shape, name) = match ty {
                 Ty::Str => (false, Shape::Str, Some(*name)),
+                Ty::Bytes => (false, Shape::Bytes, Some(*name)),
                 Ty::Int => (false, Shape::Int, Some(*name)),
                 Ty::RepStr => (true, Shape::Str, Some(*name)),
                 Ty::StrMap => (false, Shape::StrMap, Some(*name)),
@@ -231,7 +249,8 @@ fn leaf(h: Holds) -> Shape {
         Holds::WebhookRules => msg(RULE_WITH_OPERATIONS),
         Holds::PolicyRulesNamed => msg(NAMED_RULE_WITH_OPERATIONS),
         Holds::ParamKind => msg(PARAM_KIND),
-        Holds::ClientConfig => msg(CLIENT_CONFIG),
+        Holds::ClientConfig => msg(WEBHOOK_CLIENT_CONFIG),
+        Holds::ConversionClientConfig => msg(CLIENT_CONFIG),
         Holds::ResourceAttributes => msg(RESOURCE_ATTRIBUTES),
         Holds::ReviewIdentity { .. } => msg(REVIEW_IDENTITY),
         Holds::UserInfo => msg(USER_INFO),
@@ -346,6 +365,7 @@ fn entry_kv(e: &Field) -> Result<(String, Vec<Field>), TranslateError> {
 fn lift_one(f: &Field, shape: &Shape) -> Result<Value, TranslateError> {
     Ok(match shape {
         Shape::Str => Value::String(as_str(f)?),
+        Shape::Bytes => Value::String(crate::catalog::webhook_relay::b64_encode(as_bytes(f)?)),
         Shape::Int => match f.val {
             // proto int32/int64: the varint's bits are the two's complement value.
             Wire::Varint(x) => Value::from(x as i64),
@@ -484,6 +504,13 @@ fn writeback(
                     .map(|x| Ok(len_field(n.num, str_bytes(x)?)))
                     .collect::<Result<_, TranslateError>>()?,
                 (Some(v), Shape::Str) => vec![len_field(n.num, str_bytes(v)?)],
+                (Some(v), Shape::Bytes) => {
+                    let b = v
+                        .as_str()
+                        .and_then(crate::catalog::webhook_relay::b64_decode)
+                        .ok_or_else(|| TranslateError::bad("expected base64 bytes"))?;
+                    vec![len_field(n.num, b)]
+                }
                 (Some(v), Shape::Int) => {
                     let x = v
                         .as_i64()

@@ -49,6 +49,14 @@ pub struct LimitLabels {
     pub limit: String,
 }
 
+/// Labels of the tenant-webhook relay's counter (docs/webhooks.md): 4 series at most.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct RelayLabels {
+    /// `allowed`, `denied`, `failed` (the call could not be made: the webhook's failurePolicy
+    /// decided), `skipped` (not the tenant's object: allowed without a call).
+    pub outcome: &'static str,
+}
+
 /// All metrics of one replica.
 pub struct Metrics {
     registry: Registry,
@@ -78,6 +86,8 @@ pub struct Metrics {
     pub leader: Gauge,
     /// Gains and losses of the leadership by this replica.
     pub leader_transitions: Counter,
+    /// Reviews relayed to tenants' own webhooks, by outcome.
+    pub tenant_webhook_calls: Family<RelayLabels, Counter>,
     /// Tenants' requests finished (not exported: the health prober's sign of use; a load
     /// balancer's health checks are not use).
     pub finished: std::sync::atomic::AtomicU64,
@@ -150,9 +160,15 @@ impl Metrics {
             "Reads and writes of the leader Lease sent by this replica's election (not its watch)",
             paddock_upstream::lease::LEASE_REQUESTS.clone(),
         );
+        let tenant_webhook_calls = new_metric(
+            r,
+            "tenant_webhook_calls",
+            "AdmissionReviews relayed to tenants' own webhooks, by outcome (allowed, denied, failed, skipped)",
+        );
         let tenant = crate::observe::metering::TenantMetrics::register(&mut registry);
         let fair_queue = QueueMetrics::register(&mut registry);
         Metrics {
+            tenant_webhook_calls,
             leader,
             leader_transitions,
             finished: Default::default(),

@@ -10,6 +10,7 @@ use arc_swap::ArcSwapOption;
 use bytes::Bytes;
 use http::{Method, Request};
 use paddock_core::Catalog;
+use paddock_core::catalog::webhook_relay::WebhookRelay;
 use tokio::sync::Mutex;
 
 use paddock_upstream::error::ServerError;
@@ -30,6 +31,9 @@ pub struct CatalogCache {
     known_tenants: parking_lot::Mutex<Vec<String>>,
     /// Every tenant's platform grants, handed to every catalog.
     platform_grants: parking_lot::Mutex<paddock_core::catalog::platform_grant::Grants>,
+    /// The relay of the tenants' webhooks (this cluster's apiserver calls paddock), handed to
+    /// every catalog.
+    webhook_relay: parking_lot::Mutex<Option<Arc<WebhookRelay>>>,
 }
 
 impl Default for CatalogCache {
@@ -47,6 +51,7 @@ impl CatalogCache {
             refresh_lock: Mutex::new(None),
             known_tenants: parking_lot::Mutex::new(Vec::new()),
             platform_grants: parking_lot::Mutex::new(Default::default()),
+            webhook_relay: parking_lot::Mutex::new(None),
         }
     }
 
@@ -75,6 +80,15 @@ impl CatalogCache {
         if let Some(cur) = self.get() {
             self.current
                 .store(Some(Arc::new((*cur).clone().with_platform_grants(grants))));
+        }
+    }
+
+    /// Relays the tenants' webhooks through paddock's admission listener (docs/webhooks.md).
+    pub fn set_webhook_relay(&self, relay: Option<Arc<WebhookRelay>>) {
+        *self.webhook_relay.lock() = relay.clone();
+        if let Some(cur) = self.get() {
+            self.current
+                .store(Some(Arc::new((*cur).clone().with_webhook_relay(relay))));
         }
     }
 
@@ -111,7 +125,8 @@ impl CatalogCache {
         let catalog = Arc::new(
             Catalog::from_aggregated(&core, &apis)?
                 .with_known_tenants(known)
-                .with_platform_grants(grants),
+                .with_platform_grants(grants)
+                .with_webhook_relay(self.webhook_relay.lock().clone()),
         );
         self.current.store(Some(catalog.clone()));
         self.synced.store(true, Ordering::Release);

@@ -22,6 +22,7 @@ use paddock_core::TENANT_LABEL;
 use paddock_core::admission::{
     self, AdmissionRequest, Handler, NodeFacts, Outcome, Phase, Platform, Refusal, TenantContext,
 };
+use paddock_core::catalog::webhook_relay::paddock_client_config;
 use serde_json::{Value, json};
 use tokio::net::TcpListener;
 use tokio_rustls::TlsAcceptor;
@@ -156,6 +157,9 @@ async fn handle(
     req: Request<Incoming>,
 ) -> Result<Response<ResBody>, ServerError> {
     let phase = match (req.method(), req.uri().path()) {
+        (_, p) if p.contains(paddock_core::catalog::webhook_relay::RELAY_PATH) => {
+            return crate::webhook::relay::serve(state, req).await;
+        }
         (&Method::POST, p) if p == Phase::Mutating.path() => Phase::Mutating,
         (&Method::POST, p) if p == Phase::Validating.path() => Phase::Validating,
         (m, p) => {
@@ -415,7 +419,7 @@ pub fn webhook_configuration(phase: Phase, url: &str, ca_pem: &str) -> Value {
     let handlers = admission::registry();
     let mut webhook = json!({
         "name": hook,
-        "clientConfig": client_config(url, phase.path(), ca_pem),
+        "clientConfig": paddock_client_config(url, phase.path(), ca_pem),
         "rules": admission::phase_rules(&handlers, phase),
         "namespaceSelector": {"matchExpressions": [{"key": TENANT_LABEL, "operator": "Exists"}]},
         "failurePolicy": "Fail",
@@ -433,34 +437,6 @@ pub fn webhook_configuration(phase: Phase, url: &str, ca_pem: &str) -> Value {
         "metadata": {"name": WEBHOOK_CONFIGURATION, "labels": {"app.kubernetes.io/managed-by": "paddock"}},
         "webhooks": [webhook],
     })
-}
-
-/// A webhook `clientConfig` for `url` + `path`. A URL naming a Service of the cluster,
-/// `https://<name>.<namespace>.svc[:port][/prefix]`, becomes a `service` reference: the
-/// apiserver resolves it itself (through the Service's endpoints when it runs with
-/// `--enable-aggregator-routing`, as when it has no route to Service addresses) and checks the
-/// serving certificate against `<name>.<namespace>.svc`, so the webhook works from pods with
-/// no DNS on the apiserver's host. Any other URL is used as it is.
-fn client_config(url: &str, path: &str, ca_pem: &str) -> Value {
-    let ca_bundle = base64::engine::general_purpose::STANDARD.encode(ca_pem);
-    let url = url.trim_end_matches('/');
-    let rest = url.strip_prefix("https://").unwrap_or(url);
-    let (authority, prefix) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
-    let (host, port) = match authority.rsplit_once(':') {
-        Some((h, p)) => (h, p.parse::<u16>().ok()),
-        None => (authority, Some(443)),
-    };
-    if let ([name, namespace, "svc"], Some(port)) =
-        (host.split('.').collect::<Vec<_>>().as_slice(), port)
-        && !name.is_empty()
-        && !namespace.is_empty()
-    {
-        return json!({
-            "service": {"namespace": namespace, "name": name, "port": port, "path": format!("{prefix}{path}")},
-            "caBundle": ca_bundle,
-        });
-    }
-    json!({"url": format!("{url}{path}"), "caBundle": ca_bundle})
 }
 
 /// Installs (or updates) both webhook configurations upstream.
@@ -505,30 +481,5 @@ mod tests {
         assert_eq!(v["kind"], "ValidatingWebhookConfiguration");
         assert_eq!(v["webhooks"][0]["sideEffects"], "NoneOnDryRun");
         assert!(v["webhooks"][0].get("reinvocationPolicy").is_none());
-    }
-
-    #[test]
-    fn a_service_url_becomes_a_service_reference() {
-        let cc = |url| client_config(url, "/admission/validate", "PEM");
-        assert_eq!(
-            cc("https://paddock.paddock.svc:9443")["service"],
-            json!({"namespace": "paddock", "name": "paddock", "port": 9443, "path": "/admission/validate"})
-        );
-        let s = cc("https://hook.ns.svc/base/");
-        assert_eq!(s["service"]["port"], 443);
-        assert_eq!(s["service"]["path"], "/base/admission/validate");
-        assert!(s.get("url").is_none());
-        // anything else stays a URL
-        for url in [
-            "https://paddock.example.com:9443",
-            "https://a.b.svc.cluster.local:443",
-            "https://10.0.0.1:9443",
-            "https://x.svc:443",
-            "https://paddock.paddock.svc:notaport",
-        ] {
-            let c = cc(url);
-            assert!(c.get("service").is_none(), "{url}: {c}");
-            assert_eq!(c["url"], format!("{url}/admission/validate"));
-        }
     }
 }
