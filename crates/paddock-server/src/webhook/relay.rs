@@ -59,13 +59,33 @@ pub(crate) async fn serve(
             target.tenant
         )));
     }
-    let ctx = TenantContext {
-        tenant: target.tenant.clone(),
-        catalog: state.catalog().await?,
-    };
     let body = collect_limited(req.into_body(), MAX_REVIEW_BYTES).await?;
     let review: Value = serde_json::from_slice(&body)
         .map_err(|e| ServerError::BadRequest(format!("AdmissionReview: {e}")))?;
+    let mut ctx = TenantContext {
+        tenant: target.tenant.clone(),
+        catalog: state.catalog().await?,
+    };
+    // A custom resource of a CRD created a moment ago (cert-manager's chart creates its CRDs
+    // and its first objects together): discovery is read again once, at most once a second.
+    let kind = &review["request"]["kind"];
+    let api_version = match kind["group"].as_str().unwrap_or_default() {
+        "" => kind["version"].as_str().unwrap_or_default().to_owned(),
+        g => format!("{g}/{}", kind["version"].as_str().unwrap_or_default()),
+    };
+    let kind_name = kind["kind"].as_str().unwrap_or_default();
+    let tenant_group = ctx
+        .tenant
+        .strip(kind["group"].as_str().unwrap_or_default())
+        .is_some();
+    if tenant_group
+        && ctx
+            .catalog
+            .resolve_upstream_kind(&ctx.tenant, &api_version, kind_name)
+            .is_none()
+    {
+        ctx.catalog = state.catalogs.refresh(&state.upstream).await?;
+    }
     let answer = match relay_review::review_down(&ctx, &review)? {
         Relayed::NotTheTenants => {
             count(state, "skipped");
