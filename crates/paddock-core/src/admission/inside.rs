@@ -111,6 +111,13 @@ pub fn pod_patch(pod: &Value, ic: &InCluster, view_ns: &str, domain: &str) -> Ve
         }
     }
     for (i, v) in spec["volumes"].as_array().into_iter().flatten().enumerate() {
+        if v["configMap"]["name"].as_str() == Some(ROOT_CA_CONFIGMAP) {
+            ops.push(PatchOp::replace(
+                format!("/spec/volumes/{i}"),
+                root_ca_volume(v),
+            ));
+            continue;
+        }
         if let Some(sources) = v["projected"]["sources"].as_array() {
             let mapped: Vec<Value> = sources.iter().map(projected_source).collect();
             if &mapped != sources {
@@ -225,15 +232,7 @@ fn downward_item(item: &Value) -> Value {
 /// same paths), downward-API items read the tenant's namespace name.
 fn projected_source(s: &Value) -> Value {
     if s["configMap"]["name"].as_str() == Some(ROOT_CA_CONFIGMAP) {
-        let items: Vec<Value> = match s["configMap"]["items"].as_array() {
-            Some(items) => items
-                .iter()
-                .filter(|i| i["key"].as_str() == Some("ca.crt"))
-                .map(|i| ca_item(i["path"].as_str().unwrap_or("ca.crt"), i.get("mode")))
-                .collect(),
-            None => vec![ca_item("ca.crt", None)],
-        };
-        return json!({"downwardAPI": {"items": items}});
+        return json!({"downwardAPI": {"items": root_ca_items(&s["configMap"])}});
     }
     if let Some(items) = s["downwardAPI"]["items"].as_array() {
         let mut s = s.clone();
@@ -241,6 +240,29 @@ fn projected_source(s: &Value) -> Value {
         return s;
     }
     s.clone()
+}
+
+/// The CA annotation's items for the root-CA ConfigMap's `items` (its `ca.crt` key only, at
+/// the same paths; none given: `ca.crt`).
+fn root_ca_items(config_map: &Value) -> Vec<Value> {
+    match config_map["items"].as_array() {
+        Some(items) => items
+            .iter()
+            .filter(|i| i["key"].as_str() == Some("ca.crt"))
+            .map(|i| ca_item(i["path"].as_str().unwrap_or("ca.crt"), i.get("mode")))
+            .collect(),
+        None => vec![ca_item("ca.crt", None)],
+    }
+}
+
+/// A plain volume of the root-CA ConfigMap (as service meshes and operators mount it): the same
+/// volume from the CA annotation, with its default mode.
+fn root_ca_volume(v: &Value) -> Value {
+    let mut d = json!({"items": root_ca_items(&v["configMap"])});
+    if let Some(mode) = v["configMap"].get("defaultMode") {
+        d["defaultMode"] = mode.clone();
+    }
+    json!({"name": v["name"], "downwardAPI": d})
 }
 
 fn ca_item(path: &str, mode: Option<&Value>) -> Value {

@@ -134,6 +134,30 @@ fn the_token_volume_reads_the_ca_and_namespace_from_annotations() {
 }
 
 #[test]
+fn a_plain_volume_of_the_root_ca_config_map_reads_paddocks_ca() {
+    let mut p = pod();
+    p["spec"]["volumes"] = json!([
+        {"name": "mesh-ca", "configMap": {"name": "kube-root-ca.crt", "defaultMode": 292}},
+        {"name": "some", "configMap": {"name": "app-config"}},
+        {"name": "picked", "configMap": {"name": "kube-root-ca.crt", "items": [{"key": "ca.crt", "path": "root.pem", "mode": 256}]}}
+    ]);
+    let out = patched(&p, &in_cluster(None));
+    let v = &out["spec"]["volumes"];
+    assert_eq!(
+        v[0],
+        json!({"name": "mesh-ca", "downwardAPI": {"defaultMode": 292, "items": [{"path": "ca.crt",
+            "fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.annotations['paddock.io/root-ca.crt']"}}]}})
+    );
+    assert_eq!(
+        v[1],
+        json!({"name": "some", "configMap": {"name": "app-config"}})
+    );
+    assert_eq!(v[2]["downwardAPI"]["items"][0]["path"], "root.pem");
+    assert_eq!(v[2]["downwardAPI"]["items"][0]["mode"], 256);
+    assert_eq!(v.as_array().unwrap().len(), 3);
+}
+
+#[test]
 fn existing_annotations_are_added_to_not_replaced() {
     let mut p = pod();
     p["metadata"]["annotations"] = json!({"team": "a", NAMESPACE_ANNOTATION: "forged"});

@@ -220,6 +220,14 @@ impl PatchOp {
             value,
         }
     }
+
+    pub fn replace(path: impl Into<String>, value: Value) -> PatchOp {
+        PatchOp {
+            op: "replace",
+            path: path.into(),
+            value,
+        }
+    }
 }
 
 /// Escapes one JSON pointer token (`~` and `/`).
@@ -381,6 +389,18 @@ pub fn apply_op(doc: &mut Value, op: &PatchOp) -> Result<(), String> {
             a.push(op.value.clone());
             Ok(())
         }
+        // RFC 6902: `replace` an element, `add` inserts before it.
+        Value::Array(a) => match (last.parse::<usize>(), op.op) {
+            (Ok(i), "replace") if i < a.len() => {
+                a[i] = op.value.clone();
+                Ok(())
+            }
+            (Ok(i), "add") if i <= a.len() => {
+                a.insert(i, op.value.clone());
+                Ok(())
+            }
+            _ => Err(format!("patch path {:?}: no such element", op.path)),
+        },
         _ => Err(format!("patch path {:?}: no such parent", op.path)),
     }
 }
