@@ -53,6 +53,14 @@ impl ResBody {
         }
     }
 
+    /// The bytes of a complete body not yet read.
+    pub fn complete_bytes(&self) -> Option<&Bytes> {
+        match &self.0 {
+            Kind::Complete(b) => b.as_ref(),
+            Kind::Boxed(_) => None,
+        }
+    }
+
     /// A complete body small enough that what must last until its end (a connection's
     /// activity, a fair-share permit, a work seat) can end now: its bytes are sent in the
     /// same write as its headers, and a client that does not read them holds at most

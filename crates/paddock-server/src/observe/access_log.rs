@@ -34,6 +34,30 @@ pub struct Entry<'a> {
     pub path: &'a str,
     pub status: u16,
     pub latency: Duration,
+    /// An error answer's `Status.message` (when its body is a JSON Status paddock holds whole):
+    /// what the client was told, for whoever reads the log after a failure.
+    pub answer: Option<&'a str>,
+}
+
+/// Longest answer message kept in a line.
+const ANSWER_CHARS: usize = 400;
+
+/// The `message` of a JSON `Status` body, cut to [`ANSWER_CHARS`].
+pub fn status_message(body: &[u8]) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct Status {
+        kind: Option<String>,
+        message: Option<String>,
+    }
+    let s: Status = serde_json::from_slice(body).ok()?;
+    if s.kind.as_deref() != Some("Status") {
+        return None;
+    }
+    let m = s.message?;
+    Some(match m.char_indices().nth(ANSWER_CHARS) {
+        Some((at, _)) => format!("{}…", &m[..at]),
+        None => m,
+    })
 }
 
 impl AccessLog {
@@ -104,6 +128,10 @@ fn json_line(out: &mut Vec<u8>, e: &Entry<'_>) {
     json_string(out, e.path);
     let _ = write!(out, ",\"status\":{},\"latency_ms\":", e.status);
     push_millis(out, e.latency);
+    if let Some(a) = e.answer {
+        out.extend_from_slice(b",\"answer\":");
+        json_string(out, a);
+    }
     out.extend_from_slice(b"}\n");
 }
 
@@ -111,13 +139,14 @@ fn text_line(out: &mut Vec<u8>, e: &Entry<'_>) {
     timestamp(out);
     let _ = writeln!(
         out,
-        "  INFO paddock::access: request tenant={} user={:?} verb={} resource={:?} status={} latency_ms={:.3}",
+        "  INFO paddock::access: request tenant={} user={:?} verb={} resource={:?} status={} latency_ms={:.3}{}",
         e.tenant,
         e.user,
         e.verb,
         e.path,
         e.status,
-        e.latency.as_secs_f64() * 1000.0
+        e.latency.as_secs_f64() * 1000.0,
+        e.answer.map(|a| format!(" answer={a:?}")).unwrap_or_default()
     );
 }
 
@@ -211,6 +240,7 @@ fn json_string(out: &mut Vec<u8>, s: &str) {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
     use super::*;
 
     fn entry<'a>(user: &'a str, path: &'a str) -> Entry<'a> {
@@ -221,7 +251,30 @@ mod tests {
             path,
             status: 200,
             latency: Duration::from_micros(1500),
+            answer: None,
         }
+    }
+
+    #[test]
+    fn an_error_answer_carries_its_message() {
+        let body = br#"{"kind":"Status","apiVersion":"v1","status":"Failure","message":"admission webhook \"w\" denied the request: no","code":400}"#;
+        let m = status_message(body).unwrap();
+        assert_eq!(m, r#"admission webhook "w" denied the request: no"#);
+        let mut e = entry("alice", "/api/v1/namespaces/a/pods");
+        e.status = 400;
+        e.answer = Some(&m);
+        let mut out = Vec::new();
+        json_line(&mut out, &e);
+        let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        assert_eq!(v["answer"], m);
+        let mut text = Vec::new();
+        text_line(&mut text, &e);
+        assert!(String::from_utf8(text).unwrap().contains(r#"answer="admission webhook"#));
+        // not a Status, or no message: nothing
+        assert_eq!(status_message(br#"{"kind":"Pod"}"#), None);
+        assert_eq!(status_message(b"<html>"), None);
+        let long = format!(r#"{{"kind":"Status","message":"{}"}}"#, "é".repeat(1000));
+        assert_eq!(status_message(long.as_bytes()).unwrap().chars().count(), ANSWER_CHARS + 1);
     }
 
     #[test]

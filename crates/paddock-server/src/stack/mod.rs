@@ -179,6 +179,11 @@ impl Observe for AppState {
     ) -> Response<ResBody> {
         let tenant = d.caller.map_or("_anonymous", Caller::tenant_label);
         let user = d.caller.map_or("-", Caller::user);
+        // Error answers only (a few of them): their message, when paddock holds the body whole.
+        let answer = (d.code >= 400)
+            .then(|| resp.body().complete_bytes())
+            .flatten()
+            .and_then(|b| crate::observe::access_log::status_message(b));
         self.access_log.record(&crate::observe::access_log::Entry {
             tenant,
             user,
@@ -186,6 +191,7 @@ impl Observe for AppState {
             path: d.path,
             status: d.code,
             latency: d.elapsed,
+            answer: answer.as_deref(),
         });
         self.metrics
             .observe(tenant, d.verb, d.code, d.elapsed.as_secs_f64());
