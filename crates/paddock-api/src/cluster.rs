@@ -57,6 +57,10 @@ pub struct ClusterSpec {
     pub capacity: Option<u32>,
     /// The kind of credential held: one of the `CREDENTIAL_*` constants.
     pub credential: String,
+    /// paddock's admission webhook is installed on the cluster (its apiserver's client CA is
+    /// registered; always for `default` when the webhook is served).
+    #[serde(default)]
+    pub admission_webhook: bool,
 }
 
 /// A client certificate and key.
@@ -121,17 +125,27 @@ pub struct ClusterRequestSpec {
     /// Most tenants it should hold.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub capacity: Option<u32>,
+    /// Base64 of the PEM CA of the client certificate the cluster's apiserver presents to
+    /// paddock's admission webhook (its AdmissionConfiguration): paddock's webhook is then
+    /// installed on the cluster too.
+    #[serde(
+        default,
+        rename = "admissionClientCAData",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub admission_client_ca_data: Option<String>,
 }
 
 impl ClusterRequestSpec {
     /// The fields of `spec` in a request, as written.
-    pub const FIELDS: [&str; 6] = [
+    pub const FIELDS: [&str; 7] = [
         "server",
         "caData",
         "clientCertificateData",
         "clientKeyData",
         "token",
         "capacity",
+        "admissionClientCAData",
     ];
 }
 
@@ -164,10 +178,10 @@ mod tests {
     fn an_answer_has_the_shape_the_server_wrote() {
         // As `admin/clusters.rs` wrote it with `json!` (the default cluster, then a member).
         round_trip::<Cluster>(
-            r#"{"apiVersion":"paddock.io/v1alpha1","kind":"Cluster","metadata":{"name":"default","labels":{},"creationTimestamp":""},"spec":{"server":"https://127.0.0.1:6443","capacity":null,"credential":"upstream_kubeconfig"},"status":{"reachable":true,"ready":true,"tenants":2}}"#,
+            r#"{"apiVersion":"paddock.io/v1alpha1","kind":"Cluster","metadata":{"name":"default","labels":{},"creationTimestamp":""},"spec":{"server":"https://127.0.0.1:6443","capacity":null,"credential":"upstream_kubeconfig","admissionWebhook":true},"status":{"reachable":true,"ready":true,"tenants":2}}"#,
         );
         round_trip::<Cluster>(
-            r#"{"apiVersion":"paddock.io/v1alpha1","kind":"Cluster","metadata":{"name":"east","labels":{"env":"prod","zone":"a"},"creationTimestamp":"2026-01-02T03:04:05Z"},"spec":{"server":"https://10.0.0.1:6443","capacity":300,"credential":"token"},"status":{"reachable":false,"ready":false,"tenants":0}}"#,
+            r#"{"apiVersion":"paddock.io/v1alpha1","kind":"Cluster","metadata":{"name":"east","labels":{"env":"prod","zone":"a"},"creationTimestamp":"2026-01-02T03:04:05Z"},"spec":{"server":"https://10.0.0.1:6443","capacity":300,"credential":"token","admissionWebhook":false},"status":{"reachable":false,"ready":false,"tenants":0}}"#,
         );
     }
 
@@ -191,6 +205,7 @@ mod tests {
             client_key_data: Some(String::new()),
             token: Some(String::new()),
             capacity: Some(1),
+            admission_client_ca_data: Some(String::new()),
         };
         let v = serde_json::to_value(full).unwrap_or_default();
         let keys: Vec<&str> = v

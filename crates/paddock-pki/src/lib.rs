@@ -26,6 +26,7 @@
 
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
+pub mod callers;
 mod der;
 mod tls;
 
@@ -45,7 +46,10 @@ use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, CertificateSigningRequestDer};
 use x509_parser::prelude::FromDer;
 
-pub use tls::{client_cert_verifier, mtls_server_config, server_config, upstream_client_config};
+pub use tls::{
+    admission_server_config, client_cert_verifier, mtls_server_config, server_config,
+    upstream_client_config,
+};
 
 /// The names a tenant pod reaches paddock by through the tenant's `kubernetes` Service and
 /// the tenant DNS (docs/inside.md), in every serving certificate paddock issues itself; a

@@ -165,6 +165,16 @@ pub fn mtls_server_config(
     serving_config(serving_cert, serving_key, verifier)
 }
 
+/// rustls ServerConfig of paddock's admission listener: a client certificate from one of its
+/// callers' CAs (the configured one, or a registered cluster's) is required at the handshake.
+pub fn admission_server_config(
+    serving_cert: &Path,
+    serving_key: &Path,
+    callers: Arc<crate::callers::AdmissionCallers>,
+) -> Result<rustls::ServerConfig, PkiError> {
+    serving_config(serving_cert, serving_key, callers)
+}
+
 /// A server's config: its certificate chain and key from PEM files, client certificates
 /// checked by `verifier`, ALPN `h2`, `http/1.1`.
 fn serving_config(

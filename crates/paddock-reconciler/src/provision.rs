@@ -72,6 +72,11 @@ pub(crate) fn webhook_relay_url() -> Option<String> {
     WEBHOOK_RELAY_URL.get().cloned()
 }
 
+/// paddock's admission URL, when its admission webhook is served (the relay's URL is it).
+pub fn admission_url() -> Option<String> {
+    webhook_relay_url()
+}
+
 /// Where paddock is for tenant pods (the in-cluster path, docs/inside.md): the `kubernetes`
 /// Endpoints of every tenant's `default` namespace. Set at start-up by the server from
 /// `in_cluster_endpoints`, or kept by `api_endpoints` from paddock's own Service.

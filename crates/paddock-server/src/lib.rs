@@ -108,6 +108,10 @@ pub async fn run(config: ServerConfig, shutdown: CancellationToken) -> Result<()
     };
     let release_bound = config.leader.lease.renew_deadline + Duration::from_secs(1);
     let state = startup::new_state(config, store, upstream, ca, leadership)?;
+    if let Some(a) = &admission {
+        // Before the first cluster sync, which adds the registered clusters' CAs.
+        let _ = state.clusters.admission_callers.set(a.callers.clone());
+    }
     if let Some(url) = &admission_url {
         // The tenants' own webhooks are called through paddock (docs/webhooks.md).
         let ca_pem = std::fs::read_to_string(state.config.ca_cert()).map_err(|e| {

@@ -33,6 +33,11 @@ pub struct ClusterRecord {
     /// Most tenants it should hold (placement's hint); `None`: no bound.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub capacity: Option<u32>,
+    /// PEM CA of the client certificate this cluster's apiserver presents to paddock's
+    /// admission webhook: with it, the webhook and the relay are installed there too
+    /// (docs/clusters.md "Governance on every cluster"); `None`: the guard alone holds there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub admission_client_ca_pem: Option<String>,
     /// RFC 3339.
     #[serde(default)]
     pub created: String,

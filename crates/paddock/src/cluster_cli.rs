@@ -32,6 +32,10 @@ pub enum ClusterCommand {
         /// Most tenants the cluster should hold (placement's hint).
         #[arg(long)]
         capacity: Option<u32>,
+        /// PEM CA of the client certificate the cluster's apiserver presents to admission
+        /// webhooks: paddock's admission webhook is then installed there too.
+        #[arg(long = "admission-client-ca")]
+        admission_client_ca: Option<PathBuf>,
         #[arg(short = 'o', long, value_enum, default_value_t)]
         output: Output,
     },
@@ -57,6 +61,7 @@ fn cluster_object(
     cred: &UpstreamCredential,
     labels: BTreeMap<String, String>,
     capacity: Option<u32>,
+    admission_client_ca: Option<&[u8]>,
 ) -> ClusterRequest {
     let b64 = |b: &[u8]| base64::engine::general_purpose::STANDARD.encode(b);
     let pair = cred
@@ -73,6 +78,7 @@ fn cluster_object(
             client_key_data: pair.map(|(_, k)| b64(k)),
             token: cred.token.clone(),
             capacity,
+            admission_client_ca_data: admission_client_ca.map(b64),
         },
     )
 }
@@ -84,12 +90,22 @@ pub async fn run(client: &AdminClient, command: ClusterCommand) -> Result<()> {
             from_kubeconfig,
             labels,
             capacity,
+            admission_client_ca,
             output,
         } => {
             let cred = UpstreamCredential::from_kubeconfig(&from_kubeconfig)
                 .with_context(|| format!("reading {}", from_kubeconfig.display()))?;
+            let ca = admission_client_ca
+                .map(|p| std::fs::read(&p).with_context(|| format!("reading {}", p.display())))
+                .transpose()?;
             let labels = serde_json::from_value(output::parse_labels(&labels)?.into())?;
-            let body = serde_json::to_value(cluster_object(&name, &cred, labels, capacity))?;
+            let body = serde_json::to_value(cluster_object(
+                &name,
+                &cred,
+                labels,
+                capacity,
+                ca.as_deref(),
+            ))?;
             let made: Cluster = check_as(
                 client.call(Method::POST, BASE, Some(&body)).await?,
                 &format!("adding cluster {name}"),

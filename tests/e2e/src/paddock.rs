@@ -513,6 +513,12 @@ impl Paddock {
     /// The tenant admin's kubeconfig for `id`, creating the tenant on first use
     /// (`paddock tenant create <id>`).
     pub fn tenant(&self, id: &str) -> Result<PathBuf> {
+        self.tenant_with(id, &[])
+    }
+
+    /// [`Paddock::tenant`], created (on first use) with more `tenant create` flags, e.g.
+    /// `--clusters east`.
+    pub fn tenant_with(&self, id: &str, create_flags: &[&str]) -> Result<PathBuf> {
         let mut tenants = self
             .tenants
             .lock()
@@ -520,7 +526,9 @@ impl Paddock {
         if let Some(p) = tenants.get(id) {
             return Ok(p.clone());
         }
-        let kubeconfig = self.cli(&["tenant", "create", id])?;
+        let mut args = vec!["tenant", "create", id];
+        args.extend_from_slice(create_flags);
+        let kubeconfig = self.cli(&args)?;
         let dir = self.dir.join("tenants");
         std::fs::create_dir_all(&dir)?;
         let path = dir.join(format!("{id}.kubeconfig"));

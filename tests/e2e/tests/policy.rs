@@ -205,6 +205,55 @@ fn tenant_policy() -> Result<()> {
     result
 }
 
+/// The same policy, the same attacks, on a registered cluster (issue 39): two control planes,
+/// paddock in front of the first with its webhook, the second registered as `east` with its
+/// apiserver's admission client CA, both tenants placed on `east`. paddock's webhook is installed
+/// there by the registration, and judges `east`'s reviews with `east`'s nodes.
+#[test]
+#[ignore = "two control planes: make test-clusters"]
+fn tenant_policy_on_a_registered_cluster() -> Result<()> {
+    let mut planes = ControlPlane::start_many(2).context("starting two control planes")?;
+    let east = planes.pop().context("second plane")?;
+    let home = planes.pop().context("first plane")?;
+    let mut args = home.admission_args()?;
+    args.extend([
+        "--admission-claims-gc-interval".to_string(),
+        "1s".to_string(),
+    ]);
+    let paddock = Paddock::start_with_args(&home, StoreKind::Etcd, "paddock", &args)
+        .context("starting paddock with its admission webhook")?;
+    let ek = east.admin_kubeconfig();
+    paddock.cli(&[
+        "cluster",
+        "add",
+        "east",
+        "--from-kubeconfig",
+        ek.to_str().context("path")?,
+        "--admission-client-ca",
+        east.var("ADMISSION_CLIENT_CA")?,
+    ])?;
+    wait_until("east ready", Duration::from_secs(120), || {
+        let v: serde_json::Value =
+            serde_json::from_str(&paddock.cli(&["cluster", "get", "east", "-o", "json"])?)?;
+        let c = v.as_array().and_then(|a| a.first()).unwrap_or(&v);
+        Ok(c["status"]["ready"] == true && c["spec"]["admissionWebhook"] == true)
+    })?;
+    for t in [A, P] {
+        paddock.tenant_with(t, &["--clusters", "east"])?;
+    }
+    let result = run_all(&east, &paddock);
+    // Nothing of the tenants on the default cluster: every check above ran on east.
+    let home_ns = home.kubectl_admin()?.run(&["get", "ns", "-o", "name"])?;
+    ensure!(
+        !home_ns.contains(A) && !home_ns.contains(P),
+        "a tenant namespace on the default cluster: {home_ns}"
+    );
+    if result.is_err() {
+        eprintln!("paddock log: {}", paddock.log_path().display());
+    }
+    result
+}
+
 fn run_all(cp: &ControlPlane, paddock: &Paddock) -> Result<()> {
     let up = cp.kubectl_admin()?;
     platform_nodes(&up)?;

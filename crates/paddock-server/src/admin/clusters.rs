@@ -116,6 +116,8 @@ fn object(state: &Arc<AppState>, rec: &ClusterRecord, member: Option<&AppState>)
             server: rec.server.clone(),
             capacity: rec.capacity,
             credential: credential.into(),
+            admission_webhook: paddock_reconciler::provision::admission_url().is_some()
+                && (rec.name == DEFAULT_CLUSTER || rec.admission_client_ca_pem.is_some()),
         },
         status: ClusterStatus {
             reachable,
@@ -178,6 +180,10 @@ fn parse_record(obj: &Value) -> Result<ClusterRecord, ServerError> {
         token: spec.token,
         labels: meta.labels,
         capacity: spec.capacity,
+        admission_client_ca_pem: pem_field(
+            spec.admission_client_ca_data.as_deref(),
+            "admissionClientCAData",
+        )?,
         created: paddock_store::now_rfc3339(),
     };
     let has_cert = rec.client_cert_pem.is_some() && rec.client_key_pem.is_some();

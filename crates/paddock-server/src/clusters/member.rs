@@ -87,7 +87,17 @@ pub fn start(main: &Arc<AppState>, record: ClusterRecord) -> Result<ClusterMembe
         record.name.clone(),
         false,
     ));
-    tokio::spawn(bootstrap_then_resync(state.clone(), record.name.clone()));
+    // paddock's webhook on this cluster too, when its apiserver's client CA is registered and
+    // the webhook is served: the same URL (it must reach every replica from that cluster).
+    let webhook_url = record
+        .admission_client_ca_pem
+        .as_ref()
+        .and(paddock_reconciler::provision::admission_url());
+    tokio::spawn(bootstrap_then_resync(
+        state.clone(),
+        record.name.clone(),
+        webhook_url,
+    ));
     Ok(ClusterMember {
         record,
         state,
@@ -97,15 +107,19 @@ pub fn start(main: &Arc<AppState>, record: ClusterRecord) -> Result<ClusterMembe
 
 /// Installs the platform objects and reads discovery (retrying until both succeed), then
 /// repairs and resyncs the tenants that live on the cluster and refreshes discovery.
-async fn bootstrap_then_resync(state: Arc<AppState>, name: String) {
+async fn bootstrap_then_resync(state: Arc<AppState>, name: String, webhook_url: Option<String>) {
     let mut delay = Duration::from_millis(200);
     loop {
         let boot = paddock_reconciler::provision::bootstrap_with(
             &state.upstream,
             state.config.tenant_priority_shares,
-            false,
+            webhook_url.is_some(),
         )
         .await;
+        let boot = match (boot, &webhook_url) {
+            (Ok(()), Some(url)) => crate::webhook::admission::install(&state, url).await,
+            (b, _) => b,
+        };
         let disc = state.catalogs.refresh(&state.upstream).await;
         match (boot, disc) {
             (Ok(()), Ok(_)) => break,
@@ -147,6 +161,29 @@ async fn bootstrap_then_resync(state: Arc<AppState>, name: String) {
                 }
             }
             _ = state.shutdown.cancelled() => return,
+        }
+    }
+}
+
+/// Removes paddock's webhook configurations from a cluster that was unregistered (best effort,
+/// bounded: the cluster may be gone already).
+pub async fn uninstall_webhook(state: Arc<AppState>, name: String) {
+    let base = "/apis/admissionregistration.k8s.io/v1";
+    for resource in [
+        "mutatingwebhookconfigurations",
+        "validatingwebhookconfigurations",
+    ] {
+        let path = format!(
+            "{base}/{resource}/{}",
+            crate::webhook::admission::WEBHOOK_CONFIGURATION
+        );
+        let r = tokio::time::timeout(
+            Duration::from_secs(10),
+            paddock_upstream::upjson::delete(&state.upstream, &path),
+        )
+        .await;
+        if !matches!(r, Ok(Ok(()))) {
+            tracing::warn!(cluster = %name, resource, "could not remove paddock's webhook from the removed cluster");
         }
     }
 }

@@ -61,8 +61,24 @@ pub async fn sync(main: &Arc<AppState>) -> Result<(), ServerError> {
             }
         }
     }
-    for name in current.keys().filter(|n| !next.contains_key(*n)) {
+    for (name, gone) in current.iter().filter(|(n, _)| !next.contains_key(*n)) {
         tracing::info!(cluster = %name, "cluster removed");
+        if gone.record.admission_client_ca_pem.is_some() {
+            // Its apiserver would go on calling a webhook that no longer accepts it.
+            tokio::spawn(member::uninstall_webhook(gone.state.clone(), name.clone()));
+        }
+    }
+    if let Some(callers) = reg.admission_callers.get() {
+        let cas: Vec<(String, String)> = next
+            .values()
+            .filter_map(|m| {
+                let ca = m.record.admission_client_ca_pem.clone()?;
+                Some((m.record.name.clone(), ca))
+            })
+            .collect();
+        for e in callers.set_clusters(&cas) {
+            tracing::warn!(error = %e, "a cluster's admission client CA is unusable; its apiserver cannot call the webhook");
+        }
     }
     reg.members.store(Arc::new(next));
     // The spanning tenants' namespace map; a failed read keeps the copy (a miss reads the

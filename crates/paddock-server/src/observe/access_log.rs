@@ -146,7 +146,9 @@ fn text_line(out: &mut Vec<u8>, e: &Entry<'_>) {
         e.path,
         e.status,
         e.latency.as_secs_f64() * 1000.0,
-        e.answer.map(|a| format!(" answer={a:?}")).unwrap_or_default()
+        e.answer
+            .map(|a| format!(" answer={a:?}"))
+            .unwrap_or_default()
     );
 }
 
@@ -269,12 +271,19 @@ mod tests {
         assert_eq!(v["answer"], m);
         let mut text = Vec::new();
         text_line(&mut text, &e);
-        assert!(String::from_utf8(text).unwrap().contains(r#"answer="admission webhook"#));
+        assert!(
+            String::from_utf8(text)
+                .unwrap()
+                .contains(r#"answer="admission webhook"#)
+        );
         // not a Status, or no message: nothing
         assert_eq!(status_message(br#"{"kind":"Pod"}"#), None);
         assert_eq!(status_message(b"<html>"), None);
         let long = format!(r#"{{"kind":"Status","message":"{}"}}"#, "é".repeat(1000));
-        assert_eq!(status_message(long.as_bytes()).unwrap().chars().count(), ANSWER_CHARS + 1);
+        assert_eq!(
+            status_message(long.as_bytes()).unwrap().chars().count(),
+            ANSWER_CHARS + 1
+        );
     }
 
     #[test]

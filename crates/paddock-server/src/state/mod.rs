@@ -108,6 +108,9 @@ pub struct ClusterRegistry {
     pub namespaces: crate::state::nsmap::NamespaceMap,
     /// The default cluster's state (the replica's own), for requests served from a member's.
     pub(crate) main: std::sync::OnceLock<std::sync::Weak<AppState>>,
+    /// The admission listener's callers, when it is served: each registered cluster with an
+    /// admission client CA is added as it is registered (`clusters::sync`).
+    pub admission_callers: std::sync::OnceLock<Arc<paddock_pki::callers::AdmissionCallers>>,
 }
 
 impl ClusterRegistry {

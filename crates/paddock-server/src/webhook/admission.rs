@@ -46,6 +46,8 @@ const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 pub struct AdmissionServer {
     listener: TcpListener,
     acceptor: TlsAcceptor,
+    /// Whose client certificates the listener accepts (registered clusters are added).
+    pub callers: Arc<paddock_pki::callers::AdmissionCallers>,
     handlers: Arc<Vec<Box<dyn Handler>>>,
     /// The URL the webhook configurations name.
     pub url: String,
@@ -58,10 +60,12 @@ impl AdmissionServer {
         let (Some(listen), Some(client_ca)) = (a.listen, a.client_ca.as_ref()) else {
             return Ok(None);
         };
-        let tls = paddock_pki::mtls_server_config(
+        let callers = paddock_pki::callers::AdmissionCallers::new(client_ca)
+            .map_err(|e| ServerError::Config(format!("admission TLS: {e}")))?;
+        let tls = paddock_pki::admission_server_config(
             &config.serving_cert(),
             &config.serving_key(),
-            client_ca,
+            callers.clone(),
         )
         .map_err(|e| ServerError::Config(format!("admission TLS: {e}")))?;
         let listener = TcpListener::bind(listen).await.map_err(|e| {
@@ -73,6 +77,7 @@ impl AdmissionServer {
         Ok(Some(AdmissionServer {
             listener,
             acceptor: TlsAcceptor::from(Arc::new(tls)),
+            callers,
             handlers: Arc::new(admission::registry()),
             url: a.url_for(bound),
         }))
@@ -93,16 +98,23 @@ impl AdmissionServer {
                 },
                 _ = state.shutdown.cancelled() => return,
             };
-            let (acceptor, state, handlers) =
-                (self.acceptor.clone(), state.clone(), self.handlers.clone());
-            tokio::spawn(serve_connection(state, handlers, acceptor, tcp, remote));
+            let (acceptor, state, handlers, callers) = (
+                self.acceptor.clone(),
+                state.clone(),
+                self.handlers.clone(),
+                self.callers.clone(),
+            );
+            tokio::spawn(serve_connection(
+                state, handlers, callers, acceptor, tcp, remote,
+            ));
         }
     }
 }
 
 async fn serve_connection(
-    state: Arc<AppState>,
+    main: Arc<AppState>,
     handlers: Arc<Vec<Box<dyn Handler>>>,
+    callers: Arc<paddock_pki::callers::AdmissionCallers>,
     acceptor: TlsAcceptor,
     tcp: tokio::net::TcpStream,
     remote: SocketAddr,
@@ -115,17 +127,30 @@ async fn serve_connection(
         }
         Err(_) => return,
     };
-    let name = tls
-        .get_ref()
-        .1
-        .peer_certificates()
-        .and_then(|c| c.first())
-        .and_then(|der| paddock_pki::parse_peer_cert(der.as_ref()).ok())
-        .map(|p| p.user);
-    let allowed = &state.config.admission.client_names;
-    let caller_ok = name
-        .as_ref()
-        .is_some_and(|n| allowed.is_empty() || allowed.contains(n));
+    let chain = tls.get_ref().1.peer_certificates().unwrap_or_default();
+    let caller = chain
+        .split_first()
+        .and_then(|(leaf, rest)| callers.caller_of(leaf, rest, rustls_pki_types::UnixTime::now()));
+    // The cluster whose apiserver calls decides the state a review is judged with (its nodes,
+    // its upstream); the configured CA's callers must also carry an allowed name.
+    let (state, caller_ok) = match caller {
+        Some(paddock_pki::callers::Caller::Default) => {
+            let name = chain
+                .first()
+                .and_then(|der| paddock_pki::parse_peer_cert(der.as_ref()).ok())
+                .map(|p| p.user);
+            let allowed = &main.config.admission.client_names;
+            let ok = name
+                .as_ref()
+                .is_some_and(|n| allowed.is_empty() || allowed.contains(n));
+            (main.clone(), ok)
+        }
+        Some(paddock_pki::callers::Caller::Cluster(c)) => match main.clusters.member(&c) {
+            Some(m) => (m.state.clone(), true),
+            None => (main.clone(), false),
+        },
+        None => (main.clone(), false),
+    };
     let svc = service_fn(move |req: Request<Incoming>| {
         let (state, handlers) = (state.clone(), handlers.clone());
         async move {
@@ -257,11 +282,16 @@ async fn decide(
     };
     let platform = Platform {
         cluster_domain: state.config.admission.cluster_domain.clone(),
+        // The in-cluster path points pods at paddock's endpoints on the default cluster; a
+        // registered cluster's pods keep its own (docs/clusters.md).
         in_cluster: state
             .config
             .admission
             .in_cluster
             .as_ref()
+            .filter(|_| {
+                state.reconciler.cluster == paddock_core::clusters::cluster::DEFAULT_CLUSTER
+            })
             .map(|c| c.pods.clone()),
     };
     let ctx = TenantContext {
