@@ -12,9 +12,12 @@
 # and no route out: nothing a pod sends can leave it. The two ways across are unix sockets:
 #   - node -> apiserver: socat on 127.0.0.1:<apiserver port> inside the namespace, carried over
 #     a unix socket to the host's 127.0.0.1:<apiserver port> (the kubelet, kube-proxy);
-#   - apiserver -> node (logs, exec, attach, port-forward, pods/proxy, services/proxy): the
-#     apiserver's egress guard hands CONNECTs for NODE_IP and POD_CIDR to a second egress guard
-#     running inside the namespace (egress-proxy.py --via / --allow).
+#   - apiserver -> node (logs, exec, attach, port-forward, pods/proxy, services/proxy, webhooks
+#     and aggregated APIs of pods here): the apiserver's egress guard hands CONNECTs for NODE_IP,
+#     POD_CIDR and SERVICE_CIDR to a second egress guard running inside the namespace
+#     (egress-proxy.py --via / --allow); a cluster IP is dialled from in there, through
+#     kube-proxy's rules. paddock's tenant-webhook relay uses the same socket
+#     (--cluster-egress-uds <dir>/egress-proxy.sock).
 # Images: only those of images.sh, imported into containerd; every registry is sent to
 # 127.0.0.1:9, where nothing listens, so a pull of anything else fails at once and locally.
 # The node is labelled paddock.test/pool=real and tainted paddock.test/real-node=true:NoSchedule:

@@ -230,11 +230,20 @@ log "etcd ready on 127.0.0.1:$P_ETCD"
 # anything else (other IPs, host names such as svc.cluster.local) with 403 at once, logged in
 # logs/egress-proxy.log. Only etcd is dialled directly.
 EGRESS_SOCK="$DIR/egress-proxy.sock"
-# The real node's addresses (node.sh) exist only inside its network namespace: CONNECTs to them,
-# and to the Service range its kube-proxy serves, are handed to the egress guard running in there.
-start egress-proxy python3 "$HERE/egress-proxy.py" "$EGRESS_SOCK" \
-  --via "10.243.0.0/16=$DIR/node/egress.sock" --via "10.244.0.0/16=$DIR/node/egress.sock" \
-  --via "10.96.0.0/16=$DIR/node/egress.sock"
+# The real node's addresses (node.sh) exist only inside its network namespace: CONNECTs to them
+# are handed to the egress guard running in there. That covers the node (10.243.0.0/16), its
+# pods (10.244.0.0/16) and the Service range (10.96.0.0/16, --service-cluster-ip-range below):
+# a Service's cluster IP is dialled from inside the node's namespace, where kube-proxy's rules
+# send it to an endpoint. paddock's tenant-webhook relay dials a tenant's webhook Service so
+# (--cluster-egress-uds, this socket); the apiserver itself, run with --enable-aggregator-routing
+# with a real node (below), resolves a webhook's or an aggregated API's Service to an endpoint
+# and dials the pod's address. Without a real node there is nothing in there: those CONNECTs
+# are refused (403) like any other.
+VIA=()
+if [ "$REAL_NODE" = 1 ]; then
+  for net in 10.243.0.0/16 10.244.0.0/16 10.96.0.0/16; do VIA+=(--via "$net=$DIR/node/egress.sock"); done
+fi
+start egress-proxy python3 "$HERE/egress-proxy.py" "$EGRESS_SOCK" "${VIA[@]}"
 wait_for "the egress proxy's socket" 15 egress-proxy "$PID_egress_proxy" test -S "$EGRESS_SOCK"
 cat > "$DIR/egress-selector.yaml" <<EOF
 apiVersion: apiserver.k8s.io/v1beta1

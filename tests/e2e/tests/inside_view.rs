@@ -24,43 +24,27 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, ensure};
 use paddock_e2e::process::{indent, poll_within, tail_file};
-use paddock_e2e::real_node::{POOL_SCHEDULING, RealNode, wait_for_webhook};
+use paddock_e2e::real_node::{
+    API_HOST, PADDOCK_POD_PORT as POD_PORT, POOL_SCHEDULING, RealNode, own_service,
+    start_in_cluster,
+};
 use paddock_e2e::token::token_kubeconfig;
-use paddock_e2e::{ControlPlane, Kubectl, Paddock, StoreKind};
+use paddock_e2e::{ControlPlane, Kubectl, Paddock};
 
 const A: &str = "insida";
 const B: &str = "insidb";
 const KUBECTL_IMAGE: &str = "paddock.test/kubectl:1.33";
 const BUSYBOX: &str = "paddock.test/busybox:1.35";
-/// paddock's port on the node's address (a bridge to its loopback port on the host).
-const POD_PORT: u16 = 8443;
 const EVERY: Duration = Duration::from_millis(500);
-const API_HOST: &str = "kubernetes.default.svc.cluster.local";
 
 #[test]
 fn tenant_pods_see_the_tenants_cluster_from_inside() -> Result<()> {
     let cp = ControlPlane::start_real_node().context("starting the control plane")?;
     let node = RealNode::of(&cp)?;
-    let dns = cp.var("REAL_NODE_DNS")?.to_owned();
     // paddock runs on the host; its "own Service", whose ready addresses the leader copies
     // into every tenant's `kubernetes` endpoints, is a selector-less one whose EndpointSlice
     // names the bridge on the node's address (what a chart's Service has for its pods).
-    cp.kubectl_admin()?
-        .run_stdin(&["apply", "-f", "-"], Some(&own_service(&[&node.ip])))?;
-    let mut args = cp.admission_args()?;
-    let service = format!("{OWN_NS}/paddock");
-    for a in [
-        "--in-cluster-host",
-        API_HOST,
-        "--in-cluster-service",
-        &service,
-        "--tenant-dns",
-        &dns,
-    ] {
-        args.push(a.to_owned());
-    }
-    let p = Paddock::start_with_args(&cp, StoreKind::Etcd, "paddock", &args)?;
-    node.bridge_in(&cp, "paddock", POD_PORT, &format!("127.0.0.1:{}", p.port()))?;
+    let p = start_in_cluster(&cp, &node, &[])?;
     let r = run(&cp, &p, &node);
     if r.is_err() {
         for log in ["tenant-dns", "kubelet", "kube-proxy"] {
@@ -79,7 +63,6 @@ fn tenant_pods_see_the_tenants_cluster_from_inside() -> Result<()> {
 
 fn run(cp: &ControlPlane, p: &Paddock, node: &RealNode) -> Result<()> {
     let up = cp.kubectl_admin()?;
-    wait_for_webhook(cp)?;
     let a = p.kubectl_tenant(A)?;
     let b = p.kubectl_tenant(B)?;
     let pool = POOL_SCHEDULING;
@@ -608,39 +591,6 @@ fn endpoints_follow_paddocks_service(a: &Kubectl, up: &Kubectl, node: &RealNode)
         );
     }
     Ok(())
-}
-
-/// The namespace of paddock's stand-in Service.
-const OWN_NS: &str = "paddock-own";
-
-/// paddock's stand-in Service: selector-less, its EndpointSlice with `addresses` ready on
-/// the bridge's port.
-fn own_service(addresses: &[&str]) -> String {
-    let endpoints: String = addresses
-        .iter()
-        .map(|a| format!("- addresses: [{a}]\n  conditions: {{ready: true}}\n"))
-        .collect();
-    format!(
-        "apiVersion: v1
-kind: Namespace
-metadata: {{name: {OWN_NS}}}
----
-apiVersion: v1
-kind: Service
-metadata: {{name: paddock, namespace: {OWN_NS}}}
-spec: {{ports: [{{name: https, port: 443, targetPort: {POD_PORT}}}]}}
----
-apiVersion: discovery.k8s.io/v1
-kind: EndpointSlice
-metadata:
-  name: paddock-1
-  namespace: {OWN_NS}
-  labels: {{kubernetes.io/service-name: paddock}}
-addressType: IPv4
-ports: [{{name: https, port: {POD_PORT}, protocol: TCP}}]
-endpoints:
-{endpoints}"
-    )
 }
 
 fn tenant_a_objects() -> String {

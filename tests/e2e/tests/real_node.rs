@@ -10,6 +10,7 @@
 //!
 //! The kubelet is reached only through the egress guards: the apiserver's guard hands CONNECTs
 //! for the node's address to the guard inside the node's namespace, whose log must show them.
+//! A Service's cluster IP is reached the same way (the tenant-webhook relay's way to a webhook).
 
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
@@ -20,7 +21,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, ensure};
 use paddock_e2e::process::{indent, poll_within, tail_file};
-use paddock_e2e::real_node::{POOL_SCHEDULING, wait_for_webhook};
+use paddock_e2e::real_node::{POOL_SCHEDULING, egress_connect, wait_for_webhook};
 use paddock_e2e::running::Running;
 use paddock_e2e::{ControlPlane, Kubectl, Paddock, StoreKind};
 
@@ -221,6 +222,7 @@ fn run(cp: &ControlPlane, p: &Paddock) -> Result<()> {
     top(&k, &other, &up, &pod, &node)?;
     following_streams(&k, &up, &dir)?;
     services_proxy(&k, &up)?;
+    egress_reaches_the_service(cp, &up)?;
 
     // Isolation: otherb names realaa's pod in its own namespace of the same name: not found.
     other.run(&["create", "namespace", NS])?;
@@ -580,6 +582,41 @@ fn services_proxy(k: &Kubectl, up: &Kubectl) -> Result<()> {
         "services/proxy: paddock {via:?}, directly {direct:?}"
     );
     eprintln!("services/proxy reaches the container's server");
+    Ok(())
+}
+
+/// The apiserver's egress guard tunnels to the Service's cluster IP (kube-proxy's rules inside
+/// the node's namespace pick the endpoint): the way kube-apiserver's ClusterIP resolver and
+/// paddock's tenant-webhook relay reach a tenant's webhook Service. Control: an address outside
+/// the node's ranges is refused.
+fn egress_reaches_the_service(cp: &ControlPlane, up: &Kubectl) -> Result<()> {
+    let ip = up.run(&[
+        "-n",
+        &upstream_ns(),
+        "get",
+        "service",
+        "bb",
+        "-o",
+        "jsonpath={.spec.clusterIP}",
+    ])?;
+    let mut s = egress_connect(cp, &format!("{ip}:8080"), Duration::from_secs(10))?;
+    s.write_all(b"GET /index.html HTTP/1.0\r\n\r\n")?;
+    let mut answer = String::new();
+    s.read_to_string(&mut answer)
+        .context("reading the Service's answer through the egress guard")?;
+    ensure!(
+        answer.starts_with("HTTP/1.") && answer.contains(PAGE),
+        "GET through the egress guard to {ip}:8080: {answer:?}"
+    );
+    let refused = egress_connect(cp, "192.0.2.1:443", Duration::from_secs(10))
+        .err()
+        .map(|e| format!("{e:#}"))
+        .unwrap_or_default();
+    ensure!(
+        refused.contains("403"),
+        "CONNECT 192.0.2.1:443 through the egress guard: {refused:?}"
+    );
+    eprintln!("the apiserver's egress guard reaches the Service's cluster IP {ip}:8080");
     Ok(())
 }
 
