@@ -1,5 +1,5 @@
 # paddock: the two commands a newcomer needs are `make demo` and `make test`.
-.PHONY: demo test test-static test-chart test-ha test-k9s testbed-build conformance conformance-fast conformance-full testbed-up testbed-down fmt lint bench bench-scale
+.PHONY: demo test test-static test-chart test-operators test-ha test-k9s testbed-build conformance conformance-fast conformance-full testbed-up testbed-down fmt lint bench bench-scale
 
 ## Build paddock, start a local control plane (unless PADDOCK_UPSTREAM_KUBECONFIG is set),
 ## start paddock, create tenant demo01 and print the kubectl line to use it.
@@ -21,6 +21,13 @@ test-static:
 ## under load, the ServiceAccount token replaced by the kubelet (~20 min; not in `make test`).
 test-chart:
 	cargo test -p paddock-e2e --test chart -- --ignored --nocapture
+
+## Third-party operators through paddock (docs/operators.md): tests/testbed/operators.sh builds
+## cert-manager v1.11.5 and external-dns v0.21.0 from the Go module proxy (cached; ~10 min cold),
+## two tenants install them with their own charts on the real node, each doing its job through
+## paddock's in-cluster path; checks and figures (~10 min; not in `make test`).
+test-operators:
+	cargo test -p paddock-e2e --test operators -- --ignored --nocapture
 
 ## Only the HA tests (also in `make test`): replicas behind HAProxy under load, replica kill,
 ## rolling restart, etcd members down; the apiserver frozen, killed, restarted (~5 min).

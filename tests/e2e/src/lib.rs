@@ -9,6 +9,8 @@
 //! - [`kubectl::Kubectl`]: kubectl with one kubeconfig; failures show command, output, log tail.
 //! - [`scenario`]: `tests/e2e/scenarios/*.yaml` and their runner.
 //! - [`tools`]: Go programs of the repository, helm and h2spec, built cache-aware.
+//! - [`real_node`], [`operators`]: the test bed's real node (bridges, images, the egress guard,
+//!   paddock with the in-cluster path) and the operators test's helpers.
 //! - [`h2_attack`]: a raw-frame HTTP/2 client over TLS for the front door's abuse test.
 
 pub mod cred;
@@ -22,6 +24,7 @@ pub mod identity_check;
 pub mod kube_client;
 pub mod kubectl;
 pub mod load;
+pub mod operators;
 pub mod paddock;
 pub mod process;
 pub mod real_node;
