@@ -58,6 +58,9 @@ paddock)
   PORT="$(python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])')"
   echo "$PORT" > "$PD/port"
   "$PADDOCK" ca init --dir "$PD/certs" --server-url "https://127.0.0.1:$PORT" >/dev/null
+  # the tenant-webhook relay's way to a tenant's webhook Service: the apiserver's egress guard
+  EGRESS=()
+  if "$PADDOCK" serve --help | grep -q -- --cluster-egress-uds; then EGRESS=(--cluster-egress-uds "$DIR/egress-proxy.sock"); fi
   RUST_LOG="${RUST_LOG:-info}" setsid "$PADDOCK" serve --listen "127.0.0.1:$PORT" --certs-dir "$PD/certs" \
     --public-url "https://127.0.0.1:$PORT" --log-format json \
     --store etcd --etcd-endpoints "$STORE_ENDPOINTS" --etcd-prefix /paddock-operators \
@@ -66,7 +69,7 @@ paddock)
     --admission-listen 127.0.0.1:0 --admission-client-ca "$ADMISSION_CLIENT_CA" \
     --admission-client-name "$ADMISSION_CLIENT_NAME" \
     --in-cluster-host "$API_HOST" --in-cluster-endpoint "$REAL_NODE_IP:$POD_PORT" \
-    --tenant-dns "$REAL_NODE_DNS" \
+    --tenant-dns "$REAL_NODE_DNS" "${EGRESS[@]}" \
     </dev/null >>"$DIR/logs/paddock.log" 2>&1 &
   record paddock $!
   wait_for 60 "paddock's /readyz" sh -c "curl -sS --max-time 3 --cacert '$PD/certs/ca.crt' --cert '$PD/certs/admin.crt' --key '$PD/certs/admin.key' https://127.0.0.1:$PORT/readyz | grep -q '^ok'"
