@@ -70,8 +70,15 @@ pub fn self_review_next(ctx: &TenantContext, answer: &Value, facts: ReviewFacts)
             ctx.catalog
                 .resolve_upstream_any_version(&ctx.tenant, s("group"), s("resource"))
         else {
-            // Wildcards and kinds the tenant cannot see: upstream's answer for the real
-            // identity (inside a namespace, or nothing cluster-wide).
+            // A resource no API serves, named cluster-wide (an operator's virtual resource for
+            // its own RBAC checks: cert-manager's `signers` approval): what the tenant's
+            // ClusterRoleBindings grant, which the shadow identity holds. Wildcards and kinds
+            // the tenant cannot see otherwise: upstream's answer for the real identity (inside
+            // a namespace, or nothing cluster-wide).
+            let named = !["", "*"].contains(&s("resource")) && s("group") != "*";
+            if named && ns.is_empty() && !allowed && !facts.asked_as_shadow {
+                return ReviewNext::AskShadow(review(Some(Value::Object(ra.clone())), None));
+            }
             return ReviewNext::Keep;
         };
         if info.scope == Scope::Cluster {
@@ -364,6 +371,37 @@ mod tests {
         ));
         let wildcard = ans(json!({"verb": "*", "group": "*", "resource": "*"}), false);
         assert_eq!(self_review_next(&ctx(), &wildcard, admin), ReviewNext::Keep);
+    }
+
+    #[test]
+    fn a_virtual_resource_cluster_wide_is_asked_of_the_shadow() {
+        // cert-manager's approval check: `approve` on `signers` of its (tenant) group, no
+        // namespace; the tenant's ClusterRoleBinding grants it to the shadow identity.
+        let signers = ans(
+            json!({"verb": "approve", "group": "foofoo-cert-manager.io", "resource": "signers",
+                   "name": "issuers.cert-manager.io/app.selfsigned"}),
+            false,
+        );
+        assert!(matches!(
+            self_review_next(&ctx(), &signers, REAL),
+            ReviewNext::AskShadow(_)
+        ));
+        // asked as the shadow already, allowed, or in a namespace: upstream's answer stands
+        let shadow = ReviewFacts {
+            asked_as_shadow: true,
+            ..REAL
+        };
+        assert_eq!(self_review_next(&ctx(), &signers, shadow), ReviewNext::Keep);
+        let ok = ans(
+            json!({"verb": "approve", "group": "foofoo-cert-manager.io", "resource": "signers"}),
+            true,
+        );
+        assert_eq!(self_review_next(&ctx(), &ok, REAL), ReviewNext::Keep);
+        let in_ns = ans(
+            json!({"namespace": "foofoo-app", "verb": "approve", "group": "foofoo-cert-manager.io", "resource": "signers"}),
+            false,
+        );
+        assert_eq!(self_review_next(&ctx(), &in_ns, REAL), ReviewNext::Keep);
     }
 
     #[test]
