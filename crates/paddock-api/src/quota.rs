@@ -46,12 +46,47 @@ pub struct QuotaMeta {
     pub creation_timestamp: String,
 }
 
-/// The limits; also `spec.quota` of a `Tenant` (absent `hard`: the server's default).
+/// The limits; also `spec.quota` of a `Tenant` (absent `hard`: the server's default). A
+/// scoped quota has `scopes` and/or a `scopeSelector`, as a ResourceQuota (docs/quota.md
+/// "Scopes"); a tenant's `spec.quota` holds its scoped entries under `scoped`, by name.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct QuotaSpec {
     /// Resource to most allowed.
     pub hard: Quantities,
+    /// `BestEffort`, `NotBestEffort`, `Terminating`, `NotTerminating`, `PriorityClass`,
+    /// `CrossNamespacePodAffinity`: the pods this quota charges (all must match).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub scopes: Vec<String>,
+    /// Requirements on the scopes, e.g. `PriorityClass In (high)`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope_selector: Option<ScopeSelector>,
+    /// On a tenant: its scoped entries by name (each a `QuotaSpec` with scopes).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub scoped: BTreeMap<String, QuotaSpec>,
+}
+
+/// A ResourceQuota's `spec.scopeSelector`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ScopeSelector {
+    /// Every requirement must match.
+    #[serde(default)]
+    pub match_expressions: Vec<ScopeSelectorRequirement>,
+}
+
+/// One requirement of a scope selector.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ScopeSelectorRequirement {
+    /// A scope name (`PriorityClass`, `BestEffort`, ...).
+    pub scope_name: String,
+    /// `In`, `NotIn`, `Exists`, `DoesNotExist` (only `Exists` for scopes other than
+    /// `PriorityClass`).
+    pub operator: String,
+    /// The values of `In` and `NotIn`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub values: Vec<String>,
 }
 
 /// The limits and the usage of each.
@@ -65,12 +100,18 @@ pub struct QuotaStatus {
 }
 
 /// The body of `PATCH tenants/<id>/quota`, a JSON merge patch: a quantity sets a limit,
-/// `null` removes it.
+/// `null` removes it; under `scoped`, a scoped entry's name with a merge patch of its
+/// `QuotaSpec` (`hard` merged, `scopes` and `scopeSelector` replaced), or `null` to remove
+/// the entry. An entry left without limits is removed.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct QuotaPatch {
     /// Resource to new limit, or `None` to remove it.
+    #[serde(default)]
     pub hard: BTreeMap<String, Option<String>>,
+    /// Scoped entry name to the patch of its spec, or `None` to remove it.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub scoped: BTreeMap<String, Option<serde_json::Value>>,
 }
 
 impl TenantQuota {
@@ -83,7 +124,10 @@ impl TenantQuota {
                 name: name.to_string(),
                 creation_timestamp: created.to_string(),
             },
-            spec: QuotaSpec { hard: hard.clone() },
+            spec: QuotaSpec {
+                hard: hard.clone(),
+                ..QuotaSpec::default()
+            },
             status: QuotaStatus { hard, used },
         }
     }
@@ -111,6 +155,15 @@ mod tests {
     #[test]
     fn a_patch_and_a_tenants_quota_have_the_shape_the_cli_wrote() {
         round_trip::<QuotaPatch>(r#"{"hard":{"pods":"10","services":null}}"#);
+        round_trip::<QuotaPatch>(
+            r#"{"hard":{},"scoped":{"be":{"hard":{"pods":"3"},"scopes":["BestEffort"]},"old":null}}"#,
+        );
+        round_trip::<QuotaSpec>(
+            r#"{"hard":{"pods":"3"},"scopeSelector":{"matchExpressions":[{"scopeName":"PriorityClass","operator":"In","values":["high"]}]}}"#,
+        );
+        round_trip::<QuotaSpec>(
+            r#"{"hard":{},"scoped":{"be":{"hard":{"pods":"3"},"scopes":["BestEffort"]}}}"#,
+        );
         round_trip::<QuotaSpec>(r#"{"hard":{"pods":"10","requests.cpu":"2"}}"#);
         assert!(serde_json::from_str::<QuotaPatch>(r#"{"hard":{"pods":10}}"#).is_err());
         assert!(serde_json::from_str::<QuotaPatch>(r#"{"pods":"10"}"#).is_err());

@@ -98,6 +98,22 @@ pub struct QuotaUsage {
     pub hard: crate::quota::Quantities,
     /// Resource to what is used.
     pub used: crate::quota::Quantities,
+    /// The quota's scoped entries by name (docs/quota.md "Scopes").
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub scoped: BTreeMap<String, ScopedQuotaUsage>,
+}
+
+/// A scoped entry of the quota: its scopes, limits and what is used of them (a resource not
+/// counted under these scopes yet is absent from `used`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ScopedQuotaUsage {
+    /// `BestEffort`, `PriorityClass In (high)`, ...: all must match.
+    pub scopes: Vec<String>,
+    /// Resource to most allowed.
+    pub hard: crate::quota::Quantities,
+    /// Resource to what is used.
+    pub used: crate::quota::Quantities,
 }
 
 /// A JSON object whose keys keep the order they were written in (the server writes verbs and

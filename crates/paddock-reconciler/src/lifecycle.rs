@@ -140,6 +140,7 @@ pub async fn create_tenant(
         billing: Default::default(),
         policy: None,
         quota,
+        scoped_quota: BTreeMap::new(),
         clusters: state.placed_on(),
     };
     state.store.create_tenant(&rec).await?;

@@ -100,6 +100,10 @@ pub struct TenantRecord {
     /// (docs/quota.md); absent = no tenant-wide quota.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub quota: Option<BTreeMap<String, String>>,
+    /// The tenant quota's scoped entries by name (docs/quota.md "Scopes"); empty in records
+    /// written before they existed.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub scoped_quota: BTreeMap<String, paddock_core::quota::ScopedSpec>,
     /// The tenant's policy (docs/security.md "Tenant policy"); absent: the configured default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub policy: Option<paddock_core::admission::TenantPolicy>,
@@ -145,6 +149,7 @@ impl TenantRecord {
             limits: None,
             billing: Default::default(),
             quota: None,
+            scoped_quota: BTreeMap::new(),
             policy: None,
             clusters: Vec::new(),
         }

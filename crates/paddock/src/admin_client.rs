@@ -17,7 +17,7 @@ use paddock_api::List;
 use paddock_api::certificate::{IssueRequest, IssueSpec, IssuedCertificate};
 use paddock_api::paths::{ISSUED_CERTIFICATES, TENANTS};
 use paddock_api::policy::TenantPolicy;
-use paddock_api::quota::{QuotaPatch, QuotaSpec, TenantQuota};
+use paddock_api::quota::QuotaSpec;
 use paddock_api::tenant::{Tenant, TenantSpec};
 
 /// A connection to one paddock.
@@ -88,7 +88,8 @@ impl AdminClient {
                 billing: Some(billing.clone()),
                 quota: (!quota.is_empty()).then(|| {
                     json!(QuotaSpec {
-                        hard: quota.clone()
+                        hard: quota.clone(),
+                        ..QuotaSpec::default()
                     })
                 }),
                 ..TenantSpec::default()
@@ -102,28 +103,6 @@ impl AdminClient {
             self.call(Method::POST, TENANTS, Some(&body.to_value()))
                 .await?,
             &format!("creating tenant {id}"),
-        )
-    }
-
-    /// A tenant's quota with its usage.
-    pub async fn get_quota(&self, id: &str) -> Result<TenantQuota> {
-        check_as(
-            self.call(Method::GET, &format!("{TENANTS}/{id}/quota"), None)
-                .await?,
-            &format!("getting the quota of tenant {id}"),
-        )
-    }
-
-    /// Changes a tenant's quota (a JSON merge patch of `hard`: `None` removes a limit).
-    pub async fn set_quota(&self, id: &str, patch: &QuotaPatch) -> Result<TenantQuota> {
-        check_as(
-            self.call(
-                Method::PATCH,
-                &format!("{TENANTS}/{id}/quota"),
-                Some(&serde_json::to_value(patch)?),
-            )
-            .await?,
-            &format!("setting the quota of tenant {id}"),
         )
     }
 

@@ -5,6 +5,7 @@ mod cluster_cli;
 mod kubeconfig;
 mod metering_cli;
 mod output;
+mod quota_cli;
 mod serve;
 mod serve_in_cluster;
 mod template_cli;
@@ -179,7 +180,7 @@ enum TenantCommand {
     /// A tenant's quota over all its namespaces (docs/quota.md).
     Quota {
         #[command(subcommand)]
-        command: QuotaCommand,
+        command: quota_cli::QuotaCommand,
     },
     /// Change a tenant's fair-share overrides: name=value sets one, name- returns it to the
     /// server's default (docs/fairshare.md).
@@ -251,25 +252,6 @@ pub struct IssueArgs {
 enum UserCommand {
     /// Issue a certificate for a tenant user and print a kubeconfig.
     Issue(IssueArgs),
-}
-
-#[derive(Subcommand)]
-enum QuotaCommand {
-    /// Show a tenant's quota: hard limits and what is used.
-    Get {
-        id: String,
-        #[arg(short = 'o', long, value_enum, default_value_t)]
-        output: Output,
-    },
-    /// Change a tenant's quota: resource=quantity sets a limit, resource- removes it.
-    Set {
-        id: String,
-        /// pods=10 requests.cpu=2 count/configmaps=20 services.loadbalancers- ...
-        #[arg(required = true)]
-        hard: Vec<String>,
-        #[arg(short = 'o', long, value_enum, default_value_t)]
-        output: Output,
-    },
 }
 
 #[derive(Subcommand)]
@@ -401,15 +383,7 @@ async fn run(cli: Cli) -> Result<()> {
                 TenantCommand::Usage { id, output } => {
                     metering_cli::print_usage(&client.usage(&id).await?, output)
                 }
-                TenantCommand::Quota {
-                    command: QuotaCommand::Get { id, output },
-                } => output::print_quota(&client.get_quota(&id).await?, output),
-                TenantCommand::Quota {
-                    command: QuotaCommand::Set { id, hard, output },
-                } => {
-                    let patch = output::parse_quota_patch(&hard)?;
-                    output::print_quota(&client.set_quota(&id, &patch).await?, output)
-                }
+                TenantCommand::Quota { command } => quota_cli::run(&client, command).await,
                 TenantCommand::Policy { id, patch, reset } => {
                     let patch = patch
                         .map(|p| serde_json::from_str::<serde_json::Value>(&p))

@@ -2,7 +2,7 @@
 
 use anyhow::{Result, bail};
 use paddock_api::certificate::IssuedCertificate;
-use paddock_api::quota::{QuotaPatch, TenantQuota};
+use paddock_api::quota::QuotaPatch;
 use paddock_api::tenant::Tenant;
 use serde::Serialize;
 use serde_json::Value;
@@ -75,22 +75,10 @@ pub fn parse_quota_patch(args: &[String]) -> Result<QuotaPatch> {
         };
         m.insert(k.to_string(), Some(v.to_string()));
     }
-    Ok(QuotaPatch { hard: m })
-}
-
-/// A TenantQuota as `RESOURCE USED HARD` rows.
-pub fn print_quota(q: &TenantQuota, output: Output) -> Result<()> {
-    if structured(std::slice::from_ref(q), output)? {
-        return Ok(());
-    }
-    let rows = q
-        .status
-        .hard
-        .iter()
-        .map(|(k, h)| vec![k.clone(), opt(q.status.used.get(k)), h.clone()])
-        .collect();
-    print!("{}", table(&["RESOURCE", "USED", "HARD"], rows));
-    Ok(())
+    Ok(QuotaPatch {
+        hard: m,
+        ..QuotaPatch::default()
+    })
 }
 
 pub(crate) fn table(headers: &[&str], rows: Vec<Vec<String>>) -> String {

@@ -8,12 +8,9 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use super::quantity::{Milli, QuantityError, is_binary_resource};
-use super::usage::Usage;
-
-/// Name of the one quota object a tenant sees (`kubectl get tenantquotas`) and that refusals
-/// name (`exceeded quota: tenant-quota, ...`).
-pub const QUOTA_NAME: &str = "tenant-quota";
+use super::entries::{Entry, Quotas};
+pub use super::hard::{Hard, QUOTA_NAME, QuotaSpecError, parse_hard, tracked_kinds};
+use super::quantity::{Milli, Usage, is_binary_resource};
 
 /// How long a reservation waits for its object to appear upstream before it is returned (the
 /// create was refused after paddock admitted it, or its object is already gone again).
@@ -30,84 +27,6 @@ impl<'de> Deserialize<'de> for Milli {
         let s = String::deserialize(d)?;
         Milli::parse(&s).map_err(serde::de::Error::custom)
     }
-}
-
-/// Hard limits by resource name.
-pub type Hard = BTreeMap<String, Milli>;
-
-/// An unknown resource name or a bad quantity in a quota.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum QuotaSpecError {
-    #[error("spec.hard[{0}]: {1}")]
-    Quantity(String, QuantityError),
-    #[error("spec.hard[{0}]: must be zero or more")]
-    Negative(String),
-    #[error(
-        "spec.hard[{0}]: not a resource a tenant quota can limit (namespaces, pods, services, services.nodeports, services.loadbalancers, persistentvolumeclaims, requests.storage, <class>.storageclass.storage.k8s.io/requests.storage|persistentvolumeclaims, requests.<r>, limits.<r>, cpu, memory, ephemeral-storage, configmaps, secrets, count/<resource>[.<group>])"
-    )]
-    UnknownResource(String),
-}
-
-const PLAIN_NAMES: &[&str] = &[
-    "namespaces",
-    "pods",
-    "services",
-    "services.nodeports",
-    "services.loadbalancers",
-    "persistentvolumeclaims",
-    "requests.storage",
-    "configmaps",
-    "secrets",
-    "replicationcontrollers",
-    "resourcequotas",
-    "cpu",
-    "memory",
-    "ephemeral-storage",
-];
-
-fn is_dns_label_ish(s: &str) -> bool {
-    !s.is_empty()
-        && s.len() <= 253
-        && s.bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.')
-}
-
-/// Whether `name` is a resource a tenant quota can limit.
-pub fn is_known_resource(name: &str) -> bool {
-    if PLAIN_NAMES.contains(&name) {
-        return true;
-    }
-    if let Some(r) = name
-        .strip_prefix("requests.")
-        .or_else(|| name.strip_prefix("limits."))
-    {
-        return matches!(r, "cpu" | "memory" | "ephemeral-storage")
-            || (r.starts_with("hugepages-") && name.starts_with("requests."));
-    }
-    if let Some(r) = name.strip_prefix("count/") {
-        return is_dns_label_ish(r);
-    }
-    if let Some((class, what)) = name.split_once(".storageclass.storage.k8s.io/") {
-        return is_dns_label_ish(class)
-            && matches!(what, "requests.storage" | "persistentvolumeclaims");
-    }
-    false
-}
-
-/// Parses and checks the hard limits an admin wrote.
-pub fn parse_hard(hard: &BTreeMap<String, String>) -> Result<Hard, QuotaSpecError> {
-    let mut out = Hard::new();
-    for (name, q) in hard {
-        if !is_known_resource(name) {
-            return Err(QuotaSpecError::UnknownResource(name.clone()));
-        }
-        let m = Milli::parse(q).map_err(|e| QuotaSpecError::Quantity(name.clone(), e))?;
-        if m.0 < 0 {
-            return Err(QuotaSpecError::Negative(name.clone()));
-        }
-        out.insert(name.clone(), m);
-    }
-    Ok(out)
 }
 
 /// A create admitted and not yet seen upstream.
@@ -162,7 +81,7 @@ pub enum Admission {
     Exceeded(String),
 }
 
-/// Decides one create of an object `uid` charging `charge` against `hard`.
+/// Decides one create of an object `uid` charging `charge` against `hard` alone.
 pub fn admit(
     hard: &Hard,
     ledger: &Ledger,
@@ -171,25 +90,79 @@ pub fn admit(
     charge: &Usage,
     now_ms: u64,
 ) -> Admission {
+    admit_entries(
+        &Quotas::unscoped(hard.clone()),
+        ledger,
+        uid,
+        object,
+        charge,
+        now_ms,
+    )
+}
+
+/// Decides one create of an object `uid` charging `charge` (by ledger key:
+/// [`Quotas::charge`]) against every entry of `quotas`, as the apiserver's quota admission
+/// does over a namespace's ResourceQuotas: a scoped entry whose usage was not counted under
+/// its scopes yet refuses (`status unknown for quota`), then the first entry the create would
+/// exceed refuses naming it; otherwise the create is reserved in every entry at once.
+pub fn admit_entries(
+    quotas: &Quotas,
+    ledger: &Ledger,
+    uid: &str,
+    object: &str,
+    charge: &Usage,
+    now_ms: u64,
+) -> Admission {
+    let limited_keys: BTreeSet<String> = quotas.limits().map(|(_, _, k, _)| k).collect();
     let limited: Usage = charge
         .iter()
-        .filter(|(k, v)| hard.contains_key(*k) && v.0 != 0)
+        .filter(|(k, v)| limited_keys.contains(*k) && v.0 != 0)
         .map(|(k, v)| (k.clone(), *v))
         .collect();
     if limited.is_empty() || ledger.reservations.contains_key(uid) {
         return Admission::Untouched;
     }
+    for e in quotas.entries.iter().filter(|e| e.is_scoped()) {
+        let unknown: Vec<&str> = e
+            .hard
+            .keys()
+            .filter(|r| {
+                let k = e.key(r);
+                limited.contains_key(&k) && !ledger.counted.contains_key(&k)
+            })
+            .map(String::as_str)
+            .collect();
+        if !unknown.is_empty() {
+            return Admission::Exceeded(format!(
+                "status unknown for quota: {}, resources: {}",
+                e.name,
+                unknown.join(",")
+            ));
+        }
+    }
     let used = ledger.used();
-    let over: Vec<&String> = limited
-        .iter()
-        .filter(|(k, v)| {
-            let u = used.get(*k).copied().unwrap_or_default();
-            u.plus(**v) > hard[*k]
-        })
-        .map(|(k, _)| k)
-        .collect();
-    if !over.is_empty() {
-        return Admission::Exceeded(exceeded_message(hard, &used, &limited, &over));
+    let zero = Milli(0);
+    for e in &quotas.entries {
+        let over: Vec<&String> = e
+            .hard
+            .iter()
+            .filter(|(r, h)| {
+                let k = e.key(r);
+                limited
+                    .get(&k)
+                    .is_some_and(|v| used.get(&k).copied().unwrap_or_default().plus(*v) > **h)
+            })
+            .map(|(r, _)| r)
+            .collect();
+        if !over.is_empty() {
+            return Admission::Exceeded(format!(
+                "exceeded quota: {}, requested: {}, used: {}, limited: {}",
+                e.name,
+                pairs(&over, |r| *limited.get(&e.key(r)).unwrap_or(&zero)),
+                pairs(&over, |r| *used.get(&e.key(r)).unwrap_or(&zero)),
+                pairs(&over, |r| *e.hard.get(r).unwrap_or(&zero)),
+            ));
+        }
     }
     let mut next = ledger.clone();
     next.reservations.insert(
@@ -209,26 +182,6 @@ fn pairs(names: &[&String], of: impl Fn(&str) -> Milli) -> String {
         .map(|n| format!("{n}={}", of(n).display(is_binary_resource(n))))
         .collect::<Vec<_>>()
         .join(",")
-}
-
-/// `exceeded quota: tenant-quota, requested: pods=1, used: pods=10, limited: pods=10`, the
-/// shape of the apiserver's ResourceQuota refusal.
-fn exceeded_message(hard: &Hard, used: &Usage, requested: &Usage, over: &[&String]) -> String {
-    let zero = Milli(0);
-    format!(
-        "exceeded quota: {QUOTA_NAME}, requested: {}, used: {}, limited: {}",
-        pairs(over, |n| *requested.get(n).unwrap_or(&zero)),
-        pairs(over, |n| *used.get(n).unwrap_or(&zero)),
-        pairs(over, |n| *hard.get(n).unwrap_or(&zero)),
-    )
-}
-
-/// The apiserver's refusal of a pod that does not state a resource the quota limits.
-pub fn must_specify_message(missing: &[String]) -> String {
-    format!(
-        "failed quota: {QUOTA_NAME}: must specify {}",
-        missing.join(",")
-    )
 }
 
 /// The next ledger after a recount: `counted` (listed upstream at `listed_at_ms`) replaces the
@@ -264,46 +217,29 @@ pub fn used_of_hard(hard: &Hard, ledger: &Ledger) -> Usage {
         .collect()
 }
 
+/// `status.used` of an entry: every limited resource counted (with what is reserved);
+/// a scoped entry's resources not counted under its scopes yet are left out (unknown,
+/// as in a ResourceQuota whose controller has not written its status yet).
+pub fn used_of(entry: &Entry, ledger: &Ledger) -> Usage {
+    let used = ledger.used();
+    entry
+        .hard
+        .keys()
+        .filter_map(|r| {
+            let key = entry.key(r);
+            if entry.is_scoped() && !ledger.counted.contains_key(&key) {
+                return None;
+            }
+            Some((r.clone(), used.get(&key).copied().unwrap_or_default()))
+        })
+        .collect()
+}
+
 /// Quantities as strings for display (`status.hard`, `status.used`).
 pub fn display_map(u: &Usage) -> BTreeMap<String, String> {
     u.iter()
         .map(|(k, v)| (k.clone(), v.display(is_binary_resource(k))))
         .collect()
-}
-
-/// Which kinds (group, resource; tenant view) a recount must list to know the usage of the
-/// limited resources.
-pub fn tracked_kinds(hard: &Hard) -> BTreeSet<(String, String)> {
-    let mut out = BTreeSet::new();
-    for name in hard.keys() {
-        let kind: Option<(&str, String)> = if let Some(r) = name.strip_prefix("count/") {
-            Some(match r.split_once('.') {
-                Some((res, group)) => (group, res.to_string()),
-                None => ("", r.to_string()),
-            })
-        } else if name == "pods"
-            || name.starts_with("requests.") && name != "requests.storage"
-            || name.starts_with("limits.")
-            || matches!(name.as_str(), "cpu" | "memory" | "ephemeral-storage")
-        {
-            Some(("", "pods".into()))
-        } else if name.starts_with("services") {
-            Some(("", "services".into()))
-        } else if name == "persistentvolumeclaims"
-            || name == "requests.storage"
-            || name.contains(".storageclass.storage.k8s.io/")
-        {
-            Some(("", "persistentvolumeclaims".into()))
-        } else {
-            PLAIN_NAMES
-                .contains(&name.as_str())
-                .then(|| ("", name.clone()))
-        };
-        if let Some((g, r)) = kind {
-            out.insert((g.to_string(), r));
-        }
-    }
-    out
 }
 
 #[cfg(test)]
@@ -469,6 +405,70 @@ mod tests {
         .map(|(g, r)| (g.to_string(), r.to_string()))
         .collect();
         assert_eq!(k, want);
+    }
+
+    #[test]
+    fn entries_are_admitted_together_and_refused_by_name() {
+        let scoped: BTreeMap<String, super::super::ScopedSpec> = serde_json::from_value(
+            serde_json::json!({"besteffort": {"hard": {"pods": "2"}, "scopes": ["BestEffort"]}}),
+        )
+        .unwrap();
+        let q = Quotas::parse(
+            Some(&[("requests.nvidia.com/gpu".to_string(), "2".to_string())].into()),
+            &scoped,
+        )
+        .unwrap()
+        .unwrap();
+        let pod = super::super::ChargedKind {
+            group: "",
+            resource: "pods",
+        };
+        let be = serde_json::json!({"spec": {"containers": [{"name": "a"}]}});
+        let c = q.charge(&pod, &be).unwrap();
+        let mut l = Ledger::default();
+        // not counted under its scopes yet: refused, as a ResourceQuota without a status
+        let Admission::Exceeded(msg) = admit_entries(&q, &l, "p0", "x", &c, 0) else {
+            panic!()
+        };
+        assert_eq!(msg, "status unknown for quota: besteffort, resources: pods");
+        q.known_zeros(&mut l.counted);
+        for i in 0..2 {
+            let Admission::Reserve(n) = admit_entries(&q, &l, &format!("p{i}"), "x", &c, 0) else {
+                panic!()
+            };
+            l = n;
+        }
+        let Admission::Exceeded(msg) = admit_entries(&q, &l, "p9", "x", &c, 0) else {
+            panic!()
+        };
+        assert_eq!(
+            msg,
+            "exceeded quota: besteffort, requested: pods=1, used: pods=2, limited: pods=2"
+        );
+        // a GPU pod is not BestEffort... unless it states no CPU or memory: give it some
+        let gpu = serde_json::json!({"spec": {"containers": [{"name": "a", "resources": {
+            "requests": {"cpu": "100m", "nvidia.com/gpu": "2"}, "limits": {"nvidia.com/gpu": "2"}}}]}});
+        let c = q.charge(&pod, &gpu).unwrap();
+        let Admission::Reserve(l2) = admit_entries(&q, &l, "g1", "x", &c, 0) else {
+            panic!()
+        };
+        let Admission::Exceeded(msg) = admit_entries(&q, &l2, "g2", "x", &c, 0) else {
+            panic!()
+        };
+        assert_eq!(
+            msg,
+            "exceeded quota: tenant-quota, requested: requests.nvidia.com/gpu=2, used: requests.nvidia.com/gpu=2, limited: requests.nvidia.com/gpu=2"
+        );
+        let e = &q.entries[1];
+        assert_eq!(used_of(e, &l2)["pods"], Milli::units(2));
+    }
+
+    #[test]
+    fn extended_limits_are_refused_with_the_reason() {
+        let e = parse_hard(&[("limits.nvidia.com/gpu".to_string(), "1".to_string())].into())
+            .unwrap_err();
+        assert!(matches!(e, QuotaSpecError::ExtendedLimit(_)), "{e}");
+        assert!(e.to_string().contains("requests.<name> only"));
     }
 
     #[test]

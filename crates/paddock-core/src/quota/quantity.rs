@@ -3,7 +3,10 @@
 //! as the apiserver's quota does (`MilliValue` of a quantity finer than a milli-unit is the
 //! next milli-unit up).
 
+use std::collections::BTreeMap;
 use std::fmt;
+
+use serde_json::Value;
 
 /// A quantity in milli-units (1 CPU = 1000, 1 byte = 1000, 1 object = 1000).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default, Hash)]
@@ -131,6 +134,30 @@ impl Milli {
 impl fmt::Display for Milli {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.display(false))
+    }
+}
+
+/// Resource name -> amount charged.
+pub type Usage = BTreeMap<String, Milli>;
+
+/// Why an object could not be charged.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct UsageError(pub String);
+
+/// Adds `amount` to `name` in `u`.
+pub(super) fn add(u: &mut Usage, name: &str, amount: Milli) {
+    let slot = u.entry(name.to_string()).or_default();
+    *slot = slot.plus(amount);
+}
+
+/// A quantity field of an object (absent: zero).
+pub(super) fn quantity_at(v: &Value) -> Result<Milli, UsageError> {
+    match v {
+        Value::Null => Ok(Milli(0)),
+        Value::String(s) => Milli::parse(s).map_err(|e| UsageError(e.to_string())),
+        Value::Number(n) => Milli::parse(&n.to_string()).map_err(|e| UsageError(e.to_string())),
+        other => Err(UsageError(format!("a quantity must be a string: {other}"))),
     }
 }
 

@@ -1,18 +1,15 @@
 //! What one object charges against a quota, as the apiserver's quota evaluators compute it
-//! (k8s.io/kubernetes pkg/quota/v1/evaluator/core): pods (requests and limits of all
-//! containers, init containers by their maximum, plus overhead; terminal pods charge
-//! nothing), persistent volume claims (count and storage, in total and per storage class),
+//! (k8s.io/kubernetes pkg/quota/v1/evaluator/core): pods (`pod.rs`: requests and limits of
+//! all containers, init containers by their peak, plus overhead; terminal pods charge their
+//! object count only), persistent volume claims (count and storage, in total and per storage class),
 //! services (count, node ports, load balancers) and `count/<resource>[.<group>]` of every
 //! kind. Names are the tenant's: a tenant CRD group is charged without its prefix.
 
-use std::collections::BTreeMap;
-
 use serde_json::Value;
 
-use super::quantity::Milli;
-
-/// Resource name -> amount charged.
-pub type Usage = BTreeMap<String, Milli>;
+use super::pod::pod_compute;
+use super::quantity::{Milli, add, quantity_at};
+pub use super::quantity::{Usage, UsageError};
 
 /// The kind of object being charged, in the tenant's view.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -46,22 +43,16 @@ pub fn storage_class_resource(class: &str, what: &str) -> String {
     format!("{class}.storageclass.storage.k8s.io/{what}")
 }
 
-/// Why an object could not be charged.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct UsageError(pub String);
-
 /// What `obj` (a `kind` object) charges.
 pub fn usage_of(kind: &ChargedKind<'_>, obj: &Value) -> Result<Usage, UsageError> {
     let mut u = Usage::new();
     if kind.group.is_empty() {
         match kind.resource {
-            "pods" => {
-                if is_terminal_pod(obj) {
-                    return Ok(Usage::new());
-                }
+            // A terminal pod still charges its object count (`count/pods` counts every pod
+            // stored), nothing else.
+            "pods" if !is_terminal_pod(obj) => {
                 add(&mut u, "pods", Milli::units(1));
-                pod_resources(obj, &mut u)?;
+                pod_compute(obj, &mut u)?;
             }
             "persistentvolumeclaims" => {
                 add(&mut u, "persistentvolumeclaims", Milli::units(1));
@@ -109,25 +100,9 @@ pub fn usage_of(kind: &ChargedKind<'_>, obj: &Value) -> Result<Usage, UsageError
     Ok(u)
 }
 
-fn add(u: &mut Usage, name: &str, amount: Milli) {
-    let slot = u.entry(name.to_string()).or_default();
-    *slot = slot.plus(amount);
-}
-
-fn quantity_at(v: &Value) -> Result<Milli, UsageError> {
-    match v {
-        Value::Null => Ok(Milli(0)),
-        Value::String(s) => Milli::parse(s).map_err(|e| UsageError(e.to_string())),
-        Value::Number(n) => Milli::parse(&n.to_string()).map_err(|e| UsageError(e.to_string())),
-        other => Err(UsageError(format!("a quantity must be a string: {other}"))),
-    }
-}
-
-/// Pods in phase Succeeded or Failed no longer hold resources (the apiserver's
-/// `QuotaV1Pod`).
 /// What the recount's watches keep of an object (docs/quota.md "Recount"): everything
-/// [`usage_of`] reads (the spec; a pod's phase) and the cache key, nothing else (no
-/// managedFields, annotations or status), and only of objects in a tenant namespace or
+/// [`usage_of`] and the scopes read (the spec; a pod's phase and QoS class) and the cache
+/// key, nothing else (no managedFields, annotations or other status), and only of objects in a tenant namespace or
 /// cluster-scoped (those are watched by the tenant label). `None`: not a tenant's.
 pub fn recount_shape(mut obj: Value) -> Option<Value> {
     let namespace = obj["metadata"]["namespace"].as_str();
@@ -146,97 +121,25 @@ pub fn recount_shape(mut obj: Value) -> Option<Value> {
     if let Some(spec) = obj.get_mut("spec").map(Value::take) {
         kept.insert("spec".into(), spec);
     }
-    if let Some(phase) = obj["status"].get("phase").cloned() {
-        kept.insert("status".into(), serde_json::json!({ "phase": phase }));
+    let mut status = serde_json::Map::new();
+    for k in ["phase", "qosClass"] {
+        if let Some(v) = obj["status"].get(k).filter(|v| !v.is_null()) {
+            status.insert(k.into(), v.clone());
+        }
+    }
+    if !status.is_empty() {
+        kept.insert("status".into(), Value::Object(status));
     }
     Some(Value::Object(kept))
 }
 
+/// Pods in phase Succeeded or Failed no longer hold resources (the apiserver's
+/// `QuotaV1Pod`).
 fn is_terminal_pod(pod: &Value) -> bool {
     matches!(
         pod["status"]["phase"].as_str(),
         Some("Succeeded" | "Failed")
     )
-}
-
-/// Sums of `requests`/`limits` (by resource) over a list of containers, and their maximum.
-fn container_totals(containers: &Value, field: &str) -> Result<(Usage, Usage), UsageError> {
-    let (mut sum, mut max) = (Usage::new(), Usage::new());
-    for c in containers.as_array().into_iter().flatten() {
-        if let Some(m) = c["resources"][field].as_object() {
-            for (res, q) in m {
-                let q = quantity_at(q)?;
-                add(&mut sum, res, q);
-                let slot = max.entry(res.clone()).or_default();
-                if q > *slot {
-                    *slot = q;
-                }
-            }
-        }
-    }
-    Ok((sum, max))
-}
-
-/// `requests.<r>` and `limits.<r>` of a pod: per resource, the larger of the containers'
-/// sum and the largest init container, plus the pod overhead; `cpu`/`memory` (and
-/// `ephemeral-storage`) also under their bare names, as requests.
-fn pod_resources(pod: &Value, u: &mut Usage) -> Result<(), UsageError> {
-    let overhead: Usage = match pod["spec"]["overhead"].as_object() {
-        Some(m) => m
-            .iter()
-            .map(|(k, v)| Ok((k.clone(), quantity_at(v)?)))
-            .collect::<Result<_, UsageError>>()?,
-        None => Usage::new(),
-    };
-    for field in ["requests", "limits"] {
-        let (sum, _) = container_totals(&pod["spec"]["containers"], field)?;
-        let (_, init_max) = container_totals(&pod["spec"]["initContainers"], field)?;
-        let mut total = sum.clone();
-        for (res, q) in init_max {
-            let slot = total.entry(res).or_default();
-            if q > *slot {
-                *slot = q;
-            }
-        }
-        for (res, q) in &overhead {
-            add(&mut total, res, *q);
-        }
-        for (res, q) in total {
-            add(u, &format!("{field}.{res}"), q);
-            if field == "requests" && matches!(res.as_str(), "cpu" | "memory" | "ephemeral-storage")
-            {
-                add(u, &res, q);
-            }
-        }
-    }
-    Ok(())
-}
-
-/// Compute resources a pod must state in every container when a quota limits them (the
-/// apiserver refuses such a pod with "must specify ..."): the tracked names among
-/// `requests.cpu`, `requests.memory`, `limits.cpu`, `limits.memory` (and `cpu`, `memory`).
-pub fn missing_pod_resources(pod: &Value, tracked: &[&str]) -> Vec<String> {
-    let mut missing = Vec::new();
-    for name in tracked {
-        let (field, res) = match *name {
-            "cpu" | "requests.cpu" => ("requests", "cpu"),
-            "memory" | "requests.memory" => ("requests", "memory"),
-            "limits.cpu" => ("limits", "cpu"),
-            "limits.memory" => ("limits", "memory"),
-            _ => continue,
-        };
-        let all = ["containers", "initContainers"].iter().all(|list| {
-            pod["spec"][*list]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .all(|c| !c["resources"][field][res].is_null())
-        });
-        if !all && !missing.iter().any(|m| m == name) {
-            missing.push((*name).to_string());
-        }
-    }
-    missing
 }
 
 #[cfg(test)]
@@ -271,9 +174,12 @@ mod tests {
     }
 
     #[test]
-    fn terminal_pods_charge_nothing() {
-        let pod = json!({"spec": {"containers": []}, "status": {"phase": "Succeeded"}});
-        assert!(usage_of(&k("", "pods"), &pod).unwrap().is_empty());
+    fn terminal_pods_charge_their_count_only() {
+        let pod = json!({"spec": {"containers": [{"resources": {"requests": {"cpu": "1"}}}]},
+            "status": {"phase": "Succeeded"}});
+        let u = usage_of(&k("", "pods"), &pod).unwrap();
+        assert_eq!(u.len(), 1);
+        assert_eq!(u["count/pods"], Milli::units(1));
     }
 
     #[test]
@@ -327,17 +233,6 @@ mod tests {
     fn bad_quantities_are_errors() {
         let pod = json!({"spec": {"containers": [{"resources": {"requests": {"cpu": "lots"}}}]}});
         assert!(usage_of(&k("", "pods"), &pod).is_err());
-    }
-
-    #[test]
-    fn pods_must_state_tracked_resources() {
-        let pod = json!({"spec": {"containers": [{"resources": {"requests": {"cpu": "1"}}}, {"resources": {}}]}});
-        assert_eq!(
-            missing_pod_resources(&pod, &["requests.cpu", "pods"]),
-            vec!["requests.cpu"]
-        );
-        let ok = json!({"spec": {"containers": [{"resources": {"requests": {"cpu": "1"}}}]}});
-        assert!(missing_pod_resources(&ok, &["requests.cpu"]).is_empty());
     }
 
     #[test]

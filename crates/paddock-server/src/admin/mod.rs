@@ -33,7 +33,6 @@ use paddock_upstream::res_body::ResBody;
 use paddock_api::certificate::{
     CertificateMeta, CertificateSpec, CertificateStatus, IssueRequest, IssueSpec, IssuedCertificate,
 };
-use paddock_api::quota::QuotaSpec;
 use paddock_api::tenant::{Tenant, TenantMeta, TenantSpec, TenantStatus};
 use paddock_api::{BASE, GROUP, GROUP_VERSION as GV, List, VERSION};
 
@@ -53,9 +52,7 @@ pub fn tenant_object(r: &TenantRecord) -> Tenant {
             limits: Some(json!(r.limits.unwrap_or_default())),
             billing: Some(json!(r.billing)),
             policy: Some(json!(r.policy)),
-            quota: Some(json!(QuotaSpec {
-                hard: r.quota.clone().unwrap_or_default()
-            })),
+            quota: Some(json!(crate::admin::quota::spec_of_record(r))),
             clusters: Some(json!(r.cluster_names())),
         },
         status: Some(TenantStatus {
@@ -253,6 +250,16 @@ pub async fn serve_admin(
                 &crate::admin::quota::quota_object(state, &tid).await?,
             )
         }
+        (Method::GET, ["tenants", id, "quotas"]) => {
+            let tid = TenantId::parse(id).map_err(|e| ServerError::BadRequest(e.to_string()))?;
+            json_response(
+                StatusCode::OK,
+                &List::new(
+                    paddock_api::quota::LIST_KIND,
+                    crate::admin::quota::quota_objects(state, &tid).await?,
+                ),
+            )
+        }
         (Method::PATCH, ["tenants", id, "quota"]) => {
             let patch = json_body(req).await?;
             let q = crate::admin::quota::patch_quota(state, id, &patch).await?;
@@ -368,7 +375,8 @@ async fn create_tenant(
     let limits = parse_limits(&part(&t.spec.limits))?;
     let billing = paddock_core::observe::billing::BillingKey::from_spec(&part(&t.spec.billing))
         .map_err(|e| ServerError::BadRequest(e.to_string()))?;
-    let quota = crate::admin::quota::hard_at_creation(state, &part(&t.spec.quota))?;
+    let (quota, scoped_quota) =
+        crate::admin::quota::quota_at_creation(state, &part(&t.spec.quota))?;
     let policy = crate::admin::policy::parse_policy(&part(&t.spec.policy))?;
     let placed = crate::admin::clusters::placement_for(state, id, &part(&t.spec.clusters)).await?;
     let mut rec = paddock_reconciler::lifecycle::create_tenant(
@@ -387,6 +395,7 @@ async fn create_tenant(
     if policy.is_some() && rec.policy != policy {
         rec = crate::admin::policy::set_policy(state, id, policy).await?;
     }
+    rec = crate::admin::quota::set_scoped_at_creation(state, rec, scoped_quota).await?;
     json_response(StatusCode::CREATED, &tenant_object(&rec))
 }
 

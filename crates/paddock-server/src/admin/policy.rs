@@ -165,7 +165,7 @@ pub async fn set_policy(
 }
 
 /// RFC 7386 JSON merge patch.
-fn merge_patch(target: &mut Value, patch: &Value) {
+pub(crate) fn merge_patch(target: &mut Value, patch: &Value) {
     let Some(p) = patch.as_object() else {
         *target = patch.clone();
         return;

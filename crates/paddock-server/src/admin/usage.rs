@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use paddock_api::usage::{
-    CurrentUsage, OrderedMap, QuotaUsage, ReplicaUsage, TenantUsage, UsageMeta,
+    CurrentUsage, OrderedMap, QuotaUsage, ReplicaUsage, ScopedQuotaUsage, TenantUsage, UsageMeta,
 };
 use paddock_core::provision::reflect::WatchEvent;
 use paddock_store::TenantRecord;
@@ -166,12 +166,23 @@ pub async fn report(state: &Arc<AppState>, rec: &TenantRecord) -> Result<TenantU
     };
     // The tenant quota's hard limits and the ledger's used figures (docs/quota.md); null when
     // the tenant has no quota.
-    let quota = crate::webhook::quota::status(state, &rec.id)
-        .await?
-        .map(|(hard, used)| QuotaUsage {
-            hard: paddock_core::quota::display_map(&hard),
-            used: paddock_core::quota::display_map(&used),
-        });
+    let views = crate::webhook::quota::status(state, &rec.id).await?;
+    let shown = |u| paddock_core::quota::display_map(u);
+    let quota = views.first().map(|base| QuotaUsage {
+        hard: shown(&base.hard),
+        used: shown(&base.used),
+        scoped: views[1..]
+            .iter()
+            .map(|v| {
+                let s = ScopedQuotaUsage {
+                    scopes: v.scopes.clone(),
+                    hard: shown(&v.hard),
+                    used: shown(&v.used),
+                };
+                (v.name.clone(), s)
+            })
+            .collect(),
+    });
     Ok(TenantUsage {
         api_version: paddock_api::GROUP_VERSION.into(),
         kind: paddock_api::usage::KIND.into(),

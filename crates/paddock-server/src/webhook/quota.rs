@@ -7,10 +7,10 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use paddock_api::quota::TenantQuota;
+use paddock_api::quota::{QuotaSpec, TenantQuota};
 use paddock_core::TenantId;
 use paddock_core::quota::{
-    self, Admission, ChargedKind, Hard, Ledger, QUOTA_NAME, Usage, display_map,
+    self, Admission, ChargedKind, Hard, Ledger, QUOTA_NAME, Quotas, ScopedSpec, Usage, display_map,
 };
 use serde_json::{Value, json};
 
@@ -27,22 +27,26 @@ pub(super) fn now_ms() -> u64 {
         .map_or(0, |d| d.as_millis() as u64)
 }
 
-/// The tenant's hard limits (none: no tenant quota).
-pub fn hard_of(state: &AppState, tid: &TenantId) -> Result<Option<Hard>, ServerError> {
+/// The tenant's quotas: `tenant-quota` and its scoped entries (none: no tenant quota).
+pub fn quotas_of(state: &AppState, tid: &TenantId) -> Result<Option<Quotas>, ServerError> {
     let Some(rec) = state.cache.tenant(tid.as_str()) else {
         return Ok(None);
     };
-    match &rec.quota {
-        Some(h) if !h.is_empty() => quota::parse_hard(h)
-            .map(Some)
-            .map_err(|e| ServerError::Internal(format!("tenant {tid}: stored quota: {e}"))),
-        _ => Ok(None),
-    }
+    Quotas::parse(rec.quota.as_ref(), &rec.scoped_quota)
+        .map_err(|e| ServerError::Internal(format!("tenant {tid}: stored quota: {e}")))
+}
+
+/// Checks `tenant-quota` limits alone (the configured default) before they are used.
+pub fn validate_hard(hard: &BTreeMap<String, String>) -> Result<(), ServerError> {
+    validate_quotas(hard, &BTreeMap::new())
 }
 
 /// Checks an admin's quota before it is stored.
-pub fn validate_hard(hard: &BTreeMap<String, String>) -> Result<(), ServerError> {
-    quota::parse_hard(hard)
+pub fn validate_quotas(
+    hard: &BTreeMap<String, String>,
+    scoped: &BTreeMap<String, ScopedSpec>,
+) -> Result<(), ServerError> {
+    Quotas::parse(Some(hard), scoped)
         .map(|_| ())
         .map_err(|e| ServerError::BadRequest(e.to_string()))
 }
@@ -79,7 +83,7 @@ pub async fn admit_create(
     tid: &TenantId,
     c: &Create<'_>,
 ) -> Result<(), ServerError> {
-    let Some(hard) = hard_of(state, tid)? else {
+    let Some(quotas) = quotas_of(state, tid)? else {
         return Ok(());
     };
     if c.upstream_group.is_empty()
@@ -93,16 +97,11 @@ pub async fn admit_create(
         group,
         resource: c.resource,
     };
-    let charge = quota::usage_of(&kind, c.object)
+    let charge = quotas
+        .charge(&kind, c.object)
         .map_err(|e| ServerError::BadRequest(format!("{}: {e}", quota::count_resource(&kind))))?;
-    if group.is_empty() && c.resource == "pods" && !charge.is_empty() {
-        let tracked: Vec<&str> = hard.keys().map(String::as_str).collect();
-        let missing = quota::missing_pod_resources(c.object, &tracked);
-        if !missing.is_empty() {
-            return Err(ServerError::Forbidden(quota::must_specify_message(
-                &missing,
-            )));
-        }
+    if let Some(message) = quotas.missing_resources(&kind, c.object) {
+        return Err(ServerError::Forbidden(message));
     }
     // A Namespace's review carries its own name as its namespace; its key has none, as in
     // paddock's own path and the recount.
@@ -117,7 +116,7 @@ pub async fn admit_create(
     let _serial = lock.lock().await;
     for _ in 0..SWAP_ATTEMPTS {
         let cur = state.store.get_quota_ledger(tid).await?;
-        match quota::admit(&hard, &cur.ledger, &key, &what, &charge, now_ms()) {
+        match quota::admit_entries(&quotas, &cur.ledger, &key, &what, &charge, now_ms()) {
             Admission::Untouched => return Ok(()),
             Admission::Exceeded(msg) => {
                 state.metrics.quota_refused.inc();
@@ -150,9 +149,11 @@ pub(super) struct Count {
 
 impl Count {
     /// Adds one object of `resource` (tenant-view `group`, upstream `upstream_group`) in
-    /// upstream namespace `ns` (`""` when cluster-scoped).
+    /// upstream namespace `ns` (`""` when cluster-scoped), in every entry of `quotas` it
+    /// matches.
     pub(super) fn charge(
         &mut self,
+        quotas: &Quotas,
         group: &str,
         upstream_group: &str,
         resource: &str,
@@ -165,7 +166,8 @@ impl Count {
         let kind = ChargedKind { group, resource };
         // An object upstream accepted but whose quantities paddock cannot read charges
         // its count only.
-        let u = quota::usage_of(&kind, obj)
+        let u = quotas
+            .charge(&kind, obj)
             .unwrap_or_else(|_| [(quota::count_resource(&kind), quota::Milli::units(1))].into());
         for (k, v) in u {
             let slot = self.usage.entry(k).or_default();
@@ -174,23 +176,78 @@ impl Count {
     }
 }
 
-/// The tenant's quota as hard and used, or `None` without a quota. For the tenant's view and
-/// the usage report.
-pub async fn status(
-    state: &AppState,
-    tid: &TenantId,
-) -> Result<Option<(Hard, Usage)>, ServerError> {
-    let Some(hard) = hard_of(state, tid)? else {
-        return Ok(None);
-    };
-    let ledger: Ledger = state.store.get_quota_ledger(tid).await?.ledger;
-    let used = quota::used_of_hard(&hard, &ledger);
-    Ok(Some((hard, used)))
+/// One of a tenant's quotas as shown: its name, its spec as the admin wrote it (scopes, as a
+/// ResourceQuota's), hard and used.
+pub struct QuotaView {
+    pub name: String,
+    pub scoped: Option<ScopedSpec>,
+    /// The scopes as shown (`BestEffort`, `PriorityClass In (high)`); empty when unscoped.
+    pub scopes: Vec<String>,
+    pub hard: Hard,
+    pub used: Usage,
 }
 
-/// The tenant's `TenantQuota` object (cluster-scoped, read-only, `paddock.io/v1alpha1`).
-pub fn tenant_quota_object(created: &str, hard: &Hard, used: &Usage) -> TenantQuota {
-    TenantQuota::new(QUOTA_NAME, created, display_map(hard), display_map(used))
+/// The tenant's quotas, `tenant-quota` first (present even when it limits nothing, when the
+/// tenant has scoped entries), with what is used of each; empty without a quota. For the
+/// tenant's view and the usage report.
+pub async fn status(state: &AppState, tid: &TenantId) -> Result<Vec<QuotaView>, ServerError> {
+    let Some(quotas) = quotas_of(state, tid)? else {
+        return Ok(Vec::new());
+    };
+    let ledger: Ledger = state.store.get_quota_ledger(tid).await?.ledger;
+    let rec = state.cache.tenant(tid.as_str());
+    let mut out = Vec::new();
+    if quotas.unscoped_entry().is_none() {
+        out.push(QuotaView {
+            name: QUOTA_NAME.into(),
+            scoped: None,
+            scopes: Vec::new(),
+            hard: Hard::new(),
+            used: Usage::new(),
+        });
+    }
+    for e in &quotas.entries {
+        out.push(QuotaView {
+            name: e.name.clone(),
+            scoped: rec
+                .as_ref()
+                .and_then(|r| r.scoped_quota.get(&e.name).cloned()),
+            scopes: e.describe(),
+            hard: e.hard.clone(),
+            used: quota::used_of(e, &ledger),
+        });
+    }
+    Ok(out)
+}
+
+/// The API form of a scoped entry's spec (scopes and selector; `hard` as written).
+pub fn api_spec(spec: &ScopedSpec) -> QuotaSpec {
+    QuotaSpec {
+        hard: spec.hard.clone(),
+        scopes: spec.scopes.clone(),
+        scope_selector: spec
+            .scope_selector
+            .as_ref()
+            .and_then(|s| serde_json::to_value(s).ok())
+            .and_then(|v| serde_json::from_value(v).ok()),
+        ..QuotaSpec::default()
+    }
+}
+
+/// A `TenantQuota` object (cluster-scoped, read-only, `paddock.io/v1alpha1`).
+pub fn tenant_quota_object(created: &str, view: &QuotaView) -> TenantQuota {
+    let mut o = TenantQuota::new(
+        &view.name,
+        created,
+        display_map(&view.hard),
+        display_map(&view.used),
+    );
+    if let Some(spec) = &view.scoped {
+        let api = api_spec(spec);
+        o.spec.scopes = api.scopes;
+        o.spec.scope_selector = api.scope_selector;
+    }
+    o
 }
 
 /// `kubectl get tenantquotas` columns, as for ResourceQuotas (`REQUEST: pods: 3/10, ...`).
@@ -279,10 +336,40 @@ mod object_tests {
             "spec": {"hard": display_map(&hard)},
             "status": {"hard": display_map(&hard), "used": display_map(&used)}
         });
-        let now = tenant_quota_object("2026-01-02T03:04:05Z", &hard, &used);
+        let view = QuotaView {
+            name: QUOTA_NAME.into(),
+            scoped: None,
+            scopes: Vec::new(),
+            hard,
+            used,
+        };
+        let now = tenant_quota_object("2026-01-02T03:04:05Z", &view);
         assert_eq!(
             serde_json::to_string(&now).unwrap_or_default(),
             before.to_string()
         );
+    }
+
+    #[test]
+    fn a_scoped_entry_shows_its_scopes_as_a_resource_quota_does() {
+        let spec: ScopedSpec = serde_json::from_value(json!({"hard": {"pods": "3"},
+            "scopes": ["BestEffort"],
+            "scopeSelector": {"matchExpressions": [{"scopeName": "PriorityClass", "operator": "DoesNotExist"}]}}))
+        .unwrap_or_default();
+        let view = QuotaView {
+            name: "besteffort".into(),
+            hard: [("pods".to_string(), quota::Milli::units(3))].into(),
+            used: Usage::new(),
+            scopes: vec!["BestEffort".into()],
+            scoped: Some(spec),
+        };
+        let o = serde_json::to_value(tenant_quota_object("t", &view)).unwrap_or_default();
+        assert_eq!(
+            o["spec"],
+            json!({"hard": {"pods": "3"}, "scopes": ["BestEffort"],
+                "scopeSelector": {"matchExpressions": [{"scopeName": "PriorityClass", "operator": "DoesNotExist"}]}})
+        );
+        assert_eq!(o["metadata"]["name"], "besteffort");
+        assert_eq!(o["status"]["used"], json!({}));
     }
 }

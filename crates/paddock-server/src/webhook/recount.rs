@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use paddock_core::provision::reflect::Cache;
-use paddock_core::quota::{self, Hard, recount_shape};
+use paddock_core::quota::{self, Quotas, recount_shape};
 use paddock_core::{Scope, TENANT_LABEL, TenantId};
 use paddock_upstream::error::ServerError;
 use paddock_upstream::reflector::{self, Feed, Source};
@@ -21,7 +21,7 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
-use super::quota::{Count, SWAP_ATTEMPTS, hard_of, is_default_namespace, now_ms};
+use super::quota::{Count, SWAP_ATTEMPTS, is_default_namespace, now_ms, quotas_of};
 use crate::state::AppState;
 
 /// The longest time between two real re-lists of a watched collection.
@@ -116,8 +116,8 @@ async fn recount_leading(state: Arc<AppState>) {
             if rec.phase != paddock_store::TenantPhase::Active {
                 continue;
             }
-            let hard = match hard_of(&state, &rec.id) {
-                Ok(Some(h)) => h,
+            let quotas = match quotas_of(&state, &rec.id) {
+                Ok(Some(q)) => q,
                 Ok(None) => continue,
                 Err(e) => {
                     tracing::warn!(tenant = %rec.id, error = %e, "quota recount failed");
@@ -125,7 +125,7 @@ async fn recount_leading(state: Arc<AppState>) {
                 }
             };
             let counted_at = now_ms();
-            let done = match watch.count(&rec.id, &hard, &mut wanted).await {
+            let done = match watch.count(&rec.id, &quotas, &mut wanted).await {
                 Ok(Some(count)) => recount_tenant(&state, &rec.id, count, counted_at).await,
                 // A collection not listed yet: the next tick.
                 Ok(None) => Ok(()),
@@ -195,12 +195,12 @@ impl QuotaWatch {
         feed.into_cache(cache);
     }
 
-    /// The kinds `hard` tracks for `tid`, resolved upstream (a kind the upstream does not
+    /// The kinds `quotas` track for `tid`, resolved upstream (a kind the upstream does not
     /// serve, a CRD not created yet, has no objects and is left out).
-    async fn tracked(&self, tid: &TenantId, hard: &Hard) -> Result<Vec<Tracked>, ServerError> {
+    async fn tracked(&self, tid: &TenantId, quotas: &Quotas) -> Result<Vec<Tracked>, ServerError> {
         let catalog = self.state.catalog().await?;
         let mut out = Vec::new();
-        for (group, resource) in paddock_core::quota::tracked_kinds(hard) {
+        for (group, resource) in quotas.tracked_kinds() {
             if group.is_empty() && resource == "namespaces" {
                 continue;
             }
@@ -223,16 +223,16 @@ impl QuotaWatch {
         Ok(out)
     }
 
-    /// What exists of every kind `hard` tracks for `tid`, from the caches; `None` while a
+    /// What exists of every kind `quotas` track for `tid`, from the caches; `None` while a
     /// collection it needs has not been listed yet. Every collection it needs is added to
     /// `wanted` (and watched from now on).
     pub(super) async fn count(
         &mut self,
         tid: &TenantId,
-        hard: &Hard,
+        quotas: &Quotas,
         wanted: &mut BTreeSet<String>,
     ) -> Result<Option<Count>, ServerError> {
-        let tracked = self.tracked(tid, hard).await?;
+        let tracked = self.tracked(tid, quotas).await?;
         let ids: Vec<usize> = tracked
             .iter()
             .map(|t| {
@@ -253,13 +253,22 @@ impl QuotaWatch {
             .map(str::to_string)
             .collect();
         let mut count = Count::default();
-        if paddock_core::quota::tracked_kinds(hard).contains(&(String::new(), "namespaces".into()))
+        if quotas
+            .tracked_kinds()
+            .contains(&(String::new(), "namespaces".into()))
         {
             for ns in namespaces
                 .iter()
                 .filter(|ns| !is_default_namespace(tid, ns))
             {
-                count.charge("", "", "namespaces", "", &json!({"metadata": {"name": ns}}));
+                count.charge(
+                    quotas,
+                    "",
+                    "",
+                    "namespaces",
+                    "",
+                    &json!({"metadata": {"name": ns}}),
+                );
             }
         }
         for (t, id) in tracked.iter().zip(&ids) {
@@ -269,16 +278,17 @@ impl QuotaWatch {
                     o["metadata"]["labels"][TENANT_LABEL].as_str() == Some(tid.as_str())
                 };
                 for o in cache.values().filter(own) {
-                    count.charge(&t.group, &t.upstream_group, &t.resource, "", o);
+                    count.charge(quotas, &t.group, &t.upstream_group, &t.resource, "", o);
                 }
                 continue;
             }
             for ns in &namespaces {
                 for o in cache.in_namespace(ns) {
-                    count.charge(&t.group, &t.upstream_group, &t.resource, ns, o);
+                    count.charge(quotas, &t.group, &t.upstream_group, &t.resource, ns, o);
                 }
             }
         }
+        quotas.known_zeros(&mut count.usage);
         Ok(Some(count))
     }
 
