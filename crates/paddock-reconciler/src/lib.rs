@@ -17,6 +17,7 @@
 
 pub mod api_endpoints;
 pub mod billing;
+pub mod crd_grant;
 pub mod kept;
 pub mod lifecycle;
 pub mod namespaces;

@@ -13,8 +13,9 @@
 //!   namespace of the tenant, kept in step when either side changes (the request path, and the
 //!   watch-driven resync, `resync.rs`).
 //! - **Tenant custom resources.** A per-tenant ClusterRole grants the admins' shadow group the
-//!   tenant's own CRD groups (cluster-scoped custom resources); namespaced ones are covered by the
-//!   admins' RoleBinding in each namespace.
+//!   tenant's own CRD groups (cluster-scoped custom resources; written compare-and-swap from a
+//!   fresh read, `crd_grant.rs`); namespaced ones are covered by the admins' RoleBinding in
+//!   each namespace.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -22,7 +23,6 @@ use paddock_core::identity::{SA_USER, cluster_unshadow};
 use paddock_core::{TENANT_LABEL, TenantId};
 use serde_json::{Value, json};
 
-use paddock_core::identity::shadow_admin_group;
 use paddock_core::provision::resync::Watched;
 use paddock_core::provision::tenant_cluster_role_name;
 use paddock_core::tenant::MANAGED_FOR_LABEL;
@@ -403,66 +403,14 @@ pub(crate) async fn reconcile_tenant(
             mirrors.await?;
         }
     }
-    reconcile_custom_resource_role(up, t, view).await
-}
-
-/// The per-tenant ClusterRole over the tenant's own CRD groups, bound to its admins' shadow;
-/// neither exists while the tenant has no CRD.
-async fn reconcile_custom_resource_role(
-    up: &Upstream,
-    t: &TenantId,
-    view: &TenantView,
-) -> Result<(), ServerError> {
-    let name = tenant_cluster_role_name(t);
-    let binding_path = format!(
-        "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/{}",
-        pct(&name)
-    );
-    let role_path = format!(
-        "/apis/rbac.authorization.k8s.io/v1/clusterroles/{}",
-        pct(&name)
-    );
-    if view.crd_groups.is_empty() {
-        // No binding at all rather than a binding to an empty role: every ClusterRoleBinding
-        // costs every non-admin request in the cluster a match (CLUSTER_SCOPE_GROUP's note).
-        // The role goes first, so that a binding left by an interrupted removal is found again.
-        if view.custom_role.is_some() {
-            upjson::delete(up, &role_path).await?;
-        }
-        if view.custom_binding.is_some() {
-            upjson::delete(up, &binding_path).await?;
-        }
-        return Ok(());
-    }
-    let labels = json!({MANAGED_FOR_LABEL: t.as_str(), "app.kubernetes.io/managed-by": "paddock"});
-    let rules = json!([{"apiGroups": view.crd_groups, "resources": ["*"], "verbs": ["*"]}]);
-    if view.custom_role.as_ref().map(|r| &r["rules"]) != Some(&rules) {
-        upjson::apply(
-            up,
-            &role_path,
-            &json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
-                    "metadata": {"name": name, "labels": labels}, "rules": rules}),
-        )
-        .await?;
-    }
-    let role_ref =
-        json!({"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name});
-    let subjects = json!([{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": shadow_admin_group(t)}]);
-    let binding_ok = view
-        .custom_binding
-        .as_ref()
-        .is_some_and(|b| b["roleRef"] == role_ref && b["subjects"] == subjects);
-    if !binding_ok {
-        upjson::apply(
-            up,
-            &binding_path,
-            &json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
-                    "metadata": {"name": name, "labels": labels},
-                    "roleRef": role_ref, "subjects": subjects}),
-        )
-        .await?;
-    }
-    Ok(())
+    crate::crd_grant::reconcile(
+        up,
+        t,
+        &view.crd_groups,
+        view.custom_role.as_ref(),
+        view.custom_binding.as_ref(),
+    )
+    .await
 }
 
 #[cfg(test)]

@@ -24,7 +24,9 @@ pub enum ReqBodyError {
 /// A request's body and the time by which all of it must have arrived.
 #[derive(Debug)]
 pub struct ReqBody {
-    inner: Incoming,
+    /// None: a body read already, whose bytes travel in the request's extensions (a namespace
+    /// create sent again with another generated name, stack::namespace_create).
+    inner: Option<Incoming>,
     /// When the request began and how long its body may take.
     started: Instant,
     limit: Duration,
@@ -37,9 +39,20 @@ impl ReqBody {
     /// `inner`, all of which must arrive within `limit` from now.
     pub fn new(inner: Incoming, limit: Duration) -> Self {
         ReqBody {
-            inner,
+            inner: Some(inner),
             started: Instant::now(),
             limit,
+            timer: None,
+        }
+    }
+
+    /// An empty body, for a request whose body was read already and is carried in its
+    /// extensions.
+    pub fn read_already() -> Self {
+        ReqBody {
+            inner: None,
+            started: Instant::now(),
+            limit: Duration::ZERO,
             timer: None,
         }
     }
@@ -54,7 +67,10 @@ impl Body for ReqBody {
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, ReqBodyError>>> {
         let this = self.get_mut();
-        if let Poll::Ready(frame) = Pin::new(&mut this.inner).poll_frame(cx) {
+        let Some(inner) = this.inner.as_mut() else {
+            return Poll::Ready(None);
+        };
+        if let Poll::Ready(frame) = Pin::new(inner).poll_frame(cx) {
             return Poll::Ready(frame.map(|f| f.map_err(ReqBodyError::from)));
         }
         let deadline = this.started + this.limit;
@@ -68,10 +84,12 @@ impl Body for ReqBody {
     }
 
     fn is_end_stream(&self) -> bool {
-        self.inner.is_end_stream()
+        self.inner.as_ref().is_none_or(Body::is_end_stream)
     }
 
     fn size_hint(&self) -> SizeHint {
-        self.inner.size_hint()
+        self.inner
+            .as_ref()
+            .map_or_else(|| SizeHint::with_exact(0), Body::size_hint)
     }
 }

@@ -13,6 +13,7 @@
 //!   paddock with the in-cluster path) and the operators test's helpers.
 //! - [`h2_attack`]: a raw-frame HTTP/2 client over TLS for the front door's abuse test.
 
+pub mod crd_first;
 pub mod cred;
 pub mod etcd_cluster;
 pub mod forwarder;
@@ -24,6 +25,7 @@ pub mod identity_check;
 pub mod kube_client;
 pub mod kubectl;
 pub mod load;
+pub mod ns_bodies;
 pub mod operators;
 pub mod paddock;
 pub mod process;

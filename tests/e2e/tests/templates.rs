@@ -13,6 +13,9 @@
 //! - a change reaches every namespace of every tenant (figure), a template scoped to one
 //!   tenant never shows in another's, deleting removes mandatory objects and leaves optional
 //!   ones with the tenant; tenants cannot reach the templates API nor the admission webhook;
+//! - namespaces created with `generateName` (JSON, YAML, protobuf) get their name, prefix,
+//!   label, binding and templates, are listed and go with their tenant; a body paddock cannot
+//!   read is a 415 (`templates/generate_name.rs`, issue 39);
 //! - the multi-tenancy benchmark's PL1 checks the test bed can exercise, through paddock and
 //!   straight at the apiserver (docs/security.md "Multi-tenancy benchmark, profile level 1").
 //!
@@ -21,6 +24,8 @@
 
 #[path = "templates/bed.rs"]
 mod bed;
+#[path = "templates/generate_name.rs"]
+mod generate_name;
 #[path = "templates/pl1.rs"]
 mod pl1;
 
@@ -212,6 +217,9 @@ fn namespace_templates_stamp_lock_sync_and_pl1() -> Result<()> {
         leak && !out.contains("b-only"),
         "a template scoped to another tenant shows: {out}"
     );
+
+    // ---- namespaces created with generateName (issue 39) ---------------------------------------
+    generate_name::generate_name_checks(&bed)?;
 
     // ---- locked through paddock, with controls -------------------------------------------------
     let policy = "namespace-templates";

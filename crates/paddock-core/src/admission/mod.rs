@@ -121,12 +121,23 @@ pub struct AdmissionRequest {
 }
 
 impl AdmissionRequest {
-    /// The namespace the object lives in (a Namespace's own name for namespaces).
+    /// The namespace the object lives in (a Namespace's own name for namespaces). A namespace
+    /// created with `generateName` straight at the apiserver has no name in the request: its
+    /// object's name once the apiserver generated it (validating phase), else its
+    /// `generateName`, which the generated name starts with (mutating phase). (Through
+    /// paddock the name is generated before the create, wire::namespace_body.)
     pub fn tenant_namespace(&self) -> &str {
-        if self.resource.group.is_empty() && self.resource.resource == "namespaces" {
-            &self.name
-        } else {
-            &self.namespace
+        if !(self.resource.group.is_empty() && self.resource.resource == "namespaces") {
+            return &self.namespace;
+        }
+        let meta = |f: &str| {
+            self.object["metadata"][f]
+                .as_str()
+                .filter(|s| !s.is_empty())
+        };
+        match self.name.as_str() {
+            "" => meta("name").or_else(|| meta("generateName")).unwrap_or(""),
+            name => name,
         }
     }
 

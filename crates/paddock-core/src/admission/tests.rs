@@ -479,6 +479,27 @@ fn weaker_namespace_labels_are_refused_not_rewritten() {
 }
 
 #[test]
+fn a_generated_namespace_is_the_tenant_of_its_name_or_generate_name() {
+    // Straight at the apiserver: the request carries no name; the mutating phase sees the
+    // generateName, the validating phase the generated name.
+    let mut ns = request(
+        "namespaces",
+        "",
+        "CREATE",
+        json!({"metadata": {"generateName": "acme01-dev-"}}),
+    );
+    (ns.namespace, ns.name) = (String::new(), String::new());
+    assert_eq!(ns.tenant_namespace(), "acme01-dev-");
+    ns.object["metadata"]["name"] = json!("acme01-dev-x2b4z");
+    assert_eq!(ns.tenant_namespace(), "acme01-dev-x2b4z");
+    ns.name = "acme01-named".into();
+    assert_eq!(ns.tenant_namespace(), "acme01-named");
+    let mut other = request("configmaps", "", "CREATE", json!({"metadata": {}}));
+    other.name = String::new();
+    assert_eq!(other.tenant_namespace(), "acme01-default");
+}
+
+#[test]
 fn namespaces_are_raised_to_the_tenant_level() {
     let mut p = TenantPolicy::default();
     let mut ns = request(

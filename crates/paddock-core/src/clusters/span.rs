@@ -58,6 +58,15 @@ pub fn span_target<'a>(method: &str, path: &'a str) -> SpanTarget<'a> {
     }
 }
 
+/// Whether a CRD (as upstream answers it) is established: its resources are served.
+pub fn crd_established(crd: &Value) -> bool {
+    crd["status"]["conditions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .any(|c| c["type"] == "Established" && c["status"] == "True")
+}
+
 /// Why a namespace cannot be placed (a 400 `Status`).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SpanError {
@@ -261,6 +270,19 @@ mod shared_get_tests {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_crd_is_established_by_its_condition() {
+        let crd = |status: &str| {
+            json!({"status": {"conditions": [
+                {"type": "NamesAccepted", "status": "True"},
+                {"type": "Established", "status": status}]}})
+        };
+        assert!(crd_established(&crd("True")));
+        assert!(!crd_established(&crd("False")));
+        assert!(!crd_established(&json!({"status": {}})));
+        assert!(!crd_established(&json!({"kind": "Status", "code": 404})));
+    }
 
     #[test]
     fn targets() {

@@ -7,6 +7,7 @@
 //! does the once-per-fleet work; nothing here does I/O.
 
 pub mod builtin_roles;
+pub mod custom_resources;
 pub mod guard;
 pub mod lease;
 pub mod reflect;

@@ -36,12 +36,12 @@ fn bad(m: impl Into<String>) -> TranslateError {
     TranslateError::BadRequest(m.into())
 }
 
-fn parse_json(body: &[u8]) -> Result<Value, TranslateError> {
+pub(crate) fn parse_json(body: &[u8]) -> Result<Value, TranslateError> {
     serde_json::from_slice(body).map_err(|e| bad(format!("malformed JSON request body: {e}")))
 }
 
 /// YAML (or JSON, which is YAML) -> JSON value.
-fn parse_yaml(body: &[u8]) -> Result<Value, TranslateError> {
+pub(crate) fn parse_yaml(body: &[u8]) -> Result<Value, TranslateError> {
     if let Ok(v) = serde_json::from_slice::<Value>(body) {
         return Ok(v);
     }

@@ -3,6 +3,7 @@
 
 pub mod body;
 pub mod dupkeys;
+pub mod namespace_body;
 pub mod patch;
 pub mod pb;
 pub mod pb_label;

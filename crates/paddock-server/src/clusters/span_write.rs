@@ -23,7 +23,10 @@ pub struct Replay {
     path_and_query: String,
     headers: HeaderMap,
     body: Bytes,
+    /// An RBAC object or a CRD: the tenant's mirrors and custom-resources role follow there.
     rbac: bool,
+    /// A CRD created: its (upstream) name, to wait until it is established there too.
+    new_crd: Option<String>,
 }
 
 /// The replay of a planned write, if it is a replicated kind of a spanning tenant. `body`:
@@ -47,13 +50,18 @@ pub fn replay_of(
         return None;
     }
     super::span::spanning_clusters(state, tenant)?;
+    let new_crd = (info.is_crd() && *method == Method::POST)
+        .then(|| serde_json::from_slice::<serde_json::Value>(&body).ok())
+        .flatten()
+        .and_then(|v| v["metadata"]["name"].as_str().map(str::to_owned));
     Some(Replay {
         tenant: tenant.clone(),
         method: method.clone(),
         path_and_query: plan.upstream_path_and_query.clone(),
         headers: headers.clone(),
         body,
-        rbac: info.group == "rbac.authorization.k8s.io",
+        rbac: info.group == "rbac.authorization.k8s.io" || info.is_crd(),
+        new_crd,
     })
 }
 
@@ -92,8 +100,46 @@ async fn replay_on(home: &Arc<AppState>, r: &Replay, name: &str) -> Result<(), S
         )));
     }
     if r.rbac {
-        // The mirrors of the tenant's ClusterRoleBindings in its namespaces there.
+        // The mirrors of the tenant's ClusterRoleBindings in its namespaces there, and its
+        // custom-resources role.
         paddock_reconciler::rbac_sync::sync_tenant(&state.upstream, &r.tenant).await?;
     }
+    if let Some(crd) = &r.new_crd {
+        // The tenant may create its resources in a namespace there as soon as the home's
+        // answer arrives (issue 39: no window after a CRD is created).
+        established(&state, crd).await?;
+    }
     Ok(())
+}
+
+/// The longest a CRD create's answer waits for the CRD to be established on another cluster
+/// of the tenant.
+const ESTABLISH_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Waits (bounded) until the CRD `name` is established on the cluster of `state` (read by a
+/// list of that one name: paddock's rights on CRDs are `list`, not `get`).
+async fn established(state: &AppState, name: &str) -> Result<(), ServerError> {
+    use paddock_upstream::upjson::{list, query_escape};
+    let path = format!(
+        "/apis/apiextensions.k8s.io/v1/customresourcedefinitions?fieldSelector={}",
+        query_escape(&format!("metadata.name={name}"))
+    );
+    let started = tokio::time::Instant::now();
+    let mut pause = std::time::Duration::from_millis(10);
+    loop {
+        let items = list(&state.upstream, &path).await?;
+        if items
+            .iter()
+            .any(paddock_core::clusters::span::crd_established)
+        {
+            return Ok(());
+        }
+        if started.elapsed() + pause > ESTABLISH_WAIT {
+            return Err(ServerError::Upstream(format!(
+                "CRD {name} is not established after {ESTABLISH_WAIT:?}"
+            )));
+        }
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(std::time::Duration::from_millis(200));
+    }
 }

@@ -5,9 +5,9 @@
 use std::future::Future;
 
 use http::{Response, StatusCode};
-use paddock_core::TenantId;
 use paddock_upstream::answer_body::AnswerBody;
 
+use super::new_crd::NewCrd;
 use super::rewrite::whole_answer;
 use super::{FollowedUp, Job, Planned, Sent, Step, pipeline_layer};
 use crate::proxy::whole::{content_type_of, rewrite_whole};
@@ -30,8 +30,8 @@ pub trait FollowingUp: Send + Sync + 'static {
         job: &Job,
     ) -> impl Future<Output = Result<Option<Response<ResBody>>, ServerError>> + Send;
     /// The tenant's RBAC mirrors brought in step (failures are logged: the periodic resync
-    /// retries).
-    fn sync_rbac(&self, tenant: &TenantId) -> impl Future<Output = ()> + Send;
+    /// retries); after a CRD's create, until its admins may use its resources (bounded).
+    fn sync_rbac(&self, job: &Job, new_crd: Option<&NewCrd>) -> impl Future<Output = ()> + Send;
     /// A self review's answer for the tenant's cluster.
     fn self_review(
         &self,
@@ -60,9 +60,13 @@ impl FollowingUp for AppState {
         )
         .await
     }
-    async fn sync_rbac(&self, tenant: &TenantId) {
+    async fn sync_rbac(&self, job: &Job, new_crd: Option<&NewCrd>) {
+        let tenant = &job.caller.tenant;
         if let Err(e) = paddock_reconciler::rbac_sync::sync_tenant(&self.upstream, tenant).await {
             tracing::warn!(tenant = %tenant, error = %e, "RBAC mirror sync failed; the periodic resync will retry");
+        }
+        if let Some(crd) = new_crd {
+            crate::proxy::new_crd::wait_for_grant(self, job, crd).await;
         }
     }
     async fn self_review(&self, sent: Sent) -> Result<Response<ResBody>, ServerError> {
@@ -133,7 +137,7 @@ async fn follow_ups<P: FollowingUp>(state: &P, sent: Sent) -> Result<FollowedUp,
     if actions.sync_rbac {
         // A ClusterRoleBinding or CRD changed: its namespaced mirrors (and the tenant's
         // custom-resources role) follow before the answer, so the change is usable at once.
-        boxed(|| state.sync_rbac(&sent.job.caller.tenant)).await;
+        boxed(|| state.sync_rbac(&sent.job, sent.with.new_crd.as_deref())).await;
     }
     if actions.self_review {
         return boxed(|| state.self_review(sent))

@@ -36,8 +36,14 @@ impl FollowingUp for Fake {
             )))
         }))
     }
-    async fn sync_rbac(&self, tenant: &TenantId) {
-        self.did.lock().unwrap().push(format!("sync {tenant}"));
+    async fn sync_rbac(&self, job: &Job, new_crd: Option<&NewCrd>) {
+        let crd = new_crd
+            .map(|c| format!(" crd {}", c.group))
+            .unwrap_or_default();
+        self.did
+            .lock()
+            .unwrap()
+            .push(format!("sync {}{crd}", job.caller.tenant));
     }
     async fn self_review(&self, sent: Sent) -> Result<Response<ResBody>, ServerError> {
         self.did.lock().unwrap().push("review".into());
@@ -208,4 +214,20 @@ async fn a_missed_write_to_the_platforms_flowschema_is_refused_with_a_status() {
     let fake = Arc::new(Fake::default());
     let f = follow(&fake, "PATCH", fs, StatusCode::NOT_FOUND).await;
     assert_eq!(answered(f).await, "upstream 404 Not Found");
+}
+
+#[tokio::test]
+async fn a_new_crd_is_handed_to_the_sync_before_the_answer() {
+    let fake = Arc::new(Fake::default());
+    let uri = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
+    let job = job("POST", uri);
+    assert!(job.plan.actions.sync_rbac);
+    let mut s = sent(job, json_answer(StatusCode::CREATED, "{}").await);
+    s.with.new_crd = Some(Box::new(NewCrd {
+        group: "foofoo-example.com".into(),
+        plural: "widgets".into(),
+    }));
+    let f = follow_ups(&*fake, s).await.unwrap();
+    assert_eq!(answered(f).await, "upstream 201 Created");
+    assert_eq!(fake.did(), ["sync foofoo crd foofoo-example.com"]);
 }

@@ -18,6 +18,7 @@ pub mod fanout;
 pub mod follow;
 mod follow_platform;
 pub mod impersonate;
+pub mod new_crd;
 pub mod outbound;
 pub mod plan;
 pub mod reviews;
@@ -84,6 +85,9 @@ pub struct SentWith {
     pub rules_namespace: Option<String>,
     /// The client side of an upgrade (exec, attach, port-forward).
     pub client_upgrade: Option<hyper::upgrade::OnUpgrade>,
+    /// A CRD the request creates (not a dry run): the follow-up waits until the tenant's
+    /// admins may use its resources (`new_crd`).
+    pub new_crd: Option<Box<new_crd::NewCrd>>,
 }
 
 /// Upstream's answer.

@@ -85,6 +85,7 @@ fn outbound(method: &str, uri: &str) -> Outbound {
             who: paddock_core::identity::As::Real,
             rules_namespace: None,
             client_upgrade: None,
+            new_crd: None,
         },
     }
 }

@@ -97,6 +97,7 @@ pub fn sent(job: Arc<Job>, resp: Response<AnswerBody>) -> Sent {
             who: paddock_core::identity::As::Real,
             rules_namespace: None,
             client_upgrade: None,
+            new_crd: None,
         },
     }
 }

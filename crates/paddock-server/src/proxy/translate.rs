@@ -8,7 +8,7 @@ use bytes::Bytes;
 use http::header::{self, HeaderMap};
 use http::{Method, Request, Uri};
 use paddock_core::admission::policy::PodSecurityLevel;
-use paddock_core::{Plan, TenantId};
+use paddock_core::{Plan, TenantId, Verb};
 
 use super::{Job, Outbound, Planned, Sent, SentWith, Step, pipeline_layer};
 use crate::clusters::span_write::Replay;
@@ -142,6 +142,7 @@ where
         who: plan.identity.resolve(None),
         rules_namespace: None,
         client_upgrade: None,
+        new_crd: None,
     };
     // A spanning tenant's cluster-scoped write is replayed on its other clusters.
     let mut replay_body = Bytes::new();
@@ -229,6 +230,13 @@ async fn translated_body<P: Translating>(
     if plan.actions.self_review {
         translated = crate::proxy::reviews::normalize_self_review(ctx, plan, translated);
         sent.rules_namespace = paddock_core::identity::review::rules_review_namespace(&translated);
+    }
+    if plan.actions.sync_rbac
+        && plan.resource.as_ref().is_some_and(|i| i.is_crd())
+        && matches!(plan.request.verb, Verb::Create | Verb::Patch)
+        && !plan.upstream_path_and_query.contains("dryRun=")
+    {
+        sent.new_crd = crate::proxy::new_crd::NewCrd::of_body(&translated).map(Box::new);
     }
     sent.who = plan.identity.resolve(Some(&translated));
     headers.insert(header::CONTENT_TYPE, header_value(&up_ct)?);

@@ -256,3 +256,35 @@ async fn a_privileged_tenant_keeps_its_label_and_asserts_its_own_group() {
     let (_, groups) = sent_namespace(privileged(), "GET", "/api/v1/namespaces/dev", "").await;
     assert!(groups.is_empty(), "{groups:?}");
 }
+
+/// What the step decided of a request's new CRD (`SentWith::new_crd`), as `(group, plural)`.
+async fn new_crd_of(uri: &str, body: &'static str) -> Option<(String, String)> {
+    let inner = step_fn(move |out: Outbound| async move {
+        let mut s = sent(out.job, json_answer(StatusCode::OK, "{}").await);
+        s.with = out.sent;
+        Ok::<_, ServerError>(s)
+    });
+    let planned = Planned {
+        job: job("POST", uri),
+        req: request("POST", body),
+    };
+    let fake = Arc::new(Fake::default());
+    let s = TranslateLayer::new(&fake).layer(inner).run(planned).await;
+    s.unwrap().with.new_crd.map(|c| (c.group, c.plural))
+}
+
+#[tokio::test]
+async fn a_crd_create_names_its_group_for_the_grant_wait_and_a_dry_run_does_not() {
+    let crd = r#"{"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition","metadata":{"name":"widgets.example.com"},"spec":{"group":"example.com","scope":"Cluster","names":{"plural":"widgets","kind":"Widget"},"versions":[{"name":"v1","served":true,"storage":true}]}}"#;
+    let uri = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
+    assert_eq!(
+        new_crd_of(uri, crd).await,
+        Some(("foofoo-example.com".into(), "widgets".into()))
+    );
+    assert_eq!(new_crd_of(&format!("{uri}?dryRun=All"), crd).await, None);
+    let cm = r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c"}}"#;
+    assert_eq!(
+        new_crd_of("/api/v1/namespaces/web/configmaps", cm).await,
+        None
+    );
+}

@@ -6,7 +6,7 @@
 //! | access log and metrics | [`access`] | logs, counts, audits and meters every answer; turns every error into its `Status` |
 //! | header refusal | [`refuse`] | 413 for a body announced over the limit, before it is read |
 //! | fair-share gate | [`fair`] | admits a tenant's request under its limits; the slot lives as long as the answer's body |
-//! | dispatch | [`gateway`] | the admin API, paddock's own group for tenants, or the tenant pipeline |
+//! | dispatch | [`gateway`] | the admin API, paddock's own group for tenants, or the tenant pipeline (a namespace create read first: [`namespace_create`]) |
 //!
 //! The tenant pipeline (`proxy`) is a stack of its own: catalog retry, fan-out, response
 //! rewrite, follow-ups, body translation, send (docs/architecture.md).
@@ -18,6 +18,7 @@
 pub mod access;
 pub mod fair;
 pub mod fair_gate;
+pub mod namespace_create;
 pub mod refuse;
 pub mod router;
 
@@ -116,40 +117,52 @@ async fn gateway(
             groups,
             ..
         } => {
-            // What the access layer makes of the request's verb without a plan.
-            let unplanned = crate::observe::metrics::unplanned_verb(
-                req.method(),
-                req.uri().path(),
-                crate::stack::access::asks_watch(req.uri()),
-            );
-            // The one place a tenant request picks its cluster's state (docs/clusters.md);
-            // a tenant spanning clusters by the request's namespace (clusters/span.rs).
-            let mut req = req;
-            let (routed, after) = match crate::clusters::span::spanning_clusters(state, tenant) {
-                Some(cs) => {
-                    boxed(|| crate::clusters::span::route(state, tenant, &cs, &mut req)).await?
-                }
-                None => (
-                    crate::clusters::route(state, tenant)?,
-                    crate::clusters::span::After::Nothing,
-                ),
-            };
-            let served = crate::proxy::serve_tenant(&routed, tenant, user, groups, req).await;
-            let status = served
-                .as_ref()
-                .map_or(http::StatusCode::INTERNAL_SERVER_ERROR, |r| r.0.status());
-            if !matches!(after, crate::clusters::span::After::Nothing) {
-                boxed(|| after.answered(state, tenant, status)).await;
+            if namespace_create::is_namespace_create(&req) {
+                return boxed(|| namespace_create::serve(state, tenant, user, groups, req)).await;
             }
-            let (mut resp, verb) = served?;
-            // Only where the plan says otherwise (a connect, a deletecollection, ...): an
-            // answer's first extension costs three allocations.
-            if verb != unplanned {
-                resp.extensions_mut().insert(Answered { verb });
-            }
-            Ok(resp)
+            serve_routed(state, tenant, user, groups, req).await
         }
     }
+}
+
+/// A tenant request routed to its cluster and served by the tenant pipeline.
+async fn serve_routed(
+    state: &Arc<AppState>,
+    tenant: &TenantId,
+    user: &Arc<str>,
+    groups: &Arc<[String]>,
+    req: Request<ReqBody>,
+) -> Result<Response<ResBody>, ServerError> {
+    // What the access layer makes of the request's verb without a plan.
+    let unplanned = crate::observe::metrics::unplanned_verb(
+        req.method(),
+        req.uri().path(),
+        crate::stack::access::asks_watch(req.uri()),
+    );
+    // The one place a tenant request picks its cluster's state (docs/clusters.md);
+    // a tenant spanning clusters by the request's namespace (clusters/span.rs).
+    let mut req = req;
+    let (routed, after) = match crate::clusters::span::spanning_clusters(state, tenant) {
+        Some(cs) => boxed(|| crate::clusters::span::route(state, tenant, &cs, &mut req)).await?,
+        None => (
+            crate::clusters::route(state, tenant)?,
+            crate::clusters::span::After::Nothing,
+        ),
+    };
+    let served = crate::proxy::serve_tenant(&routed, tenant, user, groups, req).await;
+    let status = served
+        .as_ref()
+        .map_or(http::StatusCode::INTERNAL_SERVER_ERROR, |r| r.0.status());
+    if !matches!(after, crate::clusters::span::After::Nothing) {
+        boxed(|| after.answered(state, tenant, status)).await;
+    }
+    let (mut resp, verb) = served?;
+    // Only where the plan says otherwise (a connect, a deletecollection, ...): an
+    // answer's first extension costs three allocations.
+    if verb != unplanned {
+        resp.extensions_mut().insert(Answered { verb });
+    }
+    Ok(resp)
 }
 
 fn is_paddock_group(path: &str) -> bool {

@@ -15,6 +15,8 @@ use paddock_e2e::{Kubectl, Paddock, process, tools};
 
 use super::{eventually, tenant_on, upstream_has};
 
+mod first_writes;
+
 const NAMESPACES: &str = "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: here\n  labels: {paddock.io/cluster: default}\n---\napiVersion: v1\nkind: Namespace\nmetadata:\n  name: there\n  labels: {paddock.io/cluster: east}\n";
 
 const CRD: &str = "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: widgets.example.com}\nspec:\n  group: example.com\n  scope: Namespaced\n  names: {plural: widgets, singular: widget, kind: Widget}\n  versions:\n  - name: v1\n    served: true\n    storage: true\n    schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}\n";
@@ -181,6 +183,9 @@ pub fn spanning_tenant(p: &Paddock, up_a: &Kubectl, up_b: &Kubectl) -> Result<Ku
     binding_across_clusters(&ts, up_b)?;
     helm_across_clusters(p, &ts, up_b)?;
     shared_kinds_by_name(&ts, up_a, up_b)?;
+    let generated = first_writes::generate_name_across_clusters(&ts, up_a, up_b)?;
+    eprintln!("generated namespaces on the spanning tenant: {generated:?}");
+    first_writes::crd_first_across_clusters(&ts)?;
     eprintln!("spanning tenant scenarios passed in {:?}", t0.elapsed());
     Ok(ts)
 }
@@ -500,6 +505,14 @@ pub fn deletion(p: &Paddock, up_a: &Kubectl, up_b: &Kubectl) -> Result<()> {
             !upstream_has(up, &["get", "ns", ns])?,
             "{ns} left after the tenant's deletion"
         );
+    }
+    // The generated ones too (first_writes.rs), on either cluster.
+    for up in [up_a, up_b] {
+        eventually(Duration::from_secs(120), || {
+            let left = up.run(&["get", "ns", "-o", "name"])?;
+            ensure!(!left.contains("spanns-"), "left after the deletion: {left}");
+            Ok(())
+        })?;
     }
     let crbs = up_b.run(&["get", "clusterrolebindings", "-o", "name"])?;
     ensure!(
