@@ -29,9 +29,46 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
         .ok_or_else(|| format!("duration {s:?} is longer than ten years"))
 }
 
+/// A number of seconds as people read it, in its two largest units: `45s`, `12m`, `1h30m`,
+/// `2d3h` (the inverse of [`parse_duration`] for a single unit).
+pub fn format_duration(secs: u64) -> String {
+    const UNITS: [(u64, &str); 4] = [(86400, "d"), (3600, "h"), (60, "m"), (1, "s")];
+    let Some(first) = UNITS.iter().position(|(u, _)| secs >= *u) else {
+        return "0s".into();
+    };
+    let (u1, n1) = UNITS[first];
+    let mut out = format!("{}{n1}", secs / u1);
+    if let Some((u2, n2)) = UNITS.get(first + 1) {
+        let rest = (secs % u1) / u2;
+        if rest > 0 {
+            out.push_str(&format!("{rest}{n2}"));
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn durations_format_in_two_units() {
+        for (secs, text) in [
+            (0, "0s"),
+            (45, "45s"),
+            (60, "1m"),
+            (125, "2m5s"),
+            (5400, "1h30m"),
+            (7200, "2h"),
+            (183_600, "2d3h"),
+        ] {
+            assert_eq!(format_duration(secs), text);
+        }
+        assert_eq!(
+            parse_duration(&format_duration(7200)),
+            Ok(Duration::from_secs(7200))
+        );
+    }
 
     #[test]
     fn durations_parse() {

@@ -11,6 +11,7 @@
 pub mod certificate;
 pub mod cluster;
 pub mod duration;
+pub mod lifecycle;
 pub mod policy;
 pub mod quota;
 pub mod template;
@@ -32,7 +33,8 @@ pub const BASE: &str = "/apis/paddock.io/v1alpha1";
 
 /// The resources under [`BASE`] (plural names, as in a URL).
 pub mod resources {
-    /// Tenants (`tenants/<id>`, with `/quota`, `/policy`, `/limits`, `/billing`, `/usage`).
+    /// Tenants (`tenants/<id>`, with `/quota`, `/policy`, `/limits`, `/billing`, `/usage`,
+    /// `/suspension`, `/protection`).
     pub const TENANTS: &str = "tenants";
     /// Client certificates issued to tenants' users and to admins.
     pub const ISSUED_CERTIFICATES: &str = "issuedcertificates";

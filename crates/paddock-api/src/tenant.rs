@@ -105,6 +105,14 @@ pub struct TenantSpec {
         deserialize_with = "crate::present"
     )]
     pub clusters: Option<Value>,
+    /// `tenant delete` is refused while true (docs/operations.md "Suspend, protection and
+    /// TTL"); answers always write it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deletion_protection: Option<bool>,
+    /// Time to live (`30m`, `2h`, `7d`: [`crate::duration`]): the tenant is deleted that long
+    /// after it was set (at creation, or by `tenant ttl`); answers write it when there is one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttl: Option<String>,
 }
 
 /// The tenant's state.
@@ -116,6 +124,18 @@ pub struct TenantStatus {
     /// What a creation or deletion in progress has done so far.
     #[serde(default)]
     pub progress: Value,
+    /// While the tenant is suspended: since when, and whether its workloads were stopped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub suspension: Option<crate::lifecycle::Suspension>,
+    /// When its TTL runs out (RFC 3339), with one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires: Option<String>,
+    /// Seconds from the answer to `expires` (negative once it has passed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_in_seconds: Option<i64>,
+    /// What the platform should know now: a TTL running out, a deletion held by protection.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }
 
 impl Tenant {
@@ -168,8 +188,10 @@ mod tests {
 
     #[test]
     fn answers_have_the_shape_the_server_wrote() {
-        let one = r#"{"apiVersion":"paddock.io/v1alpha1","kind":"Tenant","metadata":{"name":"acme01","creationTimestamp":"2026-01-02T03:04:05Z","labels":{"team":"a"},"generation":3},"spec":{"displayName":"Acme","limits":{"readQPS":20},"billing":{"labels":{"cc":"1"}},"policy":null,"quota":{"hard":{}},"clusters":["default"]},"status":{"phase":"Active","progress":null}}"#;
+        let one = r#"{"apiVersion":"paddock.io/v1alpha1","kind":"Tenant","metadata":{"name":"acme01","creationTimestamp":"2026-01-02T03:04:05Z","labels":{"team":"a"},"generation":3},"spec":{"displayName":"Acme","limits":{"readQPS":20},"billing":{"labels":{"cc":"1"}},"policy":null,"quota":{"hard":{}},"clusters":["default"],"deletionProtection":false},"status":{"phase":"Active","progress":null}}"#;
         crate::tests::round_trip::<Tenant>(one);
+        let suspended = r#"{"apiVersion":"paddock.io/v1alpha1","kind":"Tenant","metadata":{"name":"acme01"},"spec":{"deletionProtection":true,"ttl":"2h"},"status":{"phase":"Suspended","progress":null,"suspension":{"since":"2026-01-02T03:04:05Z","stopWorkloads":true},"expires":"2026-01-02T05:04:05Z","expiresInSeconds":1800,"warnings":["tenant acme01 is deleted in 30m (TTL 2h)"]}}"#;
+        crate::tests::round_trip::<Tenant>(suspended);
         crate::tests::round_trip::<crate::List<Tenant>>(&format!(
             r#"{{"apiVersion":"paddock.io/v1alpha1","kind":"TenantList","metadata":{{}},"items":[{one}]}}"#
         ));

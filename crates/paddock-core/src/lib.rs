@@ -15,7 +15,7 @@
 //! - [`provision`] (what paddock installs upstream, the guard, platform grants),
 //!   [`admission`] (the webhook's decisions), [`quota`], [`templates`], [`fair`] (fair
 //!   share), [`observe`] (audit, usage, billing key, health), [`clusters`] (placement and
-//!   spanning).
+//!   spanning), [`lifecycle`] (suspension, workloads stopped and back, time-to-live).
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
 pub mod catalog;
@@ -30,6 +30,7 @@ pub mod wire;
 pub mod admission;
 pub mod clusters;
 pub mod fair;
+pub mod lifecycle;
 pub mod observe;
 pub mod provision;
 pub mod quota;

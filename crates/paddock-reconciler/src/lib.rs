@@ -9,10 +9,12 @@
 //!   objects of the bootstrap kept from watches (the leader's); [`prune`]: store upkeep;
 //! - [`rights`]: the start-up check that paddock's own credential holds what it needs;
 //! - [`billing`]: the tenant's billing key stamped on its namespaces (docs/metering.md);
-//! - [`templates`]: namespace templates stamped into tenant namespaces (docs/templates.md).
+//! - [`templates`]: namespace templates stamped into tenant namespaces (docs/templates.md);
+//! - [`suspend`]: a suspended tenant's namespaces marked for the guard, its workloads stopped
+//!   and brought back (docs/operations.md "Suspend, protection and TTL").
 //!
 //! Module layers (no cycles): `namespaces` <- `provision` <- `rbac_sync` <- `lifecycle` <-
-//! `resync`; `provision` <- `kept`.
+//! `resync`; `provision` <- `kept`; `suspend` <- `resync`.
 //! The gateway (`paddock-server`) calls in here; nothing here knows the gateway.
 
 pub mod api_endpoints;
@@ -26,6 +28,7 @@ pub mod prune;
 pub mod rbac_sync;
 pub mod resync;
 pub mod rights;
+pub mod suspend;
 pub mod templates;
 
 use std::sync::Arc;

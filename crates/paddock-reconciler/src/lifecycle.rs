@@ -142,6 +142,9 @@ pub async fn create_tenant(
         quota,
         scoped_quota: BTreeMap::new(),
         clusters: state.placed_on(),
+        suspension: None,
+        deletion_protection: false,
+        expiry: None,
     };
     state.store.create_tenant(&rec).await?;
     // A new tenant has no FlowSchema to remove: only one of its own is written.

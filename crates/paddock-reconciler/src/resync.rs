@@ -4,10 +4,10 @@
 //! While this replica leads, reflectors (`paddock_upstream::reflector`: LIST, then WATCH with
 //! bookmarks, a re-list on 410 Gone and at most hourly) keep caches of the seven collections
 //! the resync judges from (`paddock_core::provision::resync::Watched`): the six behind the
-//! tenants' RBAC mirrors, custom-resources roles, namespace setup and billing stamps, and the
-//! tenants' own FlowSchemas. A change a watch sees queues the tenant the object belongs to
-//! (its owner label, before and after); the tenant is judged from the caches alone and only
-//! what differs is written. Every [`REPLAY_EVERY`] every active tenant is judged again from the
+//! tenants' RBAC mirrors, custom-resources roles, namespace setup, billing stamps and
+//! suspension marks, and the tenants' own FlowSchemas. A change a watch sees queues the tenant
+//! the object belongs to (its owner label, before and after); the tenant is judged from the
+//! caches alone and only what differs is written. Every [`REPLAY_EVERY`] every active tenant is judged again from the
 //! caches (no upstream read). When nothing changes, nothing is sent upstream but the open
 //! watches: the old timer re-read the cluster with six paged LISTs every 30 s, a steady load
 //! that grew with tenants (docs/performance.md, issue 37).
@@ -23,14 +23,14 @@ use paddock_core::TenantId;
 use paddock_core::provision::reflect::{Cache, Settle, WorkQueue, backoff};
 use paddock_core::provision::resync::{OwnerIndex, Watched, spec_in_step};
 use paddock_core::provision::{tenant_flow_schema_name, tenant_own_flow_schema};
-use paddock_store::{TenantPhase, TenantRecord};
+use paddock_store::TenantRecord;
 use paddock_upstream::error::ServerError;
 use paddock_upstream::reflector::{self, Feed, Source};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use crate::rbac_sync::{TenantView, ViewLists};
-use crate::{Reconciler, billing, lifecycle, provision, rbac_sync};
+use crate::{Reconciler, billing, lifecycle, provision, rbac_sync, suspend};
 
 /// How often every active tenant is judged again from the caches (no upstream read).
 const REPLAY_EVERY: Duration = Duration::from_secs(60);
@@ -122,13 +122,15 @@ async fn repair_all(state: &Reconciler) {
     }
 }
 
-/// The active tenants that live on this reconciler's cluster.
+/// The live tenants (active or suspended: a suspended tenant's objects are kept in step as
+/// an active one's, and its namespaces' suspension mark too) that live on this reconciler's
+/// cluster.
 pub(crate) fn active_tenants(state: &Reconciler) -> Vec<TenantId> {
     state
         .cache
         .tenants()
         .into_iter()
-        .filter(|rec| rec.phase == TenantPhase::Active && state.owns(rec))
+        .filter(|rec| rec.phase.is_live() && state.owns(rec))
         .map(|rec| rec.id.clone())
         .collect()
 }
@@ -277,7 +279,7 @@ impl Resync {
         let Some(rec) = self.state.cache.tenant(t.as_str()) else {
             return Ok(());
         };
-        if rec.phase != TenantPhase::Active || !self.state.owns(&rec) {
+        if !rec.phase.is_live() || !self.state.owns(&rec) {
             return Ok(());
         }
         let up = &self.state.upstream;
@@ -286,6 +288,11 @@ impl Resync {
         let stamped = billing::restamp_listed(up, t, &rec.billing, view.namespaces()).await?;
         if stamped > 0 {
             tracing::info!(tenant = %t, namespaces = stamped, "billing key restamped");
+        }
+        let suspended = rec.is_suspended();
+        let marked = suspend::mark_listed(up, t, suspended, view.namespaces()).await?;
+        if marked > 0 {
+            tracing::info!(tenant = %t, namespaces = marked, suspended, "suspension mark brought in step");
         }
         let cached = self.caches[Watched::FlowSchemas.index()].get("", &tenant_flow_schema_name(t));
         let own = self.state.own_flow_schema(&rec);

@@ -9,6 +9,7 @@ pub mod clusters;
 pub mod config;
 pub mod fair;
 pub mod front;
+pub mod lifecycle;
 pub mod observe;
 pub mod proxy;
 pub mod stack;

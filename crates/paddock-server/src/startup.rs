@@ -120,6 +120,8 @@ pub async fn bootstrap_loop(state: Arc<AppState>, admission_url: Option<String>)
     tokio::spawn(paddock_reconciler::kept::keep_loop(
         state.reconciler.clone(),
     ));
+    // Tenants whose time-to-live has run out, deleted by the leader.
+    tokio::spawn(crate::lifecycle::expiry::expiry_loop(state.clone()));
     // The in-cluster path with paddock in the cluster: tenants' `kubernetes` endpoints follow
     // paddock's own Service (docs/inside.md).
     if let Some((ns, name)) = state

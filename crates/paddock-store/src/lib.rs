@@ -45,6 +45,7 @@ mod etcd_conn;
 mod etcd_error;
 mod etcd_templates;
 mod etcd_txn;
+mod life;
 mod nsmap;
 
 use std::collections::BTreeMap;
@@ -59,6 +60,7 @@ pub use clusters::ClusterRecord;
 pub use embedded::EmbeddedStore;
 pub use etcd::EtcdStore;
 pub use etcd_conn::{EtcdOptions, EtcdTlsFiles};
+pub use life::{Expiry, Suspension};
 
 /// Lifecycle phase of a tenant.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -111,6 +113,16 @@ pub struct TenantRecord {
     /// before clusters existed, which means the `default` cluster.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub clusters: Vec<String>,
+    /// While `Suspended`: since when, and whether its workloads were stopped
+    /// (docs/operations.md "Suspend, protection and TTL").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub suspension: Option<life::Suspension>,
+    /// `tenant delete` and the TTL are refused while true.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub deletion_protection: bool,
+    /// The tenant's time-to-live: when it runs out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expiry: Option<life::Expiry>,
 }
 
 impl TenantRecord {
@@ -152,6 +164,9 @@ impl TenantRecord {
             scoped_quota: BTreeMap::new(),
             policy: None,
             clusters: Vec::new(),
+            suspension: None,
+            deletion_protection: false,
+            expiry: None,
         }
     }
 }

@@ -3,6 +3,7 @@
 mod admin_client;
 mod cluster_cli;
 mod kubeconfig;
+mod lifecycle_cli;
 mod metering_cli;
 mod output;
 mod quota_cli;
@@ -159,6 +160,13 @@ enum TenantCommand {
         /// names; default: the least loaded cluster (docs/clusters.md).
         #[arg(long)]
         clusters: Option<String>,
+        /// Time-to-live (30m, 2h, 7d): the leader deletes the tenant that long after its
+        /// creation, unless it is protected (`tenant ttl` changes it).
+        #[arg(long)]
+        ttl: Option<String>,
+        /// Refuse `tenant delete` (and the TTL's deletion) until `tenant protect --unprotect`.
+        #[arg(long)]
+        deletion_protection: bool,
     },
     /// Change a tenant's billing key: --label k=v sets one, --label k- removes it (same for
     /// --annotation); every upstream namespace is restamped before this returns.
@@ -215,7 +223,9 @@ enum TenantCommand {
         #[arg(short = 'o', long, value_enum, default_value_t)]
         output: Output,
     },
-    /// Delete a tenant and everything it owns upstream.
+    #[command(flatten)]
+    Life(lifecycle_cli::LifeCommand),
+    /// Delete a tenant and everything it owns upstream (refused while it is protected).
     Delete {
         id: String,
         /// Wait until the tenant is gone, showing progress.
@@ -335,6 +345,8 @@ async fn run(cli: Cli) -> Result<()> {
                     billing_annotations,
                     quota,
                     clusters,
+                    ttl,
+                    deletion_protection,
                 } => {
                     let labels = output::parse_labels(&labels)?;
                     let limits = output::parse_limits(&limits)?;
@@ -353,6 +365,11 @@ async fn run(cli: Cli) -> Result<()> {
                         // Placement (docs/clusters.md): a label selector or cluster names.
                         body.spec.clusters = Some(serde_json::json!(c));
                     }
+                    if let Some(t) = &ttl {
+                        paddock_api::duration::parse_duration(t).map_err(anyhow::Error::msg)?;
+                    }
+                    body.spec.ttl = ttl;
+                    body.spec.deletion_protection = deletion_protection.then_some(true);
                     client.create_tenant(&id, &body).await?;
                     let issue = IssueArgs {
                         tenant: id.clone(),
@@ -399,6 +416,7 @@ async fn run(cli: Cli) -> Result<()> {
                 TenantCommand::Get { id, output } => {
                     output::print_tenants(&[client.get_tenant(&id).await?], output)
                 }
+                TenantCommand::Life(command) => lifecycle_cli::run(&client, command).await,
                 TenantCommand::Delete { id, wait, timeout } => {
                     let timeout = paddock_api::duration::parse_duration(&timeout)
                         .map_err(anyhow::Error::msg)?;

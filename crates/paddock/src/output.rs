@@ -149,6 +149,13 @@ pub fn print_tenants(items: &[Tenant], output: Output) -> Result<()> {
                     .creation_timestamp
                     .as_ref()
                     .map_or_else(|| "<none>".into(), s),
+                if t.spec.deletion_protection == Some(true) {
+                    "yes"
+                } else {
+                    "no"
+                }
+                .into(),
+                expires_cell(status.and_then(|st| st.expires_in_seconds)),
                 limits_cell(t.spec.limits.as_ref()),
                 status
                     .and_then(|st| st.progress.as_str())
@@ -165,13 +172,34 @@ pub fn print_tenants(items: &[Tenant], output: Output) -> Result<()> {
                 "PHASE",
                 "DISPLAY NAME",
                 "CREATED",
+                "PROTECTED",
+                "EXPIRES",
                 "LIMITS",
                 "PROGRESS"
             ],
             rows
         )
     );
+    // The TTLs running out and the deletions protection holds, below the table (stderr, so
+    // that the table stays what a script reads).
+    for w in items
+        .iter()
+        .filter_map(|t| t.status.as_ref())
+        .flat_map(|st| &st.warnings)
+    {
+        eprintln!("warning: {w}");
+    }
     Ok(())
+}
+
+/// `in 42m`, `1m30s ago` (run out), or `-` (no TTL).
+fn expires_cell(left: Option<i64>) -> String {
+    use paddock_api::duration::format_duration;
+    match left {
+        None => "-".into(),
+        Some(s) if s > 0 => format!("in {}", format_duration(s.unsigned_abs())),
+        Some(s) => format!("{} ago", format_duration(s.unsigned_abs())),
+    }
 }
 
 /// `readQPS=20,maxWatches=5`, or `default`.
@@ -244,5 +272,13 @@ mod limit_tests {
             limits_cell(Some(&Value::Object(m))),
             "readQPS=20,maxWatches=null,apfFlow=tenant"
         );
+    }
+
+    #[test]
+    fn the_expires_column_counts_down_then_back() {
+        assert_eq!(expires_cell(None), "-");
+        assert_eq!(expires_cell(Some(2520)), "in 42m");
+        assert_eq!(expires_cell(Some(0)), "0s ago");
+        assert_eq!(expires_cell(Some(-90)), "1m30s ago");
     }
 }

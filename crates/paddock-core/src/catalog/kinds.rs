@@ -104,6 +104,9 @@ const ALL_RBAC: &[&str] = &[
 const STAMPED: &[&str] = &["list", "watch", "create", "patch"];
 /// Watched for the usage report only (a counted kind's figures come from a watch cache).
 const USAGE: &[&str] = &["list", "watch"];
+/// Workload controllers: watched for the usage report, and patched by a suspension with
+/// `--stop-workloads` and the resume after it (core `lifecycle::workloads`).
+const WORKLOADS: &[&str] = &["list", "watch", "patch"];
 /// Kept in step by the RBAC resync, which watches them (by label), applies and deletes.
 const RESYNCED: &[&str] = &["list", "watch", "create", "patch", "delete"];
 /// Listed and deleted with the tenant, and applied (paddock's own objects of the kind).
@@ -510,27 +513,27 @@ pub static KINDS: &[Kind] = &[
     namespaced(APPS, "v1", "deployments", "Deployment")
         .splice()
         .counted(COUNTED)
-        .paddock(USAGE, "usage report (metering.md): Deployments: count"),
+        .paddock(WORKLOADS, "usage report (metering.md): Deployments: count; stopped and brought back by a suspension (operations.md)"),
     namespaced(APPS, "v1", "statefulsets", "StatefulSet")
         .counted(COUNTED)
-        .paddock(USAGE, "usage report (metering.md): StatefulSets: count"),
+        .paddock(WORKLOADS, "usage report (metering.md): StatefulSets: count; stopped and brought back by a suspension (operations.md)"),
     namespaced(APPS, "v1", "daemonsets", "DaemonSet")
         .splice()
         .counted(COUNTED)
-        .paddock(USAGE, "usage report (metering.md): DaemonSets: count"),
+        .paddock(WORKLOADS, "usage report (metering.md): DaemonSets: count; stopped and brought back by a suspension (operations.md)"),
     namespaced(APPS, "v1", "replicasets", "ReplicaSet")
         .splice()
         .counted(COUNTED)
-        .paddock(USAGE, "usage report (metering.md): ReplicaSets: count"),
+        .paddock(WORKLOADS, "usage report (metering.md): ReplicaSets: count; stopped and brought back by a suspension (operations.md)"),
     namespaced(APPS, "v1", "controllerrevisions", "ControllerRevision").splice(),
     namespaced(BATCH, "v1", "jobs", "Job")
         .splice()
         .counted(COUNTED)
-        .paddock(USAGE, "usage report (metering.md): Jobs: count"),
+        .paddock(WORKLOADS, "usage report (metering.md): Jobs: count; stopped and brought back by a suspension (operations.md)"),
     namespaced(BATCH, "v1", "cronjobs", "CronJob")
         .splice()
         .counted(COUNTED)
-        .paddock(USAGE, "usage report (metering.md): CronJobs: count"),
+        .paddock(WORKLOADS, "usage report (metering.md): CronJobs: count; stopped and brought back by a suspension (operations.md)"),
     namespaced("coordination.k8s.io", "v1", "leases", "Lease").splice(),
     namespaced(NET, "v1", "ingresses", "Ingress")
         .counted(COUNTED)

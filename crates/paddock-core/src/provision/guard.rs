@@ -135,6 +135,7 @@ pub fn guard_policies(admission_webhook: bool, relay_url: Option<&str>) -> Vec<(
                     .unwrap_or_default(),
             );
             v.push(crate::clusters::span::guard_validation());
+            v.push(crate::provision::suspended::mark_locked_validation());
             Value::Array(v)
         },
     );
@@ -207,7 +208,20 @@ pub fn guard_policies(admission_webhook: bool, relay_url: Option<&str>) -> Vec<(
     if !admission_webhook {
         guards.push(services);
     }
-    guards.extend([webhooks, policies, flowcontrol, refused, cluster_scoped]);
+    let suspended = {
+        use crate::provision::suspended::{GUARD_SUFFIX, policy_parts};
+        let (constraints, conditions, validations) = policy_parts();
+        let name = format!("{GUARD_NAME}-{GUARD_SUFFIX}");
+        policy_object(&name, constraints, conditions, json!([]), validations)
+    };
+    guards.extend([
+        webhooks,
+        policies,
+        flowcontrol,
+        refused,
+        suspended,
+        cluster_scoped,
+    ]);
     guards
 }
 

@@ -12,6 +12,7 @@ pub mod guard;
 pub mod lease;
 pub mod reflect;
 pub mod resync;
+pub mod suspended;
 
 use serde_json::{Value, json};
 

@@ -4,6 +4,7 @@
 
 pub mod answer;
 pub mod clusters;
+pub mod lifecycle;
 pub mod metering;
 pub mod policy;
 pub mod quota;
@@ -33,12 +34,13 @@ use paddock_upstream::res_body::ResBody;
 use paddock_api::certificate::{
     CertificateMeta, CertificateSpec, CertificateStatus, IssueRequest, IssueSpec, IssuedCertificate,
 };
+use paddock_api::lifecycle::{PROTECTION, SUSPENSION};
 use paddock_api::tenant::{Tenant, TenantMeta, TenantSpec, TenantStatus};
 use paddock_api::{BASE, GROUP, GROUP_VERSION as GV, List, VERSION};
 
 /// A tenant record as a Kubernetes-style object (every field written, `null` where unset).
 pub fn tenant_object(r: &TenantRecord) -> Tenant {
-    Tenant {
+    let mut t = Tenant {
         api_version: GV.to_string(),
         kind: paddock_api::tenant::KIND.to_string(),
         metadata: TenantMeta {
@@ -54,12 +56,16 @@ pub fn tenant_object(r: &TenantRecord) -> Tenant {
             policy: Some(json!(r.policy)),
             quota: Some(json!(crate::admin::quota::spec_of_record(r))),
             clusters: Some(json!(r.cluster_names())),
+            ..TenantSpec::default()
         },
         status: Some(TenantStatus {
             phase: phase_str(r.phase).to_string(),
             progress: json!(r.progress),
+            ..TenantStatus::default()
         }),
-    }
+    };
+    crate::admin::lifecycle::describe(&mut t, r, crate::lifecycle::unix_now());
+    t
 }
 
 /// Parses fair-share overrides; an unknown field or a bad value is a 400 naming it.
@@ -183,6 +189,8 @@ fn discovery(path: &str) -> Option<Value> {
                  "verbs": ["get", "list", "create", "delete"], "shortNames": ["tn"]},
                 {"name": "tenants/billing", "singularName": "", "namespaced": false, "kind": paddock_api::tenant::KIND, "verbs": ["patch"]},
                 {"name": "tenants/usage", "singularName": "", "namespaced": false, "kind": paddock_api::usage::KIND, "verbs": ["get"]},
+                {"name": "tenants/suspension", "singularName": "", "namespaced": false, "kind": paddock_api::tenant::KIND, "verbs": ["create", "delete"]},
+                {"name": "tenants/protection", "singularName": "", "namespaced": false, "kind": paddock_api::tenant::KIND, "verbs": ["patch"]},
                 {"name": "issuedcertificates", "singularName": "issuedcertificate", "namespaced": false,
                  "kind": paddock_api::certificate::KIND, "verbs": ["get", "list", "create"]},
                 {"name": "namespacetemplates", "singularName": "namespacetemplate", "namespaced": false,
@@ -228,7 +236,12 @@ pub async fn serve_admin(
     match (method, segs.as_slice()) {
         (Method::GET, ["tenants"]) => list_tenants(state, wants_table(&req)),
         (Method::GET, ["tenants", id]) => get_tenant(state, id, wants_table(&req)).await,
-        (Method::POST, ["tenants"]) => create_tenant(state, &json_body(req).await?).await,
+        (Method::POST, ["tenants"]) => {
+            crate::admin::lifecycle::create(state, json_body(req).await?).await
+        }
+        (m, ["tenants", id, sub @ (SUSPENSION | PROTECTION)]) => {
+            crate::admin::lifecycle::serve(state, caller, m, id, sub, req).await
+        }
         (Method::PATCH, ["tenants", id, "limits"]) => {
             let patch = json_body(req).await?;
             let rec = patch_limits(state, id, &patch).await?;
@@ -298,6 +311,16 @@ pub async fn serve_admin(
 
 /// paddock's metrics in the OpenMetrics text format.
 fn metrics_response(state: &AppState) -> Response<ResBody> {
+    let suspended = state
+        .cache
+        .tenants()
+        .iter()
+        .filter(|t| t.is_suspended())
+        .count();
+    state
+        .metrics
+        .tenants_suspended
+        .set(i64::try_from(suspended).unwrap_or(i64::MAX));
     let mut r = Response::new(full(state.metrics.encode()));
     r.headers_mut().insert(
         header::CONTENT_TYPE,
@@ -399,18 +422,10 @@ async fn create_tenant(
     json_response(StatusCode::CREATED, &tenant_object(&rec))
 }
 
-/// Starts a tenant's deletion by the reconciler of its home cluster.
+/// Starts a tenant's deletion by the reconciler of its home cluster (refused while the tenant
+/// is protected: `crate::lifecycle`).
 async fn delete_tenant(state: &Arc<AppState>, id: &str) -> Result<Response<ResBody>, ServerError> {
-    let home = state.cache.tenant(id).map(|t| t.home_cluster().to_string());
-    if let Some(rec) = state.cache.tenant(id).filter(|t| t.clusters.len() > 1) {
-        let rec = crate::clusters::span_tenant::start_deletion(state, (*rec).clone()).await?;
-        return json_response(StatusCode::OK, &tenant_object(&rec));
-    }
-    let reconciler = match home {
-        Some(c) => crate::clusters::reconciler_for(state, &c)?,
-        None => state.reconciler.clone(),
-    };
-    let rec = paddock_reconciler::lifecycle::start_tenant_deletion(&reconciler, id).await?;
+    let rec = crate::lifecycle::start_deletion(state, id).await?;
     json_response(StatusCode::OK, &tenant_object(&rec))
 }
 

@@ -93,7 +93,8 @@ pub fn authenticate(
         None => Err(ServerError::Unauthorized(format!(
             "tenant {tenant} does not exist"
         ))),
-        Some(TenantPhase::Active) => Ok(peer
+        // A suspended tenant still reads; its writes are refused at the door (crate::lifecycle).
+        Some(TenantPhase::Active | TenantPhase::Suspended) => Ok(peer
             .caller
             .get_or_init(|| {
                 Arc::new(Caller::Tenant {
@@ -104,9 +105,6 @@ pub fn authenticate(
                 })
             })
             .clone()),
-        Some(TenantPhase::Suspended) => Err(ServerError::Unauthorized(format!(
-            "tenant {tenant} is suspended"
-        ))),
         Some(TenantPhase::Terminating) => Err(ServerError::Unauthorized(format!(
             "tenant {tenant} is being deleted"
         ))),
@@ -143,8 +141,9 @@ pub async fn authenticate_request(
 
 /// A tenant pod's service-account token, verified by the upstream's TokenReview API (paddock
 /// never holds the upstream's signing key). Only service accounts in a namespace of an active
-/// tenant are accepted; the tenant is the namespace's owner. Tokens of platform service
-/// accounts (any namespace that is not a tenant's) are refused.
+/// or suspended tenant (whose writes the door refuses) are accepted; the tenant is the
+/// namespace's owner. Tokens of platform service accounts (any namespace that is not a
+/// tenant's) are refused.
 pub async fn authenticate_token(state: &AppState, token: &str) -> Result<Caller, ServerError> {
     if !token_gate::looks_like_service_account_token(token) {
         return Err(ServerError::Unauthorized(
@@ -169,7 +168,7 @@ pub async fn authenticate_token(state: &AppState, token: &str) -> Result<Caller,
     let (tenant, user) = result.map_err(ServerError::Unauthorized)?;
     // The tenant's state is checked on every request, like for certificates.
     match state.cache.tenant(tenant.as_str()).map(|r| r.phase) {
-        Some(TenantPhase::Active) => Ok(Caller::Tenant {
+        Some(TenantPhase::Active | TenantPhase::Suspended) => Ok(Caller::Tenant {
             tenant,
             user: user.into(),
             groups: Arc::from([]),

@@ -10,7 +10,6 @@ use std::time::Duration;
 use paddock_core::TenantId;
 use paddock_core::clusters::span::{SyncStep, sync_steps};
 use paddock_core::tenant::TENANT_LABEL;
-use paddock_store::TenantPhase;
 
 use crate::state::AppState;
 use paddock_upstream::error::ServerError;
@@ -39,7 +38,7 @@ async fn resync_leading(main: Arc<AppState>) {
             _ = main.shutdown.cancelled() => return,
         }
         for rec in main.cache.tenants() {
-            if rec.clusters.len() < 2 || rec.phase != TenantPhase::Active {
+            if rec.clusters.len() < 2 || !rec.phase.is_live() {
                 continue;
             }
             match resync_tenant(&main, &rec.id, &rec.clusters).await {

@@ -88,6 +88,12 @@ pub struct Metrics {
     pub leader_transitions: Counter,
     /// Reviews relayed to tenants' own webhooks, by outcome.
     pub tenant_webhook_calls: Family<RelayLabels, Counter>,
+    /// Suspended tenants in the store cache (set as `/metrics` is read).
+    pub tenants_suspended: Gauge,
+    /// Writes of suspended tenants refused at paddock's door.
+    pub suspension_refusals: Counter,
+    /// Tenant deletions the TTL started (the leader's).
+    pub ttl_deletions: Counter,
     /// Tenants' requests finished (not exported: the health prober's sign of use; a load
     /// balancer's health checks are not use).
     pub finished: std::sync::atomic::AtomicU64,
@@ -165,10 +171,28 @@ impl Metrics {
             "tenant_webhook_calls",
             "AdmissionReviews relayed to tenants' own webhooks, by outcome (allowed, denied, failed, skipped)",
         );
+        let tenants_suspended = new_metric(
+            r,
+            "tenants_suspended",
+            "Tenants suspended (docs/operations.md \"Suspend, protection and TTL\")",
+        );
+        let suspension_refusals = new_metric(
+            r,
+            "suspension_refusals",
+            "Writes of suspended tenants refused by paddock (403 naming the suspension)",
+        );
+        let ttl_deletions = new_metric(
+            r,
+            "tenant_ttl_deletions",
+            "Tenant deletions started because the tenant's TTL ran out",
+        );
         let tenant = crate::observe::metering::TenantMetrics::register(&mut registry);
         let fair_queue = QueueMetrics::register(&mut registry);
         Metrics {
             tenant_webhook_calls,
+            tenants_suspended,
+            suspension_refusals,
+            ttl_deletions,
             leader,
             leader_transitions,
             finished: Default::default(),

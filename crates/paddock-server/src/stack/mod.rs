@@ -108,6 +108,12 @@ async fn gateway(
     // of every tenant request (the pipeline's steps, unboxed) does not carry theirs.
     match &*caller {
         Caller::Admin { .. } => boxed(|| crate::admin::serve_admin(state, &caller, req)).await,
+        // A suspended tenant's writes (docs/operations.md "Suspend, protection and TTL").
+        Caller::Tenant { tenant, .. }
+            if crate::lifecycle::refused(state, tenant, req.method(), req.uri().path()) =>
+        {
+            Err(paddock_core::lifecycle::door::suspended_refusal(tenant).into())
+        }
         Caller::Tenant { tenant, .. } if is_paddock_group(req.uri().path()) => {
             boxed(|| crate::admin::serve_tenant_self(state, tenant, req)).await
         }

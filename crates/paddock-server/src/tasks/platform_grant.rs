@@ -75,7 +75,7 @@ pub async fn sync_all(state: &AppState) {
         .filter_map(|o| o["metadata"]["name"].as_str())
         .collect();
     for t in state.cache.tenants() {
-        if !state.reconciler.owns(&t) || t.phase != paddock_store::TenantPhase::Active {
+        if !state.reconciler.owns(&t) || !t.phase.is_live() {
             continue;
         }
         let policy = t.policy.as_ref().unwrap_or(&state.config.default_policy);
