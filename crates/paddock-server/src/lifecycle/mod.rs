@@ -165,7 +165,9 @@ pub async fn protect(
         rec.deletion_protection = p;
     }
     if let Some(ttl) = change.ttl {
-        rec.expiry = ttl.map(|secs| Expiry::from_now(unix_now(), secs));
+        // Counted from the next whole second: whole seconds would otherwise let a TTL end up
+        // to a second early (the e2e test once saw a 20 s TTL's deletion at 19.9x s).
+        rec.expiry = ttl.map(|secs| Expiry::from_now(unix_now().saturating_add(1), secs));
     }
     rec.generation += 1;
     state.store.put_tenant(&rec).await?;
