@@ -331,3 +331,16 @@ pub fn egress_connect(cp: &ControlPlane, target: &str, timeout: Duration) -> Res
     }
     Ok(s)
 }
+
+/// A Service's cluster IP as `k` sees it.
+pub fn cluster_ip(k: &crate::Kubectl, ns: &str, svc: &str) -> Result<String> {
+    k.run(&[
+        "-n",
+        ns,
+        "get",
+        "service",
+        svc,
+        "-o",
+        "jsonpath={.spec.clusterIP}",
+    ])
+}

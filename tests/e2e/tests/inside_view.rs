@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, ensure};
 use paddock_e2e::process::{indent, poll_within, tail_file};
 use paddock_e2e::real_node::{
-    API_HOST, PADDOCK_POD_PORT as POD_PORT, POOL_SCHEDULING, RealNode, own_service,
+    API_HOST, PADDOCK_POD_PORT as POD_PORT, POOL_SCHEDULING, RealNode, cluster_ip, own_service,
     start_in_cluster,
 };
 use paddock_e2e::token::token_kubeconfig;
@@ -360,19 +360,6 @@ fn exec(k: &Kubectl, ns: &str, script: &str) -> Result<(bool, String)> {
 /// resolv.conf; busybox's wget and nc need NSS modules the image does not have).
 fn http_get(url: &str) -> String {
     format!("kubectl --kubeconfig=/dev/null --server={url} get --raw /")
-}
-
-/// A Service's cluster IP as `k` sees it.
-fn cluster_ip(k: &Kubectl, ns: &str, svc: &str) -> Result<String> {
-    k.run(&[
-        "-n",
-        ns,
-        "get",
-        "service",
-        svc,
-        "-o",
-        "jsonpath={.spec.clusterIP}",
-    ])
 }
 
 /// The `in-addr.arpa` name of an IPv4 address (busybox's nslookup asks PTRs by it).

@@ -41,7 +41,9 @@ use paddock_e2e::operators::{
 };
 use paddock_e2e::paddock::paddock_binary;
 use paddock_e2e::process::{self, indent, poll_within, tail_file};
-use paddock_e2e::real_node::{POOL_SCHEDULING, RealNode, egress_socket, start_in_cluster};
+use paddock_e2e::real_node::{
+    POOL_SCHEDULING, RealNode, cluster_ip, egress_socket, start_in_cluster,
+};
 use paddock_e2e::tools::helm;
 use paddock_e2e::{ControlPlane, Kubectl, Paddock};
 use serde_json::Value;
@@ -761,18 +763,6 @@ fn secret_field(k: &Kubectl, ns: &str, name: &str, key: &str) -> Result<Vec<u8>>
         .with_context(|| format!("{ns}/{name} {key}"))?;
     ensure!(!data.is_empty(), "{ns}/{name} has no {key}");
     Ok(data)
-}
-
-fn cluster_ip(k: &Kubectl, ns: &str, svc: &str) -> Result<String> {
-    k.run(&[
-        "-n",
-        ns,
-        "get",
-        "service",
-        svc,
-        "-o",
-        "jsonpath={.spec.clusterIP}",
-    ])
 }
 
 fn tail(s: &str, n: usize) -> String {

@@ -103,7 +103,7 @@ impl ResourceInfo {
     }
 }
 
-pub(crate) fn join_api_version(group: &str, version: &str) -> String {
+pub fn join_api_version(group: &str, version: &str) -> String {
     if group.is_empty() {
         version.to_owned()
     } else {

@@ -69,10 +69,10 @@ pub(crate) async fn serve(
     // A custom resource of a CRD created a moment ago (cert-manager's chart creates its CRDs
     // and its first objects together): discovery is read again once, at most once a second.
     let kind = &review["request"]["kind"];
-    let api_version = match kind["group"].as_str().unwrap_or_default() {
-        "" => kind["version"].as_str().unwrap_or_default().to_owned(),
-        g => format!("{g}/{}", kind["version"].as_str().unwrap_or_default()),
-    };
+    let api_version = paddock_core::catalog::join_api_version(
+        kind["group"].as_str().unwrap_or_default(),
+        kind["version"].as_str().unwrap_or_default(),
+    );
     let kind_name = kind["kind"].as_str().unwrap_or_default();
     let tenant_group = ctx
         .tenant
