@@ -68,6 +68,11 @@ pub struct CurrentUsage {
     /// Lists paddock's credential may not make: their figures are missing.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub uncounted: Vec<String>,
+    /// For a tenant on a cluster other than `default`, or on several: the same figures per
+    /// cluster, which the figures above add up (the tenant's cluster-scoped objects,
+    /// replicated on every cluster of a spanning tenant, count once).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub clusters: BTreeMap<String, CurrentUsage>,
 }
 
 /// What the tenant does through one replica (since it started).

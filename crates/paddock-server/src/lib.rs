@@ -153,7 +153,7 @@ pub async fn run(config: ServerConfig, shutdown: CancellationToken) -> Result<()
     // when they have.
     tokio::spawn(startup::bootstrap_loop(state.clone(), admission_url));
     tokio::spawn(prune::prune_loop(state.reconciler.clone()));
-    tokio::spawn(admin::usage::refresh_loop(state.clone()));
+    tokio::spawn(state::usage::refresh_loop(state.clone()));
     tokio::spawn(webhook::recount::recount_loop(state.clone()));
     tokio::spawn(startup::known_tenants_loop(state.clone()));
     tokio::spawn(startup::reload_loop(state.clone(), tls.clone()));

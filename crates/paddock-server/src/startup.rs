@@ -56,6 +56,11 @@ pub fn new_state(
         upstream,
         catalogs: CatalogCache::new(),
         ca: ArcSwap::from_pointee(ca),
+        usage: {
+            let usage = Arc::default();
+            metrics.tenant.clusters.set(vec![Arc::clone(&usage)]);
+            usage
+        },
         metrics,
         audit,
         shutdown: stop,

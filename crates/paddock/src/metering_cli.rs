@@ -99,8 +99,14 @@ pub fn print_usage(report: &TenantUsage, output: Output) -> Result<()> {
     };
     let current = serde_json::to_value(&report.current)?;
     let counters = serde_json::to_value(&report.replica)?;
-    flatten("", &strip(&current, "objects"));
+    flatten("", &strip(&strip(&current, "objects"), "clusters"));
     flatten("objects.", &serde_json::to_value(&report.current.objects)?);
+    // A tenant on several clusters: each cluster's figures after the sum.
+    for (name, part) in &report.current.clusters {
+        let part = serde_json::to_value(part)?;
+        flatten(&format!("clusters.{name}."), &strip(&part, "objects"));
+        flatten(&format!("clusters.{name}.objects."), &part["objects"]);
+    }
     flatten("", &strip(&counters, "requests"));
     for (verb, classes) in &report.replica.requests.0 {
         flatten(

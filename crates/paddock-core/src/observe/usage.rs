@@ -41,11 +41,39 @@ pub struct TenantFigures {
 }
 
 impl TenantFigures {
-    fn empty() -> TenantFigures {
+    /// Every figure zero, every counted resource present.
+    pub fn empty() -> TenantFigures {
         let objects = kinds::counted().map(|k| (k.qualified(), 0)).collect();
         TenantFigures {
             objects,
             ..TenantFigures::default()
+        }
+    }
+
+    /// Adds the same tenant's figures on another cluster (docs/metering.md "Several
+    /// clusters"): namespaces, pods, claims and namespaced objects live on one cluster each
+    /// and sum; the tenant's cluster-scoped objects are replicated on every cluster of a
+    /// spanning tenant (its CRDs, roles, bindings), so they count once: the largest count of
+    /// any cluster (a cluster the replication has not reached yet holds fewer).
+    pub fn add_cluster(&mut self, other: &TenantFigures) {
+        self.namespaces += other.namespaces;
+        self.pods += other.pods;
+        self.running_pods += other.running_pods;
+        self.cpu_requests_millicores += other.cpu_requests_millicores;
+        self.cpu_limits_millicores += other.cpu_limits_millicores;
+        self.memory_requests_bytes += other.memory_requests_bytes;
+        self.memory_limits_bytes += other.memory_limits_bytes;
+        self.storage_requests_bytes += other.storage_requests_bytes;
+        let replicated: Vec<String> = counted_objects(Scope::Cluster)
+            .map(|k| k.qualified())
+            .collect();
+        for (resource, n) in &other.objects {
+            let slot = self.objects.entry(resource.clone()).or_default();
+            if replicated.contains(resource) {
+                *slot = (*slot).max(*n);
+            } else {
+                *slot += n;
+            }
         }
     }
 }
@@ -323,5 +351,25 @@ mod tests {
         );
         assert_eq!(t.figures("barbar"), TenantFigures::empty());
         assert_eq!(t.tenants().count(), 1);
+    }
+
+    #[test]
+    fn clusters_add_up_and_replicated_cluster_scoped_objects_count_once() {
+        let mut home = TenantFigures::empty();
+        home.namespaces = 2;
+        home.pods = 3;
+        home.objects.insert("configmaps".into(), 4);
+        home.objects
+            .insert("clusterroles.rbac.authorization.k8s.io".into(), 2);
+        let mut east = TenantFigures::empty();
+        east.namespaces = 1;
+        east.pods = 5;
+        east.objects.insert("configmaps".into(), 1);
+        east.objects
+            .insert("clusterroles.rbac.authorization.k8s.io".into(), 1);
+        home.add_cluster(&east);
+        assert_eq!((home.namespaces, home.pods), (3, 8));
+        assert_eq!(home.objects["configmaps"], 5);
+        assert_eq!(home.objects["clusterroles.rbac.authorization.k8s.io"], 2);
     }
 }

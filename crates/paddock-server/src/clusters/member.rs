@@ -68,6 +68,7 @@ pub fn start(main: &Arc<AppState>, record: ClusterRecord) -> Result<ClusterMembe
         catalogs: CatalogCache::new(),
         ca: ArcSwap::new(main.ca.load_full()),
         metrics: main.metrics.clone(),
+        usage: Arc::default(),
         shutdown: stop.clone(),
         // The replica's router logs and meters every request; nothing is logged twice.
         access_log: crate::observe::access_log::AccessLog::new(main.config.log_format, false),
@@ -87,6 +88,8 @@ pub fn start(main: &Arc<AppState>, record: ClusterRecord) -> Result<ClusterMembe
         record.name.clone(),
         false,
     ));
+    // The cluster's usage figures, kept from its own watches (ended with `stop`).
+    tokio::spawn(crate::state::usage::refresh_loop(state.clone()));
     // paddock's webhook on this cluster too, when its apiserver's client CA is registered and
     // the webhook is served: the same URL (it must reach every replica from that cluster).
     let webhook_url = record

@@ -80,6 +80,12 @@ pub async fn sync(main: &Arc<AppState>) -> Result<(), ServerError> {
             tracing::warn!(error = %e, "a cluster's admission client CA is unusable; its apiserver cannot call the webhook");
         }
     }
+    // /metrics adds up the usage figures of exactly the clusters served now.
+    main.metrics.tenant.clusters.set(
+        std::iter::once(main.usage.clone())
+            .chain(next.values().map(|m| m.state.usage.clone()))
+            .collect(),
+    );
     reg.members.store(Arc::new(next));
     // The spanning tenants' namespace map; a failed read keeps the copy (a miss reads the
     // store anyway).

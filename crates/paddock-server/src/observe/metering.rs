@@ -6,13 +6,14 @@
 //! only label, except `paddock_tenant_objects` (tenant × one of the counted resources, a fixed
 //! list in paddock_core::observe::usage, emitted only where the count is not zero).
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 use std::time::Instant;
 
 use arc_swap::ArcSwapOption;
 use bytes::Bytes;
-use paddock_core::observe::usage::UsageTally;
+use paddock_core::observe::usage::{TenantFigures, UsageTally};
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric};
 use prometheus_client::metrics::MetricType;
@@ -55,12 +56,55 @@ pub struct TenantMetrics {
     pub watch_seconds: Family<TenantLabel, Counter<f64, AtomicU64>>,
     /// Watches open now.
     pub open_watches: Family<TenantLabel, Gauge>,
+    /// Every cluster's usage figures, which `/metrics` adds up per tenant.
+    pub clusters: Arc<ClusterFigures>,
+}
+
+/// One cluster's usage figures (each cluster's `AppState` holds its own): what its watches
+/// keep and the last refresh of them.
+#[derive(Default)]
+pub struct UsageFigures {
     /// The last usage refresh (none before the first).
-    pub figures: Arc<ArcSwapOption<UsageSnapshot>>,
+    pub figures: ArcSwapOption<UsageSnapshot>,
     /// Held by the one refresh running (others wait for its result).
     pub refresh_lock: tokio::sync::Mutex<()>,
     /// What the usage watches keep (admin/usage.rs feeds them; a refresh folds them).
     pub caches: std::sync::Mutex<paddock_core::observe::usage_cache::UsageCaches>,
+}
+
+/// The usage figures of every cluster this replica serves, the default first (set when the
+/// clusters are read: `clusters::sync`).
+#[derive(Default)]
+pub struct ClusterFigures(arc_swap::ArcSwap<Vec<Arc<UsageFigures>>>);
+
+impl ClusterFigures {
+    /// Replaces the list.
+    pub fn set(&self, all: Vec<Arc<UsageFigures>>) {
+        self.0.store(Arc::new(all));
+    }
+
+    /// Every tenant's figures from each cluster's last refresh, added up
+    /// (`TenantFigures::add_cluster`).
+    fn tenants(&self) -> BTreeMap<String, TenantFigures> {
+        let mut out: BTreeMap<String, TenantFigures> = BTreeMap::new();
+        for snap in self.0.load().iter().filter_map(|u| u.figures.load_full()) {
+            for (tenant, f) in snap.tally.tenants() {
+                match out.get_mut(tenant) {
+                    Some(sum) => sum.add_cluster(f),
+                    None => {
+                        out.insert(tenant.clone(), f.clone());
+                    }
+                }
+            }
+        }
+        out
+    }
+}
+
+impl std::fmt::Debug for ClusterFigures {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "ClusterFigures({} clusters)", self.0.load().len())
+    }
 }
 
 impl TenantMetrics {
@@ -87,11 +131,9 @@ impl TenantMetrics {
                 "tenant_open_watches",
                 "Watches of the tenant open now on this replica",
             ),
-            figures: Arc::new(ArcSwapOption::empty()),
-            refresh_lock: tokio::sync::Mutex::new(()),
-            caches: Default::default(),
+            clusters: Arc::default(),
         };
-        r.register_collector(Box::new(FiguresCollector(m.figures.clone())));
+        r.register_collector(Box::new(FiguresCollector(m.clusters.clone())));
         m
     }
 
@@ -170,9 +212,9 @@ impl Tap for Metered {
     }
 }
 
-/// Encodes the last usage refresh at scrape time.
+/// Encodes the last usage refresh of every cluster at scrape time, added up per tenant.
 #[derive(Debug)]
-struct FiguresCollector(Arc<ArcSwapOption<UsageSnapshot>>);
+struct FiguresCollector(Arc<ClusterFigures>);
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ObjectLabels {
@@ -245,12 +287,13 @@ pub(crate) const FIGURES: &[Figure] = &[
 
 impl Collector for FiguresCollector {
     fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
-        let Some(snap) = self.0.load_full() else {
+        let tenants = self.0.tenants();
+        if tenants.is_empty() {
             return Ok(());
-        };
+        }
         for (name, help, value) in FIGURES {
             let mut m = encoder.encode_descriptor(name, help, None, MetricType::Gauge)?;
-            for (tenant, f) in snap.tally.tenants() {
+            for (tenant, f) in &tenants {
                 let label = TenantLabel {
                     tenant: tenant.as_str().into(),
                 };
@@ -263,7 +306,7 @@ impl Collector for FiguresCollector {
             None,
             MetricType::Gauge,
         )?;
-        for (tenant, f) in snap.tally.tenants() {
+        for (tenant, f) in &tenants {
             for (resource, n) in f.objects.iter().filter(|(_, n)| **n > 0) {
                 let labels = ObjectLabels {
                     tenant: tenant.clone(),

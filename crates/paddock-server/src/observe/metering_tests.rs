@@ -59,12 +59,14 @@ fn series_per_tenant_are_bounded_with_1000_tenants() {
             tally.add_cluster(&k.qualified(), &json!({"metadata": {"name": format!("{t}-x"), "labels": {"paddock.io/tenant": t}}, "spec": {"group": format!("{t}-g.io")}}));
         }
     }
-    m.tenant.figures.store(Some(Arc::new(UsageSnapshot {
+    let usage = Arc::new(crate::observe::metering::UsageFigures::default());
+    usage.figures.store(Some(Arc::new(UsageSnapshot {
         tally,
         uncounted: Vec::new(),
         observed_at: String::new(),
         at: Instant::now(),
     })));
+    m.tenant.clusters.set(vec![usage]);
     let t0 = Instant::now();
     let text = m.encode();
     let took = t0.elapsed();

@@ -2,6 +2,7 @@
 
 pub mod discovery;
 pub mod nsmap;
+pub mod usage;
 
 use std::sync::Arc;
 
@@ -35,6 +36,9 @@ pub struct AppState {
     pub ca: ArcSwap<Ca>,
     /// Metrics.
     pub metrics: Arc<Metrics>,
+    /// This cluster's usage figures (docs/metering.md; every cluster's are added up on
+    /// `/metrics` and in a spanning tenant's report).
+    pub usage: Arc<crate::observe::metering::UsageFigures>,
     /// Cancelled at shutdown: open watches end cleanly.
     pub shutdown: CancellationToken,
     /// The access log.

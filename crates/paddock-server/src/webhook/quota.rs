@@ -148,6 +148,16 @@ pub(super) struct Count {
 }
 
 impl Count {
+    /// Adds what another cluster holds (upstream namespaces are unique across clusters, so
+    /// the seen keys never collide).
+    pub(super) fn absorb(&mut self, other: Count) {
+        for (k, v) in other.usage {
+            let slot = self.usage.entry(k).or_default();
+            *slot = slot.plus(v);
+        }
+        self.seen.extend(other.seen);
+    }
+
     /// Adds one object of `resource` (tenant-view `group`, upstream `upstream_group`) in
     /// upstream namespace `ns` (`""` when cluster-scoped), in every entry of `quotas` it
     /// matches.

@@ -8,10 +8,11 @@
 //! a deletion frees its charge at the next tick. A collection no quota tracks any more is no
 //! longer watched.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
+use paddock_core::clusters::cluster::DEFAULT_CLUSTER;
 use paddock_core::provision::reflect::Cache;
 use paddock_core::quota::{self, Quotas, recount_shape};
 use paddock_core::{Scope, TENANT_LABEL, TenantId};
@@ -93,25 +94,25 @@ pub async fn recount_loop(state: Arc<AppState>) {
 }
 
 async fn recount_leading(state: Arc<AppState>) {
-    let (tx, mut rx) = tokio::sync::mpsc::channel(CHANNEL);
-    let mut watch = QuotaWatch::new(state.clone(), tx);
+    let (tx, mut rx) = mpsc::channel(CHANNEL);
+    // One set of watches per cluster some tenant with a quota lives on.
+    let mut watches: BTreeMap<String, QuotaWatch> = BTreeMap::new();
     let mut tick = tokio::time::interval(state.config.quota.recount_interval);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tokio::select! {
             _ = tick.tick() => {}
             fed = rx.recv() => {
-                if let Some((id, feed)) = fed {
-                    watch.feed(id, feed);
+                if let Some((cluster, id, feed)) = fed
+                    && let Some(w) = watches.get_mut(&cluster)
+                {
+                    w.feed(id, feed);
                 }
                 continue;
             }
             _ = state.shutdown.cancelled() => return,
         }
-        if !state.health.is_healthy() {
-            continue;
-        }
-        let mut wanted = BTreeSet::new();
+        let mut wanted: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
         for rec in state.cache.tenants() {
             if rec.phase != paddock_store::TenantPhase::Active {
                 continue;
@@ -125,9 +126,21 @@ async fn recount_leading(state: Arc<AppState>) {
                 }
             };
             let counted_at = now_ms();
-            let done = match watch.count(&rec.id, &quotas, &mut wanted).await {
+            let clusters = rec.cluster_names();
+            let done = match count_everywhere(
+                &state,
+                &rec.id,
+                &clusters,
+                &quotas,
+                &mut watches,
+                &tx,
+                &mut wanted,
+            )
+            .await
+            {
                 Ok(Some(count)) => recount_tenant(&state, &rec.id, count, counted_at).await,
-                // A collection not listed yet: the next tick.
+                // A collection not listed yet, or a cluster that does not answer: the next
+                // tick (a recount from part of the tenant's clusters would free charges).
                 Ok(None) => Ok(()),
                 Err(e) => Err(e),
             };
@@ -135,13 +148,64 @@ async fn recount_leading(state: Arc<AppState>) {
                 tracing::warn!(tenant = %rec.id, error = %e, "quota recount failed");
             }
         }
-        watch.retain(&wanted);
+        // A cluster no tenant with a quota lives on any more (or removed) is no longer
+        // watched; on the others, the collections no quota tracks.
+        watches.retain(|name, _| wanted.contains_key(name));
+        for (name, w) in &mut watches {
+            if let Some(keep) = wanted.get(name) {
+                w.retain(keep);
+            }
+        }
     }
 }
 
-/// The caches, by reflector id.
+/// What exists of the tenant's tracked kinds on all its clusters, summed (one ledger: the
+/// quota is global across clusters, docs/clusters.md "Governance on every cluster"); `None`
+/// until every cluster's collections are listed and answering. Cluster-scoped objects are
+/// counted on the home only: the replicated kinds exist on every cluster of a spanning
+/// tenant, once for the tenant.
+async fn count_everywhere(
+    state: &Arc<AppState>,
+    tid: &TenantId,
+    clusters: &[&str],
+    quotas: &Quotas,
+    watches: &mut BTreeMap<String, QuotaWatch>,
+    tx: &mpsc::Sender<(String, usize, Feed)>,
+    wanted: &mut BTreeMap<String, BTreeSet<String>>,
+) -> Result<Option<Count>, ServerError> {
+    let mut total = Count::default();
+    let mut complete = true;
+    for (i, name) in clusters.iter().enumerate() {
+        let wanted = wanted.entry((*name).to_string()).or_default();
+        // The recount runs on the default cluster's state; the others are its members.
+        let cluster = if *name == DEFAULT_CLUSTER {
+            Some(state.clone())
+        } else {
+            state.clusters.member(name).map(|m| m.state.clone())
+        };
+        let Some(cluster) = cluster.filter(|c| c.health.is_healthy()) else {
+            complete = false;
+            continue;
+        };
+        let w = watches
+            .entry((*name).to_string())
+            .or_insert_with(|| QuotaWatch::new(cluster, name, tx.clone()));
+        match w.count(tid, quotas, i == 0, wanted).await? {
+            Some(c) => total.absorb(c),
+            None => complete = false,
+        }
+    }
+    if !complete {
+        return Ok(None);
+    }
+    quotas.known_zeros(&mut total.usage);
+    Ok(Some(total))
+}
+
+/// One cluster's caches, by reflector id.
 pub(super) struct QuotaWatch {
     state: Arc<AppState>,
+    /// The reflectors' feeds, forwarded to the recount tagged with the cluster.
     tx: mpsc::Sender<(usize, Feed)>,
     caches: HashMap<usize, (Cache, CancellationToken)>,
     ids: HashMap<String, usize>,
@@ -153,8 +217,26 @@ pub(super) struct QuotaWatch {
 }
 
 impl QuotaWatch {
-    pub(super) fn new(state: Arc<AppState>, tx: mpsc::Sender<(usize, Feed)>) -> QuotaWatch {
+    pub(super) fn new(
+        state: Arc<AppState>,
+        cluster: &str,
+        out: mpsc::Sender<(String, usize, Feed)>,
+    ) -> QuotaWatch {
         let stop = state.shutdown.child_token();
+        let (tx, mut rx) = mpsc::channel(CHANNEL);
+        let (cluster, forwarding) = (cluster.to_string(), stop.clone());
+        tokio::spawn(async move {
+            loop {
+                let fed = tokio::select! {
+                    fed = rx.recv() => fed,
+                    _ = forwarding.cancelled() => return,
+                };
+                let Some((id, feed)) = fed else { return };
+                if out.send((cluster.clone(), id, feed)).await.is_err() {
+                    return;
+                }
+            }
+        });
         let mut w = QuotaWatch {
             state,
             tx,
@@ -223,13 +305,15 @@ impl QuotaWatch {
         Ok(out)
     }
 
-    /// What exists of every kind `quotas` track for `tid`, from the caches; `None` while a
+    /// What exists on this cluster of every kind `quotas` track for `tid`, from the caches
+    /// (cluster-scoped kinds only when this is the tenant's `home`); `None` while a
     /// collection it needs has not been listed yet. Every collection it needs is added to
     /// `wanted` (and watched from now on).
     pub(super) async fn count(
         &mut self,
         tid: &TenantId,
         quotas: &Quotas,
+        home: bool,
         wanted: &mut BTreeSet<String>,
     ) -> Result<Option<Count>, ServerError> {
         let tracked = self.tracked(tid, quotas).await?;
@@ -273,6 +357,9 @@ impl QuotaWatch {
         }
         for (t, id) in tracked.iter().zip(&ids) {
             let cache = &self.caches[id].0;
+            if t.cluster && !home {
+                continue;
+            }
             if t.cluster {
                 let own = |o: &&Value| {
                     o["metadata"]["labels"][TENANT_LABEL].as_str() == Some(tid.as_str())
@@ -288,7 +375,6 @@ impl QuotaWatch {
                 }
             }
         }
-        quotas.known_zeros(&mut count.usage);
         Ok(Some(count))
     }
 
