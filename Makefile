@@ -104,6 +104,6 @@ templates-scale:
 ## (PADDOCK_SCALE_TENANTS to change; ~20 min).
 .PHONY: test-clusters clusters-scale
 test-clusters:
-	cargo test -p paddock-e2e --test clusters --test clusters_isolation --test clusters_quota --test policy -- --ignored --nocapture
+	cargo test -p paddock-e2e --test clusters --test clusters_isolation --test clusters_quota --test clusters_join --test policy -- --ignored --nocapture
 clusters-scale:
 	cargo test -p paddock-e2e --test clusters_scale -- --ignored --nocapture

@@ -105,6 +105,14 @@ pub struct TenantSpec {
         deserialize_with = "crate::present"
     )]
     pub clusters: Option<Value>,
+    /// Clusters joining by label (docs/clusters.md "Clusters joining by label"):
+    /// `{"selector": "region=eu"}` at creation; answers add `joined` and `draining`.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::present"
+    )]
+    pub span: Option<Value>,
     /// `tenant delete` is refused while true (docs/operations.md "Suspend, protection and
     /// TTL"); answers always write it.
     #[serde(default, skip_serializing_if = "Option::is_none")]

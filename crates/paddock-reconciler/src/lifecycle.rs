@@ -142,6 +142,7 @@ pub async fn create_tenant(
         quota,
         scoped_quota: BTreeMap::new(),
         clusters: state.placed_on(),
+        span: None,
         suspension: None,
         deletion_protection: false,
         expiry: None,

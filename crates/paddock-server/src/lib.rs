@@ -138,6 +138,7 @@ pub async fn run(config: ServerConfig, shutdown: CancellationToken) -> Result<()
     tokio::spawn(tasks::template_sync::sync_loop(state.clone()));
     tokio::spawn(clusters::sync_loop(state.clone()));
     tokio::spawn(clusters::span_resync::resync_loop(state.clone()));
+    tokio::spawn(clusters::span_join::join_loop(state.clone()));
     tokio::spawn(drain_on(state.clone(), shutdown));
     if let Some(a) = admission {
         tokio::spawn(a.serve(state.clone()));

@@ -71,6 +71,16 @@ impl Store {
         }
     }
 
+    /// Replaces a registered cluster's record (its labels or capacity changed);
+    /// [`StoreError::NotFound`] if there is none.
+    pub async fn replace_cluster(&self, rec: &ClusterRecord) -> Result<(), StoreError> {
+        check_cluster(&rec.name)?;
+        match self {
+            Store::Embedded(s) => s.replace_cluster(rec).await,
+            Store::Etcd(s) => s.replace_cluster(rec).await,
+        }
+    }
+
     /// Removes a cluster's record; [`StoreError::NotFound`] if there is none.
     pub async fn delete_cluster(&self, name: &str) -> Result<(), StoreError> {
         check_cluster(name)?;
@@ -98,6 +108,18 @@ impl EmbeddedStore {
             }
             st.clusters.insert(rec.name.clone(), rec);
             Ok(())
+        })
+        .await
+    }
+
+    async fn replace_cluster(&self, rec: &ClusterRecord) -> Result<(), StoreError> {
+        let rec = rec.clone();
+        self.mutate(move |st| match st.clusters.get_mut(&rec.name) {
+            Some(slot) => {
+                *slot = rec;
+                Ok(())
+            }
+            None => Err(StoreError::NotFound(format!("cluster {}", rec.name))),
         })
         .await
     }
@@ -151,6 +173,14 @@ mod tests {
                 .map(|c| c.name)
                 .collect();
             assert_eq!(names, ["a", "b"]);
+            let mut relabelled = rec("b");
+            relabelled.labels = [("env".to_string(), "staging".to_string())].into();
+            s.replace_cluster(&relabelled).await.unwrap();
+            assert_eq!(s.list_clusters().await.unwrap()[1], relabelled);
+            assert!(matches!(
+                s.replace_cluster(&rec("c")).await,
+                Err(StoreError::NotFound(_))
+            ));
             s.delete_cluster("b").await.unwrap();
             assert!(matches!(
                 s.delete_cluster("b").await,

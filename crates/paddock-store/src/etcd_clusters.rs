@@ -27,6 +27,22 @@ impl EtcdStore {
         }
     }
 
+    pub(crate) async fn replace_cluster(&self, rec: &ClusterRecord) -> Result<(), StoreError> {
+        let k = self.cluster_key(&rec.name);
+        let value = serde_json::to_vec(rec)
+            .map_err(|e| StoreError::Backend(format!("encoding cluster {}: {e}", rec.name)))?;
+        if self
+            .shared
+            .txn(put_if(k, value, Expect::Present))
+            .await?
+            .succeeded()
+        {
+            Ok(())
+        } else {
+            Err(StoreError::NotFound(format!("cluster {}", rec.name)))
+        }
+    }
+
     pub(crate) async fn delete_cluster(&self, name: &str) -> Result<(), StoreError> {
         let k = self.cluster_key(name);
         if self

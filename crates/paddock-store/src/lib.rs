@@ -113,6 +113,10 @@ pub struct TenantRecord {
     /// before clusters existed, which means the `default` cluster.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub clusters: Vec<String>,
+    /// A span selector: clusters whose labels match join the tenant, now or when they are
+    /// registered (docs/clusters.md "Clusters joining by label").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub span: Option<paddock_core::clusters::join::SpanJoin>,
     /// While `Suspended`: since when, and whether its workloads were stopped
     /// (docs/operations.md "Suspend, protection and TTL").
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -164,6 +168,7 @@ impl TenantRecord {
             scoped_quota: BTreeMap::new(),
             policy: None,
             clusters: Vec::new(),
+            span: None,
             suspension: None,
             deletion_protection: false,
             expiry: None,

@@ -1,4 +1,4 @@
-//! `paddock cluster add|list|get|remove`: the upstream clusters paddock fronts
+//! `paddock cluster add|list|get|label|remove`: the upstream clusters paddock fronts
 //! (docs/clusters.md), through the admin API's `clusters.paddock.io/v1alpha1`.
 
 use std::collections::BTreeMap;
@@ -52,6 +52,16 @@ pub enum ClusterCommand {
     },
     /// Unregister a cluster (refused while tenants live on it).
     Remove { name: String },
+    /// Set (k=v) or remove (k-) a cluster's labels; tenants with a span selector follow
+    /// (docs/clusters.md "Clusters joining by label").
+    Label {
+        name: String,
+        /// k=v to set, k- to remove, one or more.
+        #[arg(required = true)]
+        changes: Vec<String>,
+        #[arg(short = 'o', long, value_enum, default_value_t)]
+        output: Output,
+    },
 }
 
 /// The `Cluster` object `add` posts: the kubeconfig's credential, PEMs base64 as in a
@@ -121,6 +131,30 @@ pub async fn run(client: &AdminClient, command: ClusterCommand) -> Result<()> {
                 .get_object(&path, &format!("getting cluster {name}"))
                 .await?;
             print_clusters(&[v], output)
+        }
+        ClusterCommand::Label {
+            name,
+            changes,
+            output,
+        } => {
+            let mut labels = serde_json::Map::new();
+            for c in &changes {
+                if let Some(k) = c.strip_suffix('-').filter(|k| !k.contains('=')) {
+                    labels.insert(k.to_string(), serde_json::Value::Null);
+                    continue;
+                }
+                let (k, v) = c
+                    .split_once('=')
+                    .with_context(|| format!("{c:?}: k=v to set a label, k- to remove one"))?;
+                labels.insert(k.to_string(), v.into());
+            }
+            let body = serde_json::json!({ "metadata": { "labels": labels } });
+            let path = format!("{BASE}/{name}");
+            let made: Cluster = check_as(
+                client.call(Method::PATCH, &path, Some(&body)).await?,
+                &format!("labelling cluster {name}"),
+            )?;
+            print_clusters(&[made], output)
         }
         ClusterCommand::Remove { name } => {
             let path = format!("{BASE}/{name}");

@@ -160,6 +160,10 @@ enum TenantCommand {
         /// names; default: the least loaded cluster (docs/clusters.md).
         #[arg(long)]
         clusters: Option<String>,
+        /// Clusters whose labels match this selector (region=eu) join the tenant, now and
+        /// when registered later; one that stops matching drains (docs/clusters.md).
+        #[arg(long)]
+        span_selector: Option<String>,
         /// Time-to-live (30m, 2h, 7d): the leader deletes the tenant that long after its
         /// creation, unless it is protected (`tenant ttl` changes it).
         #[arg(long)]
@@ -345,6 +349,7 @@ async fn run(cli: Cli) -> Result<()> {
                     billing_annotations,
                     quota,
                     clusters,
+                    span_selector,
                     ttl,
                     deletion_protection,
                 } => {
@@ -364,6 +369,9 @@ async fn run(cli: Cli) -> Result<()> {
                     if let Some(c) = clusters {
                         // Placement (docs/clusters.md): a label selector or cluster names.
                         body.spec.clusters = Some(serde_json::json!(c));
+                    }
+                    if let Some(s) = span_selector {
+                        body.spec.span = Some(serde_json::json!({ "selector": s }));
                     }
                     if let Some(t) = &ttl {
                         paddock_api::duration::parse_duration(t).map_err(anyhow::Error::msg)?;

@@ -181,7 +181,8 @@ pub struct ClusterLoad {
 }
 
 impl ClusterLoad {
-    fn has_room(&self) -> bool {
+    /// Below its capacity hint (always, without one).
+    pub fn has_room(&self) -> bool {
         self.capacity.is_none_or(|c| self.tenants < c)
     }
 

@@ -41,6 +41,7 @@ pub async fn serve(
         (&Method::GET, ["clusters", name]) => get(state, name),
         (&Method::POST, ["clusters"]) => create(state, req).await,
         (&Method::DELETE, ["clusters", name]) => remove(state, name).await,
+        (&Method::PATCH, ["clusters", name]) => relabel(state, name, req).await,
         (_, ["clusters"] | ["clusters", _]) => Err(ServerError::BadRequest(format!(
             "{method} is not supported on clusters (get, list, create, delete)"
         ))),
@@ -237,6 +238,66 @@ async fn create(
 
 use crate::clusters::member;
 
+/// `PATCH clusters/<name>`: a JSON merge patch of `metadata.labels` (a `null` value removes
+/// a label); nothing else of a registered cluster changes this way. Tenants joining by label
+/// follow within one sync period (clusters/span_join.rs).
+async fn relabel(
+    state: &Arc<AppState>,
+    name: &str,
+    req: Request<ReqBody>,
+) -> Result<Response<ResBody>, ServerError> {
+    if name == DEFAULT_CLUSTER {
+        return Err(ServerError::BadRequest(
+            "the default cluster is the configured upstream; it carries no labels".into(),
+        ));
+    }
+    let body = collect_limited(req.into_body(), 1 << 16).await?;
+    let patch: Value = serde_json::from_slice(&body)
+        .map_err(|e| ServerError::BadRequest(format!("the request body is not valid JSON: {e}")))?;
+    let labels = patch
+        .as_object()
+        .filter(|o| o.len() == 1)
+        .and_then(|o| o.get("metadata"))
+        .and_then(Value::as_object)
+        .filter(|m| m.len() == 1)
+        .and_then(|m| m.get("labels"))
+        .and_then(Value::as_object)
+        .ok_or_else(|| {
+            ServerError::BadRequest(
+                "only metadata.labels can be patched: {\"metadata\": {\"labels\": {\"k\": \"v\", \"gone\": null}}}".into(),
+            )
+        })?;
+    let mut rec = state
+        .store
+        .list_clusters()
+        .await?
+        .into_iter()
+        .find(|c| c.name == name)
+        .ok_or_else(|| ServerError::NotFound(format!("clusters.paddock.io {name:?} not found")))?;
+    for (k, v) in labels {
+        match v {
+            Value::Null => {
+                rec.labels.remove(k);
+            }
+            Value::String(s) => {
+                rec.labels.insert(k.clone(), s.clone());
+            }
+            _ => {
+                return Err(ServerError::BadRequest(format!(
+                    "metadata.labels.{k}: a string, or null to remove it"
+                )));
+            }
+        }
+    }
+    state.store.replace_cluster(&rec).await?;
+    crate::clusters::sync(state).await?;
+    let member = state.clusters.member(&rec.name);
+    json_response(
+        StatusCode::OK,
+        &object(state, &rec, member.as_ref().map(|m| m.state.as_ref())),
+    )
+}
+
 async fn remove(state: &Arc<AppState>, name: &str) -> Result<Response<ResBody>, ServerError> {
     if name == DEFAULT_CLUSTER {
         return Err(ServerError::Conflict(
@@ -325,6 +386,29 @@ pub async fn placement_for(
         .iter()
         .map(|c| crate::clusters::reconciler_for(state, c))
         .collect()
+}
+
+/// A new tenant's span selector (`spec.span`: `{"selector": "region=eu"}`); a bad selector or
+/// another field is a 400.
+pub fn span_of(
+    v: &serde_json::Value,
+) -> Result<Option<paddock_core::clusters::join::SpanJoin>, ServerError> {
+    if v.is_null() {
+        return Ok(None);
+    }
+    let selector = v
+        .as_object()
+        .filter(|o| o.len() == 1)
+        .and_then(|o| o.get("selector"))
+        .and_then(|s| s.as_str())
+        .ok_or_else(|| {
+            ServerError::BadRequest(
+                "spec.span: {\"selector\": \"<label selector>\"} (joined and draining are paddock's)".into(),
+            )
+        })?;
+    paddock_core::clusters::join::SpanJoin::new(selector)
+        .map(Some)
+        .map_err(|e| ServerError::BadRequest(format!("spec.span.selector: {e}")))
 }
 
 #[cfg(test)]

@@ -56,6 +56,7 @@ pub fn tenant_object(r: &TenantRecord) -> Tenant {
             policy: Some(json!(r.policy)),
             quota: Some(json!(crate::admin::quota::spec_of_record(r))),
             clusters: Some(json!(r.cluster_names())),
+            span: r.span.as_ref().map(|s| json!(s)),
             ..TenantSpec::default()
         },
         status: Some(TenantStatus {
@@ -401,6 +402,7 @@ async fn create_tenant(
     let (quota, scoped_quota) =
         crate::admin::quota::quota_at_creation(state, &part(&t.spec.quota))?;
     let policy = crate::admin::policy::parse_policy(&part(&t.spec.policy))?;
+    let span = crate::admin::clusters::span_of(&part(&t.spec.span))?;
     let placed = crate::admin::clusters::placement_for(state, id, &part(&t.spec.clusters)).await?;
     let mut rec = paddock_reconciler::lifecycle::create_tenant(
         &placed[0], id, display, labels, limits, quota,
@@ -419,6 +421,12 @@ async fn create_tenant(
         rec = crate::admin::policy::set_policy(state, id, policy).await?;
     }
     rec = crate::admin::quota::set_scoped_at_creation(state, rec, scoped_quota).await?;
+    if span.is_some() && rec.span.is_none() {
+        // The leader's join loop adds the matching clusters (clusters/span_join.rs).
+        rec.span = span;
+        rec.generation += 1;
+        state.store.put_tenant(&rec).await?;
+    }
     json_response(StatusCode::CREATED, &tenant_object(&rec))
 }
 

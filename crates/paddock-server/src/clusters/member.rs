@@ -104,7 +104,7 @@ pub fn start(main: &Arc<AppState>, record: ClusterRecord) -> Result<ClusterMembe
     Ok(ClusterMember {
         record,
         state,
-        stop,
+        stop: Arc::new(crate::state::StopOnDrop(stop)),
     })
 }
 

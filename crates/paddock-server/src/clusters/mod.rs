@@ -10,6 +10,7 @@
 
 pub mod member;
 pub mod span;
+pub mod span_join;
 pub mod span_resync;
 pub mod span_tenant;
 pub mod span_write;
@@ -46,6 +47,19 @@ pub async fn sync(main: &Arc<AppState>) -> Result<(), ServerError> {
         match current.get(&rec.name) {
             Some(m) if m.record == rec => {
                 next.insert(rec.name.clone(), m.clone());
+            }
+            // Relabelled, or a new capacity hint: the same connection and state go on (a
+            // tenant joining by label must not see the cluster restart).
+            Some(m)
+                if member::same_connection(&m.record, &rec)
+                    && m.record.admission_client_ca_pem == rec.admission_client_ca_pem =>
+            {
+                let kept = crate::state::ClusterMember {
+                    record: rec.clone(),
+                    state: m.state.clone(),
+                    stop: m.stop.clone(),
+                };
+                next.insert(rec.name.clone(), Arc::new(kept));
             }
             _ => {
                 let name = rec.name.clone();

@@ -255,10 +255,24 @@ async fn create_namespace(
     let bad = |e: paddock_core::clusters::span::SpanError| ServerError::BadRequest(e.to_string());
     let requested = requested(&read).map_err(bad)?;
     let names: Vec<&str> = clusters.iter().map(String::as_str).collect();
+    // A cluster draining from the tenant (clusters joining by label) takes no new namespace.
+    let span = main
+        .cache
+        .tenant(tenant.as_str())
+        .and_then(|r| r.span.clone());
+    let open = |c: &str| span.as_ref().is_none_or(|s| s.takes_namespaces(c));
+    if let (Some(want), Some(span)) = (requested.as_deref(), &span)
+        && !open(want)
+    {
+        return Err(ServerError::Conflict(format!(
+            "cluster {want:?} of tenant {tenant} is draining (its labels no longer match the tenant's span selector {:?}): new namespaces are not placed there",
+            span.selector
+        )));
+    }
     let counts = main.clusters.namespaces.counts(tenant.as_str());
     let available: Vec<(&str, usize)> = names
         .iter()
-        .filter(|c| state_of(main, tenant, c).is_ok())
+        .filter(|c| open(c) && state_of(main, tenant, c).is_ok())
         .map(|c| (*c, counts.get(*c).copied().unwrap_or(0)))
         .collect();
     let chosen = place_namespace(requested.as_deref(), &names, &available)
@@ -303,7 +317,7 @@ async fn create_namespace(
 
 /// The cluster the tenant asked for with the label (a JSON label that is not a string is a
 /// 400).
-fn requested(
+pub(crate) fn requested(
     body: &NamespaceBody,
 ) -> Result<Option<String>, paddock_core::clusters::span::SpanError> {
     match body {

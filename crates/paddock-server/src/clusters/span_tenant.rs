@@ -43,7 +43,7 @@ pub async fn extend_tenant(
 /// What a tenant has on a cluster besides its home: its roles, its cluster-scoped RBAC and
 /// its FlowSchema. Not the default namespaces: a namespace lives on one cluster, and those
 /// live on the home (a namespace with no entry in the map is the home's).
-async fn provision_on(r: &Reconciler, t: &TenantId) -> Result<(), ServerError> {
+pub(crate) async fn provision_on(r: &Reconciler, t: &TenantId) -> Result<(), ServerError> {
     provision::ensure_builtin_roles(&r.upstream, t).await?;
     paddock_reconciler::rbac_sync::sync_tenant(&r.upstream, t).await?;
     match r.cache.tenant(t.as_str()) {

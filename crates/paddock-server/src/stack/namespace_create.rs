@@ -19,6 +19,30 @@ use crate::state::AppState;
 use paddock_upstream::error::ServerError;
 use paddock_upstream::res_body::ResBody;
 
+/// The placement label of a one-cluster tenant's namespace must name its cluster, as a
+/// spanning tenant's must name one of its clusters (there the placement checks it): a
+/// namespace labelled for another cluster would say it lives where it does not.
+fn refuse_foreign_cluster(
+    state: &AppState,
+    tenant: &TenantId,
+    read: &NamespaceBody,
+) -> Result<(), ServerError> {
+    let bad = |e: paddock_core::clusters::span::SpanError| ServerError::BadRequest(e.to_string());
+    let Some(want) = crate::clusters::span::requested(read).map_err(bad)? else {
+        return Ok(());
+    };
+    let Some(rec) = state.cache.tenant(tenant.as_str()) else {
+        return Ok(());
+    };
+    let clusters = rec.cluster_names();
+    if clusters.len() == 1 && clusters[0] != want {
+        return Err(bad(
+            paddock_core::clusters::span::SpanError::NotTenantCluster(want, clusters[0].into()),
+        ));
+    }
+    Ok(())
+}
+
 /// Whether a request is a namespace create (`POST /api/v1/namespaces`).
 pub fn is_namespace_create<B>(req: &Request<B>) -> bool {
     req.method() == http::Method::POST
@@ -47,6 +71,7 @@ pub async fn serve(
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok());
     let read = NamespaceBody::read(content_type, &raw)?;
+    refuse_foreign_cluster(state, tenant, &read)?;
     let base = match (read.name(), read.generate_name()) {
         (None, Some(base)) => base,
         // Named (or neither: the apiserver's 400): sent as it came.

@@ -135,11 +135,16 @@ impl ClusterRegistry {
 pub struct ClusterMember {
     pub record: paddock_store::ClusterRecord,
     pub state: Arc<AppState>,
-    pub(crate) stop: CancellationToken,
+    /// Shared with the member that replaces this one when only the record's labels or
+    /// capacity changed (the same state goes on): the work stops when the last one goes.
+    pub(crate) stop: Arc<StopOnDrop>,
 }
 
-impl Drop for ClusterMember {
+/// Cancels its token when dropped.
+pub struct StopOnDrop(pub CancellationToken);
+
+impl Drop for StopOnDrop {
     fn drop(&mut self) {
-        self.stop.cancel();
+        self.0.cancel();
     }
 }
