@@ -26,19 +26,25 @@ use crate::provision::{self, KeptObject};
 /// The longest time between two real re-lists.
 const RELIST_AFTER: Duration = Duration::from_secs(3600);
 
-/// While this replica leads: the shared objects of its cluster kept in place.
+/// While this replica leads: the shared objects of its cluster kept in place (the default
+/// cluster's: with paddock's webhook when it is served).
 pub async fn keep_loop(state: Arc<Reconciler>) {
+    keep_loop_with(state, provision::admission_webhook()).await
+}
+
+/// The same for a cluster whose objects were bootstrapped with (`webhook_here`) or without
+/// paddock's webhook there (a registered cluster without its admission client CA).
+pub async fn keep_loop_with(state: Arc<Reconciler>, webhook_here: bool) {
     let leadership = state.leadership.clone();
     leadership
         .while_leader("shared objects", &state.shutdown, || {
-            keep_leading(state.clone())
+            keep_leading(state.clone(), webhook_here)
         })
         .await;
 }
 
-async fn keep_leading(state: Arc<Reconciler>) {
-    let wanted =
-        provision::bootstrap_objects(state.tenant_priority_shares, provision::admission_webhook());
+async fn keep_leading(state: Arc<Reconciler>, webhook_here: bool) {
+    let wanted = provision::bootstrap_objects(state.tenant_priority_shares, webhook_here);
     // One watch per collection, the objects wanted in it.
     let mut by_collection: BTreeMap<&'static str, Vec<KeptObject>> = BTreeMap::new();
     for o in wanted {

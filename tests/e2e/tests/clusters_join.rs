@@ -149,6 +149,14 @@ fn run(p: &Paddock, east: &ControlPlane) -> Result<()> {
         "FIGURE east registered with region=eu: a namespace of {T} placed there {:.1} s later",
         joined_in.as_secs_f64()
     );
+    // Each cluster's reachability on /metrics.
+    let metrics = p.kubectl_admin()?.run(&["get", "--raw", "/metrics"])?;
+    for c in ["default", "east"] {
+        ensure!(
+            metrics.contains(&format!("paddock_cluster_up{{cluster=\"{c}\"}} 1")),
+            "/metrics without paddock_cluster_up for {c}"
+        );
+    }
     // Control: the tenant without a span selector is not on east.
     std::thread::sleep(Duration::from_secs(6));
     ensure!(
@@ -224,6 +232,14 @@ fn run(p: &Paddock, east: &ControlPlane) -> Result<()> {
     ensure!(
         k.run(&["get", "widgets", "-A", "-o", "name"]).is_ok(),
         "the tenant's CRD on its home after east left"
+    );
+    // Nobody lives on east any more: it can be removed, and its series goes with it.
+    p.cli(&["cluster", "remove", "east"])?;
+    let metrics = p.kubectl_admin()?.run(&["get", "--raw", "/metrics"])?;
+    ensure!(
+        !metrics.contains("paddock_cluster_up{cluster=\"east\"}")
+            && metrics.contains("paddock_cluster_up{cluster=\"default\"} 1"),
+        "/metrics after east was removed still has its series, or lost default's"
     );
     Ok(())
 }

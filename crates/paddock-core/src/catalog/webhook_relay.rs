@@ -175,6 +175,34 @@ pub fn paddock_client_config(url: &str, path: &str, ca_pem: &str) -> Value {
     json!({"url": format!("{url}{path}"), "caBundle": ca_bundle})
 }
 
+/// A webhook configuration as a cluster without the relay must hold it (docs/clusters.md
+/// "Governance on every cluster"): every relayed `clientConfig` turned back into the
+/// tenant's Service, in its upstream namespace, with the tenant's CA. The home (the cluster
+/// whose apiserver calls this paddock) stores the relayed form; a spanning tenant's copy on
+/// another cluster names the tenant's Service there, whose `failurePolicy` decides when it
+/// cannot be reached. Whether anything changed.
+pub fn unrelay_configuration(obj: &mut Value) -> bool {
+    let Some(webhooks) = obj.get_mut("webhooks").and_then(Value::as_array_mut) else {
+        return false;
+    };
+    let mut changed = false;
+    for w in webhooks {
+        let cc = &w["clientConfig"];
+        let at = cc["service"]["path"].as_str().or(cc["url"].as_str());
+        let Some(target) = at
+            .filter(|p| p.contains(RELAY_PATH))
+            .and_then(|p| RelayTarget::parse(p).ok())
+        else {
+            continue;
+        };
+        let mut tenant = target.tenant_client_config();
+        tenant["service"]["namespace"] = Value::String(target.upstream_namespace());
+        w["clientConfig"] = Value::Object(tenant);
+        changed = true;
+    }
+    changed
+}
+
 pub(crate) fn b64_encode(b: &[u8]) -> String {
     use base64::Engine as _;
     base64::engine::general_purpose::STANDARD.encode(b)

@@ -110,3 +110,28 @@ fn a_service_url_becomes_a_service_reference() {
         assert_eq!(c["url"], format!("{url}/admission/validate"));
     }
 }
+
+#[test]
+fn a_copy_for_a_cluster_without_the_relay_names_the_tenants_service_upstream() {
+    let t = target(Some("/validate"), b"PEM");
+    let relayed = paddock_client_config(
+        "https://paddock-admission.paddock-system.svc:443",
+        &t.to_path(),
+        "PADDOCK CA",
+    );
+    let mut obj = json!({"webhooks": [
+        {"name": "a.example.com", "clientConfig": relayed},
+        {"name": "b.example.com", "clientConfig": {"service": {"namespace": "foofoo-web", "name": "hook", "port": 443}}}
+    ]});
+    let untouched = obj["webhooks"][1].clone();
+    assert!(unrelay_configuration(&mut obj));
+    assert_eq!(
+        obj["webhooks"][0]["clientConfig"],
+        json!({"service": {"namespace": "foofoo-cert-manager", "name": "cert-manager-webhook", "port": 443, "path": "/validate"},
+               "caBundle": b64_encode(b"PEM")})
+    );
+    assert_eq!(obj["webhooks"][1], untouched);
+    // Nothing relayed: nothing changed.
+    assert!(!unrelay_configuration(&mut obj));
+    assert!(!unrelay_configuration(&mut json!({"kind": "ClusterRole"})));
+}

@@ -147,6 +147,12 @@ async fn bootstrap_then_resync(state: Arc<AppState>, name: String, webhook_url: 
     tokio::spawn(paddock_reconciler::resync::resync_loop(
         state.reconciler.clone(),
     ));
+    // The shared objects (guard policies, APF level and FlowSchema, cluster-scope role) kept
+    // from watches there too, as bootstrapped (with or without paddock's webhook).
+    tokio::spawn(paddock_reconciler::kept::keep_loop_with(
+        state.reconciler.clone(),
+        webhook_url.is_some(),
+    ));
     // Keep the catalog's list of tenant ids in step with the store (messages are scrubbed of
     // other tenants' names), and discovery fresh.
     let mut changes = state.cache.subscribe();

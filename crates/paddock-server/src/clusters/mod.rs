@@ -77,6 +77,11 @@ pub async fn sync(main: &Arc<AppState>) -> Result<(), ServerError> {
     }
     for (name, gone) in current.iter().filter(|(n, _)| !next.contains_key(*n)) {
         tracing::info!(cluster = %name, "cluster removed");
+        main.metrics
+            .cluster_up
+            .remove(&crate::observe::metrics::ClusterLabel {
+                cluster: name.clone(),
+            });
         if gone.record.admission_client_ca_pem.is_some() {
             // Its apiserver would go on calling a webhook that no longer accepts it.
             tokio::spawn(member::uninstall_webhook(gone.state.clone(), name.clone()));

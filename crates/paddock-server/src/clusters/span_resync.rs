@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use paddock_core::TenantId;
+use paddock_core::clusters::cluster::DEFAULT_CLUSTER;
 use paddock_core::clusters::span::{SyncStep, sync_steps};
 use paddock_core::tenant::TENANT_LABEL;
 
@@ -74,7 +75,15 @@ pub async fn resync_tenant(
                 continue;
             };
             let have = upjson::list(&other.upstream, &format!("{path}?{selector}")).await?;
-            for step in sync_steps(&api_version, kind, &want, &have) {
+            // On a cluster without the relay, webhook configurations name the tenant's
+            // Service (span_write::body_for).
+            let mut wanted = want.clone();
+            if name != DEFAULT_CLUSTER {
+                for o in &mut wanted {
+                    paddock_core::catalog::webhook_relay::unrelay_configuration(o);
+                }
+            }
+            for step in sync_steps(&api_version, kind, &wanted, &have) {
                 match step {
                     SyncStep::Apply(n, obj) => {
                         upjson::apply(&other.upstream, &format!("{path}/{n}"), &obj).await?

@@ -81,12 +81,17 @@ pub async fn replay(home: &Arc<AppState>, r: Replay) {
 
 async fn replay_on(home: &Arc<AppState>, r: &Replay, name: &str) -> Result<(), ServerError> {
     let state = super::span::state_of(home, &r.tenant, name)?;
+    let body = body_for(r, name)?;
     let mut req = Request::builder()
         .method(r.method.clone())
         .uri(state.upstream.uri(&r.path_and_query)?)
-        .body(paddock_upstream::body::full_up(r.body.clone()))
+        .body(paddock_upstream::body::full_up(body.clone()))
         .map_err(|e| ServerError::Internal(format!("building a replayed write: {e}")))?;
     *req.headers_mut() = r.headers.clone();
+    req.headers_mut().insert(
+        http::header::CONTENT_LENGTH,
+        http::HeaderValue::from(body.len()),
+    );
     let resp = state.upstream.send(req, Route::Short).await?;
     let status = resp.status();
     let raw = paddock_upstream::limit::collect_limited(resp.into_body(), 1 << 20).await?;
@@ -110,6 +115,35 @@ async fn replay_on(home: &Arc<AppState>, r: &Replay, name: &str) -> Result<(), S
         established(&state, crd).await?;
     }
     Ok(())
+}
+
+/// The body to send to cluster `name`: the home's, except that a webhook configuration's
+/// relayed client configs name the tenant's Service again on a cluster without the relay
+/// (only the default cluster's apiserver calls paddock's relay:
+/// `webhook_relay::unrelay_configuration`). A body that is not a JSON object naming relayed
+/// webhooks (a patch, protobuf) is left to the resync, which applies the home's objects
+/// read back and so un-relayed.
+fn body_for(r: &Replay, name: &str) -> Result<Bytes, ServerError> {
+    let relayed = r.path_and_query.contains("webhookconfigurations")
+        && name != paddock_core::clusters::cluster::DEFAULT_CLUSTER
+        && !r.body.is_empty();
+    if !relayed {
+        return Ok(r.body.clone());
+    }
+    let mut obj: serde_json::Value = serde_json::from_slice(&r.body).map_err(|_| {
+        ServerError::Upstream("a webhook configuration not in JSON: left to the resync".into())
+    })?;
+    if !obj.is_object() {
+        return Err(ServerError::Upstream(
+            "a patch of a webhook configuration: left to the resync".into(),
+        ));
+    }
+    if !paddock_core::catalog::webhook_relay::unrelay_configuration(&mut obj) {
+        return Ok(r.body.clone());
+    }
+    serde_json::to_vec(&obj)
+        .map(Bytes::from)
+        .map_err(|e| ServerError::Internal(e.to_string()))
 }
 
 /// The longest a CRD create's answer waits for the CRD to be established on another cluster

@@ -16,6 +16,13 @@ use prometheus_client::registry::Registry;
 use crate::observe::metric_values::{LabelText, new_metric, registered};
 
 /// Labels of the request counter.
+/// The label of the per-cluster families.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ClusterLabel {
+    /// Cluster name (`default`, or a registered one).
+    pub cluster: String,
+}
+
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct RequestLabels {
     /// Tenant id, or `_admin`, or `_anonymous`.
@@ -70,6 +77,8 @@ pub struct Metrics {
     pub upstream_errors: Family<UpstreamErrorLabels, Counter>,
     /// 1 while the upstream counts as answering (health.rs), else 0.
     pub upstream_up: Gauge,
+    /// The same per cluster, every registered one and `default` (docs/clusters.md).
+    pub cluster_up: Family<ClusterLabel, Gauge>,
     /// Requests and connections refused by a fair-share limit.
     pub limit_refusals: Family<LimitLabels, Counter>,
     /// Audit events dropped because the writer fell behind.
@@ -134,6 +143,11 @@ impl Metrics {
             r,
             "upstream_up",
             "1 while the upstream apiserver answers (readiness probes with hysteresis), else 0",
+        );
+        let cluster_up = new_metric(
+            r,
+            "cluster_up",
+            "1 while the cluster's apiserver answers (readiness probes with hysteresis), else 0; one series per cluster",
         );
         let limit_refusals = new_metric(
             r,
@@ -208,6 +222,7 @@ impl Metrics {
             open_watches,
             upstream_errors,
             upstream_up,
+            cluster_up,
         }
     }
 

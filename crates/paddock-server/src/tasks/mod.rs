@@ -16,9 +16,9 @@ use crate::state::AppState;
 
 /// Probes one cluster's apiserver every [`PROBE_INTERVAL`] while tenants use the replica or
 /// the upstream is in doubt, else every [`IDLE_PROBE_INTERVAL`], until its shutdown, judged with
-/// hysteresis (`observe::health`); a change of reachability is logged, and the default
-/// cluster's also sets `paddock_upstream_up` (a member cluster shares the replica's metrics,
-/// so it must not).
+/// hysteresis (`observe::health`); a change of reachability is logged and set in
+/// `paddock_cluster_up{cluster}`, and the default cluster's also sets `paddock_upstream_up` (a
+/// member cluster shares the replica's metrics, so it must not).
 pub async fn probe_loop(state: Arc<AppState>, cluster: String, sets_up_metric: bool) {
     let mut tick = tokio::time::interval(PROBE_INTERVAL);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -48,5 +48,17 @@ pub async fn probe_loop(state: Arc<AppState>, cluster: String, sets_up_metric: b
         if sets_up_metric {
             state.metrics.upstream_up.set(i64::from(now));
         }
+        if state.shutdown.is_cancelled() {
+            // A removed cluster: its series is gone (clusters::sync), not to be made again.
+            return;
+        }
+        let label = crate::observe::metrics::ClusterLabel {
+            cluster: cluster.clone(),
+        };
+        state
+            .metrics
+            .cluster_up
+            .get_or_create(&label)
+            .set(i64::from(now));
     }
 }
