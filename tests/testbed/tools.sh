@@ -6,7 +6,9 @@
 #   h2spec (github.com/summerwind/h2spec/cmd/h2spec@$H2SPEC_VERSION, HTTP/2 conformance; the
 #           module has no go.mod, so it is built from a small wrapper module that pins its
 #           dependencies, H2SPEC_*_VERSION in versions.env)
-# Usage: tools.sh helm|pyprom|k9s|h2spec  -> prints the absolute path of the binary on stdout.
+#   kubelogin (github.com/int128/kubelogin@$KUBELOGIN_VERSION as kubectl-oidc_login, the
+#           `kubectl oidc-login` plugin: downloaded and built in a copy, like k9s)
+# Usage: tools.sh helm|pyprom|k9s|h2spec|kubelogin  -> prints the absolute path of the binary on stdout.
 # The cache lives outside the repo: ${PADDOCK_TESTBED_CACHE:-$HOME/.cache/paddock-testbed}/<tool>-<version>/bin
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -107,10 +109,37 @@ build_h2spec() {
   echo "$dir/h2spec"
 }
 
+build_kubelogin() {
+  local dir="$CACHE/kubelogin-$KUBELOGIN_VERSION/bin"
+  if [ ! -x "$dir/kubectl-oidc_login" ]; then
+    mkdir -p "$dir"
+    log "building kubelogin $KUBELOGIN_VERSION from the Go module proxy"
+    (
+      flock 9
+      if [ ! -x "$dir/kubectl-oidc_login" ]; then
+        local src work
+        src="$(GOTOOLCHAIN=local GONOSUMDB=github.com/int128/kubelogin GOFLAGS=-mod=mod \
+          go mod download -json "github.com/int128/kubelogin@$KUBELOGIN_VERSION" \
+          | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')"
+        [ -d "$src" ] || { log "go mod download gave no directory for kubelogin"; exit 1; }
+        work="$(mktemp -d)"
+        cp -r "$src/." "$work/"
+        chmod -R u+w "$work"
+        (cd "$work" && GOTOOLCHAIN=local CGO_ENABLED=0 GOFLAGS="-trimpath -buildvcs=false" \
+          go build -o "$dir/kubectl-oidc_login.tmp" . >&2)
+        mv "$dir/kubectl-oidc_login.tmp" "$dir/kubectl-oidc_login"
+        rm -rf "$work"
+      fi
+    ) 9>"$CACHE/.kubelogin.lock"
+  fi
+  echo "$dir/kubectl-oidc_login"
+}
+
 case "${1:-}" in
   helm) build_helm ;;
   pyprom) build_pyprom ;;
   k9s) build_k9s ;;
   h2spec) build_h2spec ;;
-  *) echo "usage: tools.sh helm|pyprom|k9s|h2spec" >&2; exit 2 ;;
+  kubelogin) build_kubelogin ;;
+  *) echo "usage: tools.sh helm|pyprom|k9s|h2spec|kubelogin" >&2; exit 2 ;;
 esac

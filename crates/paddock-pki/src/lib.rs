@@ -534,7 +534,8 @@ impl Ca {
 
     /// Issues a serving certificate (CN=paddock, `serverAuth`) for a fresh key with SANs
     /// localhost, 127.0.0.1, ::1, the names of a tenant's `kubernetes` Service as its pods
-    /// use them ([`IN_CLUSTER_NAMES`]) and `hostnames` (IP addresses become IP SANs). Returns
+    /// use them ([`IN_CLUSTER_NAMES`]), `*.tenants.paddock.internal` (the tenants' server
+    /// names) and `hostnames` (IP addresses become IP SANs). Returns
     /// (key PEM, certificate).
     pub fn issue_serving_cert(
         &self,
@@ -544,6 +545,12 @@ impl Ca {
     ) -> Result<(String, IssuedCert), PkiError> {
         let mut names: Vec<String> = vec!["localhost".into(), "127.0.0.1".into(), "::1".into()];
         names.extend(IN_CLUSTER_NAMES.iter().map(|n| (*n).to_string()));
+        // The tenants' server names (a kubeconfig context's tls-server-name chooses the
+        // tenant of a bearer-token connection; docs/security.md "Identities").
+        names.push(format!(
+            "*.{}",
+            paddock_core::identity::oidc::TENANT_SERVER_SUFFIX
+        ));
         for h in hostnames {
             let h = h.trim();
             if h.is_empty() {

@@ -103,6 +103,7 @@ fn serving_certificate_names() {
         .collect();
     for want in [
         "localhost",
+        "*.tenants.paddock.internal",
         "paddock.example.com",
         "127.0.0.1",
         "::1",

@@ -5,6 +5,7 @@ mod cluster_cli;
 mod kubeconfig;
 mod lifecycle_cli;
 mod metering_cli;
+mod oidc_cli;
 mod output;
 mod quota_cli;
 mod serve;
@@ -13,7 +14,7 @@ mod template_cli;
 
 use std::path::PathBuf;
 
-use anyhow::Result;
+use anyhow::{Context as _, Result};
 use clap::{Parser, Subcommand, ValueEnum};
 
 /// paddock: a multi-tenant gateway for the Kubernetes API.
@@ -210,8 +211,11 @@ enum TenantCommand {
     Policy {
         id: String,
         /// JSON merge patch over the policy in force (null removes a setting).
-        #[arg(long, conflicts_with = "reset")]
+        #[arg(long, conflicts_with_all = ["reset", "patch_file"])]
         patch: Option<String>,
+        /// The same, read from a file (e.g. an OIDC issuer with its CA: {"jwt": [...]}).
+        #[arg(long, conflicts_with = "reset")]
+        patch_file: Option<PathBuf>,
         /// Back to the server's default policy.
         #[arg(long)]
         reset: bool,
@@ -266,6 +270,9 @@ pub struct IssueArgs {
 enum UserCommand {
     /// Issue a certificate for a tenant user and print a kubeconfig.
     Issue(IssueArgs),
+    /// Print a kubeconfig for a person who signs in with OpenID Connect: one context per
+    /// tenant, the `kubectl oidc-login` exec plugin, no secret embedded.
+    OidcKubeconfig(oidc_cli::OidcArgs),
 }
 
 #[derive(Subcommand)]
@@ -409,7 +416,19 @@ async fn run(cli: Cli) -> Result<()> {
                     metering_cli::print_usage(&client.usage(&id).await?, output)
                 }
                 TenantCommand::Quota { command } => quota_cli::run(&client, command).await,
-                TenantCommand::Policy { id, patch, reset } => {
+                TenantCommand::Policy {
+                    id,
+                    patch,
+                    patch_file,
+                    reset,
+                } => {
+                    let patch = match patch_file {
+                        Some(f) => Some(
+                            std::fs::read_to_string(&f)
+                                .with_context(|| format!("reading --patch-file {}", f.display()))?,
+                        ),
+                        None => patch,
+                    };
                     let patch = patch
                         .map(|p| serde_json::from_str::<serde_json::Value>(&p))
                         .transpose()
@@ -440,6 +459,17 @@ async fn run(cli: Cli) -> Result<()> {
             let client = admin_client::AdminClient::new(&conn.kubeconfig)?;
             let kc = client.issue_kubeconfig(&args).await?;
             print!("{kc}");
+            Ok(())
+        }
+        Command::User {
+            conn,
+            command: UserCommand::OidcKubeconfig(args),
+        } => {
+            let client = admin_client::AdminClient::new(&conn.kubeconfig)?;
+            print!(
+                "{}",
+                oidc_cli::kubeconfig(&client, &conn.kubeconfig, &args).await?
+            );
             Ok(())
         }
         Command::Template { conn, command } => {

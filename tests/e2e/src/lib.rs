@@ -26,6 +26,7 @@ pub mod kube_client;
 pub mod kubectl;
 pub mod load;
 pub mod ns_bodies;
+pub mod oidc;
 pub mod operators;
 pub mod paddock;
 pub mod process;

@@ -90,6 +90,12 @@ pub fn h2spec() -> Result<PathBuf> {
     testbed_tool("h2spec")
 }
 
+/// kubelogin as `kubectl-oidc_login`, the `kubectl oidc-login` exec credential plugin
+/// (tests/testbed/tools.sh kubelogin: built from the Go module proxy, cached).
+pub fn kubelogin() -> Result<PathBuf> {
+    testbed_tool("kubelogin")
+}
+
 /// A Python with prometheus_client from PyPI (tests/testbed/tools.sh pyprom: a cached venv),
 /// the metering test's Prometheus exposition parser.
 pub fn pyprom() -> Result<PathBuf> {

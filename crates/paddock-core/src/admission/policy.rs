@@ -24,6 +24,10 @@ pub struct TenantPolicy {
     /// The tenant's pods and paddock (docs/inside.md).
     #[serde(skip_serializing_if = "InClusterPolicy::is_default")]
     pub in_cluster: InClusterPolicy,
+    /// The OIDC issuers the tenant trusts (kube-apiserver's `AuthenticationConfiguration.jwt`
+    /// entries; crate::identity::oidc). Empty by default: no bearer token but a tenant pod's.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub jwt: Vec<crate::identity::oidc::JwtAuthenticator>,
 }
 
 /// Which of the tenant's namespaces keep the upstream's in-cluster configuration.
@@ -192,6 +196,7 @@ impl TenantPolicy {
 
     /// Checks what serde cannot: operators, effects, domain syntax.
     pub fn validate(&self) -> Result<(), PolicyError> {
+        crate::identity::oidc::validate(&self.jwt).map_err(PolicyError)?;
         for t in &self.scheduling.tolerations {
             if !matches!(t.operator.as_str(), "" | "Equal" | "Exists") {
                 return Err(PolicyError(format!(

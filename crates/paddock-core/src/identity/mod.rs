@@ -4,6 +4,7 @@
 pub mod headers;
 pub mod impersonate;
 pub mod names;
+pub mod oidc;
 pub mod review;
 
 use crate::error::TranslateError;

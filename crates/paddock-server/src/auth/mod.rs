@@ -2,6 +2,8 @@
 //! store cache on every request, so a revocation or a tenant suspension applies to open
 //! connections too, within the cache's propagation time.
 
+pub mod jwks;
+pub mod oidc;
 pub mod token_gate;
 
 use std::sync::{Arc, OnceLock};
@@ -13,6 +15,7 @@ use sha2::{Digest, Sha256};
 
 use paddock_core::TenantId;
 use paddock_core::fair::refusal::Refusal;
+use paddock_core::identity::oidc::TokenKind;
 use paddock_pki::PeerCert;
 use paddock_store::{StoreCache, TenantPhase};
 
@@ -111,17 +114,68 @@ pub fn authenticate(
     }
 }
 
+/// The tenant a connection's server name (SNI) chose, if it named one
+/// (`paddock_core::identity::oidc::context_tenant`); `Err` for a name under the tenants'
+/// suffix that names none.
+pub type Context = Option<Arc<Result<TenantId, String>>>;
+
 /// Authenticates one request: the client certificate when there is one (a bearer token is
-/// then ignored and never forwarded), else a tenant pod's service-account token.
+/// then ignored and never forwarded), else its bearer token: a tenant pod's service-account
+/// token (TokenReview upstream) or an OIDC token (checked here, never sent upstream), told
+/// apart from the token's payload before any upstream call. A request acts only in the
+/// tenant its connection's server name chose, when it chose one.
 pub async fn authenticate_request(
     state: &AppState,
     peer: Option<&Peer>,
+    context: &Context,
     headers: &HeaderMap,
 ) -> Result<Arc<Caller>, ServerError> {
-    if peer.is_some() {
-        return authenticate(peer, &state.cache, SystemTime::now());
+    let context = match context.as_deref() {
+        Some(Err(why)) => return Err(ServerError::Unauthorized(why.clone())),
+        Some(Ok(t)) => Some(t),
+        None => None,
+    };
+    let caller = if peer.is_some() {
+        authenticate(peer, &state.cache, SystemTime::now())?
+    } else {
+        match bearer(headers) {
+            Some(t) => match paddock_core::identity::oidc::token_kind(t) {
+                TokenKind::Oidc { issuer } => {
+                    return paddock_upstream::rare::boxed(|| {
+                        oidc::authenticate(state, t, &issuer, context)
+                    })
+                    .await;
+                }
+                // Boxed: the TokenReview's future (3.5 KB) would otherwise be part of every
+                // request's.
+                TokenKind::ServiceAccount => {
+                    paddock_upstream::rare::boxed(|| authenticate_token(state, t))
+                        .await
+                        .map(Arc::new)?
+                }
+                TokenKind::Unreadable => {
+                    return Err(ServerError::Unauthorized(
+                        "the bearer token is neither a service account token nor an OIDC token"
+                            .into(),
+                    ));
+                }
+            },
+            None => authenticate(None, &state.cache, SystemTime::now())?,
+        }
+    };
+    // A certificate or a pod's token names its tenant itself: it must be the context's.
+    if let (Some(want), Caller::Tenant { tenant, .. }) = (context, &*caller)
+        && want != tenant
+    {
+        return Err(ServerError::Unauthorized(format!(
+            "the credential is tenant {tenant}'s, but the connection's server name chose tenant {want}"
+        )));
     }
-    let token = headers
+    Ok(caller)
+}
+
+fn bearer(headers: &HeaderMap) -> Option<&str> {
+    headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| {
@@ -129,14 +183,7 @@ pub async fn authenticate_request(
                 .or_else(|| v.strip_prefix("bearer "))
         })
         .map(str::trim)
-        .filter(|t| !t.is_empty());
-    match token {
-        // Boxed: the TokenReview's future (3.5 KB) would otherwise be part of every request's.
-        Some(t) => paddock_upstream::rare::boxed(|| authenticate_token(state, t))
-            .await
-            .map(Arc::new),
-        None => authenticate(None, &state.cache, SystemTime::now()),
-    }
+        .filter(|t| !t.is_empty())
 }
 
 /// A tenant pod's service-account token, verified by the upstream's TokenReview API (paddock

@@ -172,6 +172,8 @@ fn http_builder(
 struct Front {
     state: Arc<AppState>,
     peer: Option<Arc<Peer>>,
+    /// The tenant the connection's server name chose (bearer tokens act only there).
+    context: crate::auth::Context,
     activity: Arc<Activity>,
     refused: Option<Refusal>,
 }
@@ -184,6 +186,7 @@ impl Front {
         let Front {
             state,
             peer,
+            context,
             activity,
             refused,
         } = self.clone();
@@ -201,7 +204,7 @@ impl Front {
                 ))
                 .into_response()
             } else {
-                crate::stack::router::handle(state, peer, req).await
+                crate::stack::router::handle(state, peer, context, req).await
             };
             resp.map(|b| tap::hold(b, Guard(busy)))
         }
@@ -329,6 +332,12 @@ pub async fn serve_connection(
     // bounded per tenant (`tenant_permit`).
     let _unauthenticated = peer.is_none().then_some(unauthenticated);
     let h2 = tls_stream.get_ref().1.alpn_protocol() == Some(b"h2".as_slice());
+    let context = tls_stream
+        .get_ref()
+        .1
+        .server_name()
+        .and_then(paddock_core::identity::oidc::context_tenant)
+        .map(Arc::new);
     let (permit, refused) = tenant_permit(&state, peer.as_deref());
     let activity = Arc::new(Activity {
         busy: AtomicUsize::new(0),
@@ -340,6 +349,7 @@ pub async fn serve_connection(
     let front = Front {
         state: state.clone(),
         peer,
+        context,
         activity: activity.clone(),
         refused,
     };

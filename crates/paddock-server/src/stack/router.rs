@@ -17,6 +17,7 @@ use paddock_upstream::res_body::ResBody;
 pub async fn handle(
     state: Arc<AppState>,
     peer: Option<Arc<Peer>>,
+    context: crate::auth::Context,
     req: Request<ReqBody>,
 ) -> Response<ResBody> {
     match req.uri().path() {
@@ -25,7 +26,8 @@ pub async fn handle(
         _ => {}
     }
     let start = std::time::Instant::now();
-    match crate::auth::authenticate_request(&state, peer.as_deref(), req.headers()).await {
+    match crate::auth::authenticate_request(&state, peer.as_deref(), &context, req.headers()).await
+    {
         Ok(caller) => crate::stack::serve(&state, caller, req).await,
         Err(e) => {
             // Refused before its tenant is known: into the platform audit stream, never a
