@@ -117,11 +117,13 @@ build_kubelogin() {
     (
       flock 9
       if [ ! -x "$dir/kubectl-oidc_login" ]; then
-        local src work
-        src="$(GOTOOLCHAIN=local GONOSUMDB=github.com/int128/kubelogin GOFLAGS=-mod=mod \
-          go mod download -json "github.com/int128/kubelogin@$KUBELOGIN_VERSION" \
-          | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')"
+        local src work info
+        info="$(GOTOOLCHAIN=local GONOSUMDB=github.com/int128/kubelogin GOFLAGS=-mod=mod \
+          go mod download -json "github.com/int128/kubelogin@$KUBELOGIN_VERSION")"
+        src="$(sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p' <<<"$info")"
         [ -d "$src" ] || { log "go mod download gave no directory for kubelogin"; exit 1; }
+        grep -qF "\"Sum\": \"$KUBELOGIN_SUM\"" <<<"$info" \
+          || { log "kubelogin $KUBELOGIN_VERSION does not have the pinned hash $KUBELOGIN_SUM"; exit 1; }
         work="$(mktemp -d)"
         cp -r "$src/." "$work/"
         chmod -R u+w "$work"

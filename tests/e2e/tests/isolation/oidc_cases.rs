@@ -180,7 +180,11 @@ fn edited_context(bed: &mut Bed, alice: &Path) -> Result<()> {
             format!(
                 "{}; control {}",
                 out.stderr.lines().last().unwrap_or(""),
-                control.stdout.trim()
+                control
+                    .stdout
+                    .split_whitespace()
+                    .collect::<Vec<_>>()
+                    .join(",")
             ),
         )
     }
