@@ -4,6 +4,9 @@
 //! - `POST tenants/<id>/suspension` with a [`SuspendRequest`] suspends the tenant (again:
 //!   `stopWorkloads` can be added); `DELETE tenants/<id>/suspension` resumes it. Both answer
 //!   the `Tenant`.
+//! - `POST tenants/<id>/sleep` puts the tenant to sleep, `DELETE tenants/<id>/sleep` wakes it
+//!   (docs/operations.md "Sleep and wake"); both answer the `Tenant` once the leader has done
+//!   it (or after a minute, with the phase it has reached).
 //! - `PATCH tenants/<id>/protection` with a [`ProtectionPatch`] (a JSON merge patch: a field
 //!   left out is unchanged, `"ttl": null` removes the TTL) answers the `Tenant`.
 
@@ -14,6 +17,8 @@ use serde_json::Value;
 pub const SUSPENSION: &str = "suspension";
 /// The subresource of a tenant's deletion protection and TTL (PATCH).
 pub const PROTECTION: &str = "protection";
+/// The subresource that puts a tenant to sleep (POST) and wakes it (DELETE).
+pub const SLEEP: &str = "sleep";
 
 /// `tenants/<id>/<subresource>`.
 pub fn tenant_path(id: &str, subresource: &str) -> String {
@@ -38,6 +43,17 @@ pub struct Suspension {
     /// Whether its workloads were stopped.
     #[serde(default)]
     pub stop_workloads: bool,
+}
+
+/// A sleeping tenant's `status.sleep` (absent while it is awake).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SleepStatus {
+    /// `FallingAsleep` (its workloads being stopped), `Asleep`, or `Waking` (being brought
+    /// back).
+    pub phase: String,
+    /// When it was asked to fall asleep (RFC 3339).
+    pub since: String,
 }
 
 /// What `tenant protect` and `tenant ttl` change (a JSON merge patch).

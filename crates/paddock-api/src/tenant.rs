@@ -135,6 +135,9 @@ pub struct TenantStatus {
     /// While the tenant is suspended: since when, and whether its workloads were stopped.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub suspension: Option<crate::lifecycle::Suspension>,
+    /// While it sleeps, falls asleep or wakes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sleep: Option<crate::lifecycle::SleepStatus>,
     /// When its TTL runs out (RFC 3339), with one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expires: Option<String>,

@@ -146,6 +146,7 @@ pub async fn create_tenant(
         suspension: None,
         deletion_protection: false,
         expiry: None,
+        sleep: None,
     };
     state.store.create_tenant(&rec).await?;
     // A new tenant has no FlowSchema to remove: only one of its own is written.

@@ -5,7 +5,9 @@
 //!   the resync's caches, which keeps it in step with the record);
 //! - its workloads stopped ([`stop_workloads`], with `--stop-workloads`) and, at resume,
 //!   brought back, with every controller short of pods touched so that it creates them at
-//!   once ([`resume_workloads`]).
+//!   once ([`resume_workloads`]);
+//! - a sleeping tenant's workloads: stopped by the same [`stop_workloads`] (for
+//!   `Mark::Sleep`) and brought back when it wakes ([`wake_workloads`]).
 //!
 //! Everything here is written with paddock's own credential, which the suspension guard does
 //! not hold back; it is idempotent, so a suspend or resume that failed halfway is run again.
@@ -14,7 +16,7 @@ use futures_util::future::try_join_all;
 use http::Method;
 use paddock_core::TenantId;
 use paddock_core::lifecycle::workloads::{
-    Workload, kick_patch, restore_patch, short_of_pods, stop_patch,
+    Mark, Workload, kick_patch, restore_patch, short_of_pods, stop_patch,
 };
 use paddock_core::provision::suspended::{mark_patch, marked_as};
 use serde_json::Value;
@@ -103,12 +105,15 @@ pub async fn mark_tenant(
     mark_listed(up, t, suspended, &namespace_objects(up, t).await?).await
 }
 
-/// Every workload object of the tenant's namespaces, kind by kind (parents first).
+/// Every workload object of the kinds `m` stops in the tenant's namespaces, kind by kind
+/// (parents first).
 async fn workloads(
     up: &Upstream,
     namespaces: &[String],
+    m: Mark,
 ) -> Result<Vec<(Workload, Value)>, ServerError> {
-    let collections: Vec<(Workload, String)> = Workload::ALL
+    let collections: Vec<(Workload, String)> = m
+        .kinds()
         .iter()
         .flat_map(|w| namespaces.iter().map(move |ns| (*w, w.collection(ns))))
         .collect();
@@ -150,12 +155,21 @@ async fn patch_each(
     Ok(patches.len())
 }
 
-/// Stops the workloads of `t`'s namespaces on this cluster (`lifecycle::workloads`); returns
-/// how many objects were changed.
-pub async fn stop_workloads(up: &Upstream, t: &TenantId) -> Result<usize, ServerError> {
+/// Stops the workloads of `t`'s namespaces on this cluster for reason `m` (a suspension, a
+/// sleep: `lifecycle::workloads`); returns how many objects were changed.
+pub async fn stop_workloads(up: &Upstream, t: &TenantId, m: Mark) -> Result<usize, ServerError> {
     let namespaces = tenant_namespaces(up, t).await?;
-    let objects = workloads(up, &namespaces).await?;
-    patch_each(up, &objects, stop_patch).await
+    let objects = workloads(up, &namespaces, m).await?;
+    patch_each(up, &objects, |w, o| stop_patch(m, w, o)).await
+}
+
+/// When a tenant wakes: brings back what its sleep stopped on this cluster; returns how many
+/// objects were changed. Its controllers were never refused pods (a sleep is no suspension),
+/// so none waits out a backoff: nothing is touched.
+pub async fn wake_workloads(up: &Upstream, t: &TenantId) -> Result<usize, ServerError> {
+    let namespaces = tenant_namespaces(up, t).await?;
+    let objects = workloads(up, &namespaces, Mark::Sleep).await?;
+    patch_each(up, &objects, |w, o| restore_patch(Mark::Sleep, w, o)).await
 }
 
 /// At resume: brings back what [`stop_workloads`] stopped, and touches every other controller
@@ -166,11 +180,12 @@ pub async fn resume_workloads(
     now: &str,
 ) -> Result<(usize, usize), ServerError> {
     let namespaces = tenant_namespaces(up, t).await?;
-    let objects = workloads(up, &namespaces).await?;
-    let restored = patch_each(up, &objects, restore_patch).await?;
+    let m = Mark::Suspension;
+    let objects = workloads(up, &namespaces, m).await?;
+    let restored = patch_each(up, &objects, |w, o| restore_patch(m, w, o)).await?;
     let kick = kick_patch(now);
     let kicked = patch_each(up, &objects, |w, o| {
-        (restore_patch(w, o).is_none() && short_of_pods(w, o)).then(|| kick.clone())
+        (restore_patch(m, w, o).is_none() && short_of_pods(w, o)).then(|| kick.clone())
     })
     .await?;
     Ok((restored, kicked))

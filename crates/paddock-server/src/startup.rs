@@ -73,6 +73,7 @@ pub fn new_state(
         access_log: access_log::AccessLog::new(config.log_format, config.access_log),
         clusters: Default::default(),
         leadership,
+        activity: Default::default(),
         config,
     }))
 }
@@ -127,6 +128,8 @@ pub async fn bootstrap_loop(state: Arc<AppState>, admission_url: Option<String>)
     ));
     // Tenants whose time-to-live has run out, deleted by the leader.
     tokio::spawn(crate::lifecycle::expiry::expiry_loop(state.clone()));
+    // Idle tenants put to sleep, and sleeping ones woken, by the leader.
+    tokio::spawn(crate::lifecycle::sleep::sleep_loop(state.clone()));
     // The in-cluster path with paddock in the cluster: tenants' `kubernetes` endpoints follow
     // paddock's own Service (docs/inside.md).
     if let Some((ns, name)) = state

@@ -15,6 +15,8 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 
+#[path = "embedded_activity.rs"]
+mod activity;
 #[path = "embedded_cas.rs"]
 mod cas;
 #[path = "embedded_templates.rs"]
@@ -51,6 +53,9 @@ pub(crate) struct State {
     /// Namespaces of spanning tenants: `<tenant>/<namespace>` to its cluster (nsmap.rs).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub(crate) nsmap: BTreeMap<String, String>,
+    /// Tenants' last activity, in memory only (embedded_activity.rs).
+    #[serde(skip)]
+    pub(crate) activity: BTreeMap<String, i64>,
 }
 
 impl State {
@@ -272,7 +277,10 @@ impl EmbeddedStore {
         check_tenant_id(id)?;
         let id = id.to_string();
         self.mutate(move |st| match st.tenants.remove(&id) {
-            Some(_) => Ok(()),
+            Some(_) => {
+                st.activity.remove(&id);
+                Ok(())
+            }
             None => Err(StoreError::NotFound(format!("tenant {id}"))),
         })
         .await

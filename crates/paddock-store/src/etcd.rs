@@ -92,6 +92,9 @@ impl Shared {
     fn tenant_key(&self, id: &str) -> String {
         format!("{}/tenants/{id}", self.prefix)
     }
+    pub(crate) fn activity_key(&self, id: &str) -> String {
+        format!("{}/activity/{id}", self.prefix)
+    }
     fn quota_key(&self, id: &str) -> String {
         format!("{}/quota/{id}", self.prefix)
     }
@@ -296,7 +299,12 @@ impl Shared {
                     }
                     let revision = resp.header().map(|h| h.revision()).unwrap_or(0);
                     let events = resp.events();
-                    if events.is_empty() {
+                    // Keys the cache does not hold (quota ledgers, tenants' activity): no
+                    // copy of the snapshot.
+                    if events
+                        .iter()
+                        .all(|ev| ev.kv().is_none_or(|kv| self.classify(kv.key()).is_none()))
+                    {
                         self.cache.observe_revision(revision);
                         continue;
                     }
@@ -539,6 +547,9 @@ impl EtcdStore {
             return Err(StoreError::NotFound(format!("tenant {id}")));
         }
         s.settle(revision_of(resp.header())).await;
+        // Its activity (etcd_activity.rs) goes with it; a failure leaves a few bytes that
+        // nothing reads.
+        let _ = self.delete_activity(id).await;
         Ok(())
     }
 

@@ -39,6 +39,7 @@ mod cache;
 mod clusters;
 mod embedded;
 mod etcd;
+mod etcd_activity;
 mod etcd_claims;
 mod etcd_clusters;
 mod etcd_conn;
@@ -60,7 +61,7 @@ pub use clusters::ClusterRecord;
 pub use embedded::EmbeddedStore;
 pub use etcd::EtcdStore;
 pub use etcd_conn::{EtcdOptions, EtcdTlsFiles};
-pub use life::{Expiry, Suspension};
+pub use life::{Expiry, Sleep, SleepPhase, Suspension, unix_of};
 
 /// Lifecycle phase of a tenant.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -127,6 +128,10 @@ pub struct TenantRecord {
     /// The tenant's time-to-live: when it runs out.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expiry: Option<life::Expiry>,
+    /// While the tenant sleeps, falls asleep or wakes (docs/operations.md "Sleep and wake");
+    /// absent while it is awake.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sleep: Option<life::Sleep>,
 }
 
 impl TenantRecord {
@@ -172,6 +177,7 @@ impl TenantRecord {
             suspension: None,
             deletion_protection: false,
             expiry: None,
+            sleep: None,
         }
     }
 }
@@ -321,6 +327,18 @@ impl Store {
     /// Reads a tenant from the backend (not the cache).
     pub async fn get_tenant(&self, id: &str) -> Result<Option<TenantRecord>, StoreError> {
         dispatch!(self, s => s.get_tenant(id).await)
+    }
+
+    /// Records that tenant `tid` was active at `unix` (seconds since the epoch), for the
+    /// leader's sleep decisions (docs/operations.md "Sleep and wake"); callers write at most
+    /// once per share interval. Not in the cache.
+    pub async fn put_activity(&self, tid: &TenantId, unix: i64) -> Result<(), StoreError> {
+        dispatch!(self, s => s.put_activity(tid.as_str(), unix).await)
+    }
+
+    /// The last activity any replica recorded for tenant `tid`.
+    pub async fn get_activity(&self, tid: &TenantId) -> Result<Option<i64>, StoreError> {
+        dispatch!(self, s => s.get_activity(tid.as_str()).await)
     }
 
     /// Records an issued certificate (overwrites a record with the same serial).

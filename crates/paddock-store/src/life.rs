@@ -17,6 +17,28 @@ pub struct Suspension {
     pub stop_workloads: bool,
 }
 
+/// Where a tenant's sleep stands (docs/operations.md "Sleep and wake"). The record says what
+/// is wanted; the leader makes the tenant's clusters follow and moves the phase on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum SleepPhase {
+    /// Asked (idle past its `sleepAfter`, or `tenant sleep`): its workloads are being stopped.
+    FallingAsleep,
+    /// Its workloads are stopped.
+    Asleep,
+    /// Asked to wake (its next request, or `tenant wake`): its workloads are being brought
+    /// back; the record loses its `sleep` when they are.
+    Waking,
+}
+
+/// A tenant's sleep.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Sleep {
+    /// When it was asked to fall asleep (RFC 3339).
+    pub since: String,
+    pub phase: SleepPhase,
+}
+
 /// A time-to-live: the tenant is deleted at `at` unless deletion protection holds it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -40,9 +62,14 @@ impl Expiry {
     /// `at` as seconds since the epoch; an unreadable time counts as run out long ago (a
     /// record paddock did not write; protection still holds it).
     pub fn at_unix(&self) -> i64 {
-        time::OffsetDateTime::parse(&self.at, &time::format_description::well_known::Rfc3339)
-            .map_or(0, time::OffsetDateTime::unix_timestamp)
+        unix_of(&self.at)
     }
+}
+
+/// RFC 3339 as seconds since the epoch; 0 when unreadable.
+pub fn unix_of(rfc3339: &str) -> i64 {
+    time::OffsetDateTime::parse(rfc3339, &time::format_description::well_known::Rfc3339)
+        .map_or(0, time::OffsetDateTime::unix_timestamp)
 }
 
 /// Seconds since the epoch as RFC 3339 (UTC, whole seconds).

@@ -1,12 +1,13 @@
 //! `paddock tenant suspend|resume|protect|ttl` (docs/operations.md "Suspend, protection and
-//! TTL"), on the admin API's `tenants/<id>/suspension` and `tenants/<id>/protection`
-//! (paddock-api `lifecycle`).
+//! TTL") and `paddock tenant sleep|wake` ("Sleep and wake"), on the admin API's
+//! `tenants/<id>/suspension`, `tenants/<id>/protection` and `tenants/<id>/sleep` (paddock-api
+//! `lifecycle`).
 
 use anyhow::Result;
 use clap::Subcommand;
 use http::Method;
 use paddock_api::lifecycle::{
-    PROTECTION, ProtectionPatch, SUSPENSION, SuspendRequest, tenant_path,
+    PROTECTION, ProtectionPatch, SLEEP, SUSPENSION, SuspendRequest, tenant_path,
 };
 use paddock_api::tenant::Tenant;
 
@@ -34,6 +35,21 @@ pub enum LifeCommand {
     /// Resume a suspended tenant: writes allowed again, the workloads its suspension stopped
     /// brought back, and its controllers short of pods touched so that they create them at once.
     Resume {
+        id: String,
+        #[arg(short = 'o', long, value_enum, default_value_t)]
+        output: Output,
+    },
+    /// Put a tenant to sleep now: its Deployments, StatefulSets and standalone ReplicaSets
+    /// scaled to zero and its CronJobs suspended upstream, what was changed recorded on each
+    /// object. Its users still see their replica counts; their next request wakes it.
+    /// Answers once the leader has stopped its workloads.
+    Sleep {
+        id: String,
+        #[arg(short = 'o', long, value_enum, default_value_t)]
+        output: Output,
+    },
+    /// Wake a sleeping tenant: what its sleep stopped is brought back. Answers once it is.
+    Wake {
         id: String,
         #[arg(short = 'o', long, value_enum, default_value_t)]
         output: Output,
@@ -86,6 +102,8 @@ pub async fn run(client: &AdminClient, command: LifeCommand) -> Result<()> {
             eprintln!("tenant {id} resumed");
             (t, output)
         }
+        LifeCommand::Sleep { id, output } => (sleep(client, &id, true).await?, output),
+        LifeCommand::Wake { id, output } => (sleep(client, &id, false).await?, output),
         LifeCommand::Protect {
             id,
             unprotect,
@@ -126,4 +144,26 @@ async fn protection(client: &AdminClient, id: &str, patch: &ProtectionPatch) -> 
     let body = serde_json::to_value(patch)?;
     let a = client.call(Method::PATCH, &path, Some(&body)).await?;
     check_as(a, &format!("changing the protection of tenant {id}"))
+}
+
+/// `tenant sleep` (`asleep`) or `tenant wake`.
+async fn sleep(client: &AdminClient, id: &str, asleep: bool) -> Result<Tenant> {
+    let path = tenant_path(id, SLEEP);
+    let (method, what) = if asleep {
+        (Method::POST, "putting tenant {id} to sleep")
+    } else {
+        (Method::DELETE, "waking tenant {id}")
+    };
+    let a = client.call(method, &path, None).await?;
+    let t: Tenant = check_as(a, &what.replace("{id}", id))?;
+    let phase = t.status.as_ref().and_then(|s| s.sleep.as_ref());
+    match (asleep, phase.map(|s| s.phase.as_str())) {
+        (true, Some("Asleep")) => eprintln!("tenant {id} asleep"),
+        (false, None) => eprintln!("tenant {id} awake"),
+        (_, p) => eprintln!(
+            "tenant {id}: asked; the leader has not finished yet ({})",
+            p.unwrap_or("awake")
+        ),
+    }
+    Ok(t)
 }

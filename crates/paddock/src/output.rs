@@ -144,6 +144,7 @@ pub fn print_tenants(items: &[Tenant], output: Output) -> Result<()> {
             vec![
                 opt(t.metadata.name.as_ref()),
                 opt(status.map(|st| &st.phase)),
+                sleep_cell(t),
                 opt(t.spec.display_name.as_ref()),
                 t.metadata
                     .creation_timestamp
@@ -170,6 +171,7 @@ pub fn print_tenants(items: &[Tenant], output: Output) -> Result<()> {
             &[
                 "NAME",
                 "PHASE",
+                "SLEEP",
                 "DISPLAY NAME",
                 "CREATED",
                 "PROTECTED",
@@ -190,6 +192,19 @@ pub fn print_tenants(items: &[Tenant], output: Output) -> Result<()> {
         eprintln!("warning: {w}");
     }
     Ok(())
+}
+
+/// `Asleep`, `FallingAsleep` or `Waking` (docs/operations.md "Sleep and wake"); awake:
+/// `after 30m` (its own policy's `sleepAfter`), or `-`.
+fn sleep_cell(t: &Tenant) -> String {
+    if let Some(s) = t.status.as_ref().and_then(|st| st.sleep.as_ref()) {
+        return s.phase.clone();
+    }
+    t.spec
+        .policy
+        .as_ref()
+        .and_then(|p| p["sleepAfter"].as_str())
+        .map_or_else(|| "-".into(), |d| format!("after {d}"))
 }
 
 /// `in 42m`, `1m30s ago` (run out), or `-` (no TTL).

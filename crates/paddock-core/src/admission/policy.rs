@@ -28,6 +28,31 @@ pub struct TenantPolicy {
     /// entries; crate::identity::oidc). Empty by default: no bearer token but a tenant pod's.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub jwt: Vec<crate::identity::oidc::JwtAuthenticator>,
+    /// Put the tenant to sleep after this long without a request of its own (`30m`, `2h`;
+    /// docs/operations.md "Sleep and wake"); absent: it never sleeps by itself.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sleep_after: Option<String>,
+}
+
+impl TenantPolicy {
+    /// `sleepAfter` in seconds (checked by [`TenantPolicy::validate`]).
+    pub fn sleep_after_seconds(&self) -> Option<u64> {
+        self.sleep_after
+            .as_deref()
+            .and_then(|s| parse_sleep_after(s).ok())
+    }
+}
+
+/// A policy's `sleepAfter` in seconds: a duration of the admin API's (`30m`, `2h`), at least a
+/// second.
+pub fn parse_sleep_after(s: &str) -> Result<u64, String> {
+    let d = paddock_api::duration::parse_duration(s).map_err(|e| format!("sleepAfter: {e}"))?;
+    match d.as_secs() {
+        0 => Err(format!(
+            "sleepAfter: {s:?} is no time at all; leave sleepAfter out to keep the tenant awake"
+        )),
+        n => Ok(n),
+    }
 }
 
 /// Which of the tenant's namespaces keep the upstream's in-cluster configuration.
@@ -197,6 +222,9 @@ impl TenantPolicy {
     /// Checks what serde cannot: operators, effects, domain syntax.
     pub fn validate(&self) -> Result<(), PolicyError> {
         crate::identity::oidc::validate(&self.jwt).map_err(PolicyError)?;
+        if let Some(s) = &self.sleep_after {
+            parse_sleep_after(s).map_err(PolicyError)?;
+        }
         for t in &self.scheduling.tolerations {
             if !matches!(t.operator.as_str(), "" | "Equal" | "Exists") {
                 return Err(PolicyError(format!(
@@ -235,6 +263,17 @@ impl TenantPolicy {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn sleep_after_is_a_duration_of_a_second_or_more() {
+        assert_eq!(parse_sleep_after("30m"), Ok(1800));
+        assert_eq!(parse_sleep_after("8s"), Ok(8));
+        assert!(parse_sleep_after("0s").is_err());
+        assert!(parse_sleep_after("soon").is_err());
+        let p = TenantPolicy::from_json(&json!({"sleepAfter": "10m"}));
+        assert_eq!(p.map(|p| p.sleep_after_seconds()).ok().flatten(), Some(600));
+        assert!(TenantPolicy::from_json(&json!({"sleepAfter": "0"})).is_err());
+    }
 
     #[test]
     fn defaults_are_the_strict_ones() {

@@ -513,10 +513,10 @@ pub static KINDS: &[Kind] = &[
     namespaced(APPS, "v1", "deployments", "Deployment")
         .splice()
         .counted(COUNTED)
-        .paddock(WORKLOADS, "usage report (metering.md): Deployments: count; stopped and brought back by a suspension (operations.md)"),
+        .paddock(WORKLOADS, "usage report (metering.md): Deployments: count; stopped and brought back by a suspension or a sleep (operations.md)"),
     namespaced(APPS, "v1", "statefulsets", "StatefulSet")
         .counted(COUNTED)
-        .paddock(WORKLOADS, "usage report (metering.md): StatefulSets: count; stopped and brought back by a suspension (operations.md)"),
+        .paddock(WORKLOADS, "usage report (metering.md): StatefulSets: count; stopped and brought back by a suspension or a sleep (operations.md)"),
     namespaced(APPS, "v1", "daemonsets", "DaemonSet")
         .splice()
         .counted(COUNTED)
@@ -524,7 +524,7 @@ pub static KINDS: &[Kind] = &[
     namespaced(APPS, "v1", "replicasets", "ReplicaSet")
         .splice()
         .counted(COUNTED)
-        .paddock(WORKLOADS, "usage report (metering.md): ReplicaSets: count; stopped and brought back by a suspension (operations.md)"),
+        .paddock(WORKLOADS, "usage report (metering.md): ReplicaSets: count; stopped and brought back by a suspension or a sleep (operations.md)"),
     namespaced(APPS, "v1", "controllerrevisions", "ControllerRevision").splice(),
     namespaced(BATCH, "v1", "jobs", "Job")
         .splice()
@@ -533,7 +533,7 @@ pub static KINDS: &[Kind] = &[
     namespaced(BATCH, "v1", "cronjobs", "CronJob")
         .splice()
         .counted(COUNTED)
-        .paddock(WORKLOADS, "usage report (metering.md): CronJobs: count; stopped and brought back by a suspension (operations.md)"),
+        .paddock(WORKLOADS, "usage report (metering.md): CronJobs: count; stopped and brought back by a suspension or a sleep (operations.md)"),
     namespaced("coordination.k8s.io", "v1", "leases", "Lease").splice(),
     namespaced(NET, "v1", "ingresses", "Ingress")
         .counted(COUNTED)

@@ -25,9 +25,14 @@ const CONTAINER_STREAMS: [&str; 3] = ["exec", "attach", "portforward"];
 pub fn writes(method: &str, path: &str) -> bool {
     match method {
         "GET" | "HEAD" | "OPTIONS" => container_stream(path),
-        "POST" => !REVIEW_GROUPS.iter().any(|g| path.starts_with(g)),
+        "POST" => !is_review(path),
         _ => true,
     }
+}
+
+/// Whether `path` is in one of the review groups (its objects are questions).
+pub fn is_review(path: &str) -> bool {
+    REVIEW_GROUPS.iter().any(|g| path.starts_with(g))
 }
 
 /// `.../pods/<name>/exec` (or attach, portforward).

@@ -1,13 +1,19 @@
-//! Stopping a suspended tenant's workloads (`paddock tenant suspend --stop-workloads`) and
-//! bringing them back at resume, as merge patches of the workload objects; what paddock
-//! changed is recorded on the object itself, in [`STOPPED_ANNOTATION`], so that resume puts
-//! back exactly that and nothing else.
+//! Stopping a tenant's workloads and bringing them back, as merge patches of the workload
+//! objects, for two reasons ([`Mark`]): a suspension's `--stop-workloads` (brought back at
+//! resume) and a tenant's sleep (brought back when it wakes, docs/operations.md "Sleep and
+//! wake"). What paddock changed is recorded on the object itself, in the reason's annotation
+//! ([`STOPPED_ANNOTATION`], [`SLEPT_ANNOTATION`]), so that resume or wake puts back exactly
+//! that and nothing else, and the two never undo each other.
 //!
-//! | kind | stopped by | recorded |
-//! |---|---|---|
-//! | Deployment, StatefulSet, ReplicaSet without a controller | `spec.replicas: 0` | the replicas before |
-//! | DaemonSet | a node selector no node has (`paddock.io/suspended: "true"`) | `nodeSelector` |
-//! | Job that has not finished, CronJob | `spec.suspend: true` | `false` |
+//! | kind | stopped by | recorded | suspension | sleep |
+//! |---|---|---|---|---|
+//! | Deployment, StatefulSet, ReplicaSet without a controller | `spec.replicas: 0` | the replicas before | yes | yes |
+//! | DaemonSet | a node selector no node has (`paddock.io/suspended: "true"`) | `nodeSelector` | yes | no |
+//! | Job that has not finished | `spec.suspend: true` | `false` | yes | no |
+//! | CronJob | `spec.suspend: true` | `false` | yes | yes |
+//!
+//! Sleep leaves DaemonSets and Jobs alone: a Job that runs is work in progress, not idleness,
+//! and stopping a DaemonSet changes its pod template (a new revision the tenant would see).
 //!
 //! An object already at zero or already suspended is left as it is (and not touched at
 //! resume). Pods without a controller are left running: a deleted pod could not be brought
@@ -17,16 +23,47 @@
 //! 1000 s). At resume, every controller short of pods is touched ([`kick_patch`]: an
 //! annotation), which queues it at once.
 //!
-//! The annotation is the tenant's to read (and, once resumed, to write: it only changes its
-//! own replica counts, which it may anyway); its value is only ever read as a number or one of
-//! two words, never applied as a patch.
+//! The annotations are the tenant's to read (and, once resumed or awake, to write: they only
+//! change its own replica counts, which it may anyway); their values are only ever read as a
+//! number or one of two words, never applied as a patch. A record that no longer describes the
+//! object (the tenant wrote it back with a count that is not zero, or unsuspended it) is stale:
+//! it is neither restored nor does it keep the object from being stopped again.
 
 use serde_json::{Value, json};
 
 use crate::provision::suspended::SUSPENDED_LABEL;
 
-/// What paddock changed to stop a workload (the value it had).
+/// What a suspension changed to stop a workload (the value it had).
 pub const STOPPED_ANNOTATION: &str = "paddock.io/stopped";
+/// What a sleep changed to stop a workload (the value it had; read back on the way down).
+pub use crate::rules::asleep::SLEPT_ANNOTATION;
+
+/// Why paddock stopped a workload: each reason has its annotation and its kinds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mark {
+    /// `tenant suspend --stop-workloads`.
+    Suspension,
+    /// The tenant's sleep.
+    Sleep,
+}
+
+impl Mark {
+    /// Where the reason records what it changed.
+    pub fn annotation(self) -> &'static str {
+        match self {
+            Mark::Suspension => STOPPED_ANNOTATION,
+            Mark::Sleep => SLEPT_ANNOTATION,
+        }
+    }
+
+    /// The kinds the reason stops, parents first.
+    pub fn kinds(self) -> &'static [Workload] {
+        match self {
+            Mark::Suspension => &Workload::ALL,
+            Mark::Sleep => &Workload::SLEEPING,
+        }
+    }
+}
 /// When a resume touched a controller short of pods.
 pub const RESUMED_ANNOTATION: &str = "paddock.io/resumed";
 
@@ -53,6 +90,14 @@ impl Workload {
         Workload::Job,
     ];
 
+    /// The kinds a sleep stops (the module's table).
+    pub const SLEEPING: [Workload; 4] = [
+        Workload::Deployment,
+        Workload::StatefulSet,
+        Workload::ReplicaSet,
+        Workload::CronJob,
+    ];
+
     /// The collection of this kind in upstream namespace `ns`.
     pub fn collection(self, ns: &str) -> String {
         let (group, resource) = match self {
@@ -66,7 +111,8 @@ impl Workload {
         format!("/apis/{group}/v1/namespaces/{ns}/{resource}")
     }
 
-    fn scaled(self) -> bool {
+    /// Stopped by scaling to zero.
+    pub fn scaled(self) -> bool {
         matches!(
             self,
             Workload::Deployment | Workload::StatefulSet | Workload::ReplicaSet
@@ -74,8 +120,18 @@ impl Workload {
     }
 }
 
-fn recorded(obj: &Value) -> Option<&str> {
-    obj["metadata"]["annotations"][STOPPED_ANNOTATION].as_str()
+fn recorded(m: Mark, obj: &Value) -> Option<&str> {
+    obj["metadata"]["annotations"][m.annotation()].as_str()
+}
+
+/// Whether a record of `m` on `obj` still describes it: the object is still stopped (at zero,
+/// or suspended). A record that does not is stale ([`stop_patch`] stops the object again).
+fn still_stopped(w: Workload, obj: &Value) -> bool {
+    match w {
+        _ if w.scaled() => obj["spec"]["replicas"].as_u64() == Some(0),
+        Workload::DaemonSet => true,
+        _ => suspended(obj),
+    }
 }
 
 /// `spec.replicas`, 1 when absent (the apiserver's default).
@@ -102,17 +158,18 @@ fn suspended(obj: &Value) -> bool {
     obj["spec"]["suspend"] == json!(true)
 }
 
-fn annotate(value: Value) -> Value {
-    json!({"annotations": {STOPPED_ANNOTATION: value}})
+fn annotate(m: Mark, value: Value) -> Value {
+    json!({"annotations": {m.annotation(): value}})
 }
 
-/// The merge patch that stops `obj` of kind `w`, recording what it was; `None` when there is
-/// nothing to stop (at zero, suspended, finished, a ReplicaSet of a Deployment, or stopped
-/// already).
-pub fn stop_patch(w: Workload, obj: &Value) -> Option<Value> {
-    if recorded(obj).is_some() {
+/// The merge patch that stops `obj` of kind `w` for reason `m`, recording what it was; `None`
+/// when there is nothing to stop (at zero, suspended, finished, a ReplicaSet of a Deployment,
+/// stopped already, or a kind the reason leaves alone).
+pub fn stop_patch(m: Mark, w: Workload, obj: &Value) -> Option<Value> {
+    if !m.kinds().contains(&w) || recorded(m, obj).is_some() && still_stopped(w, obj) {
         return None;
     }
+    let annotate = |v| annotate(m, v);
     match w {
         _ if w.scaled() => {
             let n = replicas(obj);
@@ -130,12 +187,12 @@ pub fn stop_patch(w: Workload, obj: &Value) -> Option<Value> {
     }
 }
 
-/// The merge patch that brings back what [`stop_patch`] recorded on `obj`; `None` when paddock
-/// did not stop it. A count changed by someone else meanwhile (not zero any more) is kept; a
-/// value paddock did not write only loses the annotation.
-pub fn restore_patch(w: Workload, obj: &Value) -> Option<Value> {
-    let was = recorded(obj)?;
-    let mut patch = json!({"metadata": annotate(Value::Null)});
+/// The merge patch that brings back what [`stop_patch`] recorded for `m` on `obj`; `None` when
+/// paddock did not stop it. A count changed by someone else meanwhile (not zero any more) is
+/// kept; a value paddock did not write only loses the annotation.
+pub fn restore_patch(m: Mark, w: Workload, obj: &Value) -> Option<Value> {
+    let was = recorded(m, obj)?;
+    let mut patch = json!({"metadata": annotate(m, Value::Null)});
     match w {
         _ if w.scaled() => {
             if let Ok(n) = was.parse::<u32>()
@@ -182,14 +239,14 @@ mod tests {
     use super::*;
 
     fn stop_then_restore(w: Workload, obj: Value) -> (Value, Value) {
-        let stop = stop_patch(w, &obj).unwrap();
+        let stop = stop_patch(Mark::Suspension, w, &obj).unwrap();
         let mut stopped = obj.clone();
         merge(&mut stopped, &stop);
         assert!(
-            stop_patch(w, &stopped).is_none(),
+            stop_patch(Mark::Suspension, w, &stopped).is_none(),
             "stopped twice: {stopped}"
         );
-        let restore = restore_patch(w, &stopped).unwrap();
+        let restore = restore_patch(Mark::Suspension, w, &stopped).unwrap();
         let mut back = stopped.clone();
         merge(&mut back, &restore);
         (stopped, back)
@@ -230,19 +287,26 @@ mod tests {
         let (_, back) = stop_then_restore(Workload::StatefulSet, json!({"spec": {}}));
         assert_eq!(back["spec"]["replicas"], 1);
         // At zero, or a Deployment's ReplicaSet: nothing to stop.
-        assert!(stop_patch(Workload::Deployment, &json!({"spec": {"replicas": 0}})).is_none());
+        assert!(
+            stop_patch(
+                Mark::Suspension,
+                Workload::Deployment,
+                &json!({"spec": {"replicas": 0}})
+            )
+            .is_none()
+        );
         let owned = json!({"metadata": {"ownerReferences": [{"kind": "Deployment", "controller": true}]}, "spec": {"replicas": 2}});
-        assert!(stop_patch(Workload::ReplicaSet, &owned).is_none());
+        assert!(stop_patch(Mark::Suspension, Workload::ReplicaSet, &owned).is_none());
         // Scaled by someone else meanwhile: kept, the record dropped.
         let moved = json!({"metadata": {"annotations": {STOPPED_ANNOTATION: "3"}}, "spec": {"replicas": 5}});
         assert_eq!(
-            restore_patch(Workload::Deployment, &moved),
+            restore_patch(Mark::Suspension, Workload::Deployment, &moved),
             Some(json!({"metadata": {"annotations": {STOPPED_ANNOTATION: null}}}))
         );
         // A value paddock never wrote is never applied.
         let forged = json!({"metadata": {"annotations": {STOPPED_ANNOTATION: "{\"spec\":{}}"}}, "spec": {"replicas": 0}});
         assert_eq!(
-            restore_patch(Workload::Deployment, &forged),
+            restore_patch(Mark::Suspension, Workload::Deployment, &forged),
             Some(json!({"metadata": {"annotations": {STOPPED_ANNOTATION: null}}}))
         );
     }
@@ -264,12 +328,75 @@ mod tests {
             assert_eq!(stopped["spec"]["suspend"], true);
             assert_eq!(back["spec"]["suspend"], false);
             // Suspended by its owner already: left alone, then and at resume.
-            assert!(stop_patch(w, &json!({"spec": {"suspend": true}})).is_none());
+            assert!(stop_patch(Mark::Suspension, w, &json!({"spec": {"suspend": true}})).is_none());
         }
         let done =
             json!({"spec": {}, "status": {"conditions": [{"type": "Complete", "status": "True"}]}});
-        assert!(stop_patch(Workload::Job, &done).is_none());
-        assert!(restore_patch(Workload::Job, &done).is_none());
+        assert!(stop_patch(Mark::Suspension, Workload::Job, &done).is_none());
+        assert!(restore_patch(Mark::Suspension, Workload::Job, &done).is_none());
+    }
+
+    #[test]
+    fn sleep_records_apart_from_a_suspension_and_only_its_kinds() {
+        let d = json!({"spec": {"replicas": 3}});
+        let slept = stop_patch(Mark::Sleep, Workload::Deployment, &d).unwrap();
+        assert_eq!(
+            slept,
+            json!({"metadata": {"annotations": {SLEPT_ANNOTATION: "3"}}, "spec": {"replicas": 0}})
+        );
+        let mut asleep = d.clone();
+        merge(&mut asleep, &slept);
+        // A suspension finds it at zero: nothing of its own to stop, nor to restore.
+        assert!(stop_patch(Mark::Suspension, Workload::Deployment, &asleep).is_none());
+        assert!(restore_patch(Mark::Suspension, Workload::Deployment, &asleep).is_none());
+        assert_eq!(
+            restore_patch(Mark::Sleep, Workload::Deployment, &asleep),
+            Some(
+                json!({"metadata": {"annotations": {SLEPT_ANNOTATION: null}}, "spec": {"replicas": 3}})
+            )
+        );
+        // DaemonSets and Jobs keep running; CronJobs are suspended.
+        assert!(stop_patch(Mark::Sleep, Workload::DaemonSet, &json!({"spec": {}})).is_none());
+        assert!(stop_patch(Mark::Sleep, Workload::Job, &json!({"spec": {}})).is_none());
+        assert!(stop_patch(Mark::Sleep, Workload::CronJob, &json!({"spec": {}})).is_some());
+    }
+
+    #[test]
+    fn the_way_down_knows_the_kinds_a_sleep_stops() {
+        let named = |w: Workload| match w {
+            Workload::Deployment => ("apps", "Deployment"),
+            Workload::StatefulSet => ("apps", "StatefulSet"),
+            Workload::ReplicaSet => ("apps", "ReplicaSet"),
+            Workload::DaemonSet => ("apps", "DaemonSet"),
+            Workload::Job => ("batch", "Job"),
+            Workload::CronJob => ("batch", "CronJob"),
+        };
+        let sleeping: Vec<(&str, &str, bool)> = Workload::SLEEPING
+            .iter()
+            .map(|w| (named(*w).0, named(*w).1, w.scaled()))
+            .collect();
+        assert_eq!(sleeping, crate::rules::asleep::SLEEPING_KINDS);
+        for w in Workload::ALL {
+            assert_eq!(
+                crate::rules::asleep::sleeps(named(w).0, named(w).1),
+                Workload::SLEEPING.contains(&w)
+            );
+        }
+    }
+
+    #[test]
+    fn a_stale_record_does_not_keep_an_object_from_being_stopped_again() {
+        // The tenant wrote its object back, annotation and all, once awake: 4 replicas.
+        let back =
+            json!({"metadata": {"annotations": {SLEPT_ANNOTATION: "3"}}, "spec": {"replicas": 4}});
+        assert_eq!(
+            stop_patch(Mark::Sleep, Workload::Deployment, &back),
+            Some(
+                json!({"metadata": {"annotations": {SLEPT_ANNOTATION: "4"}}, "spec": {"replicas": 0}})
+            )
+        );
+        let cron = json!({"metadata": {"annotations": {SLEPT_ANNOTATION: "false"}}, "spec": {"suspend": false}});
+        assert!(stop_patch(Mark::Sleep, Workload::CronJob, &cron).is_some());
     }
 
     #[test]

@@ -49,6 +49,9 @@ struct FastKind {
     /// as a prefix: `"namespace` also finds `"namespaces"` and `"namespaceSelector"`, so a pod
     /// takes two passes, not four.
     needles: Vec<Finder<'static>>,
+    /// Its objects may carry a sleep's record, which `object_down` reads back as the tenant
+    /// left the object (`rules::asleep`): an item that holds the record takes the DOM path.
+    sleeps: bool,
 }
 
 static FAST_KINDS: LazyLock<Vec<FastKind>> = LazyLock::new(|| {
@@ -64,6 +67,7 @@ static FAST_KINDS: LazyLock<Vec<FastKind>> = LazyLock::new(|| {
                 .map(|key| Finder::new(format!("\"{key}").as_bytes()).into_owned())
                 .collect(),
             keys,
+            sleeps: crate::rules::asleep::sleeps(k.group, k.kind),
         })
         .collect()
 });
@@ -160,6 +164,8 @@ pub struct Splicer {
 
 static FIND_LABEL: LazyLock<Finder<'static>> =
     LazyLock::new(|| Finder::new(TENANT_LABEL.as_bytes()));
+static FIND_SLEPT: LazyLock<Finder<'static>> =
+    LazyLock::new(|| Finder::new(crate::rules::asleep::SLEPT_ANNOTATION.as_bytes()));
 static FIND_API_VERSION: LazyLock<Finder<'static>> =
     LazyLock::new(|| Finder::new(b"\"apiVersion\":\""));
 
@@ -300,6 +306,9 @@ impl Splicer {
         out: &mut Vec<u8>,
         found: &mut Found,
     ) -> Fast {
+        if fast.sleeps && FIND_SLEPT.find(raw).is_some() {
+            return Fast::Fallback;
+        }
         let meta = &raw[meta_start..];
         let mut members = Members::new(meta);
         let mut name = None;

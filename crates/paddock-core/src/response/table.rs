@@ -18,13 +18,16 @@ use crate::catalog::context::TenantContext;
 use crate::catalog::{ResourceInfo, Scope};
 use crate::error::TranslateError;
 use crate::identity::names::name_down;
+use crate::rules::asleep::{SpecCells, cells_as_left, recorded};
 use crate::rules::{Disposition, object_down, text_down};
 
-/// Where the Name and Namespace cells are.
+/// Where the Name and Namespace cells are, and the cells that show a workload's spec (a
+/// sleeping tenant's workloads read as it left them: `rules::asleep`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Columns {
     pub name: Option<usize>,
     pub namespace: Option<usize>,
+    pub spec: SpecCells,
 }
 
 impl Columns {
@@ -40,6 +43,8 @@ impl Columns {
                 c.name = Some(i);
             } else if c.namespace.is_none() && name == "Namespace" {
                 c.namespace = Some(i);
+            } else {
+                c.spec.note(i, name);
             }
         }
         Some(c)
@@ -69,12 +74,16 @@ pub fn row_down(
         ));
     };
     let has_object = row.get("object").is_some_and(Value::is_object);
-    let (mut name, mut namespace) = (None, None);
+    let (mut name, mut namespace, mut left) = (None, None, None);
     if has_object && let Some(obj) = row.get_mut("object") {
         {
             if row_object_down(ctx, scope, obj)? == Disposition::Drop {
                 return Ok(Disposition::Drop);
             }
+            left = scope
+                .resource
+                .as_ref()
+                .and_then(|r| recorded(&r.upstream_group, &r.kind, obj.get("metadata")));
             name = obj
                 .pointer("/metadata/name")
                 .and_then(Value::as_str)
@@ -100,6 +109,9 @@ pub fn row_down(
         }
     }
     cells_down(ctx, &cols, cells, name.as_deref(), namespace.as_deref());
+    if let Some(left) = left {
+        cells_as_left(left, cols.spec, cells);
+    }
     Ok(Disposition::Keep)
 }
 

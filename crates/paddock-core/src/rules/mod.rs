@@ -5,6 +5,7 @@
 
 pub mod aggregate;
 pub mod apiservice;
+pub mod asleep;
 mod cel;
 pub mod doc;
 pub(crate) mod flowcontrol;

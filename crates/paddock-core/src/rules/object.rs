@@ -342,6 +342,8 @@ fn down_resource(
     if metadata_down(ctx, o, info)? == Disposition::Drop {
         return Ok(Disposition::Drop);
     }
+    // A sleeping tenant's workloads read as it left them.
+    super::asleep::object_as_left(&info.upstream_group, &info.kind, o);
     kind_rules_down(ctx, o, info)
 }
 

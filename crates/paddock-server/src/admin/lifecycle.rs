@@ -1,13 +1,14 @@
 //! The admin API of a tenant's suspension, deletion protection and TTL (paddock-api
 //! `lifecycle`; the actions are `crate::lifecycle`): `POST|DELETE tenants/<id>/suspension`,
-//! `PATCH tenants/<id>/protection`, the `deletionProtection` and `ttl` of a new tenant, and
+//! `POST|DELETE tenants/<id>/sleep`, `PATCH tenants/<id>/protection`, the
+//! `deletionProtection` and `ttl` of a new tenant, and
 //! what a `Tenant` answer says about them (with the TTL's warnings).
 
 use std::sync::Arc;
 
 use http::{Method, Request, Response, StatusCode};
 use paddock_api::duration::{format_duration, parse_duration};
-use paddock_api::lifecycle::{PROTECTION, ProtectionPatch, SUSPENSION, SuspendRequest};
+use paddock_api::lifecycle::{PROTECTION, ProtectionPatch, SLEEP, SUSPENSION, SuspendRequest};
 use paddock_api::tenant::Tenant;
 use paddock_core::identity::Caller;
 use paddock_core::lifecycle::expiry::{Verdict, verdict};
@@ -55,9 +56,19 @@ pub async fn serve(
             };
             crate::lifecycle::protect(state, id, change).await?
         }
+        (m @ (Method::POST | Method::DELETE), SLEEP) => {
+            let asleep = m == Method::POST;
+            tracing::info!(
+                admin = caller.user(),
+                tenant = id,
+                asleep,
+                "tenant sleep or wake asked"
+            );
+            crate::lifecycle::sleep::ask(state, id, asleep).await?
+        }
         (m, _) => {
             return Err(ServerError::NotFound(format!(
-                "{m} tenants/{id}/{sub} is not part of the admin API (POST or DELETE {SUSPENSION}, PATCH {PROTECTION})"
+                "{m} tenants/{id}/{sub} is not part of the admin API (POST or DELETE {SUSPENSION} and {SLEEP}, PATCH {PROTECTION})"
             )));
         }
     };
@@ -124,6 +135,13 @@ pub fn describe(t: &mut Tenant, r: &TenantRecord, now: i64) {
         .map(|s| paddock_api::lifecycle::Suspension {
             since: s.since.clone(),
             stop_workloads: s.stop_workloads,
+        });
+    status.sleep = r
+        .sleep
+        .as_ref()
+        .map(|s| paddock_api::lifecycle::SleepStatus {
+            phase: format!("{:?}", s.phase),
+            since: s.since.clone(),
         });
     let Some(e) = &r.expiry else {
         return;

@@ -34,7 +34,7 @@ use paddock_upstream::res_body::ResBody;
 use paddock_api::certificate::{
     CertificateMeta, CertificateSpec, CertificateStatus, IssueRequest, IssueSpec, IssuedCertificate,
 };
-use paddock_api::lifecycle::{PROTECTION, SUSPENSION};
+use paddock_api::lifecycle::{PROTECTION, SLEEP, SUSPENSION};
 use paddock_api::tenant::{Tenant, TenantMeta, TenantSpec, TenantStatus};
 use paddock_api::{BASE, GROUP, GROUP_VERSION as GV, List, VERSION};
 
@@ -240,7 +240,7 @@ pub async fn serve_admin(
         (Method::POST, ["tenants"]) => {
             crate::admin::lifecycle::create(state, json_body(req).await?).await
         }
-        (m, ["tenants", id, sub @ (SUSPENSION | PROTECTION)]) => {
+        (m, ["tenants", id, sub @ (SUSPENSION | PROTECTION | SLEEP)]) => {
             crate::admin::lifecycle::serve(state, caller, m, id, sub, req).await
         }
         (Method::PATCH, ["tenants", id, "limits"]) => {
@@ -322,6 +322,16 @@ fn metrics_response(state: &AppState) -> Response<ResBody> {
         .metrics
         .tenants_suspended
         .set(i64::try_from(suspended).unwrap_or(i64::MAX));
+    let asleep = state
+        .cache
+        .tenants()
+        .iter()
+        .filter(|t| t.sleep.is_some())
+        .count();
+    state
+        .metrics
+        .tenants_asleep
+        .set(i64::try_from(asleep).unwrap_or(i64::MAX));
     let mut r = Response::new(full(state.metrics.encode()));
     r.headers_mut().insert(
         header::CONTENT_TYPE,

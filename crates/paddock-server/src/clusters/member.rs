@@ -82,6 +82,7 @@ pub fn start(main: &Arc<AppState>, record: ClusterRecord) -> Result<ClusterMembe
         quota_locks: crate::state::QuotaLocks::default(),
         clusters: main.clusters.clone(),
         leadership: main.leadership.clone(),
+        activity: main.activity.clone(),
     });
     tokio::spawn(crate::tasks::probe_loop(
         state.clone(),

@@ -6,12 +6,14 @@
 //! - the admin actions: [`suspend`], [`resume`], [`protect`] (the record first, then the
 //!   tenant's clusters), and the start of a deletion, refused while the tenant is protected
 //!   ([`start_deletion`], for `tenant delete` and the TTL alike);
-//! - [`expiry`]: the leader's loop that deletes tenants whose TTL has run out.
+//! - [`expiry`]: the leader's loop that deletes tenants whose TTL has run out;
+//! - [`sleep`]: a tenant's activity noted at the door, its sleep and wake (the leader's).
 //!
 //! Every replica sees a suspension through its store cache; the leader's tenant resync keeps
 //! the namespaces' mark in step with the record.
 
 pub mod expiry;
+pub mod sleep;
 
 use std::sync::Arc;
 use std::time::SystemTime;
@@ -111,7 +113,12 @@ pub async fn suspend(
         let up = &r.upstream;
         let marked = paddock_reconciler::suspend::mark_tenant(up, &rec.id, true).await?;
         let stopped = if stop_workloads {
-            paddock_reconciler::suspend::stop_workloads(up, &rec.id).await?
+            paddock_reconciler::suspend::stop_workloads(
+                up,
+                &rec.id,
+                paddock_core::lifecycle::workloads::Mark::Suspension,
+            )
+            .await?
         } else {
             0
         };

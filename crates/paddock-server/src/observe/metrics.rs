@@ -103,6 +103,12 @@ pub struct Metrics {
     pub suspension_refusals: Counter,
     /// Tenant deletions the TTL started (the leader's).
     pub ttl_deletions: Counter,
+    /// Tenants asleep or falling asleep (set when scraped, from the store cache).
+    pub tenants_asleep: Gauge,
+    /// Tenants put to sleep (the leader's; idle past `sleepAfter`, or `tenant sleep`).
+    pub tenant_sleeps: Counter,
+    /// Tenants woken (the leader's; by a request, or `tenant wake`).
+    pub tenant_wakes: Counter,
     /// Tenants' requests finished (not exported: the health prober's sign of use; a load
     /// balancer's health checks are not use).
     pub finished: std::sync::atomic::AtomicU64,
@@ -200,6 +206,21 @@ impl Metrics {
             "tenant_ttl_deletions",
             "Tenant deletions started because the tenant's TTL ran out",
         );
+        let tenants_asleep = new_metric(
+            r,
+            "tenants_asleep",
+            "Tenants asleep or falling asleep (docs/operations.md \"Sleep and wake\")",
+        );
+        let tenant_sleeps = new_metric(
+            r,
+            "tenant_sleeps",
+            "Tenants put to sleep by this replica as the leader (idle past sleepAfter, or tenant sleep)",
+        );
+        let tenant_wakes = new_metric(
+            r,
+            "tenant_wakes",
+            "Tenants woken by this replica as the leader (by a request, or tenant wake)",
+        );
         let tenant = crate::observe::metering::TenantMetrics::register(&mut registry);
         let fair_queue = QueueMetrics::register(&mut registry);
         Metrics {
@@ -207,6 +228,9 @@ impl Metrics {
             tenants_suspended,
             suspension_refusals,
             ttl_deletions,
+            tenants_asleep,
+            tenant_sleeps,
+            tenant_wakes,
             leader,
             leader_transitions,
             finished: Default::default(),

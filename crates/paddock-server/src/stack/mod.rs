@@ -103,6 +103,22 @@ async fn gateway(
     req: Request<ReqBody>,
 ) -> Result<Response<ResBody>, ServerError> {
     let state = &state;
+    // A tenant's activity noted, a sleeping tenant woken; its writes wait for the wake
+    // (docs/operations.md "Sleep and wake").
+    if let Caller::Tenant { tenant, user, .. } = &*caller
+        && crate::lifecycle::sleep::noted(
+            state,
+            tenant,
+            user,
+            (
+                req.method().as_str(),
+                req.uri().path(),
+                access::asks_watch(req.uri()),
+            ),
+        )
+    {
+        boxed(|| crate::lifecycle::sleep::wait_awake(state, tenant)).await?;
+    }
     // The admin API, paddock's own group and a spanning tenant's routing are rare next to a
     // tenant's requests and have large futures of their own: boxed, so that the state machine
     // of every tenant request (the pipeline's steps, unboxed) does not carry theirs.

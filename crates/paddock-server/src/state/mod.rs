@@ -1,5 +1,6 @@
 //! Shared state of one replica.
 
+pub mod activity;
 pub mod discovery;
 pub mod nsmap;
 pub mod usage;
@@ -63,6 +64,9 @@ pub struct AppState {
     /// leader election; always with `leader_enabled = false`). A member cluster's state
     /// shares the replica's.
     pub leadership: paddock_upstream::lease::Leadership,
+    /// The tenants' activity this replica saw, and the wakes it asked (docs/operations.md
+    /// "Sleep and wake"); a member cluster's state shares the replica's.
+    pub activity: Arc<activity::Activity>,
 }
 
 impl AppState {
