@@ -41,8 +41,9 @@ pub fn counts(method: &str, path: &str, watch: bool, user: &str) -> bool {
         || path.starts_with("/livez/")
         || path.starts_with("/readyz/")
         || path.contains("/watch/")
-        || path.starts_with(&format!("{}/", paddock_api::GROUP_PATH))
-        || path == paddock_api::GROUP_PATH
+        || path
+            .strip_prefix(paddock_api::GROUP_PATH)
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
         || door::is_review(path)
     {
         return false;

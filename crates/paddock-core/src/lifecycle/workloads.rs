@@ -25,9 +25,10 @@
 //!
 //! The annotations are the tenant's to read (and, once resumed or awake, to write: they only
 //! change its own replica counts, which it may anyway); their values are only ever read as a
-//! number or one of two words, never applied as a patch. A record that no longer describes the
-//! object (the tenant wrote it back with a count that is not zero, or unsuspended it) is stale:
-//! it is neither restored nor does it keep the object from being stopped again.
+//! number or one of two words, never applied as a patch. A sleep's record that no longer
+//! describes the object (the tenant, awake, wrote it back with a count that is not zero, or
+//! unsuspended it) is stale: it is neither restored nor does it keep the object from being
+//! stopped again. A suspension's record stands until resume.
 
 use serde_json::{Value, json};
 
@@ -124,8 +125,8 @@ fn recorded(m: Mark, obj: &Value) -> Option<&str> {
     obj["metadata"]["annotations"][m.annotation()].as_str()
 }
 
-/// Whether a record of `m` on `obj` still describes it: the object is still stopped (at zero,
-/// or suspended). A record that does not is stale ([`stop_patch`] stops the object again).
+/// Whether a record on `obj` still describes it: the object is still stopped (at zero, or
+/// suspended). A sleep's record that does not is stale ([`stop_patch`] stops it again).
 fn still_stopped(w: Workload, obj: &Value) -> bool {
     match w {
         _ if w.scaled() => obj["spec"]["replicas"].as_u64() == Some(0),
@@ -166,7 +167,10 @@ fn annotate(m: Mark, value: Value) -> Value {
 /// when there is nothing to stop (at zero, suspended, finished, a ReplicaSet of a Deployment,
 /// stopped already, or a kind the reason leaves alone).
 pub fn stop_patch(m: Mark, w: Workload, obj: &Value) -> Option<Value> {
-    if !m.kinds().contains(&w) || recorded(m, obj).is_some() && still_stopped(w, obj) {
+    // A suspension's record stands until resume (a count a platform autoscaler set meanwhile
+    // is kept then); a sleep's that no longer describes the object is stale.
+    let stands = m == Mark::Suspension || still_stopped(w, obj);
+    if !m.kinds().contains(&w) || recorded(m, obj).is_some() && stands {
         return None;
     }
     let annotate = |v| annotate(m, v);
@@ -397,6 +401,9 @@ mod tests {
         );
         let cron = json!({"metadata": {"annotations": {SLEPT_ANNOTATION: "false"}}, "spec": {"suspend": false}});
         assert!(stop_patch(Mark::Sleep, Workload::CronJob, &cron).is_some());
+        // A suspension's record stands (resume keeps the count an autoscaler set meanwhile).
+        let scaled = json!({"metadata": {"annotations": {STOPPED_ANNOTATION: "3"}}, "spec": {"replicas": 2}});
+        assert!(stop_patch(Mark::Suspension, Workload::Deployment, &scaled).is_none());
     }
 
     #[test]

@@ -213,6 +213,14 @@ mod tests {
             held.warnings
         );
 
+        r.sleep = Some(paddock_store::Sleep {
+            since: "2026-01-01T00:00:00Z".into(),
+            phase: paddock_store::SleepPhase::Asleep,
+        });
+        let asleep = described(&r, 0).status.and_then(|s| s.sleep);
+        assert_eq!(asleep.map(|s| s.phase), Some("Asleep".to_string()));
+        r.sleep = None;
+
         r.phase = TenantPhase::Suspended;
         r.suspension = Some(Suspension {
             since: "2026-01-01T00:00:00Z".into(),

@@ -45,3 +45,25 @@ impl Activity {
         self.waking.lock().remove(t);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_replica_shares_the_first_request_then_once_per_interval() {
+        let a = Activity::default();
+        let t = TenantId::parse("actv01").unwrap_or_else(|_| unreachable!());
+        // sleepAfter 8 s: a 2 s interval.
+        assert!(a.note(&t, 100, Some(8)));
+        assert!(!a.note(&t, 101, Some(8)));
+        assert!(a.note(&t, 102, Some(8)));
+        assert_eq!(a.last(&t), Some(102));
+        // Never earlier than what was seen; no sleepAfter: noted, never shared.
+        assert!(!a.note(&t, 90, None));
+        assert_eq!(a.last(&t), Some(102));
+        assert!(a.start_waking(&t) && !a.start_waking(&t));
+        a.done_waking(&t);
+        assert!(a.start_waking(&t));
+    }
+}
