@@ -1,6 +1,8 @@
 //! A tenant's sleep after inactivity and its wake on the next request (issue 41, acceptance
 //! check 2; docs/operations.md "Sleep and wake") against the real control plane (kwok nodes
-//! that run pods), paddock as a real process, real kubectl:
+//! that run pods), two paddock replicas on one etcd, real kubectl. The tenants' requests go
+//! through the replica that does not lead, so that the leader, which decides sleeps and does
+//! the stopping and the bringing back, knows their activity only through the store:
 //!
 //! - a tenant with `sleepAfter: 6s`, three Deployments (2, 1 and 3 replicas) and a CronJob
 //!   idles (a watch of its own left open all along, which does not count): upstream, read
@@ -12,12 +14,14 @@
 //!   asleep: it waits for the wake and is not lost (4 replicas upstream, the others back);
 //! - `tenant sleep` again: the tenant's `kubectl get deploy -o json` shows its counts in
 //!   `spec.replicas`; `tenant sleep` then `tenant wake` by hand brings everything back;
-//! - controls: a tenant with the same `sleepAfter` that keeps making requests does not sleep,
-//!   and a tenant without `sleepAfter`, idle all along, never sleeps.
+//! - controls: a tenant with the same `sleepAfter` that keeps making requests (through the
+//!   other replica) does not sleep, and a tenant without `sleepAfter`, idle all along, never
+//!   sleeps; only the leader counts sleeps and wakes.
 //!
 //! Figures printed (`FIGURE`): time from the last request to the sleep, the waking request's
 //! answer time, and the time from it to every pod Ready.
 
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -34,6 +38,42 @@ const DEPLOYMENTS: [(&str, u32); 3] = [("web1", 2), ("web2", 1), ("web3", 3)];
 
 fn within(limit: Duration, what: &str, f: impl FnMut() -> Result<bool>) -> Result<Duration> {
     paddock_e2e::process::poll_within(limit, Duration::from_millis(100), what, f)
+}
+
+/// A metric of replica `p`'s `/metrics` (0 when absent).
+fn metric(p: &Paddock, name: &str) -> Result<f64> {
+    let text = p.kubectl_admin()?.run(&["get", "--raw", "/metrics"])?;
+    Ok(text
+        .lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' '))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0.0))
+}
+
+/// `src`'s kubeconfig pointed at `url` (another replica), written to `dst`.
+fn kubeconfig_for(src: &Path, url: &str, dst: &Path) -> Result<PathBuf> {
+    let text = std::fs::read_to_string(src)?;
+    let out: Vec<String> = text
+        .lines()
+        .map(|l| {
+            if l.trim_start().starts_with("server:") {
+                format!("    server: {url}")
+            } else {
+                l.to_owned()
+            }
+        })
+        .collect();
+    std::fs::write(dst, out.join("\n") + "\n")?;
+    Ok(dst.to_path_buf())
+}
+
+/// Tenant `id` through replica `via`.
+fn kubectl_via(p: &Paddock, via: &Paddock, id: &str) -> Result<Kubectl> {
+    let dst = p.dir().join(format!("{id}-via-other.kubeconfig"));
+    Ok(
+        Kubectl::new(kubeconfig_for(&p.tenant(id)?, via.url(), &dst)?)?
+            .cache_dir(p.dir().join("kubectl-cache-other").join(id)),
+    )
 }
 
 /// `paddock <a>` as the platform admin: (success, stdout, stderr).
@@ -151,18 +191,35 @@ fn open_watch(k: &Kubectl) -> Result<Child> {
 fn idle_tenants_sleep_and_their_next_request_wakes_them() -> Result<()> {
     let cp = ControlPlane::start().context("starting the control plane")?;
     let started = Instant::now();
-    let p = Paddock::start(&cp, StoreKind::Embedded)?;
+    let p = Paddock::start(&cp, StoreKind::Etcd)?;
+    let p2 = Paddock::start_replica(&cp, &p, "paddock-2", &[])?;
     let up = cp.kubectl_admin()?;
+    within(Duration::from_secs(30), "one replica leading", || {
+        Ok(metric(&p, "paddock_leader")? + metric(&p2, "paddock_leader")? == 1.0)
+    })?;
+    let (leader, other) = if metric(&p, "paddock_leader")? == 1.0 {
+        (&p, &p2)
+    } else {
+        (&p2, &p)
+    };
+    println!(
+        "leader: {}; the tenants' requests go through {}",
+        leader.url(),
+        other.url()
+    );
     let policy = format!(r#"{{"sleepAfter":"{SLEEP_AFTER}s"}}"#);
     // Each tenant's `sleepAfter` is set once its workloads run (the polls until then are its
     // requests, but the other tenants' setup is not), and the busy one kept busy from then.
     with_workloads(&p, NEVER, &[("web", 1)])?;
-    let busy = with_workloads(&p, BUSY, &[("web", 1)])?;
+    with_workloads(&p, BUSY, &[("web", 1)])?;
+    let busy = kubectl_via(&p, other, BUSY)?;
+    busy.run(&["get", "configmaps"])?;
     p.cli(&["tenant", "policy", BUSY, "--patch", &policy])?;
     let stop = Arc::new(AtomicBool::new(false));
     let busy_thread = keep_busy(busy, stop.clone());
     let ns = format!("{SLEEPY}-default");
-    let k = with_workloads(&p, SLEEPY, &DEPLOYMENTS)?;
+    with_workloads(&p, SLEEPY, &DEPLOYMENTS)?;
+    let k = kubectl_via(&p, other, SLEEPY)?;
     k.run(&[
         "create",
         "cronjob",
@@ -327,5 +384,17 @@ fn idle_tenants_sleep_and_their_next_request_wakes_them() -> Result<()> {
         "controls: {BUSY} ({busy_requests} requests, one a second) and {NEVER} (no sleepAfter) awake after {:.0} s",
         started.elapsed().as_secs_f64()
     );
+    let count = |r: &Paddock| -> Result<(f64, f64)> {
+        Ok((
+            metric(r, "paddock_tenant_sleeps_total")?,
+            metric(r, "paddock_tenant_wakes_total")?,
+        ))
+    };
+    let (led, others) = (count(leader)?, count(other)?);
+    ensure!(
+        led.0 >= 4.0 && led.1 >= 4.0 && others == (0.0, 0.0),
+        "sleeps and wakes (leader {led:?}, other {others:?}): only the leader does them, 4 of each"
+    );
+    println!("sleeps, wakes: leader {led:?}, other replica {others:?}");
     Ok(())
 }
