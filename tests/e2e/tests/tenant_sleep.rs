@@ -8,8 +8,10 @@
 //!   idles (a watch of its own left open all along, which does not count): upstream, read
 //!   with the admin kubeconfig, its Deployments go to 0 replicas and its CronJob is
 //!   suspended, each recorded; `tenant list` says `Asleep`;
-//! - its `kubectl get deploy` (a Table) shows its own counts (READY `0/2`, `0/1`, `0/3`), is
-//!   answered at once, and wakes it: every pod Running and Ready again, the CronJob resumed;
+//! - straight at the apiserver its own identity reads zero and does not wake it (only paddock
+//!   sees its requests); through paddock its `kubectl get deploy` (a Table) shows its own
+//!   counts (READY `0/2`, `0/1`, `0/3`), is answered at once, and wakes it: every pod Running
+//!   and Ready again, the CronJob resumed;
 //! - `tenant sleep` by hand, then the tenant's write `kubectl scale --replicas=4` while
 //!   asleep: it waits for the wake and is not lost (4 replicas upstream, the others back);
 //! - `tenant sleep` again: the tenant's `kubectl get deploy -o json` shows its counts in
@@ -275,6 +277,32 @@ fn idle_tenants_sleep_and_their_next_request_wakes_them() -> Result<()> {
         "tenant list without Asleep:\n{list}"
     );
     println!("asleep: upstream replicas 0 (recorded 2 1 3), CronJob suspended\n{list}");
+
+    // Straight at the apiserver, the tenant's own identity reads upstream as it is (zero), and
+    // does not wake it: only paddock sees its requests.
+    let direct = up.run(&[
+        "-n",
+        &ns,
+        "get",
+        "deployments",
+        "-o",
+        "jsonpath={range .items[*]}{.spec.replicas} {end}",
+        &format!("--as=paddock:{SLEEPY}:admin"),
+        &format!("--as-group=paddock:{SLEEPY}:tenant-admins"),
+        &format!("--as-group=paddock:tenant:{SLEEPY}"),
+    ])?;
+    ensure!(
+        direct.split_whitespace().eq(["0", "0", "0"]),
+        "straight at the apiserver while asleep: {direct}"
+    );
+    std::thread::sleep(Duration::from_secs(1));
+    ensure!(
+        asleep_upstream(&up, &ns)?,
+        "a read straight at the apiserver woke the tenant"
+    );
+    println!(
+        "straight at the apiserver, the tenant's identity reads replicas {direct}(and stays asleep)"
+    );
 
     // ---- its next request: answered at once, as it left its objects, and wakes it ---------
     let woken_at = Instant::now();
