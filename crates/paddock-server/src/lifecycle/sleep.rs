@@ -100,14 +100,20 @@ fn ask_wake(state: &Arc<AppState>, t: &TenantId) {
 }
 
 /// Waits until tenant `t` is awake (its record has no sleep) in this replica's cache; a 503
-/// after [`WAKE_WAIT`].
-pub async fn wait_awake(state: &AppState, t: &TenantId) -> Result<(), ServerError> {
+/// after [`WAKE_WAIT`]. A record that shows it asleep again while waiting (its `Waking` lost
+/// to another writer of the record, which writes are last-writer-wins) is asked again.
+pub async fn wait_awake(state: &Arc<AppState>, t: &TenantId) -> Result<(), ServerError> {
     let mut changes = state.cache.subscribe();
-    let awake = || {
-        state
-            .cache
-            .tenant(t.as_str())
-            .is_none_or(|r| r.sleep.is_none())
+    let awake = || match state.cache.tenant(t.as_str()) {
+        Some(r) => match r.sleep.as_ref().map(|s| s.phase) {
+            None => true,
+            Some(SleepPhase::Waking) => false,
+            Some(_) => {
+                ask_wake(state, t);
+                false
+            }
+        },
+        None => true,
     };
     let wait = async {
         while !awake() {
@@ -248,6 +254,9 @@ async fn step(state: &Arc<AppState>, led: &mut Led, rec: &TenantRecord, now: i64
         Some(SleepPhase::FallingAsleep) => fall_asleep(state, led, t).await,
         Some(SleepPhase::Asleep) if !led.stopped.contains(t) => fall_asleep(state, led, t).await,
         Some(SleepPhase::Asleep) => Ok(()),
+        // Stopped by this leader, but the record lost its phase to another writer (writes of
+        // the record are last-writer-wins): the record is what is wanted.
+        None if led.stopped.contains(t) => wake(state, led, t, now).await,
         None => return idle_check(state, led, rec, now).await,
     };
     match outcome {
