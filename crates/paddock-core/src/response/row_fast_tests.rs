@@ -114,3 +114,48 @@ fn row_fast_path_agrees_with_dom() {
         "the fast path was taken for {fast_rows} rows only"
     );
 }
+
+/// A sleeping tenant's Deployment row (docs/operations.md "Sleep and wake"): the fast path
+/// leaves it to the DOM path, which shows READY as the tenant left it; an awake row is spliced.
+#[test]
+fn an_asleep_deployment_row_reads_as_left() {
+    let ctx = ctx();
+    let path = "/apis/apps/v1/namespaces/default/deployments";
+    let p = crate::plan(&ctx, crate::parse_request("GET", path, None).unwrap()).unwrap();
+    let scope = TableScope {
+        resource: p.resource.clone(),
+        cluster_wide: p.cluster_wide,
+    };
+    let defs = serde_json::json!([
+        {"name": "Name", "type": "string", "format": "name"},
+        {"name": "Ready", "type": "string", "format": ""},
+        {"name": "Up-to-date", "type": "integer", "format": ""},
+        {"name": "Available", "type": "integer", "format": ""},
+        {"name": "Age", "type": "string", "format": ""}
+    ]);
+    let cols = Columns::from_defs(&defs);
+    let mut coll = DomCollection::new(ctx.clone(), scope.clone());
+    coll.columns = cols.clone();
+    let row = |annotations: Value, ready: &str| {
+        serde_json::json!({
+            "cells": ["web", ready, 0, 0, "5m"],
+            "object": {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1",
+                "metadata": {"name": "web", "namespace": "foofoo-default", "annotations": annotations}}
+        })
+    };
+    let asleep = row(serde_json::json!({"paddock.io/slept": "3"}), "0/0");
+    let mut out = Vec::new();
+    assert_eq!(
+        coll.row_fast(&serde_json::to_vec(&asleep).unwrap(), &mut out),
+        None
+    );
+    let mut dom = asleep.clone();
+    row_down(&ctx, &scope, cols.as_ref(), &mut dom).unwrap();
+    assert_eq!(dom["cells"][1], "0/3");
+    assert_eq!(dom["object"]["metadata"]["namespace"], "default");
+    let awake = row(serde_json::json!({"a": "b"}), "2/2");
+    assert_eq!(
+        coll.row_fast(&serde_json::to_vec(&awake).unwrap(), &mut out),
+        Some(true)
+    );
+}

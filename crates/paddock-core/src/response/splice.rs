@@ -432,6 +432,19 @@ mod tests {
     }
 
     #[test]
+    fn an_item_holding_a_sleeps_record_takes_the_dom_path() {
+        let d = r#"{"kind":"Deployment","apiVersion":"apps/v1","metadata":{"name":"web","namespace":"foofoo-default","annotations":{"paddock.io/slept":"3"}},"spec":{"replicas":0}}"#;
+        assert_eq!(run(d, None).0, Fast::Fallback);
+        // Not a kind a sleep stops: spliced as before.
+        let cm = d.replace(
+            r#""kind":"Deployment","apiVersion":"apps/v1""#,
+            r#""kind":"ConfigMap","apiVersion":"v1""#,
+        );
+        assert_eq!(run(&cm, None).0, Fast::Keep);
+        assert_eq!(run(&d.replace("slept", "other"), None).0, Fast::Keep);
+    }
+
+    #[test]
     fn found_names_the_rewritten_name_and_namespace() {
         let s = Splicer::new(&TenantId::parse("foofoo").unwrap());
         let mut out = b"prior".to_vec();
