@@ -207,6 +207,9 @@ pub async fn sleep_loop(state: Arc<AppState>) {
 struct Led {
     /// When it gained the leadership: nobody's idleness is counted from before.
     gained: i64,
+    /// When it first saw each tenant with a `sleepAfter` (activity is not kept for tenants
+    /// without one, so a `sleepAfter` just set counts idleness from then, not from creation).
+    enabled: HashMap<TenantId, i64>,
     /// Asleep tenants whose workloads it stopped (again) since it leads.
     stopped: HashSet<TenantId>,
     /// The store's activity of a tenant, as last read.
@@ -280,12 +283,17 @@ async fn idle_check(
     rec: &TenantRecord,
     now: i64,
 ) -> Option<i64> {
-    let after = sleep_after(state, rec)?;
     let t = &rec.id;
+    let Some(after) = sleep_after(state, rec) else {
+        led.enabled.remove(t);
+        return None;
+    };
+    let enabled = *led.enabled.entry(t.clone()).or_insert(now);
     let created = paddock_store::unix_of(&rec.created);
     let last = |led: &Led| {
         [
             led.gained,
+            enabled,
             created,
             state.activity.last(t).unwrap_or(0),
             led.stored.get(t).copied().unwrap_or(0),
