@@ -216,6 +216,7 @@ fn idle_tenants_sleep_and_their_next_request_wakes_them() -> Result<()> {
     // Created first: by the time its `sleepAfter` is set it is older than that, and its
     // requests until then were not kept (no sleepAfter): the clock starts when it is set.
     p.tenant(SLEEPY)?;
+    let sleepy_created = Instant::now();
     with_workloads(&p, NEVER, &[("web", 1)])?;
     with_workloads(&p, BUSY, &[("web", 1)])?;
     let busy = kubectl_via(&p, other, BUSY)?;
@@ -233,6 +234,9 @@ fn idle_tenants_sleep_and_their_next_request_wakes_them() -> Result<()> {
         "--image=registry.k8s.io/pause:3.10",
         "--schedule=*/30 * * * *",
     ])?;
+    // Older than its sleepAfter and a share interval when it is set (the control above).
+    let older = Duration::from_secs(SLEEP_AFTER + 2);
+    std::thread::sleep(older.saturating_sub(sleepy_created.elapsed()));
     p.cli(&["tenant", "policy", SLEEPY, "--patch", &policy])?;
     let mut watch = open_watch(&k)?;
     let want: usize = DEPLOYMENTS.iter().map(|(_, n)| *n as usize).sum();
