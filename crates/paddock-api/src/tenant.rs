@@ -201,7 +201,7 @@ mod tests {
     fn answers_have_the_shape_the_server_wrote() {
         let one = r#"{"apiVersion":"paddock.io/v1alpha1","kind":"Tenant","metadata":{"name":"acme01","creationTimestamp":"2026-01-02T03:04:05Z","labels":{"team":"a"},"generation":3},"spec":{"displayName":"Acme","limits":{"readQPS":20},"billing":{"labels":{"cc":"1"}},"policy":null,"quota":{"hard":{}},"clusters":["default"],"deletionProtection":false},"status":{"phase":"Active","progress":null}}"#;
         crate::tests::round_trip::<Tenant>(one);
-        let suspended = r#"{"apiVersion":"paddock.io/v1alpha1","kind":"Tenant","metadata":{"name":"acme01"},"spec":{"deletionProtection":true,"ttl":"2h"},"status":{"phase":"Suspended","progress":null,"suspension":{"since":"2026-01-02T03:04:05Z","stopWorkloads":true},"expires":"2026-01-02T05:04:05Z","expiresInSeconds":1800,"warnings":["tenant acme01 is deleted in 30m (TTL 2h)"]}}"#;
+        let suspended = r#"{"apiVersion":"paddock.io/v1alpha1","kind":"Tenant","metadata":{"name":"acme01"},"spec":{"deletionProtection":true,"ttl":"2h"},"status":{"phase":"Suspended","progress":null,"suspension":{"since":"2026-01-02T03:04:05Z","stopWorkloads":true},"sleep":{"phase":"Asleep","since":"2026-01-02T03:00:00Z"},"expires":"2026-01-02T05:04:05Z","expiresInSeconds":1800,"warnings":["tenant acme01 is deleted in 30m (TTL 2h)"]}}"#;
         crate::tests::round_trip::<Tenant>(suspended);
         crate::tests::round_trip::<crate::List<Tenant>>(&format!(
             r#"{{"apiVersion":"paddock.io/v1alpha1","kind":"TenantList","metadata":{{}},"items":[{one}]}}"#
