@@ -516,6 +516,39 @@ impl Paddock {
         self.tenant_with(id, &[])
     }
 
+    /// Registers control plane `plane` as cluster `name` with its apiserver's admission client
+    /// CA (paddock's webhook installed there too), and waits until it is ready with the
+    /// webhook.
+    pub fn add_cluster_with_webhook(
+        &self,
+        name: &str,
+        plane: &crate::testbed::ControlPlane,
+    ) -> Result<()> {
+        let kubeconfig = plane.admin_kubeconfig();
+        self.cli(&[
+            "cluster",
+            "add",
+            name,
+            "--from-kubeconfig",
+            kubeconfig.to_str().context("kubeconfig path")?,
+            "--admission-client-ca",
+            plane.var("ADMISSION_CLIENT_CA")?,
+        ])?;
+        let ready = |me: &Paddock| -> Result<bool> {
+            let v: serde_json::Value =
+                serde_json::from_str(&me.cli(&["cluster", "get", name, "-o", "json"])?)?;
+            let c = v.as_array().and_then(|a| a.first()).unwrap_or(&v);
+            Ok(c["status"]["ready"] == true && c["spec"]["admissionWebhook"] == true)
+        };
+        crate::process::poll_within(
+            Duration::from_secs(120),
+            Duration::from_millis(500),
+            &format!("cluster {name} ready with paddock's webhook"),
+            || ready(self),
+        )?;
+        Ok(())
+    }
+
     /// [`Paddock::tenant`], created (on first use) with more `tenant create` flags, e.g.
     /// `--clusters east`.
     pub fn tenant_with(&self, id: &str, create_flags: &[&str]) -> Result<PathBuf> {

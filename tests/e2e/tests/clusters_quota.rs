@@ -131,21 +131,7 @@ fn one_quota_over_two_clusters_and_usage_per_cluster() -> Result<()> {
     let mut args = home.admission_args()?;
     args.extend(["--quota-recount-interval", "1s", "--usage-refresh", "1s"].map(String::from));
     let p = Paddock::start_with_args(&home, StoreKind::Etcd, "paddock", &args)?;
-    let ek = east.admin_kubeconfig();
-    p.cli(&[
-        "cluster",
-        "add",
-        "east",
-        "--from-kubeconfig",
-        ek.to_str().context("path")?,
-        "--admission-client-ca",
-        east.var("ADMISSION_CLIENT_CA")?,
-    ])?;
-    within(Duration::from_secs(120), "east ready", || {
-        let v: Value = serde_json::from_str(&p.cli(&["cluster", "get", "east", "-o", "json"])?)?;
-        let c = v.as_array().and_then(|a| a.first()).unwrap_or(&v);
-        Ok(c["status"]["ready"] == true && c["spec"]["admissionWebhook"] == true)
-    })?;
+    p.add_cluster_with_webhook("east", &east)?;
     let result = run(&p, &home, &east);
     if result.is_err() {
         eprintln!("paddock log: {}", p.log_path().display());

@@ -222,22 +222,7 @@ fn tenant_policy_on_a_registered_cluster() -> Result<()> {
     ]);
     let paddock = Paddock::start_with_args(&home, StoreKind::Etcd, "paddock", &args)
         .context("starting paddock with its admission webhook")?;
-    let ek = east.admin_kubeconfig();
-    paddock.cli(&[
-        "cluster",
-        "add",
-        "east",
-        "--from-kubeconfig",
-        ek.to_str().context("path")?,
-        "--admission-client-ca",
-        east.var("ADMISSION_CLIENT_CA")?,
-    ])?;
-    wait_until("east ready", Duration::from_secs(120), || {
-        let v: serde_json::Value =
-            serde_json::from_str(&paddock.cli(&["cluster", "get", "east", "-o", "json"])?)?;
-        let c = v.as_array().and_then(|a| a.first()).unwrap_or(&v);
-        Ok(c["status"]["ready"] == true && c["spec"]["admissionWebhook"] == true)
-    })?;
+    paddock.add_cluster_with_webhook("east", &east)?;
     for t in [A, P] {
         paddock.tenant_with(t, &["--clusters", "east"])?;
     }

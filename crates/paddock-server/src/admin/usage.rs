@@ -25,33 +25,32 @@ const CLASSES: &[&str] = &["2xx", "3xx", "4xx", "5xx"];
 pub async fn report(state: &Arc<AppState>, rec: &TenantRecord) -> Result<TenantUsage, ServerError> {
     let names = rec.cluster_names();
     let mut clusters = BTreeMap::new();
-    let mut total: Option<CurrentUsage> = None;
-    let mut sum = TenantFigures::empty();
-    for (i, name) in names.iter().enumerate() {
+    let mut sum: Option<TenantFigures> = None;
+    for name in &names {
         let cluster = crate::clusters::span::state_of(state, &rec.id, name)?;
         let snap = current(&cluster).await?;
         let f = snap.tally.figures(rec.id.as_str());
-        if i == 0 {
-            sum = f.clone();
-        } else {
-            sum.add_cluster(&f);
+        match &mut sum {
+            Some(s) => s.add_cluster(&f),
+            None => sum = Some(f.clone()),
         }
-        let here = current_usage(&f, &snap.observed_at, &snap.uncounted);
-        total = Some(match total {
-            None => here.clone(),
-            // The oldest observation and every list not made, of any cluster.
-            Some(mut t) => {
-                t.observed_at = t.observed_at.min(here.observed_at.clone());
-                t.uncounted.extend(here.uncounted.iter().cloned());
-                t
-            }
-        });
-        clusters.insert((*name).to_string(), here);
+        clusters.insert(
+            (*name).to_string(),
+            current_usage(&f, &snap.observed_at, &snap.uncounted),
+        );
     }
-    let Some(seen) = total else {
-        return Err(ServerError::Internal("a tenant on no cluster".into()));
-    };
-    let mut current = current_usage(&sum, &seen.observed_at, &seen.uncounted);
+    let sum = sum.ok_or_else(|| ServerError::Internal("a tenant on no cluster".into()))?;
+    // The oldest observation and every list not made, of any cluster.
+    let observed_at = clusters
+        .values()
+        .map(|c| c.observed_at.clone())
+        .min()
+        .unwrap_or_default();
+    let uncounted: Vec<String> = clusters
+        .values()
+        .flat_map(|c| c.uncounted.iter().cloned())
+        .collect();
+    let mut current = current_usage(&sum, &observed_at, &uncounted);
     if names != [DEFAULT_CLUSTER] {
         current.clusters = clusters;
     }
