@@ -324,6 +324,10 @@ fn chart_and_self_check() -> Result<()> {
     eprintln!(
         "token file rotated: the old token refused directly {refused_after:?} after, tenant requests through paddock work {worked_after:?} after"
     );
+    // Requests are served as soon as the token is re-read; the upstream's health (a probe a
+    // second, two good ones in a row) follows within seconds, and the usage report, which
+    // refuses a cluster it does not count as answering, waits for it.
+    p.wait_ready(Duration::from_secs(15))?;
     // The usage report with exactly these rights counts every kind but secrets (paddock holds
     // no `list` on secrets: docs/metering.md).
     let usage: Value = serde_json::from_str(&p.cli(&["tenant", "usage", "leastt", "-o", "json"])?)?;
