@@ -17,6 +17,7 @@ pub mod quota;
 pub mod template;
 pub mod tenant;
 pub mod usage;
+pub mod user;
 
 use serde::{Deserialize, Serialize};
 

@@ -21,6 +21,8 @@ mod activity;
 mod cas;
 #[path = "embedded_templates.rs"]
 mod templates;
+#[path = "embedded_users.rs"]
+mod users;
 
 use crate::cache::{Snapshot, StoreCache};
 use crate::{CertRecord, StoreError, TenantRecord, check_serial, check_tenant_id};
@@ -53,6 +55,9 @@ pub(crate) struct State {
     /// Namespaces of spanning tenants: `<tenant>/<namespace>` to its cluster (nsmap.rs).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub(crate) nsmap: BTreeMap<String, String>,
+    /// The users seen acting in tenants (seen_users.rs).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub(crate) users: BTreeMap<String, crate::SeenUser>,
     /// Tenants' last activity, in memory only (embedded_activity.rs).
     #[serde(skip)]
     pub(crate) activity: BTreeMap<String, i64>,
@@ -279,6 +284,7 @@ impl EmbeddedStore {
         self.mutate(move |st| match st.tenants.remove(&id) {
             Some(_) => {
                 st.activity.remove(&id);
+                users::forget_embedded(&mut st.users, &id);
                 Ok(())
             }
             None => Err(StoreError::NotFound(format!("tenant {id}"))),

@@ -550,6 +550,7 @@ impl EtcdStore {
         // Its activity (etcd_activity.rs) goes with it; a failure leaves a few bytes that
         // nothing reads.
         let _ = self.delete_activity(id).await;
+        let _ = self.forget_users(id).await;
         Ok(())
     }
 

@@ -46,8 +46,10 @@ mod etcd_conn;
 mod etcd_error;
 mod etcd_templates;
 mod etcd_txn;
+mod etcd_users;
 mod life;
 mod nsmap;
+mod seen_users;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -62,6 +64,7 @@ pub use embedded::EmbeddedStore;
 pub use etcd::EtcdStore;
 pub use etcd_conn::{EtcdOptions, EtcdTlsFiles};
 pub use life::{Expiry, Sleep, SleepPhase, Suspension, unix_of};
+pub use seen_users::SeenUser;
 
 /// Lifecycle phase of a tenant.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -339,6 +342,22 @@ impl Store {
     /// The last activity any replica recorded for tenant `tid`.
     pub async fn get_activity(&self, tid: &TenantId) -> Result<Option<i64>, StoreError> {
         dispatch!(self, s => s.get_activity(tid.as_str()).await)
+    }
+
+    /// Records that a user acted in a tenant (overwrites its previous record); callers write
+    /// at most once per interval per user. Not in the cache.
+    pub async fn note_user(&self, seen: &SeenUser) -> Result<(), StoreError> {
+        dispatch!(self, s => s.note_user(seen).await)
+    }
+
+    /// The users seen acting in tenant `tenant`, in no particular order.
+    pub async fn list_users(&self, tenant: &str) -> Result<Vec<SeenUser>, StoreError> {
+        dispatch!(self, s => s.list_users(tenant).await)
+    }
+
+    /// Forgets the users seen in tenant `tenant` (done with the tenant's deletion).
+    pub async fn forget_users(&self, tenant: &str) -> Result<(), StoreError> {
+        dispatch!(self, s => s.forget_users(tenant).await)
     }
 
     /// Records an issued certificate (overwrites a record with the same serial).

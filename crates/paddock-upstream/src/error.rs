@@ -50,6 +50,11 @@ pub enum ServerError {
     /// Not ready yet (discovery or store not synced).
     #[error("{0}")]
     Unavailable(String),
+    /// Not served now, to be asked again after the given number of seconds: a 503 with
+    /// `Retry-After` (client-go and kubectl retry it by themselves), for a state that passes
+    /// (a tenant waking up).
+    #[error("{0}")]
+    RetryLater(String, u64),
     /// Over a limit (429 with `Retry-After`; paddock_core::fair::refusal decides).
     #[error("{}", .0.message)]
     TooManyRequests(paddock_core::fair::refusal::Refusal),
@@ -77,7 +82,9 @@ impl ServerError {
             ServerError::Upstream(_) => (502, "ServiceUnavailable"),
             ServerError::UpstreamUnreachable(_) => (503, "ServiceUnavailable"),
             ServerError::UpstreamTimeout(..) => (504, "Timeout"),
-            ServerError::Unavailable(_) => (503, "ServiceUnavailable"),
+            ServerError::Unavailable(_) | ServerError::RetryLater(..) => {
+                (503, "ServiceUnavailable")
+            }
             ServerError::TooManyRequests(_) => (429, "TooManyRequests"),
             ServerError::HeadersTooLarge(_) => (431, "RequestHeaderFieldsTooLarge"),
         }
@@ -107,19 +114,17 @@ impl ServerError {
     /// The error as a `Status` response.
     pub fn into_response(self) -> Response<ResBody> {
         let (code, reason) = self.code_and_reason();
-        if let ServerError::TooManyRequests(r) = &self {
-            let body = paddock_core::error::status::status_body_retry(
-                code,
-                reason,
-                &r.message,
-                r.retry_after,
-            );
-            let mut resp = json_response(code, body);
-            resp.headers_mut()
-                .insert(http::header::RETRY_AFTER, HeaderValue::from(r.retry_after));
-            return resp;
-        }
-        status_response(code, reason, &self.public_message())
+        let (message, retry_after) = match &self {
+            ServerError::TooManyRequests(r) => (&r.message, r.retry_after),
+            ServerError::RetryLater(message, after) => (message, *after),
+            _ => return status_response(code, reason, &self.public_message()),
+        };
+        let body =
+            paddock_core::error::status::status_body_retry(code, reason, message, retry_after);
+        let mut resp = json_response(code, body);
+        resp.headers_mut()
+            .insert(http::header::RETRY_AFTER, HeaderValue::from(retry_after));
+        resp
     }
 }
 
@@ -186,5 +191,19 @@ mod tests {
         assert_eq!(t.code_and_reason(), (504, "Timeout"));
         assert!(t.public_message().contains("within 60s"));
         assert!(!t.public_message().contains("127.0.0.1"));
+    }
+
+    #[test]
+    fn a_passing_state_is_a_503_that_client_go_retries() {
+        let r = ServerError::RetryLater("tenant t is waking up".into(), 5).into_response();
+        assert_eq!(r.status(), http::StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(
+            r.headers()
+                .get(http::header::RETRY_AFTER)
+                .map(|v| v.as_bytes()),
+            Some(&b"5"[..])
+        );
+        let plain = ServerError::Unavailable("not ready".into()).into_response();
+        assert!(plain.headers().get(http::header::RETRY_AFTER).is_none());
     }
 }

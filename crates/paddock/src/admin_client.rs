@@ -19,6 +19,7 @@ use paddock_api::paths::{ISSUED_CERTIFICATES, TENANTS};
 use paddock_api::policy::TenantPolicy;
 use paddock_api::quota::QuotaSpec;
 use paddock_api::tenant::{Tenant, TenantSpec};
+use paddock_api::user::TenantUser;
 
 /// A connection to one paddock.
 pub struct AdminClient {
@@ -283,6 +284,15 @@ impl AdminClient {
             None => ISSUED_CERTIFICATES.to_string(),
         };
         self.list_items(&path, "listing certificates").await
+    }
+
+    /// The users of tenant `tenant` (certificates issued, identities seen).
+    pub async fn list_users(&self, tenant: &str) -> Result<Vec<TenantUser>> {
+        self.list_items(
+            &format!("{TENANTS}/{tenant}/users"),
+            &format!("listing the users of tenant {tenant}"),
+        )
+        .await
     }
 
     /// Revokes by serial.

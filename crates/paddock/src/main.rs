@@ -273,6 +273,15 @@ enum UserCommand {
     /// Print a kubeconfig for a person who signs in with OpenID Connect: one context per
     /// tenant, the `kubectl oidc-login` exec plugin, no secret embedded.
     OidcKubeconfig(oidc_cli::OidcArgs),
+    /// List a tenant's users: certificates issued and identities seen acting (certificate,
+    /// OIDC, pods' service accounts), with their groups and when they last acted.
+    List {
+        /// Tenant id.
+        #[arg(long)]
+        tenant: String,
+        #[arg(short = 'o', long, value_enum, default_value_t)]
+        output: Output,
+    },
 }
 
 #[derive(Subcommand)]
@@ -471,6 +480,13 @@ async fn run(cli: Cli) -> Result<()> {
                 oidc_cli::kubeconfig(&client, &conn.kubeconfig, &args).await?
             );
             Ok(())
+        }
+        Command::User {
+            conn,
+            command: UserCommand::List { tenant, output },
+        } => {
+            let client = admin_client::AdminClient::new(&conn.kubeconfig)?;
+            output::print_users(&client.list_users(&tenant).await?, output)
         }
         Command::Template { conn, command } => {
             let client = admin_client::AdminClient::new(&conn.kubeconfig)?;

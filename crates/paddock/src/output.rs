@@ -4,6 +4,7 @@ use anyhow::{Result, bail};
 use paddock_api::certificate::IssuedCertificate;
 use paddock_api::quota::QuotaPatch;
 use paddock_api::tenant::Tenant;
+use paddock_api::user::TenantUser;
 use serde::Serialize;
 use serde_json::Value;
 
@@ -259,6 +260,40 @@ pub fn print_certs(items: &[IssuedCertificate], output: Output) -> Result<()> {
         "{}",
         table(
             &["SERIAL", "TENANT", "USER", "GROUPS", "NOT AFTER", "REVOKED"],
+            rows
+        )
+    );
+    Ok(())
+}
+
+/// A tenant's users (`paddock user list`).
+pub fn print_users(items: &[TenantUser], output: Output) -> Result<()> {
+    if structured(items, output)? {
+        return Ok(());
+    }
+    let rows = items
+        .iter()
+        .map(|u| {
+            let s = &u.status;
+            let revoked = s.certificates.iter().filter(|c| c.revoked).count();
+            let certs = match (s.certificates.len(), revoked) {
+                (0, _) => "-".to_string(),
+                (n, 0) => n.to_string(),
+                (n, r) => format!("{n} ({r} revoked)"),
+            };
+            vec![
+                s.user.clone(),
+                s.sign_in.clone(),
+                s.groups.join(","),
+                certs,
+                opt(s.last_seen.as_ref()),
+            ]
+        })
+        .collect();
+    print!(
+        "{}",
+        table(
+            &["USER", "SIGN-IN", "GROUPS", "CERTIFICATES", "LAST SEEN"],
             rows
         )
     );

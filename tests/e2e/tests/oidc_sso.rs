@@ -327,6 +327,111 @@ fn sign_on(bed: &mut Bed, alice: &Path, carol: &Path) -> Result<()> {
     Ok(())
 }
 
+/// `paddock user list`: who acted in each tenant, how they signed in, their groups and
+/// certificates; an identity shows only in the tenant it acted in.
+fn who_is_who(bed: &mut Bed) -> Result<()> {
+    let (a, b, c, table) = user_lists(&bed.paddock)?;
+    let find = |items: &[Value], name: &str| {
+        items
+            .iter()
+            .find(|u| u["metadata"]["name"] == name)
+            .cloned()
+            .unwrap_or_default()
+    };
+    let names = |items: &[Value]| -> Vec<String> {
+        items
+            .iter()
+            .filter_map(|u| u["metadata"]["name"].as_str().map(str::to_owned))
+            .collect()
+    };
+    let dave = find(&a, "certificate:dave");
+    let revoked: Vec<bool> = dave["status"]["certificates"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|c| c["revoked"] == true)
+        .collect();
+    bed.check(
+        "user list: a certificate user with its certificates",
+        dave["status"]["signIn"] == "certificate"
+            && dave["status"]["groups"] == json!(["devs"])
+            && dave["status"]["lastSeen"].is_string()
+            && revoked.len() == 2
+            && revoked.iter().filter(|r| **r).count() == 1,
+        format!("{}", dave["status"]),
+    );
+    let alice = find(&a, "oidc:sso:alice");
+    bed.check(
+        "user list: an OIDC user seen in A",
+        alice["status"]["lastSeen"].is_string()
+            && alice["status"]["credential"] == "sub alice"
+            && alice["status"]["certificates"].is_null(),
+        format!("{}", alice["status"]),
+    );
+    let carol_b = find(&b, "oidc:b-carol");
+    bed.check(
+        "user list: one person, each tenant's own name",
+        !find(&a, "oidc:sso:carol").is_null()
+            && carol_b["status"]["groups"] == json!(["leads"])
+            && !names(&a).iter().any(|n| n.contains("b-carol"))
+            && !names(&b).iter().any(|n| n.contains("sso:")),
+        format!("A {:?}; B {:?}", names(&a), names(&b)),
+    );
+    bed.check(
+        "user list: refused tokens leave no user",
+        names(&c).iter().all(|n| !n.starts_with("oidc:")),
+        format!("C {:?}", names(&c)),
+    );
+    bed.check(
+        "user list: the table",
+        table.starts_with("USER") && table.contains("dave") && table.contains("2 (1 revoked)"),
+        table.lines().take(6).collect::<Vec<_>>().join(" | "),
+    );
+    Ok(())
+}
+
+/// A's, B's and C's users (`user list -o json`), and A's table.
+type UserLists = (Vec<Value>, Vec<Value>, Vec<Value>, String);
+
+/// dave acts in A with his second certificate (the first revoked); then the user lists of A,
+/// B and C (JSON) and A's table.
+fn user_lists(p: &Paddock) -> Result<UserLists> {
+    p.cli(&["user", "issue", A, "dave", "--group", "old"])?;
+    let certs: Value =
+        serde_json::from_str(&p.cli(&["cert", "list", "--tenant", A, "-o", "json"])?)?;
+    let first = match &certs {
+        Value::Array(items) => items.iter().find(|c| c["spec"]["user"] == "dave"),
+        one => Some(one).filter(|c| c["spec"]["user"] == "dave"),
+    }
+    .and_then(|c| c["metadata"]["name"].as_str())
+    .context("dave's first certificate in `cert list`")?
+    .to_owned();
+    p.cli(&["cert", "revoke", &first])?;
+    let dave = p.kubectl_user(A, "dave", &["devs".to_owned()])?;
+    let _ = dave.run(&["get", "namespaces"]);
+    let list = |t: &str| -> Result<Vec<Value>> {
+        let v: Value =
+            serde_json::from_str(&p.cli(&["user", "list", "--tenant", t, "-o", "json"])?)?;
+        Ok(match v {
+            Value::Array(items) => items,
+            one => vec![one],
+        })
+    };
+    // Written off the request's path: a moment later.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut a = list(A)?;
+    while !a
+        .iter()
+        .any(|u| u["metadata"]["name"] == "certificate:dave" && u["status"]["lastSeen"].is_string())
+        && Instant::now() < deadline
+    {
+        std::thread::sleep(Duration::from_millis(300));
+        a = list(A)?;
+    }
+    let table = p.cli(&["user", "list", "--tenant", A])?;
+    Ok((a, list(B)?, list(C)?, table))
+}
+
 pub fn excerpt(s: &str) -> String {
     let v: Value = serde_json::from_str(s).unwrap_or_default();
     match v["message"].as_str() {
@@ -459,6 +564,7 @@ fn oidc_sso() -> Result<()> {
     let carol = kubeconfig(&mut bed, "carol", &[A, B])?;
     let t1 = Instant::now();
     sign_on(&mut bed, &alice, &carol)?;
+    who_is_who(&mut bed)?;
     let real = oidc::cached_id_token(&bed.dir.join("alice-tokens"))?;
     bad_tokens(&mut bed, &real)?;
     oidc_cases::run(&mut bed, &alice, &real)?;

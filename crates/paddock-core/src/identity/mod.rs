@@ -307,9 +307,50 @@ pub enum Caller {
         user: Arc<str>,
         /// Certificate O values.
         groups: Arc<[String]>,
-        /// Certificate serial (hex).
+        /// Certificate serial (hex); [`SERVICE_ACCOUNT_SERIAL`] or [`OIDC_SERIAL_PREFIX`]
+        /// and the token's `sub` for callers that signed in with a token.
         serial: String,
     },
+}
+
+/// What a tenant caller's `serial` holds when it signed in with a pod's service-account
+/// token (there is no certificate).
+pub const SERVICE_ACCOUNT_SERIAL: &str = "serviceaccount-token";
+/// The prefix of a tenant caller's `serial` when it signed in with an OIDC token; the token's
+/// `sub` follows.
+pub const OIDC_SERIAL_PREFIX: &str = "oidc:";
+
+/// How a tenant caller signed in (for `paddock user list`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SignIn {
+    /// A client certificate paddock issued.
+    Certificate,
+    /// An OIDC token of an issuer the tenant trusts.
+    Oidc,
+    /// A tenant pod's service-account token.
+    ServiceAccount,
+}
+
+impl SignIn {
+    /// Its name in records and the CLI.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SignIn::Certificate => "certificate",
+            SignIn::Oidc => "oidc",
+            SignIn::ServiceAccount => "serviceaccount",
+        }
+    }
+
+    /// How a caller with this `serial` signed in.
+    pub fn of_serial(serial: &str) -> SignIn {
+        if serial == SERVICE_ACCOUNT_SERIAL {
+            SignIn::ServiceAccount
+        } else if serial.starts_with(OIDC_SERIAL_PREFIX) {
+            SignIn::Oidc
+        } else {
+            SignIn::Certificate
+        }
+    }
 }
 
 impl Caller {

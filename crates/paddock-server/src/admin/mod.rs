@@ -11,6 +11,7 @@ pub mod quota;
 pub mod request;
 pub mod templates;
 pub mod usage;
+pub mod users;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -256,6 +257,13 @@ pub async fn serve_admin(
         (Method::GET, ["tenants", id, "usage"]) => json_response(
             StatusCode::OK,
             &crate::admin::metering::usage(state, id).await?,
+        ),
+        (Method::GET, ["tenants", id, "users"]) => json_response(
+            StatusCode::OK,
+            &List::new(
+                paddock_api::user::LIST_KIND,
+                crate::admin::users::tenant_users(state, id).await?,
+            ),
         ),
         (Method::GET, ["tenants", id, "quota"]) => {
             let tid = TenantId::parse(id).map_err(|e| ServerError::BadRequest(e.to_string()))?;

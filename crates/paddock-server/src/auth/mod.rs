@@ -4,6 +4,7 @@
 
 pub mod jwks;
 pub mod oidc;
+pub mod seen;
 pub mod token_gate;
 
 use std::sync::{Arc, OnceLock};
@@ -219,7 +220,7 @@ pub async fn authenticate_token(state: &AppState, token: &str) -> Result<Caller,
             tenant,
             user: user.into(),
             groups: Arc::from([]),
-            serial: "serviceaccount-token".into(),
+            serial: paddock_core::identity::SERVICE_ACCOUNT_SERIAL.into(),
         }),
         Some(_) => Err(ServerError::Unauthorized(format!(
             "tenant {tenant} is not active"

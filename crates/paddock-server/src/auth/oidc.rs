@@ -91,7 +91,11 @@ pub async fn authenticate(
         tenant: tenant.clone(),
         user: user.username.as_str().into(),
         groups: user.groups.into(),
-        serial: format!("oidc:{}", claims["sub"].as_str().unwrap_or_default()),
+        serial: format!(
+            "{}{}",
+            paddock_core::identity::OIDC_SERIAL_PREFIX,
+            claims["sub"].as_str().unwrap_or_default()
+        ),
     });
     // Remembered no longer than the token lives.
     let left = claims["exp"]

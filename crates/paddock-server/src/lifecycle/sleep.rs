@@ -30,6 +30,8 @@ use crate::state::AppState;
 
 /// How long a write of a sleeping tenant waits for the wake; then a 503 says to retry.
 const WAKE_WAIT: Duration = Duration::from_secs(30);
+/// The `Retry-After` of a write that waited [`WAKE_WAIT`] in vain, in seconds.
+const WAKE_RETRY_AFTER: u64 = 5;
 /// How long `tenant sleep|wake` waits for the leader.
 const ADMIN_WAIT: Duration = Duration::from_secs(60);
 /// A sleep or wake that failed upstream is tried again this much later.
@@ -124,9 +126,13 @@ pub async fn wait_awake(state: &Arc<AppState>, t: &TenantId) -> Result<(), Serve
     };
     match tokio::time::timeout(WAKE_WAIT, wait).await {
         Ok(()) => Ok(()),
-        Err(_) => Err(ServerError::Unavailable(format!(
-            "tenant {t} is waking up (its workloads are being brought back); retry the request"
-        ))),
+        // With Retry-After: kubectl and client-go ask again by themselves.
+        Err(_) => Err(ServerError::RetryLater(
+            format!(
+                "tenant {t} is waking up (its workloads are being brought back); retry the request"
+            ),
+            WAKE_RETRY_AFTER,
+        )),
     }
 }
 

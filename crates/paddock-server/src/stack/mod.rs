@@ -103,6 +103,8 @@ async fn gateway(
     req: Request<ReqBody>,
 ) -> Result<Response<ResBody>, ServerError> {
     let state = &state;
+    // Who acted in the tenant, for `paddock user list` (docs/security.md "Who is who").
+    crate::auth::seen::note(state, &caller);
     // A tenant's activity noted, a sleeping tenant woken; its writes wait for the wake
     // (docs/operations.md "Sleep and wake").
     if let Caller::Tenant { tenant, user, .. } = &*caller

@@ -1,8 +1,11 @@
 //! The tenants' activity one replica saw, and the wakes it is asking for (docs/operations.md
 //! "Sleep and wake"; the decisions are paddock-core's `lifecycle::sleep`, their use
-//! `crate::lifecycle::sleep`).
+//! `crate::lifecycle::sleep`); and the users it saw acting in them, for `paddock user list`
+//! (docs/security.md "Who is who"; written by `crate::auth::seen`).
 
 use std::collections::{HashMap, HashSet};
+use std::hash::{Hash, Hasher};
+use std::sync::Arc;
 
 use paddock_core::TenantId;
 use paddock_core::lifecycle::sleep::share_due;
@@ -15,7 +18,21 @@ pub struct Activity {
     seen: Mutex<HashMap<TenantId, (i64, Option<i64>)>>,
     /// Tenants whose wake this replica is asking for.
     waking: Mutex<HashSet<TenantId>>,
+    /// By tenant, sign-in kind and user: when this replica last wrote the user's record, and
+    /// a digest of the groups it wrote.
+    users: Mutex<HashMap<UserKey, (i64, u64)>>,
 }
+
+/// A user of a tenant, as [`Activity::user_due`] remembers it.
+type UserKey = (TenantId, &'static str, Arc<str>);
+
+/// A user's record is written again after this many seconds of use (its `lastSeen` is at
+/// most this old while it acts), or at once when its groups change.
+pub const USER_NOTE_EVERY: i64 = 60;
+
+/// Users remembered per replica before the memory starts over (each user is then written
+/// once more): bounds what a flood of distinct names can cost.
+const USERS_REMEMBERED: usize = 50_000;
 
 impl Activity {
     /// The last counted request of `t` this replica saw.
@@ -44,6 +61,33 @@ impl Activity {
     pub fn done_waking(&self, t: &TenantId) {
         self.waking.lock().remove(t);
     }
+
+    /// Notes that `user` (signed in as `via`, with `groups`) acted in `t` at `now`; whether
+    /// its record should be written now: the first time this replica sees it, when its groups
+    /// changed, or [`USER_NOTE_EVERY`] after the last write.
+    pub fn user_due(
+        &self,
+        (t, via, user): (&TenantId, &'static str, &Arc<str>),
+        groups: &[String],
+        now: i64,
+    ) -> bool {
+        let mut digest = std::collections::hash_map::DefaultHasher::new();
+        groups.hash(&mut digest);
+        let digest = digest.finish();
+        let mut users = self.users.lock();
+        let key = (t.clone(), via, user.clone());
+        if let Some((written, was)) = users.get(&key)
+            && *was == digest
+            && now - written < USER_NOTE_EVERY
+        {
+            return false;
+        }
+        if users.len() >= USERS_REMEMBERED {
+            users.clear();
+        }
+        users.insert(key, (now, digest));
+        true
+    }
 }
 
 #[cfg(test)]
@@ -65,5 +109,20 @@ mod tests {
         assert!(a.start_waking(&t) && !a.start_waking(&t));
         a.done_waking(&t);
         assert!(a.start_waking(&t));
+    }
+
+    #[test]
+    fn a_user_is_written_first_then_once_a_minute_or_when_its_groups_change() {
+        let a = Activity::default();
+        let t = TenantId::parse("actv01").unwrap_or_else(|_| unreachable!());
+        let alice: Arc<str> = "alice".into();
+        let devs = ["devs".to_string()];
+        let key = (&t, "certificate", &alice);
+        assert!(a.user_due(key, &devs, 100));
+        assert!(!a.user_due(key, &devs, 159));
+        assert!(a.user_due(key, &devs, 160));
+        assert!(a.user_due(key, &["ops".to_string()], 161));
+        // The same name signed in another way is another identity.
+        assert!(a.user_due((&t, "oidc", &alice), &devs, 161));
     }
 }
