@@ -20,6 +20,10 @@ pub enum ClusterError {
     InvalidName(String),
     #[error("label selector {0:?} is not valid: {1}")]
     InvalidSelector(String, String),
+    #[error(
+        "label {0:?}={1:?} is not valid: a key is an optional DNS prefix and '/' and a name, a name and a value at most 63 characters of alphanumerics, '-', '_' and '.', starting and ending with an alphanumeric (a value may be empty)"
+    )]
+    InvalidLabel(String, String),
     #[error("no cluster matches {0}")]
     NoneMatches(String),
     #[error("cluster {0:?} is not registered")]
@@ -112,6 +116,19 @@ impl LabelSelector {
     /// The selector as written.
     pub fn as_str(&self) -> &str {
         &self.text
+    }
+}
+
+/// Checks a cluster label as Kubernetes checks an object's labels (so that every selector
+/// that can name it parses).
+pub fn check_label(key: &str, value: &str) -> Result<(), ClusterError> {
+    if valid_label_part(key, true) && valid_label_part(value, false) {
+        Ok(())
+    } else {
+        Err(ClusterError::InvalidLabel(
+            key.to_string(),
+            value.to_string(),
+        ))
     }
 }
 
@@ -254,6 +271,22 @@ pub fn tenant_clusters(named: &[String]) -> Vec<&str> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn cluster_labels_are_checked_as_kubernetes_checks_labels() {
+        for (k, v) in [("env", "prod"), ("paddock.io/zone", "eu-1"), ("tier", "")] {
+            assert!(super::check_label(k, v).is_ok(), "{k}={v}");
+        }
+        for (k, v) in [
+            ("", "x"),
+            ("env", "has space"),
+            ("-env", "x"),
+            ("env", "x,y"),
+            ("/env", "x"),
+        ] {
+            assert!(super::check_label(k, v).is_err(), "{k}={v}");
+        }
+    }
+
     use super::*;
 
     fn labels(kv: &[(&str, &str)]) -> BTreeMap<String, String> {

@@ -160,6 +160,10 @@ fn parse_record(obj: &Value) -> Result<ClusterRecord, ServerError> {
     })?;
     paddock_core::clusters::cluster::check_cluster_name(&name)
         .map_err(|e| ServerError::BadRequest(e.to_string()))?;
+    for (k, v) in &meta.labels {
+        paddock_core::clusters::cluster::check_label(k, v)
+            .map_err(|e| ServerError::BadRequest(e.to_string()))?;
+    }
     if !spec.server.starts_with("https://") {
         return Err(ServerError::BadRequest(
             "spec.server must be the apiserver's https:// URL".into(),
@@ -280,6 +284,8 @@ async fn relabel(
                 rec.labels.remove(k);
             }
             Value::String(s) => {
+                paddock_core::clusters::cluster::check_label(k, s)
+                    .map_err(|e| ServerError::BadRequest(e.to_string()))?;
                 rec.labels.insert(k.clone(), s.clone());
             }
             _ => {
@@ -437,8 +443,13 @@ mod tests {
 
     #[test]
     fn bad_cluster_objects_are_400s_naming_the_field() {
-        let cases: [(&str, Value, &str); 8] = [
+        let cases: [(&str, Value, &str); 9] = [
             ("name", json!("Bad_Name"), "not valid"),
+            (
+                "labels",
+                json!({"env": "not a label"}),
+                "label \"env\"=\"not a label\"",
+            ),
             ("server", json!("http://127.0.0.1:6443"), "spec.server"),
             ("caData", Value::Null, "spec.caData is required"),
             ("caData", json!("%%%"), "spec.caData is not base64"),
@@ -453,8 +464,8 @@ mod tests {
         ];
         for (field, value, want) in cases {
             let mut o = good();
-            if field == "name" {
-                o["metadata"]["name"] = value;
+            if field == "name" || field == "labels" {
+                o["metadata"][field] = value;
             } else if field == "clientKeyData" {
                 // A key without a certificate, and no token.
                 o["spec"]["token"] = Value::Null;
