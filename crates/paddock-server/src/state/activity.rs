@@ -18,13 +18,11 @@ pub struct Activity {
     seen: Mutex<HashMap<TenantId, (i64, Option<i64>)>>,
     /// Tenants whose wake this replica is asking for.
     waking: Mutex<HashSet<TenantId>>,
-    /// By tenant, sign-in kind and user: when this replica last wrote the user's record, and
-    /// a digest of the groups it wrote.
-    users: Mutex<HashMap<UserKey, (i64, u64)>>,
+    /// By a digest of tenant, sign-in kind and user (no allocation on a request's path; two
+    /// users sharing a 64-bit digest would at worst delay one's record by a minute): when
+    /// this replica last wrote the user's record, and a digest of the groups it wrote.
+    users: Mutex<HashMap<u64, (i64, u64)>>,
 }
-
-/// A user of a tenant, as [`Activity::user_due`] remembers it.
-type UserKey = (TenantId, &'static str, Arc<str>);
 
 /// A user's record is written again after this many seconds of use (its `lastSeen` is at
 /// most this old while it acts), or at once when its groups change.
@@ -71,11 +69,14 @@ impl Activity {
         groups: &[String],
         now: i64,
     ) -> bool {
-        let mut digest = std::collections::hash_map::DefaultHasher::new();
-        groups.hash(&mut digest);
-        let digest = digest.finish();
+        let digest_of = |v: &dyn Fn(&mut std::collections::hash_map::DefaultHasher)| {
+            let mut h = std::collections::hash_map::DefaultHasher::new();
+            v(&mut h);
+            h.finish()
+        };
+        let key = digest_of(&|h| (t.as_str(), via, &**user).hash(h));
+        let digest = digest_of(&|h| groups.hash(h));
         let mut users = self.users.lock();
-        let key = (t.clone(), via, user.clone());
         if let Some((written, was)) = users.get(&key)
             && *was == digest
             && now - written < USER_NOTE_EVERY
