@@ -3,7 +3,8 @@
 //! `paddock.io/cluster`, else the cluster holding fewest of its namespaces) and recorded in
 //! the store's namespace map before the upstream create. Routing by namespace is a read of
 //! this replica's copy of that map (the store is read on a miss); a namespace with no entry
-//! is the home cluster's (where it is then absent). A create whose body paddock cannot read
+//! is the home cluster's (where it is then absent), except that a server-side apply of one
+//! the home does not hold is placed as a create is. A create whose body paddock cannot read
 //! is refused; one with `generateName` is named by paddock first (stack/namespace_create.rs).
 //! The pure decisions are `paddock_core::clusters::span`.
 
@@ -173,6 +174,15 @@ pub async fn route(
             };
             let cluster = namespace_cluster(main, tenant, ns).await?;
             let state = state_of(main, tenant, cluster.as_deref().unwrap_or(home))?;
+            if method == "PATCH" && is_namespace_object(&path, ns) && is_apply(req) {
+                match cluster {
+                    None if !holds_namespace(&state, tenant, ns).await? => {
+                        return apply_namespace(main, tenant, clusters, ns, req).await;
+                    }
+                    Some(c) => keep_label(main, req, &c).await?,
+                    None => {}
+                }
+            }
             Ok((state, after))
         }
         SpanTarget::CreateNamespace => create_namespace(main, tenant, clusters, req).await,
@@ -231,16 +241,7 @@ async fn create_namespace(
     clusters: &[String],
     req: &mut Request<ReqBody>,
 ) -> Result<(Arc<AppState>, After), ServerError> {
-    let raw = match req.extensions().get::<PreRead>() {
-        Some(pre) => pre.0.clone(),
-        // Read through `&mut`: the (drained) body stays in the request, which goes on down
-        // the stack.
-        None => {
-            paddock_upstream::limit::collect_limited(req.body_mut(), main.config.max_body_bytes)
-                .await?
-        }
-    };
-    let home = clusters[0].as_str();
+    let raw = body_of(main, req).await?;
     let content_type = req
         .headers()
         .get(http::header::CONTENT_TYPE)
@@ -250,10 +251,147 @@ async fn create_namespace(
         // No name and no generateName (the stack generates a name for one): the home
         // answers the apiserver's 400, and nothing is created.
         req.extensions_mut().insert(PreRead(raw));
-        return Ok((state_of(main, tenant, home)?, After::Nothing));
+        return Ok((state_of(main, tenant, &clusters[0])?, After::Nothing));
     };
+    let generated = req.extensions().get::<GeneratedName>().is_some();
+    let placed = place(main, tenant, clusters, &ns, &read).await?;
+    let (bytes, ct) = placed.stamped.encoded_over(&raw, &read)?;
+    // A YAML body goes on as JSON.
+    req.headers_mut().insert(
+        http::header::CONTENT_TYPE,
+        http::HeaderValue::from_static(ct),
+    );
+    req.extensions_mut().insert(PreRead(Bytes::from(bytes)));
+    placed.routed(main, tenant, ns, req, generated)
+}
+
+/// A server-side apply (`kubectl apply --server-side`, Flux, Argo CD) of a namespace placed
+/// nowhere that the home does not hold either: a create, placed as [`create_namespace`]
+/// places one. The apply body is YAML or JSON; it goes on as JSON (which is YAML), with the
+/// apply content type kept.
+async fn apply_namespace(
+    main: &Arc<AppState>,
+    tenant: &TenantId,
+    clusters: &[String],
+    ns: &str,
+    req: &mut Request<ReqBody>,
+) -> Result<(Arc<AppState>, After), ServerError> {
+    let raw = body_of(main, req).await?;
+    let read = NamespaceBody::read(Some(paddock_core::wire::body::CT_YAML), &raw)?;
+    let placed = place(main, tenant, clusters, ns, &read).await?;
+    let (bytes, _) = placed.stamped.encoded_over(&raw, &read)?;
+    req.extensions_mut().insert(PreRead(Bytes::from(bytes)));
+    placed.routed(main, tenant, ns.to_string(), req, false)
+}
+
+/// An apply of a placed namespace whose body leaves the placement label out gets it: the
+/// field manager that created the namespace owns the label paddock stamped into its first
+/// apply, and an apply without it would remove it (which the namespaces guard refuses).
+async fn keep_label(
+    main: &AppState,
+    req: &mut Request<ReqBody>,
+    cluster: &str,
+) -> Result<(), ServerError> {
+    let raw = body_of(main, req).await?;
+    let read = NamespaceBody::read(Some(paddock_core::wire::body::CT_YAML), &raw)?;
+    let bytes = if matches!(requested(&read), Ok(None)) {
+        let mut stamped = read.clone();
+        stamped.set_label(CLUSTER_LABEL, cluster)?;
+        Bytes::from(stamped.encoded_over(&raw, &read)?.0)
+    } else {
+        raw
+    };
+    req.extensions_mut().insert(PreRead(bytes));
+    Ok(())
+}
+
+/// Whether a request is a server-side apply.
+fn is_apply(req: &Request<ReqBody>) -> bool {
+    req.headers()
+        .get(http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|ct| {
+            paddock_core::wire::body::media_type(ct) == paddock_core::wire::body::CT_APPLY_YAML
+        })
+}
+
+/// Whether the cluster of `state` holds the tenant's namespace `ns` (asked as paddock): a
+/// namespace made there before placements were recorded for applies stays where it is.
+async fn holds_namespace(
+    state: &AppState,
+    tenant: &TenantId,
+    ns: &str,
+) -> Result<bool, ServerError> {
+    let path = format!("/api/v1/namespaces/{}", tenant.upstream_name(ns));
+    let a = paddock_upstream::upjson::call(&state.upstream, http::Method::GET, &path, None, None)
+        .await?;
+    match a.status {
+        s if s.is_success() => Ok(true),
+        StatusCode::NOT_FOUND => Ok(false),
+        _ => Err(ServerError::Upstream(format!(
+            "reading namespace {ns} of tenant {tenant} upstream: {}",
+            a.message()
+        ))),
+    }
+}
+
+/// The request's body: read by the stack already, or read here (bounded; through `&mut`, so
+/// the drained body stays in the request, which goes on down the stack).
+async fn body_of(main: &AppState, req: &mut Request<ReqBody>) -> Result<Bytes, ServerError> {
+    match req.extensions().get::<PreRead>() {
+        Some(pre) => Ok(pre.0.clone()),
+        None => Ok(paddock_upstream::limit::collect_limited(
+            req.body_mut(),
+            main.config.max_body_bytes,
+        )
+        .await?),
+    }
+}
+
+/// A namespace's placement, recorded: its cluster, whether it was placed before, and its body
+/// with the cluster's label stamped.
+struct Placed {
+    holder: String,
+    previous: Option<String>,
+    stamped: NamespaceBody,
+}
+
+impl Placed {
+    /// The holder's state, and what to do after the answer.
+    fn routed(
+        self,
+        main: &Arc<AppState>,
+        tenant: &TenantId,
+        ns: String,
+        req: &Request<ReqBody>,
+        generated: bool,
+    ) -> Result<(Arc<AppState>, After), ServerError> {
+        let dry_run = req.uri().query().is_some_and(|q| q.contains("dryRun="));
+        let after = if self.previous.is_none() {
+            After::Placed {
+                ns,
+                dry_run,
+                generated,
+            }
+        } else {
+            // Placed already (it exists, or another create is under way): upstream answers.
+            After::Nothing
+        };
+        Ok((state_of(main, tenant, &self.holder)?, after))
+    }
+}
+
+/// Checks the label of namespace `ns`, chooses its cluster and records it by
+/// compare-and-swap (a concurrent create gets the first one's cluster).
+async fn place(
+    main: &Arc<AppState>,
+    tenant: &TenantId,
+    clusters: &[String],
+    ns: &str,
+    read: &NamespaceBody,
+) -> Result<Placed, ServerError> {
     let bad = |e: paddock_core::clusters::span::SpanError| ServerError::BadRequest(e.to_string());
-    let requested = requested(&read).map_err(bad)?;
+    let requested = requested(read).map_err(bad)?;
     let names: Vec<&str> = clusters.iter().map(String::as_str).collect();
     // A cluster draining from the tenant (clusters joining by label) takes no new namespace.
     let span = main
@@ -283,36 +421,21 @@ async fn create_namespace(
                 names.join(", ")
             ))
         })?;
-    let previous = namespace_cluster(main, tenant, &ns).await?;
+    let previous = namespace_cluster(main, tenant, ns).await?;
     let holder = main
         .store
-        .place_namespace(tenant.as_str(), &ns, &chosen)
+        .place_namespace(tenant.as_str(), ns, &chosen)
         .await?;
     main.clusters
         .namespaces
-        .insert(tenant.as_str(), &ns, &holder);
+        .insert(tenant.as_str(), ns, &holder);
     let mut stamped = read.clone();
     stamped.set_label(CLUSTER_LABEL, &holder)?;
-    let (bytes, ct) = stamped.encoded_over(&raw, &read)?;
-    // A YAML body goes on as JSON.
-    req.headers_mut().insert(
-        http::header::CONTENT_TYPE,
-        http::HeaderValue::from_static(ct),
-    );
-    let generated = req.extensions().get::<GeneratedName>().is_some();
-    req.extensions_mut().insert(PreRead(Bytes::from(bytes)));
-    let dry_run = req.uri().query().is_some_and(|q| q.contains("dryRun="));
-    let after = if previous.is_none() {
-        After::Placed {
-            ns,
-            dry_run,
-            generated,
-        }
-    } else {
-        // Placed already (it exists, or another create is under way): upstream answers.
-        After::Nothing
-    };
-    Ok((state_of(main, tenant, &holder)?, after))
+    Ok(Placed {
+        holder,
+        previous,
+        stamped,
+    })
 }
 
 /// The cluster the tenant asked for with the label (a JSON label that is not a string is a

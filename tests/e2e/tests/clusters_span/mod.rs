@@ -15,6 +15,7 @@ use paddock_e2e::{Kubectl, Paddock, process, tools};
 
 use super::{eventually, tenant_on, upstream_has};
 
+mod applied;
 mod first_writes;
 
 const NAMESPACES: &str = "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: here\n  labels: {paddock.io/cluster: default}\n---\napiVersion: v1\nkind: Namespace\nmetadata:\n  name: there\n  labels: {paddock.io/cluster: east}\n";
@@ -102,6 +103,7 @@ pub fn spanning_tenant(p: &Paddock, up_a: &Kubectl, up_b: &Kubectl) -> Result<Ku
         label == "east",
         "the tenant's view of its namespace's cluster: {label:?}"
     );
+    applied::server_side_applied(&ts, up_a, up_b)?;
 
     // get ns merges both clusters, each namespace once.
     let nss = ts.run(&["get", "ns", "-o", "name"])?;
