@@ -74,6 +74,7 @@ pub fn new_state(
         clusters: Default::default(),
         leadership,
         activity: Default::default(),
+        views: Default::default(),
         config,
     }))
 }

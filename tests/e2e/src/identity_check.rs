@@ -27,6 +27,23 @@ fn whoami_groups(out: &str) -> Result<Vec<String>> {
     Ok(g)
 }
 
+/// kubectl's `--as`/`--as-group` flags for the identity paddock asserts upstream for `user`
+/// of tenant `t` with (tenant-view) `groups`, built from the very headers paddock sends: a
+/// scenario run straight at the apiserver as that identity.
+pub fn as_flags(t: &TenantId, user: &str, groups: &[String], who: As) -> Result<Vec<String>> {
+    let mut h = HeaderMap::new();
+    paddock_server::proxy::outbound::add_impersonation_as(&mut h, t, user, groups, who)
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let mut args = Vec::new();
+    for v in h.get_all("impersonate-user") {
+        args.push(format!("--as={}", v.to_str()?));
+    }
+    for v in h.get_all("impersonate-group") {
+        args.push(format!("--as-group={}", v.to_str()?));
+    }
+    Ok(args)
+}
+
 /// Runs the check with tenant `tid` (created through `p` if needed).
 pub fn impersonated_groups(cp: &ControlPlane, p: &Paddock, tid: &str) -> Result<()> {
     let through = p

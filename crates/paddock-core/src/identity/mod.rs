@@ -23,6 +23,13 @@ pub const TENANT_GROUP_PREFIX: &str = "paddock:tenant:";
 pub const ALL_TENANTS_GROUP: &str = "paddock:tenants";
 /// In-tenant group of the tenant's administrators (cluster-admin of the tenant's cluster).
 pub const TENANT_ADMIN_GROUP: &str = "tenant-admins";
+
+/// Is a caller with these (tenant-view) groups one of the tenant's admins? They get a cluster
+/// admin's answers everywhere; anyone else gets each user's own view of lists
+/// (`response::views`).
+pub fn is_tenant_admin(groups: &[String]) -> bool {
+    groups.iter().any(|g| g == TENANT_ADMIN_GROUP)
+}
 /// The group every tenant admin's *shadow* identity carries besides its own shadow groups: the
 /// subject of the one binding of the shared cluster-scope role (paddock-server `provision`).
 pub const CLUSTER_SCOPE_GROUP: &str = "paddock:tenant-cluster-scope-admins";

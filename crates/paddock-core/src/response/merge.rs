@@ -40,6 +40,8 @@ pub struct ListMerger {
     resource_version: Option<(u64, String)>,
     /// A resourceVersion that is not a number (never seen from kube-apiserver): the first one.
     opaque_version: Option<String>,
+    /// Used when no part has a resourceVersion.
+    fallback_version: Option<String>,
 }
 
 impl ListMerger {
@@ -50,6 +52,7 @@ impl ListMerger {
             first_item: true,
             resource_version: None,
             opaque_version: None,
+            fallback_version: None,
         }
     }
 
@@ -115,11 +118,17 @@ impl ListMerger {
         Ok(())
     }
 
+    /// The merged list's resourceVersion when no part has one (every part an empty stand-in).
+    pub fn fallback_resource_version(&mut self, rv: String) {
+        self.fallback_version = Some(rv);
+    }
+
     /// Closes the items and writes `metadata`.
     pub fn finish(self, out: &mut Vec<u8>) {
         let rv = self
             .opaque_version
             .or(self.resource_version.map(|(_, s)| s))
+            .or(self.fallback_version)
             .unwrap_or_else(|| "0".to_string());
         out.extend_from_slice(b"],\"metadata\":{\"resourceVersion\":");
         // A resourceVersion is a plain string; serde_json quotes and escapes it.

@@ -21,6 +21,7 @@ pub mod openapi_pb;
 pub mod openapi_yaml;
 pub mod splice;
 pub mod table;
+pub mod views;
 pub mod watch;
 pub mod wsframe;
 

@@ -83,6 +83,7 @@ pub fn start(main: &Arc<AppState>, record: ClusterRecord) -> Result<ClusterMembe
         clusters: main.clusters.clone(),
         leadership: main.leadership.clone(),
         activity: main.activity.clone(),
+        views: Default::default(),
     });
     tokio::spawn(crate::tasks::probe_loop(
         state.clone(),

@@ -23,19 +23,33 @@ pub trait FanningOut: Send + Sync + 'static {
         job: Arc<Job>,
     ) -> impl Future<Output = Result<Response<ResBody>, ServerError>> + Send;
 
-    /// Whether a read of a tenant spanning clusters is merged from all of them (namespaces,
-    /// nodes, storage classes): served by the fan-out though the plan does not fan out.
+    /// Whether a read is served by the fan-out step though the plan does not fan out: a read
+    /// of a tenant spanning clusters merged from all of them (namespaces, nodes, storage
+    /// classes), or a namespace list or watch by a user who is not a tenant admin (each
+    /// user's own view, `proxy::views`).
     fn merged_read(&self, job: &Job) -> bool;
 }
 
 impl FanningOut for AppState {
     async fn fan_out(self: Arc<Self>, job: Arc<Job>) -> Result<Response<ResBody>, ServerError> {
+        if !self.merged_across_clusters(&job) && crate::proxy::views::is_user_view(&job) {
+            return crate::proxy::views::serve(&self, job).await;
+        }
         let c = &job.caller;
         let accept = job.accept.as_deref();
         crate::proxy::fanout::serve(&self, &job.ctx, &job.plan, &c.user, &c.groups, accept).await
     }
 
     fn merged_read(&self, job: &Job) -> bool {
+        self.merged_across_clusters(job) || crate::proxy::views::is_user_view(job)
+    }
+}
+
+impl AppState {
+    /// A read of a tenant spanning clusters merged from all of them. Such a tenant's
+    /// non-admins keep the cluster's answer for namespaces (the user's own view is built for a
+    /// tenant on one cluster; docs/security.md "Each user's own view").
+    fn merged_across_clusters(&self, job: &Job) -> bool {
         crate::clusters::span::merged_read(self, &job.ctx.tenant, &job.plan)
     }
 }

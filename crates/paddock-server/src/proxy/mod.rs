@@ -25,6 +25,7 @@ pub mod reviews;
 pub mod rewrite;
 pub mod send;
 pub mod translate;
+pub mod views;
 pub mod whole;
 
 use std::future::Future;

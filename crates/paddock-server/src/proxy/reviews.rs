@@ -286,7 +286,7 @@ pub(crate) async fn ask_as(
 }
 
 /// Posts one self review of kind `resource` (upstream names) as the real or shadow identity.
-async fn ask_review_as(
+pub(crate) async fn ask_review_as(
     state: &AppState,
     t: &TenantId,
     user: &str,

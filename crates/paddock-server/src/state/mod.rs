@@ -4,6 +4,7 @@ pub mod activity;
 pub mod discovery;
 pub mod nsmap;
 pub mod usage;
+pub mod views;
 
 use std::sync::Arc;
 
@@ -67,6 +68,9 @@ pub struct AppState {
     /// The tenants' activity this replica saw, and the wakes it asked (docs/operations.md
     /// "Sleep and wake"); a member cluster's state shares the replica's.
     pub activity: Arc<activity::Activity>,
+    /// Each user's own view: which namespaces upstream said a moment ago are a user's
+    /// (proxy/views). Per cluster state: the answers are that cluster's.
+    pub views: views::UserViews,
 }
 
 impl AppState {

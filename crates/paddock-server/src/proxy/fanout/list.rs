@@ -19,6 +19,12 @@ async fn fetch_part(
     let (state, p) = (&part.state, &part.plan);
     let (mut status, mut content_type, mut raw) =
         fetch_raw(ctx, part, user, groups, accept).await?;
+    if status == StatusCode::FORBIDDEN && !paddock_core::identity::is_tenant_admin(groups) {
+        // Not the user's: the user's own view lists what it may list, namespace by
+        // namespace, instead of a 403 for the whole (docs/security.md "Each user's own
+        // view").
+        return empty_part(p);
+    }
     if matches!(status, StatusCode::FORBIDDEN | StatusCode::NOT_FOUND) {
         let binding = if status == StatusCode::FORBIDDEN {
             admins_binding(state, ctx, p, groups).await
@@ -90,6 +96,10 @@ pub(super) struct ListCaller<'a> {
     pub(super) groups: &'a [String],
     pub(super) accept: &'a str,
     pub(super) merged_version: Option<String>,
+    /// The resourceVersion of the namespace list the parts came from: the merged list's when
+    /// no part had one (every namespace left out of a user's own view), so that a watch can
+    /// start from it ("0" cannot be watched from by client-go's RetryWatcher).
+    pub(super) fallback_version: Option<String>,
 }
 
 pub(super) async fn serve_list(
@@ -126,6 +136,9 @@ pub(super) async fn serve_list(
     let mut merger = ListMerger::new(table);
     if let Some(rv) = caller.merged_version {
         merger.set_resource_version(rv);
+    }
+    if let Some(rv) = caller.fallback_version {
+        merger.fallback_resource_version(rv);
     }
     let mut held: Vec<u8> = Vec::new();
     let mut content_type = String::from("application/json");

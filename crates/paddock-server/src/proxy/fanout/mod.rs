@@ -257,6 +257,7 @@ pub async fn serve(
         }
     };
     let per_namespace = plan.actions.fan_out;
+    let mut fallback_version = None;
     let mut listed_all = Vec::new();
     let mut parts = Vec::new();
     let mut versions = BTreeMap::new();
@@ -277,6 +278,7 @@ pub async fn serve(
             .await
             .map_err(|e| if multi { unreachable(name, ctx, e) } else { e })?;
         versions.insert(name.clone(), listed.resource_version.clone());
+        fallback_version = Some(listed.resource_version.clone());
         if !per_namespace {
             parts.push(Part {
                 state: cs.clone(),
@@ -315,6 +317,7 @@ pub async fn serve(
         groups,
         accept: &upstream_accept,
         merged_version,
+        fallback_version,
     };
     serve_list(state, ctx, plan, parts, caller).await
 }
@@ -426,7 +429,10 @@ fn retry_after_seconds(status: StatusCode, doc: &[u8]) -> Option<u64> {
 }
 
 /// A response whose body is what the parts' tasks send on `rx`, as they send it.
-fn streamed(rx: mpsc::Receiver<Result<Bytes, BoxError>>, content_type: &str) -> Response<ResBody> {
+pub(crate) fn streamed(
+    rx: mpsc::Receiver<Result<Bytes, BoxError>>,
+    content_type: &str,
+) -> Response<ResBody> {
     let frames = futures_util::stream::unfold(rx, |mut rx| async move {
         rx.recv()
             .await

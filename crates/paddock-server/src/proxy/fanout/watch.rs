@@ -201,6 +201,14 @@ pub(super) async fn serve_watch(
             }
             // Deleted (or terminating, its RoleBindings going first) after the namespaces were
             // listed: a cluster admin's watch would simply not show it any more.
+            // Not the user's: left out of the user's own view (docs/security.md "Each user's
+            // own view"); a tenant admin's refusal answers for the whole, as before.
+            Ok((p, Err(refusal)))
+                if refusal.status == StatusCode::FORBIDDEN
+                    && !paddock_core::identity::is_tenant_admin(&sh.groups) =>
+            {
+                tracing::debug!(namespace = ?p.plan.namespace(), "cluster-wide watch: not the user's namespace; left out");
+            }
             Ok((p, Err(refusal)))
                 if matches!(
                     refusal.status,
@@ -354,6 +362,14 @@ async fn add_new_part(sh: &WatchShared, p: Part) -> Result<(), ServerError> {
             }
             // Created and deleted again while the watch retried: nothing to follow.
             Err(_) if super::list::namespace_going(&p.state, &sh.ctx, &p.plan).await => {
+                return Ok(());
+            }
+            // Not the user's (its rights there were given neither with the namespace nor by
+            // the mirrors of the tenant's ClusterRoleBindings): left out of the user's view.
+            Err(refusal)
+                if refusal.status == StatusCode::FORBIDDEN
+                    && !paddock_core::identity::is_tenant_admin(&sh.groups) =>
+            {
                 return Ok(());
             }
             Err(refusal) => {
