@@ -552,3 +552,72 @@ pub(crate) fn token_review_cases(a_token: &str, b_token: &str, plat_token: &str)
     v.retain(|c| selected(c.id));
     v
 }
+
+/// Each user's own view (issue 40 acceptance 2, docs/security.md "Each user's own view"):
+/// `ann`, a user of the attacker who is not a tenant admin (group `devs`, admin of `web`
+/// only), lists namespaces and objects across all namespaces. The victim binds its own group
+/// `devs` as admin of its `vault-ns`: a group of the same name in another tenant grants ann
+/// nothing, and her view shows only the attacker's `web`. The controls: the same reads show
+/// `web` and its objects. The bypass: the attacker's identity straight at the apiserver holds
+/// no cluster-wide read. Only where the attacker lives on one cluster (a spanning tenant's
+/// non-admins keep the cluster's 403 for `get ns`).
+pub(crate) fn user_view_cases() -> Vec<Case> {
+    use Expect::*;
+    use Who::*;
+    let binding = |name: &str, ns: &str, subject: &str| {
+        format!(
+            "apiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata: {{name: {name}, namespace: {ns}}}\nroleRef: {{apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: admin}}\nsubjects: [{subject}]\n"
+        )
+    };
+    let ann = binding("ann-web", "web", "{kind: User, name: ann}");
+    let victims_devs = binding("b-devs", "vault-ns", "{kind: Group, name: devs}");
+    let with_setup = |c: Case| {
+        c.setup(step_in(A, "apply -f -", &ann))
+            .setup(step_in(B, "apply -f -", &victims_devs))
+    };
+    let mut v = vec![
+        with_setup(case(
+            "user-view-namespaces",
+            "issue 40: each user's own view",
+            "a non-admin's get ns",
+        ))
+        .attack(step(AUser, "get ns"), NoLeak)
+        .control(step(AUser, "get ns -o name"), OkExactly("namespace/web"))
+        .bypass(step(Bypass, "get ns")),
+        with_setup(case(
+            "user-view-namespaces-watch",
+            "issue 40: each user's own view",
+            "a non-admin's get ns -w",
+        ))
+        .attack(step(AUser, "get ns -w --request-timeout=4s"), NoLeak)
+        .control(step(AUser, "get ns -w --request-timeout=4s"), Shows("web"))
+        .bypass(step(Bypass, "get ns -w --request-timeout=3s")),
+        with_setup(case(
+            "user-view-secrets-all-ns",
+            "issue 40: each user's own view",
+            "a non-admin's get secrets -A (the victim's devs are admins of vault-ns)",
+        ))
+        .attack(step(AUser, "get secrets -A"), NoLeak)
+        .control(step(AUser, "get secrets -A"), OkWith("own-secret"))
+        .bypass(step(Bypass, "get secrets -A")),
+        with_setup(case(
+            "user-view-configmaps-watch-all-ns",
+            "issue 40: each user's own view",
+            "a non-admin's get configmaps -A --watch",
+        ))
+        .attack(
+            step(AUser, "get configmaps -A --watch --request-timeout=4s"),
+            NoLeak,
+        )
+        .control(
+            step(AUser, "get configmaps -A --watch --request-timeout=4s"),
+            Shows("own-cm"),
+        )
+        .bypass(step(
+            Bypass,
+            "get configmaps -A --watch --request-timeout=3s",
+        )),
+    ];
+    v.retain(|c| selected(c.id));
+    v
+}

@@ -29,6 +29,7 @@ impl World {
             }
             Who::Bypass => (bypass, &self.as_a),
             Who::AXRemote => ("a-x-remote", &[]),
+            Who::AUser => ("a-user", &[]),
             Who::ASaPaddock => ("a-sa-paddock", &[]),
             Who::ASaDirect => ("a-sa-direct", &[]),
             Who::PlatSaPaddock => ("plat-sa-paddock", &[]),

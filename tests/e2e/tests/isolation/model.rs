@@ -35,6 +35,9 @@ pub(crate) enum Who {
     ASaDirect,
     /// A platform service account's token through paddock.
     PlatSaPaddock,
+    /// Tenant alphaa's user `ann` (group `devs`, admin of `web` only, not a tenant admin)
+    /// through paddock: each user's own view.
+    AUser,
     /// Tenant alphaa's admin through paddock, its requests carrying `X-Remote-User:
     /// system:admin`, `X-Remote-Group: system:masters` and `X-Remote-Extra-*` naming the
     /// victim (a header-adding forwarder in front of paddock: kubectl has no flag for them).

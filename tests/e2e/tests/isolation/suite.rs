@@ -264,6 +264,10 @@ pub(crate) fn run_suite(
         )?)?
         .cache_dir(cache("a-sa-direct")),
     );
+    kc.insert(
+        "a-user",
+        paddock.kubectl_user(A, "ann", &["devs".to_owned()])?,
+    );
     for (key, k) in &arena.bypass_at {
         kc.insert(key, k.clone());
     }
@@ -306,6 +310,7 @@ pub(crate) fn run_suite(
     // controls would not hold there (docs/security.md "TokenReviews").
     if arena.place_on.is_none() {
         all.extend(token_review_cases(&a_token, &b_token, &plat_token));
+        all.extend(user_view_cases());
     }
     all.extend(arena.extra_cases.iter().cloned());
     let mut t = Tally::default();
