@@ -135,3 +135,50 @@ fn answer(status: StatusCode, ct: &str, body: Vec<u8>) -> Result<Response<ResBod
     );
     Ok(r)
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::proxy::test_support::job;
+
+    fn as_admin(j: Arc<Job>) -> Job {
+        let mut j = Arc::try_unwrap(j).ok().unwrap();
+        j.caller.groups = Arc::from(["tenant-admins".to_owned()]);
+        j
+    }
+
+    #[test]
+    fn only_a_non_admins_namespace_list_or_watch_is_a_view() {
+        assert!(is_user_view(&job("GET", "/api/v1/namespaces")));
+        assert!(is_user_view(&job("GET", "/api/v1/namespaces?watch=true")));
+        assert!(is_user_view(&job(
+            "GET",
+            "/api/v1/namespaces?labelSelector=team%3Da"
+        )));
+        // A tenant admin keeps the cluster admin's answer.
+        assert!(!is_user_view(&as_admin(job("GET", "/api/v1/namespaces"))));
+        // One namespace, anything in one, other kinds: not a view.
+        assert!(!is_user_view(&job("GET", "/api/v1/namespaces/web")));
+        assert!(!is_user_view(&job("GET", "/api/v1/namespaces/web/pods")));
+        assert!(!is_user_view(&job("GET", "/api/v1/pods")));
+        assert!(!is_user_view(&job("POST", "/api/v1/namespaces")));
+    }
+
+    #[test]
+    fn a_watch_is_reevaluated_from_the_clients_selectors_only() {
+        let j = job(
+            "GET",
+            "/api/v1/namespaces?watch=true&resourceVersion=7&labelSelector=team%3Da&timeoutSeconds=30",
+        );
+        let path = list_path(&j.ctx, &j.plan).unwrap();
+        assert!(path.starts_with("/api/v1/namespaces?"), "{path}");
+        assert!(path.contains("team%3Da"), "{path}");
+        // The tenant's own label is always there.
+        assert!(path.contains("paddock.io%2Ftenant"), "{path}");
+        assert!(
+            !path.contains("watch") && !path.contains("resourceVersion"),
+            "{path}"
+        );
+    }
+}
