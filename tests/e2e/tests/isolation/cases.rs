@@ -554,10 +554,11 @@ pub(crate) fn token_review_cases(a_token: &str, b_token: &str, plat_token: &str)
 }
 
 /// Each user's own view (issue 40 acceptance 2, docs/security.md "Each user's own view"):
-/// `ann`, a user of the attacker who is not a tenant admin (group `devs`, admin of `web`
-/// only), lists namespaces and objects across all namespaces. The victim binds its own group
-/// `devs` as admin of its `vault-ns`: a group of the same name in another tenant grants ann
-/// nothing, and her view shows only the attacker's `web`. The controls: the same reads show
+/// `ann`, a user of the attacker who is not a tenant admin (group `auditors`, admin of `web`),
+/// lists namespaces and objects across all namespaces. The victim binds its own group
+/// `auditors` as admin of its `vault-ns`: a group of the same name in another tenant grants
+/// ann nothing, and her view shows the attacker's namespaces only (`web`, and any other the
+/// attacker's ClusterRoleBindings give her). The controls: the same reads show
 /// `web` and its objects. The bypass: the attacker's identity straight at the apiserver holds
 /// no cluster-wide read. Only where the attacker lives on one cluster (a spanning tenant's
 /// non-admins keep the cluster's 403 for `get ns`).
@@ -570,10 +571,10 @@ pub(crate) fn user_view_cases() -> Vec<Case> {
         )
     };
     let ann = binding("ann-web", "web", "{kind: User, name: ann}");
-    let victims_devs = binding("b-devs", "vault-ns", "{kind: Group, name: devs}");
+    let victims = binding("b-auditors", "vault-ns", "{kind: Group, name: auditors}");
     let with_setup = |c: Case| {
         c.setup(step_in(A, "apply -f -", &ann))
-            .setup(step_in(B, "apply -f -", &victims_devs))
+            .setup(step_in(B, "apply -f -", &victims))
     };
     let mut v = vec![
         with_setup(case(
@@ -582,7 +583,7 @@ pub(crate) fn user_view_cases() -> Vec<Case> {
             "a non-admin's get ns",
         ))
         .attack(step(AUser, "get ns"), NoLeak)
-        .control(step(AUser, "get ns -o name"), OkExactly("namespace/web"))
+        .control(step(AUser, "get ns -o name"), OkWith("namespace/web"))
         .bypass(step(Bypass, "get ns")),
         with_setup(case(
             "user-view-namespaces-watch",
@@ -595,7 +596,7 @@ pub(crate) fn user_view_cases() -> Vec<Case> {
         with_setup(case(
             "user-view-secrets-all-ns",
             "issue 40: each user's own view",
-            "a non-admin's get secrets -A (the victim's devs are admins of vault-ns)",
+            "a non-admin's get secrets -A (the victim's auditors are admins of vault-ns)",
         ))
         .attack(step(AUser, "get secrets -A"), NoLeak)
         .control(step(AUser, "get secrets -A"), OkWith("own-secret"))

@@ -35,7 +35,7 @@ pub(crate) enum Who {
     ASaDirect,
     /// A platform service account's token through paddock.
     PlatSaPaddock,
-    /// Tenant alphaa's user `ann` (group `devs`, admin of `web` only, not a tenant admin)
+    /// Tenant alphaa's user `ann` (group `auditors`, admin of `web`, not a tenant admin)
     /// through paddock: each user's own view.
     AUser,
     /// Tenant alphaa's admin through paddock, its requests carrying `X-Remote-User:

@@ -266,7 +266,7 @@ pub(crate) fn run_suite(
     );
     kc.insert(
         "a-user",
-        paddock.kubectl_user(A, "ann", &["devs".to_owned()])?,
+        paddock.kubectl_user(A, "ann", &["auditors".to_owned()])?,
     );
     for (key, k) in &arena.bypass_at {
         kc.insert(key, k.clone());
