@@ -13,6 +13,7 @@ pub mod cluster;
 pub mod duration;
 pub mod lifecycle;
 pub mod policy;
+pub mod portable;
 pub mod quota;
 pub mod template;
 pub mod tenant;

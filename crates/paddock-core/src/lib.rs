@@ -32,6 +32,7 @@ pub mod clusters;
 pub mod fair;
 pub mod lifecycle;
 pub mod observe;
+pub mod portable;
 pub mod provision;
 pub mod quota;
 pub mod templates;

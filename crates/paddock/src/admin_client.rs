@@ -54,6 +54,11 @@ impl AdminClient {
         })
     }
 
+    /// The connection, for requests whose bodies are not JSON (`portable_cli`).
+    pub(crate) fn upstream(&self) -> &Upstream {
+        &self.up
+    }
+
     pub(crate) async fn call(
         &self,
         method: Method,

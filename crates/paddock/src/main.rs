@@ -7,6 +7,7 @@ mod lifecycle_cli;
 mod metering_cli;
 mod oidc_cli;
 mod output;
+mod portable_cli;
 mod quota_cli;
 mod serve;
 mod serve_in_cluster;
@@ -233,6 +234,8 @@ enum TenantCommand {
     },
     #[command(flatten)]
     Life(lifecycle_cli::LifeCommand),
+    #[command(flatten)]
+    Portable(portable_cli::PortableCommand),
     /// Delete a tenant and everything it owns upstream (refused while it is protected).
     Delete {
         id: String,
@@ -453,6 +456,7 @@ async fn run(cli: Cli) -> Result<()> {
                     output::print_tenants(&[client.get_tenant(&id).await?], output)
                 }
                 TenantCommand::Life(command) => lifecycle_cli::run(&client, command).await,
+                TenantCommand::Portable(command) => portable_cli::run(&client, command).await,
                 TenantCommand::Delete { id, wait, timeout } => {
                     let timeout = paddock_api::duration::parse_duration(&timeout)
                         .map_err(anyhow::Error::msg)?;

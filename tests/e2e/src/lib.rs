@@ -29,6 +29,7 @@ pub mod ns_bodies;
 pub mod oidc;
 pub mod operators;
 pub mod paddock;
+pub mod portable;
 pub mod process;
 pub mod real_node;
 pub mod running;

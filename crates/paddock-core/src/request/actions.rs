@@ -172,7 +172,10 @@ impl Actions {
                 && ((info.upstream_group == "rbac.authorization.k8s.io"
                     && info.resource == "clusterrolebindings")
                     || info.is_crd()),
+            // Not for a server-side dry run: nothing was created, and setting up the
+            // namespace would create it (its RoleBinding and stamps are applied).
             bind_namespace: namespaces
+                && !request.query.iter().any(|(k, _)| k == "dryRun")
                 && (verb == Verb::Create || (verb == Verb::Patch && subresource.is_none())),
         }
     }

@@ -100,6 +100,12 @@ fn actions_of_namespace_writes() {
     // Server-side apply may create the namespace: bound after, but its body is a patch.
     let apply = planned("PATCH", "/api/v1/namespaces/a", None).actions;
     assert!(!apply.lock_namespace_labels && apply.bind_namespace);
+    // A server-side dry run creates nothing, so nothing is set up (setting up would create
+    // the namespace: found by the import's dry run, stack/portable).
+    let dry = planned("POST", "/api/v1/namespaces", Some("dryRun=All")).actions;
+    assert!(dry.lock_namespace_labels && dry.admit_namespace_quota && !dry.bind_namespace);
+    let dry_apply = planned("PATCH", "/api/v1/namespaces/a", Some("dryRun=All")).actions;
+    assert!(!dry_apply.bind_namespace);
     // Every write of a namespace's labels may carry the privileged group; a read or a
     // delete does not need it.
     assert!(create.namespace_write && update.namespace_write && apply.namespace_write);

@@ -19,6 +19,7 @@ pub mod access;
 pub mod fair;
 pub mod fair_gate;
 pub mod namespace_create;
+pub mod portable;
 pub mod refuse;
 pub mod router;
 
@@ -125,7 +126,22 @@ async fn gateway(
     // tenant's requests and have large futures of their own: boxed, so that the state machine
     // of every tenant request (the pipeline's steps, unboxed) does not carry theirs.
     match &*caller {
-        Caller::Admin { .. } => boxed(|| crate::admin::serve_admin(state, &caller, req)).await,
+        Caller::Admin { .. } => {
+            // Export, import and move act through the tenant's stack (portable/).
+            let segs: Vec<&str> = req
+                .uri()
+                .path()
+                .strip_prefix(paddock_api::BASE)
+                .unwrap_or("")
+                .split('/')
+                .filter(|s| !s.is_empty())
+                .collect();
+            if portable::is_portable(&segs) {
+                let (id, sub) = (segs[1].to_owned(), segs[2].to_owned());
+                return boxed(|| portable::serve(state, &caller, &id, &sub, req)).await;
+            }
+            boxed(|| crate::admin::serve_admin(state, &caller, req)).await
+        }
         // A suspended tenant's writes (docs/operations.md "Suspend, protection and TTL").
         Caller::Tenant { tenant, .. }
             if crate::lifecycle::refused(state, tenant, req.method(), req.uri().path()) =>

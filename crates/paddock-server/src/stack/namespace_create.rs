@@ -60,8 +60,13 @@ pub async fn serve(
     req: Request<ReqBody>,
 ) -> Result<Response<ResBody>, ServerError> {
     let (mut parts, mut body) = req.into_parts();
-    let raw =
-        paddock_upstream::limit::collect_limited(&mut body, state.config.max_body_bytes).await?;
+    // Read already when paddock itself sends it (an import, stack/portable).
+    let raw = match parts.extensions.remove::<PreRead>() {
+        Some(pre) => pre.0,
+        None => {
+            paddock_upstream::limit::collect_limited(&mut body, state.config.max_body_bytes).await?
+        }
+    };
     // The audit records the body the tenant sent, not one with a generated name.
     if let Some(slot) = parts.extensions.get::<crate::observe::audit::AuditBody>() {
         let _ = slot.0.set(raw.clone());
