@@ -99,11 +99,12 @@ templates-scale:
 	cargo test -p paddock-e2e --test templates -- --ignored --nocapture template_change_reaches_100_namespaces
 ## Several upstream clusters (docs/clusters.md): two control planes, a tenant placed on each,
 ## isolation, deletion, one cluster's apiserver killed and restarted, then the isolation suite
-## against tenants spanning both (clusters_isolation.rs) (~15 min loaded; not in `make
+## against tenants spanning both (clusters_isolation.rs), a tenant imported on the second cluster
+## and moved between them under load (clusters_move.rs) (~15 min loaded; not in `make
 ## test`). `make clusters-scale`: memory and start-up with 2 clusters and 1,000 tenants
 ## (PADDOCK_SCALE_TENANTS to change; ~20 min).
 .PHONY: test-clusters clusters-scale
 test-clusters:
-	cargo test -p paddock-e2e --test clusters --test clusters_isolation --test clusters_quota --test clusters_join --test policy -- --ignored --nocapture
+	cargo test -p paddock-e2e --test clusters --test clusters_isolation --test clusters_quota --test clusters_join --test clusters_move --test policy -- --ignored --nocapture
 clusters-scale:
 	cargo test -p paddock-e2e --test clusters_scale -- --ignored --nocapture

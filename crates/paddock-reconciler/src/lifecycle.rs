@@ -147,6 +147,7 @@ pub async fn create_tenant(
         deletion_protection: false,
         expiry: None,
         sleep: None,
+        moving: None,
     };
     state.store.create_tenant(&rec).await?;
     // A new tenant has no FlowSchema to remove: only one of its own is written.

@@ -135,6 +135,10 @@ pub struct TenantRecord {
     /// absent while it is awake.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sleep: Option<life::Sleep>,
+    /// While the tenant's objects are carried to this cluster (docs/operations.md "Export,
+    /// import and move"): its writes are answered 503 with `Retry-After` by every replica.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub moving: Option<String>,
 }
 
 impl TenantRecord {
@@ -181,6 +185,7 @@ impl TenantRecord {
             deletion_protection: false,
             expiry: None,
             sleep: None,
+            moving: None,
         }
     }
 }

@@ -148,6 +148,10 @@ async fn gateway(
         {
             Err(paddock_core::lifecycle::door::suspended_refusal(tenant).into())
         }
+        // A tenant being moved: its writes wait (docs/operations.md "Export, import and move").
+        Caller::Tenant { tenant, .. } if portable::paused(state, tenant, &req) => {
+            Ok(portable::paused_answer(tenant))
+        }
         Caller::Tenant { tenant, .. } if is_paddock_group(req.uri().path()) => {
             boxed(|| crate::admin::serve_tenant_self(state, tenant, req)).await
         }
@@ -182,9 +186,17 @@ async fn serve_routed(
     // The one place a tenant request picks its cluster's state (docs/clusters.md);
     // a tenant spanning clusters by the request's namespace (clusters/span.rs).
     let mut req = req;
-    let (routed, after) = match crate::clusters::span::spanning_clusters(state, tenant) {
-        Some(cs) => boxed(|| crate::clusters::span::route(state, tenant, &cs, &mut req)).await?,
-        None => (
+    let to = req
+        .extensions()
+        .get::<portable::Internal>()
+        .and_then(|i| i.0.clone());
+    let (routed, after) = match (to, crate::clusters::span::spanning_clusters(state, tenant)) {
+        // A move's import, to the cluster the tenant is moving to (portable/moving.rs).
+        (Some(to), _) => (to, crate::clusters::span::After::Nothing),
+        (None, Some(cs)) => {
+            boxed(|| crate::clusters::span::route(state, tenant, &cs, &mut req)).await?
+        }
+        (None, None) => (
             crate::clusters::route(state, tenant)?,
             crate::clusters::span::After::Nothing,
         ),

@@ -29,12 +29,26 @@ pub async fn import(
     bytes: &[u8],
     dry_run: bool,
 ) -> Result<ImportSummary, ServerError> {
+    let home = crate::clusters::route(state, tenant)?;
+    let call = TenantCall::new(state, tenant);
+    import_with(state, &home, call, tenant, bytes, dry_run).await
+}
+
+/// [`import`] with `call`, whose requests go to the cluster of `to` (the tenant's home, or
+/// where a move takes it).
+pub async fn import_with(
+    state: &Arc<AppState>,
+    to: &Arc<AppState>,
+    call: TenantCall,
+    tenant: &TenantId,
+    bytes: &[u8],
+    dry_run: bool,
+) -> Result<ImportSummary, ServerError> {
     let Checked {
         source,
         objects,
         steps,
-    } = checked(state, tenant, bytes).await?;
-    let call = TenantCall::new(state, tenant);
+    } = checked(state, to, tenant, bytes).await?;
     let kept = dry_run_all(&call, &steps).await?;
     let mut summary = ImportSummary {
         api_version: paddock_api::GROUP_VERSION.into(),
@@ -67,6 +81,7 @@ pub struct Checked {
 /// refused.
 pub async fn checked(
     state: &Arc<AppState>,
+    to: &Arc<AppState>,
     tenant: &TenantId,
     bytes: &[u8],
 ) -> Result<Checked, ServerError> {
@@ -82,7 +97,7 @@ pub async fn checked(
         ServerError::BadRequest(format!("import refused, nothing written: {e}"))
     };
     let archive = archive::read(bytes).map_err(refused)?;
-    let catalog = crate::clusters::route(state, tenant)?.catalog().await?;
+    let catalog = to.catalog().await?;
     let steps = plan(&archive, &catalog, tenant).map_err(refused)?;
     Ok(Checked {
         source: archive.manifest.source_tenant.clone(),

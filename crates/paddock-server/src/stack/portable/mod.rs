@@ -96,6 +96,48 @@ pub async fn serve(
     }
 }
 
+/// How long a moving tenant's writes are asked to wait (`Retry-After`): client-go and kubectl
+/// retry a 503 that carries it, up to 10 times, so a pause of up to about 20 s goes unseen.
+pub const MOVE_RETRY_AFTER: u64 = 2;
+
+/// In the extensions of a request this module sends: it is paddock's own, past the doors
+/// that hold the tenant's writes during a move, and routed to `0` when set (the cluster a
+/// move imports into). Requests from the network never carry it.
+#[derive(Clone)]
+pub struct Internal(pub Option<Arc<AppState>>);
+
+/// A write of a tenant being moved (not one of the move's own): held with a 503.
+pub fn paused<B>(state: &AppState, tenant: &TenantId, req: &Request<B>) -> bool {
+    req.extensions().get::<Internal>().is_none()
+        && paddock_core::lifecycle::door::writes(req.method().as_str(), req.uri().path())
+        && state
+            .cache
+            .tenant(tenant.as_str())
+            .is_some_and(|r| r.moving.is_some())
+}
+
+/// The answer to a held write: 503, `Retry-After`, a `Status` naming the move.
+pub fn paused_answer(tenant: &TenantId) -> Response<ResBody> {
+    let msg = format!(
+        "tenant {tenant} is being moved to another cluster: writes are held for a few seconds; retry after {MOVE_RETRY_AFTER}s"
+    );
+    let body = paddock_core::error::status::status_body_retry(
+        503,
+        "ServiceUnavailable",
+        &msg,
+        MOVE_RETRY_AFTER,
+    );
+    let mut r = Response::new(paddock_upstream::body::full(body));
+    *r.status_mut() = StatusCode::SERVICE_UNAVAILABLE;
+    let h = r.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    h.insert(header::RETRY_AFTER, HeaderValue::from(MOVE_RETRY_AFTER));
+    r
+}
+
 /// An answer of the tenant's stack, read whole.
 pub struct Answer {
     pub status: StatusCode,
@@ -126,6 +168,8 @@ impl Answer {
 pub struct TenantCall {
     state: Arc<AppState>,
     caller: Arc<Caller>,
+    /// The cluster state the requests go to; the tenant's home when `None`.
+    to: Option<Arc<AppState>>,
 }
 
 impl TenantCall {
@@ -138,7 +182,14 @@ impl TenantCall {
                 groups: Arc::from(vec![paddock_core::identity::TENANT_ADMIN_GROUP.to_owned()]),
                 serial: String::new(),
             }),
+            to: None,
         }
+    }
+
+    /// The same, sending to the cluster of `to` instead of the tenant's home.
+    pub fn routed_to(mut self, to: Arc<AppState>) -> Self {
+        self.to = Some(to);
+        self
     }
 
     /// Sends one request; a 429 or 503 is retried after its `Retry-After` (or a second)
@@ -170,6 +221,7 @@ impl TenantCall {
             if body.is_some() {
                 req.extensions_mut().insert(PreRead(bytes.clone()));
             }
+            req.extensions_mut().insert(Internal(self.to.clone()));
             // Erased: the stack's future holds this one (an admin request), which holds the
             // stack's again; a concrete type would contain itself.
             let inner: Pin<Box<dyn Future<Output = Response<ResBody>> + Send>> =
