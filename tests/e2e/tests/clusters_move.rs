@@ -122,6 +122,16 @@ fn run(p: &Paddock, home: &ControlPlane, east: &ControlPlane) -> Result<()> {
     within(Duration::from_secs(90), "the mover's 2 pods", || {
         Ok(portable::web_pods_running(&mover)? == 2)
     })?;
+    // Refused before anything changes: a cluster that does not exist, the one it is on.
+    for (to, words) in [("nowhere", "not found"), ("default", "lives on")] {
+        let out = portable::cli(p, &["tenant", "move", MOVER, "--to", to], None)?;
+        ensure!(
+            !out.success() && out.stderr.contains(words),
+            "tenant move --to {to}: {}{}",
+            out.stdout,
+            out.stderr
+        );
+    }
     let before = portable::snapshot(&mover, KINDS)?;
     let kubeconfig_bytes = std::fs::read(&kubeconfig)?;
     let stop = Arc::new(AtomicBool::new(false));

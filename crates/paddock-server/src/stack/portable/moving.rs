@@ -129,9 +129,12 @@ fn cluster_state(state: &Arc<AppState>, name: &str) -> Result<Arc<AppState>, Ser
             .map(|m| m.state.clone())
             .ok_or_else(|| ServerError::BadRequest(format!("cluster {name:?} is not registered")))?
     };
-    if !s.health.is_healthy() {
+    let ready = s.bootstrapped.load(std::sync::atomic::Ordering::Acquire)
+        && s.catalogs.is_synced()
+        && s.health.is_healthy();
+    if !ready {
         return Err(ServerError::Unavailable(format!(
-            "cluster {name:?} cannot be reached; try again later"
+            "cluster {name:?} is not ready (bootstrap, discovery, its apiserver answering); try again later"
         )));
     }
     Ok(s)
