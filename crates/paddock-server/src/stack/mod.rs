@@ -150,7 +150,7 @@ async fn gateway(
         }
         // A tenant being moved: its writes wait (docs/operations.md "Export, import and move").
         Caller::Tenant { tenant, .. } if portable::paused(state, tenant, &req) => {
-            Ok(portable::paused_answer(tenant))
+            Err(portable::paused_refusal(tenant))
         }
         Caller::Tenant { tenant, .. } if is_paddock_group(req.uri().path()) => {
             boxed(|| crate::admin::serve_tenant_self(state, tenant, req)).await

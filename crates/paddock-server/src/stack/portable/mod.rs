@@ -116,26 +116,14 @@ pub fn paused<B>(state: &AppState, tenant: &TenantId, req: &Request<B>) -> bool 
             .is_some_and(|r| r.moving.is_some())
 }
 
-/// The answer to a held write: 503, `Retry-After`, a `Status` naming the move.
-pub fn paused_answer(tenant: &TenantId) -> Response<ResBody> {
-    let msg = format!(
-        "tenant {tenant} is being moved to another cluster: writes are held for a few seconds; retry after {MOVE_RETRY_AFTER}s"
-    );
-    let body = paddock_core::error::status::status_body_retry(
-        503,
-        "ServiceUnavailable",
-        &msg,
+/// The refusal of a held write: a 503 with `Retry-After` naming the move.
+pub fn paused_refusal(tenant: &TenantId) -> ServerError {
+    ServerError::RetryLater(
+        format!(
+            "tenant {tenant} is being moved to another cluster: writes are held for a few seconds; retry after {MOVE_RETRY_AFTER}s"
+        ),
         MOVE_RETRY_AFTER,
-    );
-    let mut r = Response::new(paddock_upstream::body::full(body));
-    *r.status_mut() = StatusCode::SERVICE_UNAVAILABLE;
-    let h = r.headers_mut();
-    h.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
-    );
-    h.insert(header::RETRY_AFTER, HeaderValue::from(MOVE_RETRY_AFTER));
-    r
+    )
 }
 
 /// An answer of the tenant's stack, read whole.
