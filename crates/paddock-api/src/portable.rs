@@ -67,3 +67,41 @@ pub struct MoveSummary {
     /// How long its writes were answered 503 (seconds).
     pub writes_paused_seconds: f64,
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn the_answers_are_the_json_the_cli_reads() {
+        let s = ImportSummary {
+            api_version: crate::GROUP_VERSION.into(),
+            kind: IMPORT_KIND.into(),
+            tenant: "barbar".into(),
+            source_tenant: "foofoo".into(),
+            dry_run: true,
+            objects: 20,
+            created: 16,
+            kept: vec!["default".into()],
+        };
+        let v = serde_json::to_value(&s).unwrap();
+        assert_eq!(
+            v,
+            serde_json::json!({"apiVersion": "paddock.io/v1alpha1", "kind": "TenantImport",
+                "tenant": "barbar", "sourceTenant": "foofoo", "dryRun": true, "objects": 20,
+                "created": 16, "kept": ["default"]})
+        );
+        assert_eq!(serde_json::from_value::<ImportSummary>(v).unwrap(), s);
+        let m: MoveSummary = serde_json::from_str(
+            r#"{"apiVersion": "paddock.io/v1alpha1", "kind": "TenantMove", "tenant": "foofoo",
+                "from": "default", "to": "east", "objects": 55, "writesPausedSeconds": 7.4}"#,
+        )
+        .unwrap();
+        assert_eq!((m.to.as_str(), m.objects), ("east", 55));
+        assert_eq!(
+            serde_json::to_value(MoveRequest { to: "east".into() }).unwrap(),
+            serde_json::json!({"to": "east"})
+        );
+    }
+}
