@@ -348,14 +348,17 @@ impl SignIn {
         }
     }
 
-    /// How a caller with this `serial` signed in.
-    pub fn of_serial(serial: &str) -> SignIn {
-        if serial == SERVICE_ACCOUNT_SERIAL {
-            SignIn::ServiceAccount
+    /// How a caller with this `serial` signed in; `None` for an empty serial: paddock acting
+    /// in a tenant itself (a tenant's export, import or move), which no credential names.
+    pub fn of_serial(serial: &str) -> Option<SignIn> {
+        if serial.is_empty() {
+            None
+        } else if serial == SERVICE_ACCOUNT_SERIAL {
+            Some(SignIn::ServiceAccount)
         } else if serial.starts_with(OIDC_SERIAL_PREFIX) {
-            SignIn::Oidc
+            Some(SignIn::Oidc)
         } else {
-            SignIn::Certificate
+            Some(SignIn::Certificate)
         }
     }
 }

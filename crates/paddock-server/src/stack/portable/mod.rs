@@ -168,6 +168,7 @@ impl TenantCall {
                 tenant: tenant.clone(),
                 user: Arc::from(ACTING_USER),
                 groups: Arc::from(vec![paddock_core::identity::TENANT_ADMIN_GROUP.to_owned()]),
+                // Empty: no credential; `SignIn::of_serial` tells paddock's own calls apart.
                 serial: String::new(),
             }),
             to: None,
