@@ -3,6 +3,11 @@
 //!
 //! - drift is repaired from watch events: the platform admin deletes one locked stamped object
 //!   and edits another straight at the apiserver; both are back within 5 s (measured);
+//! - paddock is restarted first, so its caches start from LISTs (whose items, unlike watch
+//!   events and apply answers, carry no `kind` or `apiVersion`), as after any upgrade;
+//! - a change to a namespace that no template cares about (a label) costs no stamping: the
+//!   namespace is judged again from the caches and found in step (a LISTed object once read as
+//!   drift against paddock's own apply, and was stamped again at every judgement);
 //! - idle costs the apiserver nothing per namespace: over 20 s with nothing changing, the
 //!   apiserver's own request counters (`apiserver_request_total`, read with the admin
 //!   credential) show no namespace-scoped read and no write of the kinds the templates stamp,
@@ -54,6 +59,12 @@ fn drift_is_repaired_from_watches_and_idle_costs_nothing() -> Result<()> {
         Ok(nss.iter().all(|n| has_isolation(up, n)))
     })?;
 
+    // ---- a restart: the sync's caches are LISTed afresh ------------------------------------------
+    bed.p.stop();
+    let took = bed.p.restart()?;
+    println!("paddock restarted in {:.2} s", took.as_secs_f64());
+    std::thread::sleep(Duration::from_secs(3));
+
     // ---- drift: the platform admin deletes one locked object and edits another ------------------
     let started = Instant::now();
     up.run(&[
@@ -80,6 +91,33 @@ fn drift_is_repaired_from_watches_and_idle_costs_nothing() -> Result<()> {
         "drift repaired: deleted NetworkPolicy and edited ResourceQuota back {:.2} s after the edit ({:.2} s after the delete)",
         took.as_secs_f64(),
         started.elapsed().as_secs_f64()
+    );
+
+    // ---- a change no template cares about: judged again, found in step, nothing written ---------
+    std::thread::sleep(Duration::from_secs(3));
+    let before = request_counts(up)?;
+    for ns in [ns1, ns2] {
+        up.run(&["label", "namespace", ns, "example.com/unrelated=yes"])?;
+    }
+    std::thread::sleep(Duration::from_secs(4));
+    let after = request_counts(up)?;
+    let mut stamped_again = Vec::new();
+    for (k @ (resource, scope, verb), v) in &after {
+        let d = v - before.get(k).copied().unwrap_or(0.0);
+        if d > 0.0 {
+            println!("after the labels: {resource} {scope} {verb} +{d}");
+        }
+        // The labels themselves are the test's PATCHes of namespaces.
+        if d > 0.0 && resource != "namespaces" && WRITES.contains(&verb.as_str()) {
+            stamped_again.push(format!("{resource} {scope} {verb} +{d}"));
+        }
+    }
+    if !stamped_again.is_empty() {
+        print_sync_log(&bed);
+    }
+    ensure!(
+        stamped_again.is_empty(),
+        "a namespace label no template asks for had stamped objects written again: {stamped_again:?}"
     );
 
     // ---- idle: the apiserver's view of paddock's template sync ----------------------------------
@@ -112,6 +150,9 @@ fn drift_is_repaired_from_watches_and_idle_costs_nothing() -> Result<()> {
         nss.len(),
         busy.len()
     );
+    if !busy.is_empty() {
+        print_sync_log(&bed);
+    }
     ensure!(
         busy.is_empty(),
         "the apiserver saw per-namespace reads or writes of stamped kinds while nothing changed: {busy:?}"
@@ -121,6 +162,21 @@ fn drift_is_repaired_from_watches_and_idle_costs_nothing() -> Result<()> {
         "cluster-wide reads of stamped kinds while idle: {per_second:.2}/s"
     );
     Ok(())
+}
+
+/// What paddock's log says of its stampings and leadership (read when a check failed).
+fn print_sync_log(bed: &Bed) {
+    let log = std::fs::read_to_string(bed.p.log_path()).unwrap_or_default();
+    let wanted = [
+        "templates stamped",
+        "template sync",
+        "stamping",
+        "leadership",
+        "leader election",
+    ];
+    for l in log.lines().filter(|l| wanted.iter().any(|k| l.contains(k))) {
+        println!("  paddock | {l}");
+    }
 }
 
 fn has_isolation(up: &Kubectl, ns: &str) -> bool {

@@ -35,12 +35,20 @@ const VOLATILE_METADATA: &[&str] = &[
     "selfLink",
 ];
 
-/// A fingerprint of what an object says, leaving out its status and volatile metadata; key
-/// order does not matter.
+/// Top-level fields not compared: the status, and the type, which a LIST's items leave out
+/// (a watch event's object and an apply's answer carry it; the cache is per kind anyway).
+const NOT_COMPARED: &[&str] = &["status", "kind", "apiVersion"];
+
+/// A fingerprint of what an object says, leaving out its status, its type and volatile
+/// metadata; key order does not matter. The same object hashes the same whether it was read
+/// from a LIST, a watch event or an apply's answer.
 pub fn fingerprint(obj: &Value) -> u64 {
     let mut h = std::collections::hash_map::DefaultHasher::new();
     if let Value::Object(m) = obj {
-        let mut keys: Vec<&String> = m.keys().filter(|k| *k != "status").collect();
+        let mut keys: Vec<&String> = m
+            .keys()
+            .filter(|k| !NOT_COMPARED.contains(&k.as_str()))
+            .collect();
         keys.sort();
         for k in keys {
             k.hash(&mut h);

@@ -48,6 +48,24 @@ fn fingerprints_ignore_status_volatile_metadata_and_key_order() {
 }
 
 #[test]
+fn a_listed_object_fingerprints_as_its_watch_event_and_apply_answer() {
+    // A LIST's items carry no kind or apiVersion; the same object from a watch event or an
+    // apply's answer does. Told apart, every listed object read as drift against paddock's
+    // own apply, and was stamped again at each judgement.
+    let applied = live("x", "t", "2026-01-01T00:00:00Z");
+    assert_eq!(applied["kind"], "ConfigMap");
+    let mut listed = applied.clone();
+    let m = listed.as_object_mut().unwrap();
+    m.remove("kind");
+    m.remove("apiVersion");
+    assert_eq!(fingerprint(&listed), fingerprint(&applied));
+    assert!(!drifted(&listed, Some(fingerprint(&applied))));
+    // Content still counts.
+    listed["data"]["a"] = json!("c");
+    assert!(drifted(&listed, Some(fingerprint(&applied))));
+}
+
+#[test]
 fn paddocks_own_write_is_not_drift_another_managers_is() {
     let mine = live("x", "t", "2026-01-01T00:00:05Z");
     assert!(!drifted(&mine, None), "only paddock wrote it");
