@@ -51,7 +51,32 @@ fn drift_is_repaired_from_watches_and_idle_costs_nothing() -> Result<()> {
     let bed = start(&[])?;
     let up = &bed.up;
     tenant(&bed, A)?;
+    within(Duration::from_secs(30), "the first tenant stamped", || {
+        Ok(namespaces_of(up, &[A])?
+            .iter()
+            .all(|n| has_isolation(up, n)))
+    })?;
+    // What a tenant's creation costs in stamped-object writes, once the sync has settled: its
+    // set-up stamps its 4 namespaces (5 objects each with pl1); the sync leaves a namespace
+    // just created to its set-up (SETUP_GRACE) instead of stamping it again on top. Reported,
+    // not asserted (a set-up slower than the grace is stamped by the sync too, as it should).
+    let before = request_counts(up)?;
     tenant(&bed, B)?;
+    within(Duration::from_secs(30), "the second tenant stamped", || {
+        Ok(namespaces_of(up, &[B])?
+            .iter()
+            .all(|n| has_isolation(up, n)))
+    })?;
+    std::thread::sleep(Duration::from_secs(4));
+    let after = request_counts(up)?;
+    let applies: f64 = after
+        .iter()
+        .filter(|((resource, _, verb), _)| resource != "namespaces" && verb == "APPLY")
+        .map(|(k, v)| v - before.get(k).copied().unwrap_or(0.0))
+        .sum();
+    println!(
+        "creating tenant {B} (4 namespaces, 5 stamped objects each): {applies} applies of stamped objects (its set-up's own: 20)"
+    );
     let nss = namespaces_of(up, &[A, B])?;
     ensure!(nss.len() >= 4, "tenant namespaces: {nss:?}");
     let (ns1, ns2) = (&nss[0], &nss[1]);

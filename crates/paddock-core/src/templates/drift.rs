@@ -14,6 +14,7 @@
 
 use std::collections::BTreeSet;
 use std::hash::{Hash, Hasher};
+use std::time::Duration;
 
 use serde_json::Value;
 
@@ -103,6 +104,20 @@ fn hash_value(v: &Value, h: &mut impl Hasher) {
             }
         }
     }
+}
+
+/// How long a namespace first seen by a watch `ADDED`, and not yet annotated with its
+/// templates, is left to its set-up: a namespace created through paddock is stamped by its
+/// set-up (`paddock_reconciler::templates::stamp_at_setup`), and the sync, seeing it the
+/// moment it exists, stamped it once or twice more over the set-up's writes (10 no-op
+/// applies per namespace).
+pub const SETUP_GRACE: Duration = Duration::from_secs(2);
+
+/// Whether the namespace carries its templates' annotation (its set-up or a sync stamped it).
+pub fn annotated(ns: &Value) -> bool {
+    ns["metadata"]["annotations"]
+        .get(super::model::TEMPLATES_ANNOTATION)
+        .is_some()
 }
 
 /// Whether a manager other than paddock wrote the object (not its status) at or after

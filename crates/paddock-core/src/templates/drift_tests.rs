@@ -192,3 +192,14 @@ fn the_verdict_comes_from_the_caches() {
         v => panic!("{v:?}"),
     }
 }
+
+#[test]
+fn a_namespace_is_annotated_once_stamped_even_with_no_template() {
+    assert!(!annotated(&json!({"metadata": {"name": "foofoo-web"}})));
+    assert!(!annotated(
+        &json!({"metadata": {"annotations": {"other": "x"}}})
+    ));
+    assert!(annotated(&ns("paddock-default=1:in-sync")));
+    // Present, whatever its value.
+    assert!(annotated(&ns("")));
+}

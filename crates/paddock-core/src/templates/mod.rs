@@ -18,8 +18,8 @@ mod tests;
 
 pub use builtin::{BUILTIN_DEFAULT, BUILTIN_PL1, builtin_templates};
 pub use drift::{
-    FIELD_MANAGER, Observed, Verdict, drifted, fingerprint, verdict, watched_kinds,
-    written_by_another,
+    FIELD_MANAGER, Observed, SETUP_GRACE, Verdict, annotated, drifted, fingerprint, verdict,
+    watched_kinds, written_by_another,
 };
 pub use guard::{TEMPLATES_GUARD_NAME, TEMPLATES_NAMESPACE_GUARD_NAME, templates_guards};
 pub use model::*;

@@ -15,7 +15,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
-use paddock_core::provision::reflect::{Cache, Change, WorkQueue, backoff};
+use paddock_core::provision::reflect::{Cache, Change, WatchEvent, WorkQueue, backoff};
 use paddock_core::templates::{
     self as tpl, Observed, TEMPLATE_KINDS, Verdict, fingerprint, template_kind,
 };
@@ -56,6 +56,9 @@ struct Sync {
     queue: WorkQueue<String>,
     /// A namespace whose stamping failed: not before this, and failures in a row.
     retry: HashMap<String, (Instant, u32)>,
+    /// Namespaces first seen by a watch `ADDED`, and when: left to their set-up for
+    /// [`tpl::SETUP_GRACE`] unless annotated sooner.
+    born: HashMap<String, Instant>,
     tx: mpsc::Sender<(usize, Feed)>,
 }
 
@@ -136,6 +139,7 @@ impl Sync {
             records: HashMap::new(),
             queue: WorkQueue::default(),
             retry: HashMap::new(),
+            born: HashMap::new(),
             tx,
         }
     }
@@ -237,6 +241,12 @@ impl Sync {
             _ => return,
         };
         let first_list = !cache.synced && matches!(feed, Feed::Listed(_));
+        if id == NAMESPACES
+            && let Feed::Event(WatchEvent::Added(o)) = &feed
+            && let Some(name) = o["metadata"]["name"].as_str()
+        {
+            self.born.insert(name.to_string(), Instant::now());
+        }
         // A refusal is not asked for (no `refused_wait`): it is retried as a failure.
         let changes = feed.into_cache(cache);
         // A kind's first list: an object missing from it (deleted while this replica was
@@ -250,6 +260,7 @@ impl Sync {
                 if matches!(c, Change::Removed(..)) {
                     self.records.retain(|(_, n, _), _| *n != name);
                     self.retry.remove(&name);
+                    self.born.remove(&name);
                 }
                 self.queue.add(name);
             } else {
@@ -267,6 +278,12 @@ impl Sync {
             let Some(name) = self.queue.take() else {
                 return;
             };
+            if let Some(at) = self.left_to_setup(&name) {
+                // Judged when its set-up should be done (unless a failure streak says later).
+                self.retry.entry(name.clone()).or_insert((at, 0));
+                self.queue.done(&name);
+                continue;
+            }
             match self.judge(&name) {
                 Some((t, ns, prune)) => {
                     let (state, set) = (self.state.clone(), self.set.clone());
@@ -278,9 +295,31 @@ impl Sync {
                         (name, r)
                     });
                 }
-                None => self.queue.done(&name),
+                None => {
+                    // In step (or not a live tenant's): a failure streak is over.
+                    if self
+                        .retry
+                        .get(&name)
+                        .is_some_and(|(at, _)| *at <= Instant::now())
+                    {
+                        self.retry.remove(&name);
+                    }
+                    self.queue.done(&name);
+                }
             }
         }
+    }
+
+    /// When a namespace just created, not yet annotated, is to be judged: its set-up is
+    /// stamping it meanwhile. `None` once annotated or older than the grace.
+    fn left_to_setup(&mut self, name: &str) -> Option<Instant> {
+        let born = *self.born.get(name)?;
+        let annotated = self.namespaces.get("", name).is_some_and(tpl::annotated);
+        if annotated || born.elapsed() >= tpl::SETUP_GRACE {
+            self.born.remove(name);
+            return None;
+        }
+        Some(born + tpl::SETUP_GRACE)
     }
 
     /// The stamping a namespace needs, if any: its tenant, its object, and what to prune.
