@@ -135,7 +135,10 @@ pub async fn run(config: ServerConfig, shutdown: CancellationToken) -> Result<()
     paddock_reconciler::templates::set_template_source(Arc::new(tasks::templates::StoreTemplates(
         state.clone(),
     )));
-    tokio::spawn(tasks::template_sync::sync_loop(state.clone()));
+    tokio::spawn(tasks::template_sync::sync_loop(
+        state.clone(),
+        paddock_core::clusters::cluster::DEFAULT_CLUSTER.to_string(),
+    ));
     tokio::spawn(clusters::sync_loop(state.clone()));
     tokio::spawn(clusters::span_resync::resync_loop(state.clone()));
     tokio::spawn(clusters::span_join::join_loop(state.clone()));

@@ -173,6 +173,34 @@ fn two_clusters_one_tenant_each() -> Result<()> {
         !upstream_has(&up_b, &["get", "ns", "alphaa-shop"])?,
         "alphaa's namespace on east"
     );
+
+    // Namespace templates are kept on every cluster: a locked object deleted straight at
+    // east's apiserver is put back by east's template sync, as one on default is by default's.
+    for (up, ns, cluster) in [
+        (&up_b, "bravob-shop", "east"),
+        (&up_a, "alphaa-shop", "default"),
+    ] {
+        let np = ["-n", ns, "get", "networkpolicy", "paddock-tenant-isolation"];
+        eventually(Duration::from_secs(30), || {
+            ensure!(upstream_has(up, &np)?, "{ns} not stamped on {cluster} yet");
+            Ok(())
+        })?;
+        up.run(&[
+            "-n",
+            ns,
+            "delete",
+            "networkpolicy",
+            "paddock-tenant-isolation",
+        ])?;
+        let back = eventually(Duration::from_secs(20), || {
+            ensure!(
+                upstream_has(up, &np)?,
+                "{ns}'s NetworkPolicy not back on {cluster}"
+            );
+            Ok(())
+        })?;
+        eprintln!("FIGURE template drift on {cluster}: deleted NetworkPolicy back after {back:?}");
+    }
     ensure!(
         upstream_has(&up_b, &["get", "ns", "bravob-shop"])?,
         "bravob's namespace missing on east"

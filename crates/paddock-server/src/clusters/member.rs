@@ -98,6 +98,12 @@ pub fn start(main: &Arc<AppState>, record: ClusterRecord) -> Result<ClusterMembe
         .admission_client_ca_pem
         .as_ref()
         .and(paddock_reconciler::provision::admission_url());
+    // The namespace templates kept in step there too (drift repaired, template changes
+    // stamped): the sync waits for the bootstrap and ends with `stop`.
+    tokio::spawn(crate::tasks::template_sync::sync_loop(
+        state.clone(),
+        record.name.clone(),
+    ));
     tokio::spawn(bootstrap_then_resync(
         state.clone(),
         record.name.clone(),

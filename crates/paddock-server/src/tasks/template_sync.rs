@@ -46,6 +46,8 @@ type Job = (String, Result<StampReport, ServerError>);
 /// The sync of one replica: its caches, what it remembers of its writes, and its queue.
 struct Sync {
     state: Arc<AppState>,
+    /// The cluster's name (in the log).
+    cluster: String,
     set: Option<Arc<TemplateSet>>,
     namespaces: Cache,
     /// Per kind of `TEMPLATE_KINDS`: its locked objects, while the kind is watched.
@@ -62,8 +64,9 @@ struct Sync {
     tx: mpsc::Sender<(usize, Feed)>,
 }
 
-/// The sync loop of one replica.
-pub async fn sync_loop(state: Arc<AppState>) {
+/// The sync loop of one replica for one cluster (`state` is that cluster's: the default
+/// cluster's, or a registered cluster's, started with its other background work).
+pub async fn sync_loop(state: Arc<AppState>, cluster: String) {
     while !state
         .bootstrapped
         .load(std::sync::atomic::Ordering::Acquire)
@@ -74,7 +77,7 @@ pub async fn sync_loop(state: Arc<AppState>) {
         }
     }
     let (tx, mut rx) = mpsc::channel(CHANNEL);
-    let mut s = Sync::new(state.clone(), tx);
+    let mut s = Sync::new(state.clone(), cluster, tx);
     s.spawn(
         NAMESPACES,
         "/api/v1/namespaces".into(),
@@ -129,9 +132,10 @@ pub async fn sync_loop(state: Arc<AppState>) {
 }
 
 impl Sync {
-    fn new(state: Arc<AppState>, tx: mpsc::Sender<(usize, Feed)>) -> Self {
+    fn new(state: Arc<AppState>, cluster: String, tx: mpsc::Sender<(usize, Feed)>) -> Self {
         Sync {
             state,
+            cluster,
             set: None,
             namespaces: Cache::default(),
             objects: TEMPLATE_KINDS.iter().map(|_| Cache::default()).collect(),
@@ -377,12 +381,12 @@ impl Sync {
                     }
                 }
                 if report.applied + report.deleted > 0 {
-                    tracing::info!(namespace = %name, applied = report.applied, deleted = report.deleted, failed = report.failed.len(), "namespace templates stamped");
+                    tracing::info!(cluster = %self.cluster, namespace = %name, applied = report.applied, deleted = report.deleted, failed = report.failed.len(), "namespace templates stamped");
                 }
                 !report.failed.is_empty()
             }
             Err(e) => {
-                tracing::warn!(namespace = %name, error = %e, "template sync of a namespace failed");
+                tracing::warn!(cluster = %self.cluster, namespace = %name, error = %e, "template sync of a namespace failed");
                 true
             }
         };

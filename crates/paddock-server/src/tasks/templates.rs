@@ -18,9 +18,10 @@ use paddock_upstream::upjson;
 
 pub(crate) static WAKE: Notify = Notify::const_new();
 
-/// Asks this replica's sync to read the templates now (a template was written here).
+/// Asks this replica's syncs (one per cluster) to read the templates now (a template was
+/// written here). A sync busy at this moment reads them at its next tick.
 pub fn wake() {
-    WAKE.notify_one();
+    WAKE.notify_waiters();
 }
 
 /// The replica's templates: the built-in ones of its configuration, then the stored ones.
