@@ -51,38 +51,25 @@ fn drift_is_repaired_from_watches_and_idle_costs_nothing() -> Result<()> {
     let bed = start(&[])?;
     let up = &bed.up;
     tenant(&bed, A)?;
-    within(Duration::from_secs(30), "the first tenant stamped", || {
-        Ok(namespaces_of(up, &[A])?
-            .iter()
-            .all(|n| has_isolation(up, n)))
-    })?;
+    all_stamped(up, &[A])?;
     // What a tenant's creation costs in stamped-object writes, once the sync has settled: its
     // set-up stamps its 4 namespaces (5 objects each with pl1); the sync leaves a namespace
     // just created to its set-up (SETUP_GRACE) instead of stamping it again on top. Reported,
     // not asserted (a set-up slower than the grace is stamped by the sync too, as it should).
     let before = request_counts(up)?;
     tenant(&bed, B)?;
-    within(Duration::from_secs(30), "the second tenant stamped", || {
-        Ok(namespaces_of(up, &[B])?
-            .iter()
-            .all(|n| has_isolation(up, n)))
-    })?;
+    all_stamped(up, &[B])?;
     std::thread::sleep(Duration::from_secs(4));
-    let after = request_counts(up)?;
-    let applies: f64 = after
-        .iter()
+    let applies: f64 = growth(&before, &request_counts(up)?)
         .filter(|((resource, _, verb), _)| resource != "namespaces" && verb == "APPLY")
-        .map(|(k, v)| v - before.get(k).copied().unwrap_or(0.0))
+        .map(|(_, d)| d)
         .sum();
     println!(
         "creating tenant {B} (4 namespaces, 5 stamped objects each): {applies} applies of stamped objects (its set-up's own: 20)"
     );
-    let nss = namespaces_of(up, &[A, B])?;
+    let nss = all_stamped(up, &[A, B])?;
     ensure!(nss.len() >= 4, "tenant namespaces: {nss:?}");
     let (ns1, ns2) = (&nss[0], &nss[1]);
-    within(Duration::from_secs(30), "every namespace stamped", || {
-        Ok(nss.iter().all(|n| has_isolation(up, n)))
-    })?;
 
     // ---- a restart: the sync's caches are LISTed afresh ------------------------------------------
     bed.p.stop();
@@ -127,13 +114,10 @@ fn drift_is_repaired_from_watches_and_idle_costs_nothing() -> Result<()> {
     std::thread::sleep(Duration::from_secs(4));
     let after = request_counts(up)?;
     let mut stamped_again = Vec::new();
-    for (k @ (resource, scope, verb), v) in &after {
-        let d = v - before.get(k).copied().unwrap_or(0.0);
-        if d > 0.0 {
-            println!("after the labels: {resource} {scope} {verb} +{d}");
-        }
+    for ((resource, scope, verb), d) in growth(&before, &after) {
+        println!("after the labels: {resource} {scope} {verb} +{d}");
         // The labels themselves are the test's PATCHes of namespaces.
-        if d > 0.0 && resource != "namespaces" && WRITES.contains(&verb.as_str()) {
+        if resource != "namespaces" && WRITES.contains(&verb.as_str()) {
             stamped_again.push(format!("{resource} {scope} {verb} +{d}"));
         }
     }
@@ -153,11 +137,7 @@ fn drift_is_repaired_from_watches_and_idle_costs_nothing() -> Result<()> {
     let after = request_counts(up)?;
     let mut busy = Vec::new();
     let mut cluster_reads = 0.0;
-    for (k @ (resource, scope, verb), v) in &after {
-        let d = v - before.get(k).copied().unwrap_or(0.0);
-        if d <= 0.0 {
-            continue;
-        }
+    for ((resource, scope, verb), d) in growth(&before, &after) {
         println!("idle {}s: {resource} {scope} {verb} +{d}", idle.as_secs());
         // "namespace" (a LIST in one namespace) or "resource" (a GET of one object): a cost
         // that grows with namespaces. "cluster": one read across them all.
@@ -187,6 +167,29 @@ fn drift_is_repaired_from_watches_and_idle_costs_nothing() -> Result<()> {
         "cluster-wide reads of stamped kinds while idle: {per_second:.2}/s"
     );
     Ok(())
+}
+
+type Counts = BTreeMap<(String, String, String), f64>;
+
+/// The counters that grew from `before` to `after`, and by how much.
+fn growth<'a>(
+    before: &'a Counts,
+    after: &'a Counts,
+) -> impl Iterator<Item = (&'a (String, String, String), f64)> + 'a {
+    after
+        .iter()
+        .map(|(k, v)| (k, v - before.get(k).copied().unwrap_or(0.0)))
+        .filter(|(_, d)| *d > 0.0)
+}
+
+/// The tenant namespaces of `tids` upstream, once every one carries the isolation policy.
+fn all_stamped(up: &Kubectl, tids: &[&str]) -> Result<Vec<String>> {
+    within(Duration::from_secs(30), "every namespace stamped", || {
+        Ok(namespaces_of(up, tids)?
+            .iter()
+            .all(|n| has_isolation(up, n)))
+    })?;
+    namespaces_of(up, tids)
 }
 
 /// What paddock's log says of its stampings and leadership (read when a check failed).
@@ -231,7 +234,7 @@ fn quota_pods(up: &Kubectl, ns: &str) -> Result<String> {
 }
 
 /// `apiserver_request_total` summed by (resource, scope, verb), for the stamped kinds.
-fn request_counts(up: &Kubectl) -> Result<BTreeMap<(String, String, String), f64>> {
+fn request_counts(up: &Kubectl) -> Result<Counts> {
     let text = up.run(&["get", "--raw", "/metrics"])?;
     let mut out = BTreeMap::new();
     for line in text.lines() {
